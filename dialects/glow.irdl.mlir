@@ -1,0 +1,276 @@
+// The high-level `glow` dialect: a strongly typed dataflow graph on tensors with static shapes.
+// Ops print in MLIR's generic form. Attribute names follow Glow's node definitions (NodeGen.cpp).
+// Semantic rules IRDL cannot state (result shapes, broadcast rules, attribute ranges) are checked by
+// the glow-verify pass (glow_mlir/passes/verify.py).
+irdl.dialect @glow {
+  // A constant tensor (Glow's Constant); `value` is a dense elements attribute.
+  irdl.operation @constant {
+    %result = irdl.base "!builtin.tensor"
+    %value = irdl.any
+    irdl.results(result: %result)
+    irdl.attributes {"value" = %value}
+  }
+
+  // A tensor with every element equal to `value`.
+  irdl.operation @splat {
+    %result = irdl.base "!builtin.tensor"
+    %value = irdl.base "#builtin.float"
+    irdl.results(result: %result)
+    irdl.attributes {"value" = %value}
+  }
+
+  // result[n, j] = sum_k input[n, k] * weights[k, j] + bias[j].
+  irdl.operation @fully_connected {
+    %input = irdl.base "!builtin.tensor"
+    %weights = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input, weights: %weights, bias: %bias)
+    irdl.results(result: %result)
+  }
+
+  // 2-D matrix product.
+  irdl.operation @matmul {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // result[b, ...] = batch[b, ...] + slice[...].
+  irdl.operation @batched_add {
+    %batch = irdl.base "!builtin.tensor"
+    %slice = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(batch: %batch, slice: %slice)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise add; both operands and the result have one shape.
+  irdl.operation @add {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise sub; both operands and the result have one shape.
+  irdl.operation @sub {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise mul; both operands and the result have one shape.
+  irdl.operation @mul {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise div; both operands and the result have one shape.
+  irdl.operation @div {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise max; both operands and the result have one shape.
+  irdl.operation @max {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise min; both operands and the result have one shape.
+  irdl.operation @min {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise relu.
+  irdl.operation @relu {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise sigmoid.
+  irdl.operation @sigmoid {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise tanh.
+  irdl.operation @tanh {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise exp.
+  irdl.operation @exp {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise sqrt.
+  irdl.operation @sqrt {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Softmax over the last dimension.
+  irdl.operation @softmax {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // 2-D convolution, NCHW input, OIHW filter (I = C / group); pads are [top, left, bottom, right].
+  irdl.operation @convolution {
+    %input = irdl.base "!builtin.tensor"
+    %filter = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %group = irdl.base "#builtin.integer"
+    %dilation = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input, filter: %filter, bias: %bias)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "group" = %group, "dilation" = %dilation}
+  }
+
+  // 2-D max pooling, NCHW; padding never wins the max.
+  irdl.operation @max_pool {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads}
+  }
+
+  // 2-D average pooling, NCHW.
+  irdl.operation @avg_pool {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %countIncludePads = irdl.base "#builtin.integer"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "countIncludePads" = %countIncludePads}
+  }
+
+  // Inference batch normalization along dimension `channelIdx`.
+  irdl.operation @batch_normalization {
+    %input = irdl.base "!builtin.tensor"
+    %scale = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %mean = irdl.base "!builtin.tensor"
+    %var = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %epsilon = irdl.base "#builtin.float"
+    %momentum = irdl.base "#builtin.float"
+    %channelIdx = irdl.base "#builtin.integer"
+    irdl.operands(input: %input, scale: %scale, bias: %bias, mean: %mean, var: %var)
+    irdl.results(result: %result)
+    irdl.attributes {"epsilon" = %epsilon, "momentum" = %momentum, "channelIdx" = %channelIdx}
+  }
+
+  // Same elements in row-major order, new shape `dims`.
+  irdl.operation @reshape {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dims = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"dims" = %dims}
+  }
+
+  // result.dims[i] = input.dims[shuffle[i]].
+  irdl.operation @transpose {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %shuffle = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"shuffle" = %shuffle}
+  }
+
+  // Concatenation along `dim`. Inputs come in up to 8 groups of equal-typed inputs (IRDL variadics are homogeneous); operandSegmentSizes gives each group's length.
+  irdl.operation @concat {
+    %in0 = irdl.base "!builtin.tensor"
+    %in1 = irdl.base "!builtin.tensor"
+    %in2 = irdl.base "!builtin.tensor"
+    %in3 = irdl.base "!builtin.tensor"
+    %in4 = irdl.base "!builtin.tensor"
+    %in5 = irdl.base "!builtin.tensor"
+    %in6 = irdl.base "!builtin.tensor"
+    %in7 = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dim = irdl.base "#builtin.integer"
+    irdl.operands(in0: variadic %in0, in1: variadic %in1, in2: variadic %in2, in3: variadic %in3, in4: variadic %in4, in5: variadic %in5, in6: variadic %in6, in7: variadic %in7)
+    irdl.results(result: %result)
+    irdl.attributes {"dim" = %dim}
+  }
+
+  // The block of the result's shape that starts at `start`.
+  irdl.operation @slice {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %start = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"start" = %start}
+  }
+
+  // `big` with `small` written into it at offset `start`.
+  irdl.operation @insert_tensor {
+    %big = irdl.base "!builtin.tensor"
+    %small = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %start = irdl.base "#builtin.dense_array"
+    irdl.operands(big: %big, small: %small)
+    irdl.results(result: %result)
+    irdl.attributes {"start" = %start}
+  }
+
+  // Numpy broadcast of `input` to the result shape, its dims aligned at `axis`.
+  irdl.operation @broadcast {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axis = irdl.base "#builtin.integer"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"axis" = %axis}
+  }
+}

@@ -1,0 +1,247 @@
+// The low-level `glow_ir` dialect: Glow's instruction-based, address-only IR on memrefs.
+// Instructions have no results: each writes into buffers passed as operands. The `roles` attribute of an
+// instruction is fixed by this definition (irdl.is) and names each operand's role, as Glow's @in/@out/@inout.
+// alloc_activation / dealloc_activation bracket every intermediate buffer; tensor_view reinterprets one.
+irdl.dialect @glow_ir {
+  // A new activation buffer; its lifetime ends at its dealloc_activation.
+  irdl.operation @alloc_activation {
+    %buffer = irdl.base "!builtin.memref"
+    irdl.results(buffer: %buffer)
+  }
+
+  // Ends the lifetime of an activation buffer.
+  irdl.operation @dealloc_activation {
+    %buffer = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out"]
+    irdl.operands(buffer: %buffer)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // The same bytes as `src`, reinterpreted with the result's (contiguous) shape. No data moves.
+  irdl.operation @tensor_view {
+    %src = irdl.base "!builtin.memref"
+    %view = irdl.base "!builtin.memref"
+    irdl.operands(src: %src)
+    irdl.results(view: %view)
+  }
+
+  // dest = src.
+  irdl.operation @copy {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // Every element of dest = value.
+  irdl.operation @splat {
+    %dest = irdl.base "!builtin.memref"
+    %value = irdl.base "#builtin.float"
+    %roles = irdl.is ["out"]
+    irdl.operands(dest: %dest)
+    irdl.attributes {"value" = %value, "roles" = %roles}
+  }
+
+  // dest = lhs x rhs (2-D).
+  irdl.operation @matmul {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest[b, ...] = batch[b, ...] + slice[...].
+  irdl.operation @batched_add {
+    %dest = irdl.base "!builtin.memref"
+    %batch = irdl.base "!builtin.memref"
+    %slice = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, batch: %batch, slice: %slice)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs add rhs, elementwise, one shape.
+  irdl.operation @element_add {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs sub rhs, elementwise, one shape.
+  irdl.operation @element_sub {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs mul rhs, elementwise, one shape.
+  irdl.operation @element_mul {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs div rhs, elementwise, one shape.
+  irdl.operation @element_div {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs max rhs, elementwise, one shape.
+  irdl.operation @element_max {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs min rhs, elementwise, one shape.
+  irdl.operation @element_min {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = sigmoid(src), elementwise.
+  irdl.operation @sigmoid {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = tanh(src), elementwise.
+  irdl.operation @tanh {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = exp(src), elementwise.
+  irdl.operation @element_exp {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = sqrt(src), elementwise.
+  irdl.operation @element_sqrt {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // Softmax over the last dimension.
+  irdl.operation @softmax {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // 2-D NCHW convolution with no padding (the graph makes padding explicit before IRGen).
+  irdl.operation @convolution {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %filter = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %group = irdl.base "#builtin.integer"
+    %dilation = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, src: %src, filter: %filter, bias: %bias)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "roles" = %roles}
+  }
+
+  // 2-D NCHW max pooling, no padding.
+  irdl.operation @max_pool {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
+  }
+
+  // 2-D NCHW average pooling over full windows, no padding.
+  irdl.operation @avg_pool {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
+  }
+
+  // dest.dims[i] = src.dims[shuffle[i]].
+  irdl.operation @transpose {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %shuffle = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"shuffle" = %shuffle, "roles" = %roles}
+  }
+
+  // Writes src into dest at offset start; the rest of dest is kept.
+  irdl.operation @insert_tensor {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %start = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["inout", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"start" = %start, "roles" = %roles}
+  }
+
+  // dest = the block of src of dest's shape at offset start.
+  irdl.operation @extract_tensor {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %start = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"start" = %start, "roles" = %roles}
+  }
+
+  // Numpy broadcast of src to dest's shape, src's dims aligned at axis.
+  irdl.operation @broadcast {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %axis = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"axis" = %axis, "roles" = %roles}
+  }
+}

@@ -1,0 +1,1 @@
+"""glow-mlir: a neural-network compiler in the design of Glow, built on MLIR."""

@@ -1,0 +1,1 @@
+"""CPU code generation: glow_ir -> linalg on memrefs -> LLVM dialect."""

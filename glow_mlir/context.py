@@ -1,0 +1,27 @@
+"""MLIR contexts with the `glow` and `glow_ir` dialects loaded from their IRDL definitions."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from mlir import ir
+from mlir.dialects import irdl
+
+DIALECT_FILES = ("glow.irdl.mlir", "glow_ir.irdl.mlir")
+
+
+@cache
+def dialect_sources() -> tuple[str, ...]:
+    """The IRDL text of each dialect, read once from the installed package."""
+    folder = resources.files("glow_mlir.dialects")
+    return tuple(folder.joinpath(name).read_text() for name in DIALECT_FILES)
+
+
+def make_context() -> ir.Context:
+    """A new context in which every upstream dialect and both glow dialects parse and verify."""
+    ctx = ir.Context()
+    with ctx, ir.Location.unknown():
+        for source in dialect_sources():
+            irdl.load_dialects(ir.Module.parse(source))
+    return ctx

@@ -1,0 +1,156 @@
+"""Small helpers to build and read `glow` / `glow_ir` ops, which IRDL gives no Python classes.
+
+IRDL ops exist only in MLIR's generic form, so every stage builds them with `ir.Operation.create` and reads
+their attributes by name. Keeping those few idioms here lets passes read like the rewrites they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from mlir import ir
+
+GLOW = "glow."
+GLOW_IR = "glow_ir."
+
+# Glow's numpy element types and their MLIR spellings; f32 is the only one compute ops take for now.
+NUMPY_TO_MLIR = {np.dtype(np.float32): "f32"}
+
+
+def create(
+    name: str,
+    operands: Sequence[ir.Value] = (),
+    results: Sequence[ir.Type] = (),
+    attributes: dict[str, ir.Attribute] | None = None,
+    loc: ir.Location | None = None,
+) -> ir.Operation:
+    """Creates a generic-form op at the current insertion point."""
+    return ir.Operation.create(
+        name, results=list(results), operands=list(operands), attributes=attributes or {}, loc=loc
+    )
+
+
+def i64_array(values: Iterable[int]) -> ir.DenseI64ArrayAttr:
+    return ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+
+def i64(value: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
+
+
+def f32(value: float) -> ir.FloatAttr:
+    return ir.FloatAttr.get(ir.F32Type.get(), float(value))
+
+
+def boolean(value: bool) -> ir.BoolAttr:
+    return ir.BoolAttr.get(bool(value))
+
+
+def ints(op: ir.Operation | ir.OpView, name: str) -> list[int]:
+    """An `array<i64: ...>` attribute as a list."""
+    return list(ir.DenseI64ArrayAttr(_attr(op, name)))
+
+
+def integer(op: ir.Operation | ir.OpView, name: str) -> int:
+    """An integer or boolean attribute as an int."""
+    return ir.IntegerAttr(_attr(op, name)).value
+
+
+def floating(op: ir.Operation | ir.OpView, name: str) -> float:
+    return ir.FloatAttr(_attr(op, name)).value
+
+
+def has_attr(op: ir.Operation | ir.OpView, name: str) -> bool:
+    return name in _operation(op).attributes
+
+
+def _attr(op: ir.Operation | ir.OpView, name: str) -> ir.Attribute:
+    return _operation(op).attributes[name]
+
+
+def _operation(op: ir.Operation | ir.OpView) -> ir.Operation:
+    return op.operation if isinstance(op, ir.OpView) else op
+
+
+def shape(value_or_type: ir.Value | ir.Type) -> tuple[int, ...]:
+    """The static shape of a ranked tensor or memref value or type."""
+    t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
+    return tuple(ir.ShapedType(t).shape)
+
+
+def element_type(value_or_type: ir.Value | ir.Type) -> ir.Type:
+    t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
+    return ir.ShapedType(t).element_type
+
+
+def tensor_type(dims: Sequence[int], elt: ir.Type | None = None) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get([int(d) for d in dims], elt or ir.F32Type.get())
+
+
+def memref_type(dims: Sequence[int], elt: ir.Type | None = None) -> ir.MemRefType:
+    return ir.MemRefType.get([int(d) for d in dims], elt or ir.F32Type.get())
+
+
+def location_text(op: ir.Operation | ir.OpView) -> str:
+    """The op's location as a user reads it: a node name, or file:line:col."""
+    text = str(_operation(op).location)
+    return text[len("loc(") : -1] if text.startswith("loc(") else text
+
+
+def concat_segments(types: Sequence[ir.Type]) -> list[int]:
+    """Lengths of the runs of equal types: the operandSegmentSizes of a `glow.concat`.
+
+    IRDL variadic groups are homogeneous, so a concat holds its inputs as consecutive runs of one type.
+    """
+    runs: list[int] = []
+    for i, t in enumerate(types):
+        if i and t == types[i - 1]:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+    return runs
+
+
+CONCAT_GROUPS = 8
+
+
+def concat_attributes(types: Sequence[ir.Type], dim: int) -> dict[str, ir.Attribute]:
+    """Attributes of a `glow.concat` of inputs of these types; at most CONCAT_GROUPS runs fit one op."""
+    runs = concat_segments(types)
+    if len(runs) > CONCAT_GROUPS:
+        raise ValueError(f"a glow.concat holds at most {CONCAT_GROUPS} runs of equal-typed inputs")
+    sizes = runs + [0] * (CONCAT_GROUPS - len(runs))
+    return {"dim": i64(dim), "operandSegmentSizes": ir.DenseI32ArrayAttr.get(sizes)}
+
+
+def roles(op: ir.Operation | ir.OpView) -> list[str]:
+    """The @in/@out/@inout role of each operand of a `glow_ir` instruction, as its dialect fixes them."""
+    operation = _operation(op)
+    if "roles" not in operation.attributes:
+        return []
+    return [ir.StringAttr(a).value for a in ir.ArrayAttr(operation.attributes["roles"])]
+
+
+def dialect_ops(block: ir.Block, prefix: str) -> list[ir.Operation]:
+    """The ops of a block whose name starts with `prefix`, as a list safe to mutate while iterating."""
+    return [op.operation for op in block.operations if op.operation.name.startswith(prefix)]
+
+
+def functions(module: ir.Module | ir.Operation) -> list[ir.Operation]:
+    """The `func.func` ops of a module."""
+    body = module.body if isinstance(module, ir.Module) else module.regions[0].blocks[0]
+    return [op.operation for op in body.operations if op.operation.name == "func.func"]
+
+
+def walk_ops(root: ir.Operation) -> list[ir.Operation]:
+    """All ops nested in `root` (root excluded), in pre-order, as a list."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op != root:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found

@@ -1,0 +1,1 @@
+"""Graph- and IR-level passes; `registry` holds them all, `pipeline` runs them."""
