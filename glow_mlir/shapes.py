@@ -1,0 +1,258 @@
+"""The shape rules of every `glow` op, stated once.
+
+Each function takes operand shapes and attribute values (plain Python ints and tuples), checks every rule
+the op's semantics need (ranks, matching dims, attribute ranges) and returns the result shape. The graph
+builder calls them to infer result types and `glow-verify` calls them to check the types an IR states, so a
+rule changed here changes both. A broken rule raises `ShapeError`, whose message names the rule and the
+shapes involved; callers prefix it with the op and its node name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+Shape = tuple[int, ...]
+
+
+class ShapeError(ValueError):
+    """Operand shapes or attributes that break one of an op's shape rules."""
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ShapeError(message)
+
+
+def _fmt(shape: Sequence[int]) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def tensor(shape: Sequence[int], what: str = "shape") -> Shape:
+    """A valid static tensor shape: every dim is at least 1 (Glow has no empty or dynamic tensors)."""
+    dims = tuple(int(d) for d in shape)
+    _require(all(d >= 1 for d in dims), f"{what} {_fmt(dims)} must have every dim >= 1")
+    return dims
+
+
+def _rank(shape: Shape, rank: int, what: str) -> None:
+    _require(len(shape) == rank, f"{what} must have rank {rank}, got {_fmt(shape)}")
+
+
+def _length(values: Sequence[int], length: int, what: str) -> None:
+    _require(len(values) == length, f"{what} must have {length} values, got {_fmt(values)}")
+
+
+def elementwise(lhs: Shape, rhs: Shape) -> Shape:
+    """Binary elementwise ops (add, sub, mul, div, max, min): both operands have one shape."""
+    _require(lhs == rhs, f"operands must have the same shape, got {_fmt(lhs)} and {_fmt(rhs)}")
+    return lhs
+
+
+def unary(input: Shape) -> Shape:
+    """Unary elementwise ops (relu, sigmoid, tanh, exp, sqrt, copy): the result has the input's shape."""
+    return input
+
+
+def softmax(input: Shape) -> Shape:
+    """Softmax over the last dim of a tensor of any rank >= 1."""
+    _require(len(input) >= 1, f"input must have rank >= 1, got {_fmt(input)}")
+    return input
+
+
+def matmul(lhs: Shape, rhs: Shape) -> Shape:
+    """[M, K] x [K, N] -> [M, N]."""
+    _rank(lhs, 2, "lhs")
+    _rank(rhs, 2, "rhs")
+    _require(lhs[1] == rhs[0], f"inner dims must agree: lhs {_fmt(lhs)}, rhs {_fmt(rhs)}")
+    return (lhs[0], rhs[1])
+
+
+def fully_connected(input: Shape, weights: Shape, bias: Shape) -> Shape:
+    """[N, K] x [K, M] + [M] -> [N, M]."""
+    _rank(input, 2, "input")
+    _rank(weights, 2, "weights")
+    _require(
+        input[1] == weights[0], f"input dim 1 must equal weights dim 0: input {_fmt(input)}, weights {_fmt(weights)}"
+    )
+    _require(
+        bias == (weights[1],), f"bias must have shape [{weights[1]}] (weights dim 1), got {_fmt(bias)}"
+    )
+    return (input[0], weights[1])
+
+
+def batched_add(batch: Shape, slice: Shape) -> Shape:
+    """batch[b, ...] + slice[...]: the slice has the shape of one batch element."""
+    _require(len(batch) >= 1, f"batch must have rank >= 1, got {_fmt(batch)}")
+    _require(
+        slice == batch[1:],
+        f"slice shape must equal batch shape without dim 0: batch {_fmt(batch)}, slice {_fmt(slice)}",
+    )
+    return batch
+
+
+def _window_dims(
+    input: Shape, kernels: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilation: Sequence[int]
+) -> tuple[int, int]:
+    """Output H and W of a 2-D window sweep over NCHW `input`; shared by convolution and pooling."""
+    _length(kernels, 2, "kernels")
+    _length(strides, 2, "strides")
+    _length(pads, 4, "pads [top, left, bottom, right]")
+    _length(dilation, 2, "dilation")
+    _require(all(k >= 1 for k in kernels), f"kernels must be >= 1, got {_fmt(kernels)}")
+    _require(all(s >= 1 for s in strides), f"strides must be >= 1, got {_fmt(strides)}")
+    _require(all(p >= 0 for p in pads), f"pads must be >= 0, got {_fmt(pads)}")
+    _require(all(d >= 1 for d in dilation), f"dilation must be >= 1, got {_fmt(dilation)}")
+    top, left, bottom, right = pads
+    out = []
+    for size, pad, k, s, d in (
+        (input[2], top + bottom, kernels[0], strides[0], dilation[0]),
+        (input[3], left + right, kernels[1], strides[1], dilation[1]),
+    ):
+        extent = d * (k - 1) + 1
+        _require(
+            size + pad >= extent,
+            f"the (dilated) kernel {_fmt(kernels)} must fit the padded input for an output dim >= 1: "
+            f"input {_fmt(input)}, pads {_fmt(pads)}, dilation {_fmt(dilation)}",
+        )
+        out.append((size + pad - extent) // s + 1)
+    return out[0], out[1]
+
+
+def convolution(
+    input: Shape,
+    filter: Shape,
+    bias: Shape,
+    *,
+    kernels: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilation: Sequence[int],
+    group: int,
+) -> Shape:
+    """NCHW input, OIHW filter with I = C / group, bias [O] -> [N, O, OH, OW]."""
+    _rank(input, 4, "input (NCHW)")
+    _rank(filter, 4, "filter (OIHW)")
+    _require(group >= 1, f"group must be >= 1, got {group}")
+    n, c = input[0], input[1]
+    o, i, kh, kw = filter
+    _require(
+        c == i * group,
+        f"input channels must equal filter I * group: input {_fmt(input)}, filter {_fmt(filter)}, group {group}",
+    )
+    _require(o % group == 0, f"group {group} must divide the filter's output channels: filter {_fmt(filter)}")
+    _require(bias == (o,), f"bias must have shape [{o}] (filter dim 0), got {_fmt(bias)}")
+    _require(
+        tuple(kernels) == (kh, kw), f"kernels {_fmt(kernels)} must equal the filter's HW: filter {_fmt(filter)}"
+    )
+    oh, ow = _window_dims(input, kernels, strides, pads, dilation)
+    return (n, o, oh, ow)
+
+
+def pool(input: Shape, *, kernels: Sequence[int], strides: Sequence[int], pads: Sequence[int]) -> Shape:
+    """max_pool / avg_pool over NCHW input -> [N, C, OH, OW].
+
+    Pads must be smaller than the kernel (ONNX's rule), so every window holds at least one real element:
+    padding then never wins a max and no average divides by zero.
+    """
+    _rank(input, 4, "input (NCHW)")
+    oh, ow = _window_dims(input, kernels, strides, pads, (1, 1))
+    top, left, bottom, right = pads
+    _require(
+        max(top, bottom) < kernels[0] and max(left, right) < kernels[1],
+        f"pads {_fmt(pads)} must be smaller than kernels {_fmt(kernels)}",
+    )
+    return (input[0], input[1], oh, ow)
+
+
+def batch_normalization(
+    input: Shape, scale: Shape, bias: Shape, mean: Shape, var: Shape, *, channel_idx: int, epsilon: float
+) -> Shape:
+    """Per-channel scale, bias, mean and var, each of shape [input[channel_idx]]."""
+    _require(
+        0 <= channel_idx < len(input), f"channelIdx {channel_idx} must be a dim of input {_fmt(input)}"
+    )
+    _require(epsilon >= 0, f"epsilon must be >= 0, got {epsilon}")
+    channels = input[channel_idx]
+    for name, vector in (("scale", scale), ("bias", bias), ("mean", mean), ("var", var)):
+        _require(
+            vector == (channels,),
+            f"{name} must have shape [{channels}] (input dim {channel_idx}), got {_fmt(vector)}; "
+            f"input {_fmt(input)}",
+        )
+    return input
+
+
+def reshape(input: Shape, dims: Sequence[int]) -> Shape:
+    """Same element count, new dims."""
+    result = tensor(dims, "dims")
+    _require(
+        math.prod(result) == math.prod(input),
+        f"element counts must agree: input {_fmt(input)} has {math.prod(input)}, dims {_fmt(result)} has "
+        f"{math.prod(result)}",
+    )
+    return result
+
+
+def transpose(input: Shape, shuffle: Sequence[int]) -> Shape:
+    """result.dims[i] = input.dims[shuffle[i]]; shuffle is a permutation of the input's dims."""
+    _require(
+        sorted(shuffle) == list(range(len(input))),
+        f"shuffle {_fmt(shuffle)} must be a permutation of 0..{len(input) - 1} for input {_fmt(input)}",
+    )
+    return tuple(input[s] for s in shuffle)
+
+
+def concat(inputs: Sequence[Shape], dim: int) -> Shape:
+    """Inputs of one rank whose dims agree except `dim`; the result's `dim` is their sum."""
+    _require(len(inputs) >= 1, "concat needs at least one input")
+    first = inputs[0]
+    _require(0 <= dim < len(first), f"dim {dim} must be a dim of the inputs, got first input {_fmt(first)}")
+    for shape in inputs[1:]:
+        _require(
+            len(shape) == len(first)
+            and all(a == b for i, (a, b) in enumerate(zip(shape, first, strict=True)) if i != dim),
+            f"inputs must agree in every dim except {dim}: {', '.join(_fmt(s) for s in inputs)}",
+        )
+    return first[:dim] + (sum(s[dim] for s in inputs),) + first[dim + 1 :]
+
+
+def slice(input: Shape, start: Sequence[int], sizes: Sequence[int]) -> Shape:
+    """The block of shape `sizes` at offset `start`, within the input's bounds."""
+    result = tensor(sizes, "slice sizes")
+    _require(
+        len(start) == len(input) == len(result),
+        f"start {_fmt(start)} and sizes {_fmt(result)} must have the input's rank: input {_fmt(input)}",
+    )
+    _require(
+        all(s >= 0 and s + n <= d for s, n, d in zip(start, result, input, strict=True)),
+        f"block at start {_fmt(start)} of sizes {_fmt(result)} must lie within input {_fmt(input)}",
+    )
+    return result
+
+
+def insert_tensor(big: Shape, small: Shape, start: Sequence[int]) -> Shape:
+    """`small` written into `big` at `start`, within `big`'s bounds; the result has `big`'s shape."""
+    _require(
+        len(start) == len(big) == len(small),
+        f"start {_fmt(start)}, big {_fmt(big)} and small {_fmt(small)} must have one rank",
+    )
+    _require(
+        all(s >= 0 and s + n <= d for s, n, d in zip(start, small, big, strict=True)),
+        f"small {_fmt(small)} at start {_fmt(start)} must lie within big {_fmt(big)}",
+    )
+    return big
+
+
+def broadcast(input: Shape, target: Sequence[int], axis: int) -> Shape:
+    """Input dims aligned at `axis` of the target; each is 1 or equal to the target dim it meets."""
+    result = tensor(target, "target shape")
+    _require(
+        0 <= axis and axis + len(input) <= len(result),
+        f"input {_fmt(input)} aligned at axis {axis} must fit within target {_fmt(result)}",
+    )
+    _require(
+        all(d == 1 or d == result[axis + i] for i, d in enumerate(input)),
+        f"input {_fmt(input)} aligned at axis {axis} must have dims 1 or equal to target {_fmt(result)}",
+    )
+    return result
