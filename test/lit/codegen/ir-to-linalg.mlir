@@ -1,0 +1,72 @@
+// glow-ir-to-linalg turns every glow_ir instruction into linalg/arith/math/scf on the same memrefs.
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg)' | FileCheck %s
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg)' | FileCheck %s --check-prefix=NONE
+// NONE-NOT: glow_ir.
+// NONE-NOT: memref.alloc(
+
+memref.global "private" constant @w : memref<4x3x3x3xf32> = dense<1.0>
+memref.global "private" constant @gw : memref<4x1x3x3xf32> = dense<1.0>
+memref.global "private" constant @b : memref<4xf32> = dense<0.5>
+
+// CHECK-LABEL: func.func @convs
+// CHECK-SAME: llvm.emit_c_interface
+func.func @convs(%x: memref<1x3x8x8xf32> {glow.name = "x"}, %y: memref<1x4x3x3xf32> {glow.name = "y", glow.output},
+                 %arena: memref<1280xi8> {glow.arena}) attributes {glow.arena_bytes = 1280 : i64} {
+  %c0 = arith.constant 0 : index
+  %c576 = arith.constant 576 : index
+  %w = memref.get_global @w : memref<4x3x3x3xf32>
+  %gw = memref.get_global @gw : memref<4x1x3x3xf32>
+  %b = memref.get_global @b : memref<4xf32>
+  %c = memref.view %arena[%c0][] : memref<1280xi8> to memref<1x4x6x6xf32>
+  %d = memref.view %arena[%c576][] : memref<1280xi8> to memref<1x4x4x4xf32>
+  // The bias is broadcast into the destination, then the convolution accumulates onto it.
+  // CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<4xf32>) outs(%[[C:.*]] : memref<1x4x6x6xf32>)
+  // CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+  "glow_ir.convolution"(%c, %x, %w, %b) {roles = ["out", "in", "in", "in"], kernels = array<i64: 3, 3>, strides = array<i64: 1, 1>, group = 1 : i64, dilation = array<i64: 1, 1>} : (memref<1x4x6x6xf32>, memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<4xf32>) -> ()
+  // A depthwise convolution runs on views with an explicit group dimension.
+  // CHECK: memref.reinterpret_cast {{.*}} to memref<1x4x1x6x6xf32>
+  // CHECK: memref.reinterpret_cast {{.*}} to memref<4x1x1x3x3xf32>
+  // CHECK: memref.reinterpret_cast {{.*}} to memref<1x4x1x4x4xf32>
+  // CHECK: linalg.conv_2d_ngchw_gfchw
+  "glow_ir.convolution"(%d, %c, %gw, %b) {roles = ["out", "in", "in", "in"], kernels = array<i64: 3, 3>, strides = array<i64: 1, 1>, group = 4 : i64, dilation = array<i64: 1, 1>} : (memref<1x4x4x4xf32>, memref<1x4x6x6xf32>, memref<4x1x3x3xf32>, memref<4xf32>) -> ()
+  // Max pooling starts from -inf; the window operand only carries the shape.
+  // CHECK: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+  // CHECK: linalg.fill ins(%[[NEG]] : f32) outs(%{{.*}} : memref<1x4x3x3xf32>)
+  // CHECK: %[[WIN:.*]] = memref.alloca() : memref<2x2xf32>
+  // CHECK: linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%{{.*}}, %[[WIN]] : memref<1x4x4x4xf32>, memref<2x2xf32>)
+  "glow_ir.max_pool"(%y, %d) {roles = ["out", "in"], kernels = array<i64: 2, 2>, strides = array<i64: 1, 1>} : (memref<1x4x3x3xf32>, memref<1x4x4x4xf32>) -> ()
+  // CHECK: return
+  return
+}
+
+// CHECK-LABEL: func.func @dense
+func.func @dense(%x: memref<2x3xf32> {glow.name = "x"}, %m: memref<3x4xf32> {glow.name = "m"},
+                 %y: memref<2x4xf32> {glow.name = "y", glow.output}, %z: memref<4x2xf32> {glow.name = "z", glow.output},
+                 %arena: memref<64xi8> {glow.arena}) attributes {glow.arena_bytes = 64 : i64} {
+  %c0 = arith.constant 0 : index
+  %t = memref.view %arena[%c0][] : memref<64xi8> to memref<2x4xf32>
+  // CHECK: linalg.fill
+  // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<2x3xf32>, memref<3x4xf32>) outs(%[[T:.*]] : memref<2x4xf32>)
+  "glow_ir.matmul"(%t, %x, %m) {roles = ["out", "in", "in"]} : (memref<2x4xf32>, memref<2x3xf32>, memref<3x4xf32>) -> ()
+  // CHECK: linalg.generic
+  // CHECK: arith.maximumf
+  "glow_ir.element_max"(%t, %t, %t) {roles = ["out", "in", "in"]} : (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) -> ()
+  // CHECK: linalg.generic
+  // CHECK: math.tanh
+  "glow_ir.tanh"(%t, %t) {roles = ["out", "in"]} : (memref<2x4xf32>, memref<2x4xf32>) -> ()
+  // Softmax is loops with carried max and sum, no scratch buffer.
+  // CHECK: scf.for {{.*}} iter_args
+  // CHECK: arith.maximumf
+  // CHECK: scf.for {{.*}} iter_args
+  // CHECK: math.exp
+  // CHECK: arith.divf
+  "glow_ir.softmax"(%y, %t) {roles = ["out", "in"]} : (memref<2x4xf32>, memref<2x4xf32>) -> ()
+  // CHECK: linalg.transpose ins(%{{.*}} : memref<2x4xf32>) outs(%{{.*}} : memref<4x2xf32>) permutation = [1, 0]
+  "glow_ir.transpose"(%z, %y) {roles = ["out", "in"], shuffle = array<i64: 1, 0>} : (memref<4x2xf32>, memref<2x4xf32>) -> ()
+  // CHECK: memref.subview %{{.*}}[1, 0] [1, 4] [1, 1] : memref<2x4xf32> to memref<1x4xf32, strided<[4, 1], offset: 4>>
+  // CHECK: linalg.copy
+  %v = "glow_ir.tensor_view"(%x) : (memref<2x3xf32>) -> memref<6xf32>
+  %r = "glow_ir.tensor_view"(%t) : (memref<2x4xf32>) -> memref<1x4xf32>
+  "glow_ir.insert_tensor"(%y, %r) {roles = ["inout", "in"], start = array<i64: 1, 0>} : (memref<2x4xf32>, memref<1x4xf32>) -> ()
+  return
+}
