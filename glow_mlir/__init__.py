@@ -1,1 +1,26 @@
-"""glow-mlir: a neural-network compiler in the design of Glow, built on MLIR."""
+"""glow-mlir: a neural-network compiler in the design of Glow, built on MLIR.
+
+    g = glow_mlir.Graph("mlp"); x = g.input("x", (1, 784), "f32"); g.output("y", g.relu(x))
+    model = glow_mlir.compile(g); model.run({"x": array})
+    glow_mlir.interpret(g.module, {"x": array})        # the numpy reference interpreter
+"""
+
+from glow_mlir.builder import Graph, Tensor
+from glow_mlir.errors import GlowError, PipelineError, UnsupportedError, VerificationError
+from glow_mlir.interpreter import evaluate, interpret
+from glow_mlir.runtime import CompiledModel, compile
+from glow_mlir.shapes import ShapeError
+
+__all__ = [
+    "CompiledModel",
+    "GlowError",
+    "Graph",
+    "PipelineError",
+    "ShapeError",
+    "Tensor",
+    "UnsupportedError",
+    "VerificationError",
+    "compile",
+    "evaluate",
+    "interpret",
+]

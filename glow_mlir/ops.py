@@ -92,10 +92,20 @@ def memref_type(dims: Sequence[int], elt: ir.Type | None = None) -> ir.MemRefTyp
     return ir.MemRefType.get([int(d) for d in dims], elt or ir.F32Type.get())
 
 
-def location_text(op: ir.Operation | ir.OpView) -> str:
-    """The op's location as a user reads it: a node name, or file:line:col."""
-    text = str(_operation(op).location)
-    return text[len("loc(") : -1] if text.startswith("loc(") else text
+def location_text(op_or_loc: ir.Operation | ir.OpView | ir.Location) -> str:
+    """A location as a user reads it: `pool1` for a node name, `f.mlir:3:7` for a file position."""
+    loc = op_or_loc if isinstance(op_or_loc, ir.Location) else _operation(op_or_loc).location
+    return location_string(str(loc))
+
+
+def location_string(text: str) -> str:
+    """`loc("f.mlir":3:7)` -> `f.mlir:3:7`, `loc("pool1")` -> `pool1`: the printed form without quoting."""
+    if text.startswith("loc(") and text.endswith(")"):
+        text = text[len("loc(") : -1]
+    if text.startswith('"'):
+        end = text.index('"', 1)
+        text = text[1:end] + text[end + 1 :]
+    return text
 
 
 def concat_segments(types: Sequence[ir.Type]) -> list[int]:

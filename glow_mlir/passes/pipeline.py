@@ -107,7 +107,8 @@ def run_pipeline(
         if glow_pass is not None:
             if "{" in element:
                 raise PipelineError(f"pass '{name}' takes no options, got '{element}'")
-            glow_pass.run(module)
+            with module.context, ir.Location.unknown():
+                glow_pass.run(module)
         else:
             _run_upstream(module, element)
         if stats is not None:

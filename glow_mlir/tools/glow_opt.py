@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from mlir import ir
 
 from glow_mlir.context import make_context
+from glow_mlir.ops import location_text
 from glow_mlir.errors import GlowError, VerificationError
 from glow_mlir.passes import registry
 from glow_mlir.passes.pipeline import PipelineStats, run_pipeline
@@ -40,17 +41,11 @@ def list_passes() -> str:
     return "\n".join(f"  {p.name:<{width}}  {p.description}" for p in rows) + "\n"
 
 
-def _location(text: str) -> str:
-    """`loc("f.mlir":3:7)` -> `f.mlir:3:7`, as compilers print positions."""
-    text = text[len("loc(") : -1] if text.startswith("loc(") else text
-    return text.replace('"', "", 2) if text.startswith('"') else text
-
-
 def _format_mlir_error(error: ir.MLIRError) -> str:
     lines = []
     for d in error.error_diagnostics:
-        lines.append(f"{_location(str(d.location))}: error: {d.message}")
-        lines.extend(f"{_location(str(n.location))}: note: {n.message}" for n in d.notes)
+        lines.append(f"{location_text(d.location)}: error: {d.message}")
+        lines.extend(f"{location_text(n.location)}: note: {n.message}" for n in d.notes)
     return "\n".join(lines) or str(error)
 
 
@@ -77,13 +72,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             if args.input == "-":
                 module = ir.Module.parse(sys.stdin.read())
+            elif not os.path.isfile(args.input):
+                print(f"glow-opt: error: cannot read '{args.input}': no such file", file=sys.stderr)
+                return 1
             else:
                 module = ir.Module.parseFile(args.input)
         except ir.MLIRError as e:
             print(_format_mlir_error(e), file=sys.stderr)
-            return 1
-        except OSError as e:
-            print(f"glow-opt: error: cannot read '{args.input}': {e.strerror}", file=sys.stderr)
             return 1
 
         def print_after(name: str, m: ir.Module) -> None:
@@ -100,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             module.operation.verify()
         except VerificationError as e:
-            print(f"{_location(e.location)}: error: '{e.op_name}' {e.rule}", file=sys.stderr)
+            print(f"{e.location}: error: '{e.op_name}' {e.rule}", file=sys.stderr)
             return 1
         except GlowError as e:
             print(f"glow-opt: error: {e}", file=sys.stderr)
