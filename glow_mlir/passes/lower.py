@@ -1,0 +1,174 @@
+"""glow-lower: Glow's node lowering, which rewrites high-level `glow` ops into the few primitives IRGen knows.
+
+Like Glow's `lower()`, every rule replaces one node by a small graph of simpler nodes, so that later stages
+(IRGen, codegen) implement fewer ops and the graph optimizer sees the arithmetic:
+
+- fully_connected -> matmul + batched_add
+- batch_normalization -> per-channel `scale / sqrt(var + eps)` and `bias - mean * that` computed on the
+  [C] vectors, broadcast to the input shape at `channelIdx`, then one mul and one add on the activation
+- relu -> max(x, splat 0)
+- convolution / max_pool / avg_pool with padding -> a splat of the padded shape (0, or -inf for max_pool so
+  that padding never wins), the input inserted into it, and the op with zero pads; an avg_pool that does not
+  count padding is then multiplied by a constant `k*k / (real elements in the window)` per output position
+
+A backend may keep any op whole (Glow's `shouldLower`): `lower(module, should_lower)` asks it per op. Every
+op a rule creates carries the location of the op it replaces, so later errors still name the model node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from mlir import ir
+
+from glow_mlir import ops
+from glow_mlir.passes.registry import register
+
+# A rule builds the replacement of `op` at the current insertion point and location and returns the value
+# that replaces op's result, or None when the op is already primitive (e.g. a convolution with no padding).
+Rule = Callable[[ir.Operation], ir.Value | None]
+
+
+def lower_everything(op: ir.Operation) -> bool:
+    """The CPU backend's choice: it implements only the primitives, so every op that has a rule is lowered."""
+    return True
+
+
+def lower(module: ir.Module, should_lower: Callable[[ir.Operation], bool] = lower_everything) -> None:
+    """Lowers, in place, every op of every function of `module` that has a rule and that `should_lower` accepts."""
+    for function in ops.functions(module):
+        for op in ops.walk_ops(function):
+            rule = RULES.get(op.name)
+            if rule is None or not should_lower(op):
+                continue
+            with ir.InsertionPoint(op), op.location:
+                replacement = rule(op)
+            if replacement is not None:
+                op.results[0].replace_all_uses_with(replacement)
+                op.erase()
+
+
+@register("glow-lower")
+def lower_pass(module: ir.Module) -> None:
+    """Lowers FC, batch norm, relu and padding into glow primitives (the CPU backend lowers everything)."""
+    lower(module)
+
+
+def _make(
+    name: str, operands: Sequence[ir.Value], result: ir.Type, attributes: dict[str, ir.Attribute] | None = None
+) -> ir.Value:
+    return ops.create(name, operands, [result], attributes).results[0]
+
+
+def _splat(result: ir.Type, value: float) -> ir.Value:
+    return _make("glow.splat", [], result, {"value": ops.f32(value)})
+
+
+def _attributes(op: ir.Operation) -> dict[str, ir.Attribute]:
+    attributes = op.attributes
+    return {attributes[i].name: attributes[i].attr for i in range(len(attributes))}
+
+
+def _lower_fully_connected(op: ir.Operation) -> ir.Value:
+    x, weights, bias = op.operands
+    result = op.results[0].type
+    product = _make("glow.matmul", [x, weights], result)
+    return _make("glow.batched_add", [product, bias], result)
+
+
+def _lower_batch_normalization(op: ir.Operation) -> ir.Value:
+    x, scale, bias, mean, var = op.operands
+    channels = var.type
+    result = op.results[0].type
+    # y = x * k + (bias - mean * k) with k = scale / sqrt(var + eps): the divisions and square roots run on
+    # C elements once instead of on every activation element.
+    shifted = _make("glow.add", [var, _splat(channels, ops.floating(op, "epsilon"))], channels)
+    std = _make("glow.sqrt", [shifted], channels)
+    k = _make("glow.div", [scale, std], channels)
+    shift = _make("glow.sub", [bias, _make("glow.mul", [mean, k], channels)], channels)
+    axis = {"axis": ops.i64(ops.integer(op, "channelIdx"))}
+    k_full = _make("glow.broadcast", [k], result, axis)
+    shift_full = _make("glow.broadcast", [shift], result, axis)
+    return _make("glow.add", [_make("glow.mul", [x, k_full], result), shift_full], result)
+
+
+def _lower_relu(op: ir.Operation) -> ir.Value:
+    x = op.operands[0]
+    return _make("glow.max", [x, _splat(x.type, 0.0)], op.results[0].type)
+
+
+def _pad(x: ir.Value, pads: Sequence[int], fill: float) -> ir.Value:
+    """`x` (NCHW) surrounded by `pads` = [top, left, bottom, right] elements equal to `fill`."""
+    n, c, h, w = ops.shape(x)
+    top, left, bottom, right = pads
+    padded = ops.tensor_type([n, c, h + top + bottom, w + left + right], ops.element_type(x))
+    return _make("glow.insert_tensor", [_splat(padded, fill), x], padded, {"start": ops.i64_array([0, 0, top, left])})
+
+
+def _unpadded(op: ir.Operation, operands: Sequence[ir.Value], **changes: ir.Attribute) -> ir.Value:
+    """`op` again on `operands`, with zero pads and the attribute `changes`."""
+    attributes = _attributes(op) | {"pads": ops.i64_array([0, 0, 0, 0])} | changes
+    return _make(op.name, operands, op.results[0].type, attributes)
+
+
+def _lower_convolution(op: ir.Operation) -> ir.Value | None:
+    pads = ops.ints(op, "pads")
+    if not any(pads):
+        return None
+    x, weights, bias = op.operands
+    return _unpadded(op, [_pad(x, pads, 0.0), weights, bias])
+
+
+def _lower_max_pool(op: ir.Operation) -> ir.Value | None:
+    pads = ops.ints(op, "pads")
+    if not any(pads):
+        return None
+    return _unpadded(op, [_pad(op.operands[0], pads, float("-inf"))])
+
+
+def _lower_avg_pool(op: ir.Operation) -> ir.Value | None:
+    pads = ops.ints(op, "pads")
+    if not any(pads):
+        return None
+    # The padded zeros are real input elements of the new op, so it divides every window by k*k.
+    pooled = _unpadded(op, [_pad(op.operands[0], pads, 0.0)], countIncludePads=ops.boolean(True))
+    if ops.integer(op, "countIncludePads"):
+        return pooled
+    correction = avg_pool_correction(
+        ops.shape(op.operands[0])[2:], ops.shape(pooled)[2:], ops.ints(op, "kernels"), ops.ints(op, "strides"), pads
+    )
+    if np.all(correction == 1.0):
+        return pooled
+    result = op.results[0].type
+    value = {"value": ir.DenseElementsAttr.get(correction)}
+    constant = _make("glow.constant", [], ops.tensor_type(correction.shape), value)
+    factor = _make("glow.broadcast", [constant], result, {"axis": ops.i64(2)})
+    return _make("glow.mul", [pooled, factor], result)
+
+
+def avg_pool_correction(
+    in_hw: Sequence[int], out_hw: Sequence[int], kernels: Sequence[int], strides: Sequence[int], pads: Sequence[int]
+) -> np.ndarray:
+    """[OH, OW] factors `k*k / real elements in the window` that turn a padded average into one over real elements.
+
+    A window that covers padding only has no real element; its average is defined as 0 (factor 0).
+    """
+    top, left = pads[0], pads[1]
+    counts = [
+        np.array([max(0, min(o * s + k, pad + size) - max(o * s, pad)) for o in range(out)], dtype=np.float32)
+        for size, out, k, s, pad in zip(in_hw, out_hw, kernels, strides, (top, left))
+    ]
+    real = np.outer(counts[0], counts[1])
+    full = np.float32(kernels[0] * kernels[1])
+    return np.divide(full, real, out=np.zeros_like(real), where=real > 0).astype(np.float32)
+
+
+RULES: dict[str, Rule] = {
+    "glow.fully_connected": _lower_fully_connected,
+    "glow.batch_normalization": _lower_batch_normalization,
+    "glow.relu": _lower_relu,
+    "glow.convolution": _lower_convolution,
+    "glow.max_pool": _lower_max_pool,
+    "glow.avg_pool": _lower_avg_pool,
+}
