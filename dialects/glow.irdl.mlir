@@ -11,10 +11,10 @@ irdl.dialect @glow {
     irdl.attributes {"value" = %value}
   }
 
-  // A tensor with every element equal to `value`.
+  // A tensor with every element equal to `value` (an f32 attribute for floats, an integer one for integers and i1).
   irdl.operation @splat {
     %result = irdl.base "!builtin.tensor"
-    %value = irdl.base "#builtin.float"
+    %value = irdl.any
     irdl.results(result: %result)
     irdl.attributes {"value" = %value}
   }
@@ -272,5 +272,273 @@ irdl.dialect @glow {
     irdl.operands(input: %input)
     irdl.results(result: %result)
     irdl.attributes {"axis" = %axis}
+  }
+
+  // Elementwise conversion to the result's element type (Glow's ConvertTo): float->int truncates toward zero, x->i1 is x != 0, i1->x is 0 or 1.
+  irdl.operation @convert_to {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise `cond ? lhs : rhs`; cond is i1; all three operands and the result have one shape.
+  irdl.operation @select {
+    %cond = irdl.base "!builtin.tensor"
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(cond: %cond, lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise `lhs == rhs` as i1; operands of one shape and element type.
+  irdl.operation @cmp_eq {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise `lhs != rhs` as i1; operands of one shape and element type.
+  irdl.operation @cmp_neq {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise `lhs < rhs` as i1; operands of one shape and element type.
+  irdl.operation @cmp_lt {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise `lhs <= rhs` as i1; operands of one shape and element type.
+  irdl.operation @cmp_lte {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise logical and of i1 tensors of one shape.
+  irdl.operation @and {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise logical or of i1 tensors of one shape.
+  irdl.operation @or {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise logical xor of i1 tensors of one shape.
+  irdl.operation @xor {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise logical not of an i1 tensor.
+  irdl.operation @not {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise `lhs ** rhs` (floats); operands of one shape.
+  irdl.operation @pow {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise natural logarithm.
+  irdl.operation @log {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise absolute value.
+  irdl.operation @abs {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise negation.
+  irdl.operation @neg {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise round down.
+  irdl.operation @floor {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise round up.
+  irdl.operation @ceil {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise round half to even.
+  irdl.operation @round {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise error function.
+  irdl.operation @erf {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise sine.
+  irdl.operation @sin {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise cosine.
+  irdl.operation @cos {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // numpy.take(data, indices, axis): result shape data[:axis] + indices + data[axis+1:]; negative indices count from the end.
+  irdl.operation @gather {
+    %data = irdl.base "!builtin.tensor"
+    %indices = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axis = irdl.base "#builtin.integer"
+    irdl.operands(data: %data, indices: %indices)
+    irdl.results(result: %result)
+    irdl.attributes {"axis" = %axis}
+  }
+
+  // The sum over the dimensions `axes` (sorted, unique), which the result drops.
+  irdl.operation @batched_reduce_add {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axes = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"axes" = %axes}
+  }
+
+  // The maximum over the dimensions `axes` (sorted, unique), which the result drops.
+  irdl.operation @batched_reduce_max {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axes = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"axes" = %axes}
+  }
+
+  // The minimum over the dimensions `axes` (sorted, unique), which the result drops.
+  irdl.operation @batched_reduce_min {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axes = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"axes" = %axes}
+  }
+
+  // The product over the dimensions `axes` (sorted, unique), which the result drops.
+  irdl.operation @batched_reduce_prod {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axes = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"axes" = %axes}
+  }
+
+  // Index (i64) of the first maximum along `axis`; `keepDims` keeps that dimension as 1.
+  irdl.operation @arg_max {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axis = irdl.base "#builtin.integer"
+    %keepDims = irdl.base "#builtin.integer"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"axis" = %axis, "keepDims" = %keepDims}
+  }
+
+  // Index (i64) of the first minimum along `axis`; `keepDims` keeps that dimension as 1.
+  irdl.operation @arg_min {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axis = irdl.base "#builtin.integer"
+    %keepDims = irdl.base "#builtin.integer"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"axis" = %axis, "keepDims" = %keepDims}
+  }
+
+  // result[b] = lhs[b] x rhs[b] for lhs [B, M, K] and rhs [B, K, N].
+  irdl.operation @batch_matmul {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // 2-D transposed convolution, NCHW input, filter [C, O / group, KH, KW] (ONNX's layout); pads [top, left, bottom, right] crop the full output.
+  irdl.operation @conv_transpose {
+    %input = irdl.base "!builtin.tensor"
+    %filter = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %group = irdl.base "#builtin.integer"
+    %dilation = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input, filter: %filter, bias: %bias)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "group" = %group, "dilation" = %dilation}
   }
 }

@@ -34,10 +34,10 @@ irdl.dialect @glow_ir {
     irdl.attributes {"roles" = %roles}
   }
 
-  // Every element of dest = value.
+  // Every element of dest = value (f32 attribute for floats, integer attribute for integers and i1).
   irdl.operation @splat {
     %dest = irdl.base "!builtin.memref"
-    %value = irdl.base "#builtin.float"
+    %value = irdl.any
     %roles = irdl.is ["out"]
     irdl.operands(dest: %dest)
     irdl.attributes {"value" = %value, "roles" = %roles}
@@ -243,5 +243,293 @@ irdl.dialect @glow_ir {
     %roles = irdl.is ["out", "in"]
     irdl.operands(dest: %dest, src: %src)
     irdl.attributes {"axis" = %axis, "roles" = %roles}
+  }
+
+  // dest = src converted to dest's element type (rules as glow.convert_to).
+  irdl.operation @convert_to {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = cond ? lhs : rhs, elementwise.
+  irdl.operation @element_select {
+    %dest = irdl.base "!builtin.memref"
+    %cond = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, cond: %cond, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest (i1) = lhs == rhs, elementwise.
+  irdl.operation @element_cmp_eq {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest (i1) = lhs != rhs, elementwise.
+  irdl.operation @element_cmp_neq {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest (i1) = lhs < rhs, elementwise.
+  irdl.operation @element_cmp_lt {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest (i1) = lhs <= rhs, elementwise.
+  irdl.operation @element_cmp_lte {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs and rhs, elementwise.
+  irdl.operation @element_and {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs or rhs, elementwise.
+  irdl.operation @element_or {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs xor rhs, elementwise.
+  irdl.operation @element_xor {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs pow rhs, elementwise.
+  irdl.operation @element_pow {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = not src, elementwise (i1).
+  irdl.operation @element_not {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = natural logarithm of src, elementwise.
+  irdl.operation @element_log {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = absolute value of src, elementwise.
+  irdl.operation @element_abs {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = negation of src, elementwise.
+  irdl.operation @element_neg {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = round down of src, elementwise.
+  irdl.operation @element_floor {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = round up of src, elementwise.
+  irdl.operation @element_ceil {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = round half to even of src, elementwise.
+  irdl.operation @element_round {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = error function of src, elementwise.
+  irdl.operation @element_erf {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = sine of src, elementwise.
+  irdl.operation @element_sin {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = cosine of src, elementwise.
+  irdl.operation @element_cos {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = numpy.take(data, indices, axis).
+  irdl.operation @gather {
+    %dest = irdl.base "!builtin.memref"
+    %data = irdl.base "!builtin.memref"
+    %indices = irdl.base "!builtin.memref"
+    %axis = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, data: %data, indices: %indices)
+    irdl.attributes {"axis" = %axis, "roles" = %roles}
+  }
+
+  // dest = the sum of src over `axes`, which dest drops.
+  irdl.operation @batched_reduce_add {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %axes = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"axes" = %axes, "roles" = %roles}
+  }
+
+  // dest = the maximum of src over `axes`, which dest drops.
+  irdl.operation @batched_reduce_max {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %axes = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"axes" = %axes, "roles" = %roles}
+  }
+
+  // dest = the minimum of src over `axes`, which dest drops.
+  irdl.operation @batched_reduce_min {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %axes = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"axes" = %axes, "roles" = %roles}
+  }
+
+  // dest = the product of src over `axes`, which dest drops.
+  irdl.operation @batched_reduce_prod {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %axes = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"axes" = %axes, "roles" = %roles}
+  }
+
+  // dest (i64) = index of the first maximum of src along axis.
+  irdl.operation @arg_max {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %axis = irdl.base "#builtin.integer"
+    %keepDims = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"axis" = %axis, "keepDims" = %keepDims, "roles" = %roles}
+  }
+
+  // dest (i64) = index of the first minimum of src along axis.
+  irdl.operation @arg_min {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %axis = irdl.base "#builtin.integer"
+    %keepDims = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"axis" = %axis, "keepDims" = %keepDims, "roles" = %roles}
+  }
+
+  // dest[b] = lhs[b] x rhs[b] (3-D).
+  irdl.operation @batch_matmul {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // 2-D NCHW transposed convolution with no cropping (the graph makes pads a slice before IRGen); filter [C, O / group, KH, KW].
+  irdl.operation @conv_transpose {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %filter = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %group = irdl.base "#builtin.integer"
+    %dilation = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, src: %src, filter: %filter, bias: %bias)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "roles" = %roles}
   }
 }
