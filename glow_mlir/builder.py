@@ -6,9 +6,13 @@
     g.output("y", g.softmax(y))
     g.module                                      # func.func @mlp, arguments/results named by glow.name
 
-Every method checks its operands at this boundary (element type, shapes through `glow_mlir.shapes`) and
-raises `ValueError` naming the op, its node name and the shapes, so a bad model fails where it is written
-rather than deep in the pipeline. Each op gets the location `loc("<node name>")`.
+Every method checks its operands at this boundary (shapes and element types through `glow_mlir.shapes`) and
+raises `ValueError` naming the op, its node name and the shapes or types, so a bad model fails where it is
+written rather than deep in the pipeline. Each op gets the location `loc("<node name>")`.
+
+Element types follow docs/ARCHITECTURE.md: f32, f64, f16, bool (i1), i8, i16, i32, i64, named by their MLIR
+spelling ("f32", "i64"), "bool", or a numpy dtype. Constants keep their array's dtype; nothing converts
+implicitly, so mixing types needs an explicit `convert_to`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 from mlir import ir
@@ -24,12 +29,13 @@ from mlir.dialects import func
 from glow_mlir import ops, shapes
 from glow_mlir.context import make_context
 
-_F32_NAMES = ("f32", "float32")
+DType = str | type | np.dtype
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Tensor:
-    """A value of a graph under construction: an `ir.Value` of a ranked f32 tensor type."""
+    """A value of a graph under construction: an `ir.Value` of a static ranked tensor type."""
 
     graph: Graph
     value: ir.Value
@@ -37,6 +43,11 @@ class Tensor:
     @property
     def shape(self) -> tuple[int, ...]:
         return ops.shape(self.value)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype of the element type (np.bool_ for i1)."""
+        return ops.numpy_dtype(ops.element_type(self.value))
 
 
 TensorLike = Tensor | np.ndarray
@@ -61,9 +72,8 @@ class Graph:
 
     # Inputs, outputs and the finished module.
 
-    def input(self, name: str, shape: Sequence[int], dtype: str | type | np.dtype = "f32") -> Tensor:
-        """A new function argument named `name` (its glow.name) of the given shape."""
-        _check_dtype(dtype, f"input '{name}'")
+    def input(self, name: str, shape: Sequence[int], dtype: DType = "f32") -> Tensor:
+        """A new function argument named `name` (its glow.name) of the given shape and element type."""
         if name in self._inputs:
             raise ValueError(f"duplicate input name '{name}'")
         try:
@@ -71,7 +81,8 @@ class Graph:
         except shapes.ShapeError as e:
             raise ValueError(f"input '{name}': {e}") from None
         with self._scope:
-            arg = self._block.add_argument(ops.tensor_type(dims), ir.Location.name(name))
+            elt = _element_type(dtype, f"input '{name}'")
+            arg = self._block.add_argument(ops.tensor_type(dims, elt), ir.Location.name(name))
         self._inputs.append(name)
         return Tensor(self, arg)
 
@@ -104,25 +115,35 @@ class Graph:
     # Leaves.
 
     def constant(self, array: np.ndarray, name: str | None = None) -> Tensor:
-        """A `glow.constant` holding a copy of `array` (float32)."""
+        """A `glow.constant` holding a copy of `array`, with the array's own element type."""
         node = self._node_name("constant", name)
         if not isinstance(array, np.ndarray):
             raise ValueError(f"glow.constant '{node}': expected a numpy array, got {type(array).__name__}")
-        _check_dtype(array.dtype, f"glow.constant '{node}'")
         try:
             dims = shapes.tensor(array.shape)
         except shapes.ShapeError as e:
             raise ValueError(f"glow.constant '{node}': {e}") from None
         with self._scope:
-            value = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=ops.tensor_type(dims))
-        return self._create("constant", node, [], dims, {"value": value})
+            elt = _element_type(array.dtype, f"glow.constant '{node}'")
+            data = np.ascontiguousarray(array)
+            # MLIR packs i1 elements into bits only when it infers the type from a bool array itself.
+            if data.dtype == np.bool_:
+                value = ir.DenseElementsAttr.get(data)
+            else:
+                value = ir.DenseElementsAttr.get(data, type=ops.tensor_type(dims, elt))
+            return self._create("constant", node, [], dims, {"value": value}, elt)
 
-    def splat(self, shape: Sequence[int], value: float, name: str | None = None) -> Tensor:
-        """A `glow.splat`: a tensor of `shape` with every element `value`."""
+    def splat(self, shape: Sequence[int], value: float, dtype: DType = "f32", name: str | None = None) -> Tensor:
+        """A `glow.splat`: a tensor of `shape` and element type `dtype` with every element `value`.
+
+        The value attribute is f32 for float results and i64 for integer and bool results (the convention);
+        an integer result refuses a value that is not a whole number within its type's range.
+        """
         node = self._node_name("splat", name)
         dims = self._rule("splat", node, shapes.tensor, shape)
         with self._scope:
-            return self._create("splat", node, [], dims, {"value": ops.f32(value)})
+            elt = _element_type(dtype, f"glow.splat '{node}'")
+            return self._create("splat", node, [], dims, {"value": _splat_value(value, elt, node)}, elt)
 
     # Linear algebra.
 
@@ -133,6 +154,10 @@ class Graph:
 
     def matmul(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
         return self._simple("matmul", shapes.matmul, [lhs, rhs], name)
+
+    def batch_matmul(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
+        """[B, M, K] x [B, K, N] -> [B, M, N]."""
+        return self._simple("batch_matmul", shapes.batch_matmul, [lhs, rhs], name)
 
     def batched_add(self, batch: TensorLike, slice: TensorLike, name: str | None = None) -> Tensor:
         return self._simple("batched_add", shapes.batched_add, [batch, slice], name)
@@ -175,6 +200,110 @@ class Graph:
     def softmax(self, input: TensorLike, name: str | None = None) -> Tensor:
         return self._simple("softmax", shapes.softmax, [input], name)
 
+    def pow(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
+        """Elementwise `lhs ** rhs` on floats."""
+        return self._simple("pow", shapes.elementwise, [lhs, rhs], name)
+
+    def log(self, input: TensorLike, name: str | None = None) -> Tensor:
+        return self._simple("log", shapes.unary, [input], name)
+
+    def abs(self, input: TensorLike, name: str | None = None) -> Tensor:
+        return self._simple("abs", shapes.unary, [input], name)
+
+    def neg(self, input: TensorLike, name: str | None = None) -> Tensor:
+        return self._simple("neg", shapes.unary, [input], name)
+
+    def floor(self, input: TensorLike, name: str | None = None) -> Tensor:
+        return self._simple("floor", shapes.unary, [input], name)
+
+    def ceil(self, input: TensorLike, name: str | None = None) -> Tensor:
+        return self._simple("ceil", shapes.unary, [input], name)
+
+    def round(self, input: TensorLike, name: str | None = None) -> Tensor:
+        """Elementwise rounding, halves to even (ONNX's Round)."""
+        return self._simple("round", shapes.unary, [input], name)
+
+    def erf(self, input: TensorLike, name: str | None = None) -> Tensor:
+        return self._simple("erf", shapes.unary, [input], name)
+
+    def sin(self, input: TensorLike, name: str | None = None) -> Tensor:
+        return self._simple("sin", shapes.unary, [input], name)
+
+    def cos(self, input: TensorLike, name: str | None = None) -> Tensor:
+        return self._simple("cos", shapes.unary, [input], name)
+
+    # Types, comparisons, logic and selection.
+
+    def convert_to(self, input: TensorLike, dtype: DType, name: str | None = None) -> Tensor:
+        """Elementwise conversion to `dtype`: float->int truncates toward zero, x->bool is x != 0."""
+        node = self._node_name("convert_to", name)
+        operands = self._tensors([input], "convert_to", node)
+        with self._scope:
+            elt = _element_type(dtype, f"glow.convert_to '{node}'")
+        return self._create("convert_to", node, operands, operands[0].shape, {}, elt)
+
+    def select(self, cond: TensorLike, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
+        """Elementwise `cond ? lhs : rhs` with a bool `cond`."""
+        return self._simple("select", shapes.select, [cond, lhs, rhs], name)
+
+    def cmp_eq(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
+        """Elementwise `lhs == rhs` as bool."""
+        return self._simple("cmp_eq", shapes.elementwise, [lhs, rhs], name)
+
+    def cmp_neq(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
+        """Elementwise `lhs != rhs` as bool."""
+        return self._simple("cmp_neq", shapes.elementwise, [lhs, rhs], name)
+
+    def cmp_lt(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
+        """Elementwise `lhs < rhs` as bool."""
+        return self._simple("cmp_lt", shapes.elementwise, [lhs, rhs], name)
+
+    def cmp_lte(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
+        """Elementwise `lhs <= rhs` as bool."""
+        return self._simple("cmp_lte", shapes.elementwise, [lhs, rhs], name)
+
+    def logical_and(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
+        """`glow.and` of two bool tensors."""
+        return self._simple("and", shapes.elementwise, [lhs, rhs], name)
+
+    def logical_or(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
+        """`glow.or` of two bool tensors."""
+        return self._simple("or", shapes.elementwise, [lhs, rhs], name)
+
+    def logical_xor(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
+        """`glow.xor` of two bool tensors."""
+        return self._simple("xor", shapes.elementwise, [lhs, rhs], name)
+
+    def logical_not(self, input: TensorLike, name: str | None = None) -> Tensor:
+        """`glow.not` of a bool tensor."""
+        return self._simple("not", shapes.unary, [input], name)
+
+    # Reductions.
+
+    def batched_reduce_add(self, input: TensorLike, axes: Sequence[int], name: str | None = None) -> Tensor:
+        """The sum over `axes`, which the result drops; negative axes count from the end."""
+        return self._reduce("batched_reduce_add", input, axes, name)
+
+    def batched_reduce_max(self, input: TensorLike, axes: Sequence[int], name: str | None = None) -> Tensor:
+        """The maximum over `axes`, which the result drops; negative axes count from the end."""
+        return self._reduce("batched_reduce_max", input, axes, name)
+
+    def batched_reduce_min(self, input: TensorLike, axes: Sequence[int], name: str | None = None) -> Tensor:
+        """The minimum over `axes`, which the result drops; negative axes count from the end."""
+        return self._reduce("batched_reduce_min", input, axes, name)
+
+    def batched_reduce_prod(self, input: TensorLike, axes: Sequence[int], name: str | None = None) -> Tensor:
+        """The product over `axes`, which the result drops; negative axes count from the end."""
+        return self._reduce("batched_reduce_prod", input, axes, name)
+
+    def arg_max(self, input: TensorLike, axis: int, keep_dims: bool = False, name: str | None = None) -> Tensor:
+        """i64 index of the first maximum along `axis` (negative counts from the end)."""
+        return self._arg_reduce("arg_max", input, axis, keep_dims, name)
+
+    def arg_min(self, input: TensorLike, axis: int, keep_dims: bool = False, name: str | None = None) -> Tensor:
+        """i64 index of the first minimum along `axis` (negative counts from the end)."""
+        return self._arg_reduce("arg_min", input, axis, keep_dims, name)
+
     # Convolution, pooling, normalization.
 
     def convolution(
@@ -189,22 +318,23 @@ class Graph:
         name: str | None = None,
     ) -> Tensor:
         """2-D convolution, NCHW input, OIHW filter; the kernel size is the filter's HW."""
-        node = self._node_name("convolution", name)
-        operands = self._tensors([input, filter, bias], "convolution", node)
-        kernels = operands[1].shape[2:]
-        dims = self._rule(
-            "convolution", node, shapes.convolution, *(t.shape for t in operands),
-            kernels=kernels, strides=tuple(strides), pads=tuple(pads), dilation=tuple(dilation), group=group,
-        )
-        with self._scope:
-            attributes = {
-                "kernels": ops.i64_array(kernels),
-                "strides": ops.i64_array(strides),
-                "pads": ops.i64_array(pads),
-                "group": ops.i64(group),
-                "dilation": ops.i64_array(dilation),
-            }
-            return self._create("convolution", node, operands, dims, attributes)
+        return self._window_op("convolution", shapes.convolution, input, filter, bias, strides, pads, dilation,
+                               group, name)
+
+    def conv_transpose(
+        self,
+        input: TensorLike,
+        filter: TensorLike,
+        bias: TensorLike,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilation: Sequence[int] = (1, 1),
+        group: int = 1,
+        name: str | None = None,
+    ) -> Tensor:
+        """2-D transposed convolution, NCHW input, filter [C, O/group, KH, KW]; pads crop the full output."""
+        return self._window_op("conv_transpose", shapes.conv_transpose, input, filter, bias, strides, pads,
+                               dilation, group, name)
 
     def max_pool(
         self,
@@ -292,6 +422,17 @@ class Graph:
             attributes = {"axis": ops.i64(axis)}
         return self._simple("broadcast", shapes.broadcast, [input], name, (tuple(shape), axis), attributes)
 
+    def gather(self, data: TensorLike, indices: TensorLike, axis: int = 0, name: str | None = None) -> Tensor:
+        """numpy.take(data, indices, axis) with i32 or i64 indices; a negative axis counts from the end."""
+        node = self._node_name("gather", name)
+        operands = self._tensors([data, indices], "gather", node)
+        rank = len(operands[0].shape)
+        axis = axis + rank if axis < 0 else axis
+        dims = self._rule("gather", node, shapes.gather, operands[0].shape, operands[1].shape, axis)
+        with self._scope:
+            attributes = {"axis": ops.i64(axis)}
+        return self._create("gather", node, operands, dims, attributes)
+
     def concat(self, inputs: Sequence[TensorLike], dim: int, name: str | None = None) -> Tensor:
         """Concatenation along `dim`; nests concats when the inputs form more than 8 runs of one type."""
         node = self._node_name("concat", name)
@@ -316,6 +457,58 @@ class Graph:
         return self._concat(parts, dim, node)
 
     # Shared machinery.
+
+    def _window_op(
+        self,
+        op: str,
+        rule: Callable[..., shapes.Shape],
+        input: TensorLike,
+        filter: TensorLike,
+        bias: TensorLike,
+        strides: Sequence[int],
+        pads: Sequence[int],
+        dilation: Sequence[int],
+        group: int,
+        name: str | None,
+    ) -> Tensor:
+        """convolution / conv_transpose: the kernel size is the filter's HW."""
+        node = self._node_name(op, name)
+        operands = self._tensors([input, filter, bias], op, node)
+        kernels = operands[1].shape[2:]
+        dims = self._rule(
+            op, node, rule, *(t.shape for t in operands),
+            kernels=kernels, strides=tuple(strides), pads=tuple(pads), dilation=tuple(dilation), group=group,
+        )
+        with self._scope:
+            attributes = {
+                "kernels": ops.i64_array(kernels),
+                "strides": ops.i64_array(strides),
+                "pads": ops.i64_array(pads),
+                "group": ops.i64(group),
+                "dilation": ops.i64_array(dilation),
+            }
+        return self._create(op, node, operands, dims, attributes)
+
+    def _reduce(self, op: str, input: TensorLike, axes: Sequence[int], name: str | None) -> Tensor:
+        """A batched_reduce op; axes are made non-negative and sorted, as the op's attribute requires."""
+        node = self._node_name(op, name)
+        operands = self._tensors([input], op, node)
+        rank = len(operands[0].shape)
+        normalized = tuple(sorted(a + rank if a < 0 else a for a in axes))
+        dims = self._rule(op, node, shapes.batched_reduce, operands[0].shape, normalized)
+        with self._scope:
+            attributes = {"axes": ops.i64_array(normalized)}
+        return self._create(op, node, operands, dims, attributes)
+
+    def _arg_reduce(self, op: str, input: TensorLike, axis: int, keep_dims: bool, name: str | None) -> Tensor:
+        node = self._node_name(op, name)
+        operands = self._tensors([input], op, node)
+        rank = len(operands[0].shape)
+        axis = axis + rank if axis < 0 else axis
+        dims = self._rule(op, node, shapes.arg_reduce, operands[0].shape, axis, keep_dims)
+        with self._scope:
+            attributes = {"axis": ops.i64(axis), "keepDims": ops.boolean(keep_dims)}
+        return self._create(op, node, operands, dims, attributes)
 
     def _pool(
         self,
@@ -356,9 +549,7 @@ class Graph:
         dims = self._rule(op, node, rule, *(t.shape for t in operands), *args, **(kwargs or {}))
         return self._create(op, node, operands, dims, attributes or {})
 
-    def _rule(
-        self, op: str, node: str, rule: Callable[..., shapes.Shape], *args: object, **kwargs: object
-    ) -> shapes.Shape:
+    def _rule(self, op: str, node: str, rule: Callable[..., T], *args: object, **kwargs: object) -> T:
         """`rule(*args, **kwargs)`, its error prefixed with the op and node name."""
         try:
             return rule(*args, **kwargs)
@@ -372,12 +563,21 @@ class Graph:
         operands: Sequence[Tensor],
         dims: Sequence[int],
         attributes: dict[str, ir.Attribute],
+        result_type: ir.Type | None = None,
     ) -> Tensor:
+        """Appends `glow.<op>` with a result of shape `dims`, its element type checked and inferred by the op's
+        rule in `shapes.element_type`; `result_type` is the type asked for where the operands leave it open
+        (constant, splat, convert_to)."""
+        with self._scope:
+            operand_types = [str(ops.element_type(t.value)) for t in operands]
+            asked = None if result_type is None else str(result_type)
+            elt = ir.Type.parse(self._rule(op, node, shapes.element_type, op, operand_types, asked))
         with self._scope, ir.Location.name(node):
             # After `module` was read the block ends in func.return; later ops go before it.
             at_end = ir.InsertionPoint(self._block)
             with ir.InsertionPoint.at_block_terminator(self._block) if self._has_return() else at_end:
-                created = ops.create(f"glow.{op}", [t.value for t in operands], [ops.tensor_type(dims)], attributes)
+                result = ops.tensor_type(dims, elt)
+                created = ops.create(f"glow.{op}", [t.value for t in operands], [result], attributes)
         return Tensor(self, created.result)
 
     def _has_return(self) -> bool:
@@ -406,17 +606,34 @@ class Graph:
         return value
 
 
-def _check_dtype(dtype: str | type | np.dtype, what: str) -> None:
-    """Only f32 compute is supported; refuse anything else here rather than miscompile it later."""
-    if isinstance(dtype, str):
-        ok = dtype in _F32_NAMES
+def _element_type(dtype: DType, what: str) -> ir.Type:
+    """The MLIR element type named by `dtype` (needs an active context); ValueError naming `what` otherwise.
+
+    MLIR spellings are matched first because numpy reads some of them differently ("i8" is its int64).
+    """
+    if isinstance(dtype, str) and dtype in shapes.ELEMENT_TYPES:
+        return ir.Type.parse(dtype)
+    try:
+        return ops.mlir_type(dtype)
+    except ValueError as e:
+        raise ValueError(f"{what}: {e} or MLIR spellings ({', '.join(shapes.ELEMENT_TYPES)})") from None
+
+
+def _splat_value(value: float, elt: ir.Type, node: str) -> ir.Attribute:
+    """The `value` attribute of a splat of element type `elt`: f32 for floats, i64 for integers and i1."""
+    if str(elt) in shapes.FLOATS:
+        return ops.f32(value)
+    bits = ir.IntegerType(elt).width
+    low, high = (0, 1) if bits == 1 else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    # Python and numpy integers stay exact; a float must be a whole number (int64's extremes exceed float's).
+    if isinstance(value, int | np.integer | np.bool_):
+        whole: int | None = int(value)
     else:
-        try:
-            ok = np.dtype(dtype) == np.float32
-        except TypeError:
-            ok = False
-    if not ok:
-        raise ValueError(f"{what}: element type must be f32 (np.float32), got {dtype}")
+        number = float(value)
+        whole = int(number) if number.is_integer() else None
+    if whole is None or not low <= whole <= high:
+        raise ValueError(f"glow.splat '{node}': value {value} is not a whole number in [{low}, {high}] for {elt}")
+    return ops.i64(whole)
 
 
 def _named(name: str) -> ir.DictAttr:

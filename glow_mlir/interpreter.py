@@ -2,14 +2,21 @@
 
 `interpret(module, feeds)` runs a model function op by op; `evaluate(op, operands)` computes one `glow` op
 (also the constant folder's engine). The semantics are written as plainly as numpy allows, not for speed:
-NCHW/OIHW convolution with groups, strides, dilation and pads; pooling where padding never wins a max;
-batch normalization in inference form; softmax over the last dim. Results are float32; reductions
-accumulate in float64 where that makes the oracle more accurate than the code it checks.
+NCHW/OIHW convolution with groups, strides, dilation and pads; transposed convolution as the scatter of every
+input element through the kernel; pooling where padding never wins a max; batch normalization in inference
+form; softmax over the last dim.
+
+Every result has its op's element type (docs/ARCHITECTURE.md) and integers behave as compiled code's do:
+they wrap on overflow and divide truncating toward zero (C, ONNX), not flooring as numpy does. Float sums,
+products and transcendental functions are computed in float64 and rounded once to the result type, so the
+oracle is at least as accurate as the code it checks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+import math
 
 import numpy as np
 from mlir import ir
@@ -18,8 +25,6 @@ from glow_mlir import ops
 from glow_mlir.errors import UnsupportedError
 
 Array = np.ndarray
-
-_MLIR_TO_NUMPY = {mlir: dtype for dtype, mlir in ops.NUMPY_TO_MLIR.items()}
 
 
 def interpret(module: ir.Module, feeds: dict[str, Array], function: str | None = None) -> dict[str, Array]:
@@ -53,15 +58,25 @@ def interpret(module: ir.Module, feeds: dict[str, Array], function: str | None =
 
 
 def evaluate(op: ir.Operation | ir.OpView, operands: list[Array]) -> Array:
-    """The float32 result of one `glow` op applied to numpy operands."""
+    """The result of one `glow` op applied to numpy operands, in the op's result element type.
+
+    Operands are taken as the element types the op declares for them.
+    """
     op = op.operation if isinstance(op, ir.OpView) else op
     kind = op.name.removeprefix(ops.GLOW)
     if not op.name.startswith(ops.GLOW) or kind not in _EVALUATORS:
         raise UnsupportedError(f"{ops.location_text(op)}: the interpreter cannot run '{op.name}'")
-    # IEEE semantics, as compiled code has them: 1/0 is inf and sqrt(-1) is nan, without numpy warnings.
+    typed = [np.asarray(a, dtype=_dtype(v)) for a, v in zip(operands, op.operands, strict=True)]
+    # IEEE semantics, as compiled code has them: 1/0 is inf and sqrt(-1) is nan, without numpy warnings;
+    # integers wrap silently as machine integers do.
     with np.errstate(all="ignore"):
-        result = _EVALUATORS[kind](op, [np.asarray(a, dtype=np.float32) for a in operands])
-    return np.ascontiguousarray(result, dtype=np.float32)
+        result = _EVALUATORS[kind](op, typed)
+        # Not ascontiguousarray: it would turn a rank-0 result (a full reduction) into shape [1].
+        return np.asarray(result, dtype=_dtype(op.results[0]), order="C")
+
+
+def _dtype(value: ir.Value) -> np.dtype:
+    return ops.numpy_dtype(ops.element_type(value))
 
 
 def _function(module: ir.Module, name: str | None) -> ir.Operation:
@@ -95,7 +110,7 @@ def _checked_feed(name: str, type_: ir.Type, feeds: dict[str, Array]) -> Array:
         raise ValueError(f"missing input '{name}'")
     given = np.asarray(feeds[name])
     shape = ops.shape(type_)
-    dtype = _MLIR_TO_NUMPY.get(str(ops.element_type(type_)))
+    dtype = ops.numpy_dtype(ops.element_type(type_))
     if given.shape != shape:
         raise ValueError(f"input '{name}': expected shape {list(shape)}, given {list(given.shape)}")
     if given.dtype != dtype:
@@ -110,20 +125,31 @@ def _constant(op: ir.Operation, _: list[Array]) -> Array:
     attr = op.attributes["value"]
     if not isinstance(attr, ir.DenseElementsAttr):
         raise UnsupportedError(f"{ops.location_text(op)}: constant value {attr.type} is not a dense elements attr")
-    return np.array(attr).reshape(ops.shape(op.results[0]))
+    shape = ops.shape(op.results[0])
+    if attr.is_splat and isinstance(attr.get_splat_value(), ir.BoolAttr):
+        # The bindings' buffer of an i1 splat holds one packed byte, which numpy would read as many bits.
+        return np.full(shape, ir.BoolAttr(attr.get_splat_value()).value, np.bool_)
+    return np.array(attr).reshape(shape)
 
 
 def _splat(op: ir.Operation, _: list[Array]) -> Array:
-    return np.full(ops.shape(op.results[0]), ops.floating(op, "value"), np.float32)
+    attr = op.attributes["value"]
+    value = ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
+    return np.full(ops.shape(op.results[0]), value, _dtype(op.results[0]))
+
+
+def _wide(x: Array) -> Array:
+    """`x` in the type products and sums accumulate in: float64, or int64 (wrapping as narrower ints do)."""
+    return x.astype(np.float64 if x.dtype.kind == "f" else np.int64)
 
 
 def _fully_connected(_: ir.Operation, a: list[Array]) -> Array:
     x, w, b = a
-    return x.astype(np.float64) @ w.astype(np.float64) + b
+    return _wide(x) @ _wide(w) + b
 
 
 def _matmul(_: ir.Operation, a: list[Array]) -> Array:
-    return a[0].astype(np.float64) @ a[1].astype(np.float64)
+    return _wide(a[0]) @ _wide(a[1])
 
 
 def _softmax(_: ir.Operation, a: list[Array]) -> Array:
@@ -230,12 +256,102 @@ def _sigmoid(_: ir.Operation, a: list[Array]) -> Array:
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _divide(a: Array, b: Array) -> Array:
+    """Float division, or integer division truncating toward zero (C, ONNX) where numpy would floor.
+
+    An integer division by zero gives 0 here: compiled code leaves it undefined, so no test may rely on it.
+    """
+    if a.dtype.kind == "f":
+        return np.divide(a, b)
+    divisor = np.where(b == 0, np.ones_like(b), b)
+    floored = a // divisor
+    inexact_negative = (a % divisor != 0) & ((a < 0) != (divisor < 0))
+    return np.where(b == 0, np.zeros_like(a), floored + inexact_negative.astype(a.dtype))
+
+
+def _convert_to(op: ir.Operation, a: list[Array]) -> Array:
+    x = a[0]
+    target = _dtype(op.results[0])
+    if target == np.bool_:
+        return x != 0
+    if target.kind == "i" and x.dtype.kind == "f":
+        # numpy's cast truncates toward zero, as the convention asks; NaN and out-of-range values are
+        # undefined in compiled code, so their result here is whatever numpy gives.
+        return np.trunc(x).astype(target)
+    return x.astype(target)
+
+
+def _gather(op: ir.Operation, a: list[Array]) -> Array:
+    data, indices = a
+    axis = ops.integer(op, "axis")
+    size = data.shape[axis]
+    if np.any((indices < -size) | (indices >= size)):
+        raise ValueError(
+            f"{ops.location_text(op)}: glow.gather indices must lie in [{-size}, {size - 1}] for axis {axis} of "
+            f"data {list(data.shape)}, got {indices.min()}..{indices.max()}"
+        )
+    # Negative indices count from the end, as numpy.take (and ONNX Gather) has them.
+    return np.take(data, indices.astype(np.int64), axis=axis)
+
+
+def _reduce(fn: Callable[..., Array], widen: bool) -> Callable[[ir.Operation, list[Array]], Array]:
+    """A batched_reduce evaluator; sums and products accumulate in float64 / int64 (`widen`)."""
+
+    def run(op: ir.Operation, a: list[Array]) -> Array:
+        x = _wide(a[0]) if widen else a[0]
+        return fn(x, axis=tuple(ops.ints(op, "axes")))
+
+    return run
+
+
+def _arg_reduce(fn: Callable[..., Array]) -> Callable[[ir.Operation, list[Array]], Array]:
+    """arg_max / arg_min: numpy's argmax/argmin return the first occurrence, as the op defines."""
+
+    def run(op: ir.Operation, a: list[Array]) -> Array:
+        axis = ops.integer(op, "axis")
+        index = fn(a[0], axis=axis).astype(np.int64)
+        return np.expand_dims(index, axis) if ops.integer(op, "keepDims") else index
+
+    return run
+
+
+def _batch_matmul(_: ir.Operation, a: list[Array]) -> Array:
+    return np.matmul(_wide(a[0]), _wide(a[1]))
+
+
+def _conv_transpose(op: ir.Operation, a: list[Array]) -> Array:
+    """Each input element scattered through its kernel into the full output, which the pads then crop."""
+    x, f, b = (v.astype(np.float64) for v in a)
+    group = ops.integer(op, "group")
+    sh, sw = ops.ints(op, "strides")
+    dh, dw = ops.ints(op, "dilation")
+    top, left, bottom, right = ops.ints(op, "pads")
+    n, c, h, w = x.shape
+    _, o_per_group, kh, kw = f.shape
+    full = np.zeros((n, group, o_per_group, (h - 1) * sh + dh * (kh - 1) + 1, (w - 1) * sw + dw * (kw - 1) + 1))
+    xg = x.reshape(n, group, c // group, h, w)
+    fg = f.reshape(group, c // group, o_per_group, kh, kw)
+    for i in range(kh):
+        for j in range(kw):
+            # Tap (i, j) sends input (y, x) to output (y * stride + i * dilation, x * stride + j * dilation).
+            tap = np.einsum("ngchw,gco->ngohw", xg, fg[:, :, :, i, j])
+            full[:, :, :, i * dh : i * dh + (h - 1) * sh + 1 : sh, j * dw : j * dw + (w - 1) * sw + 1 : sw] += tap
+    full = full.reshape(n, group * o_per_group, full.shape[3], full.shape[4])
+    cropped = full[:, :, top : full.shape[2] - bottom, left : full.shape[3] - right]
+    return cropped + b.reshape(1, -1, 1, 1)
+
+
 def _binary(fn: Callable[[Array, Array], Array]) -> Callable[[ir.Operation, list[Array]], Array]:
     return lambda _, a: fn(a[0], a[1])
 
 
 def _unary(fn: Callable[[Array], Array]) -> Callable[[ir.Operation, list[Array]], Array]:
     return lambda _, a: fn(a[0])
+
+
+def _in_float64(fn: Callable[[Array], Array]) -> Callable[[ir.Operation, list[Array]], Array]:
+    """A transcendental function computed in float64, rounded once to the result type by `evaluate`."""
+    return lambda _, a: fn(a[0].astype(np.float64))
 
 
 _EVALUATORS: dict[str, Callable[[ir.Operation, list[Array]], Array]] = {
@@ -247,13 +363,13 @@ _EVALUATORS: dict[str, Callable[[ir.Operation, list[Array]], Array]] = {
     "add": _binary(np.add),
     "sub": _binary(np.subtract),
     "mul": _binary(np.multiply),
-    "div": _binary(np.divide),
+    "div": _binary(_divide),
     "max": _binary(np.maximum),
     "min": _binary(np.minimum),
-    "relu": _unary(lambda x: np.maximum(x, np.float32(0))),
+    "relu": _unary(lambda x: np.maximum(x, np.zeros_like(x))),
     "sigmoid": _sigmoid,
-    "tanh": _unary(np.tanh),
-    "exp": _unary(np.exp),
+    "tanh": _in_float64(np.tanh),
+    "exp": _in_float64(np.exp),
     "sqrt": _unary(np.sqrt),
     "softmax": _softmax,
     "convolution": _convolution,
@@ -266,4 +382,34 @@ _EVALUATORS: dict[str, Callable[[ir.Operation, list[Array]], Array]] = {
     "slice": _slice,
     "insert_tensor": _insert_tensor,
     "broadcast": _broadcast,
+    "convert_to": _convert_to,
+    "select": lambda _, a: np.where(a[0], a[1], a[2]),
+    "cmp_eq": _binary(np.equal),
+    "cmp_neq": _binary(np.not_equal),
+    "cmp_lt": _binary(np.less),
+    "cmp_lte": _binary(np.less_equal),
+    "and": _binary(np.logical_and),
+    "or": _binary(np.logical_or),
+    "xor": _binary(np.logical_xor),
+    "not": _unary(np.logical_not),
+    "pow": _binary(lambda x, y: np.power(x.astype(np.float64), y.astype(np.float64))),
+    "log": _in_float64(np.log),
+    "abs": _unary(np.abs),
+    "neg": _unary(np.negative),
+    "floor": _unary(np.floor),
+    "ceil": _unary(np.ceil),
+    # numpy rounds halves to even, as ONNX's Round does.
+    "round": _unary(np.round),
+    "erf": _in_float64(np.vectorize(math.erf, otypes=[np.float64])),
+    "sin": _in_float64(np.sin),
+    "cos": _in_float64(np.cos),
+    "gather": _gather,
+    "batched_reduce_add": _reduce(np.sum, widen=True),
+    "batched_reduce_prod": _reduce(np.prod, widen=True),
+    "batched_reduce_max": _reduce(np.max, widen=False),
+    "batched_reduce_min": _reduce(np.min, widen=False),
+    "arg_max": _arg_reduce(np.argmax),
+    "arg_min": _arg_reduce(np.argmin),
+    "batch_matmul": _batch_matmul,
+    "conv_transpose": _conv_transpose,
 }

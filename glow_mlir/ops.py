@@ -14,8 +14,18 @@ from mlir import ir
 GLOW = "glow."
 GLOW_IR = "glow_ir."
 
-# Glow's numpy element types and their MLIR spellings; f32 is the only one compute ops take for now.
-NUMPY_TO_MLIR = {np.dtype(np.float32): "f32"}
+# The element types of the convention (docs/ARCHITECTURE.md): numpy dtype -> MLIR spelling, one to one.
+NUMPY_TO_MLIR = {
+    np.dtype(np.float32): "f32",
+    np.dtype(np.float64): "f64",
+    np.dtype(np.float16): "f16",
+    np.dtype(np.bool_): "i1",
+    np.dtype(np.int8): "i8",
+    np.dtype(np.int16): "i16",
+    np.dtype(np.int32): "i32",
+    np.dtype(np.int64): "i64",
+}
+MLIR_TO_NUMPY = {spelling: dtype for dtype, spelling in NUMPY_TO_MLIR.items()}
 
 
 def create(
@@ -164,3 +174,27 @@ def walk_ops(root: ir.Operation) -> list[ir.Operation]:
 
     root.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
+
+
+def mlir_type(dtype: np.dtype | type | str) -> ir.Type:
+    """The MLIR element type of a numpy dtype of the convention (needs an active context).
+
+    Raises ValueError naming the dtype for any other (e.g. uint8, which ONNX importers must convert first).
+    """
+    try:
+        resolved = np.dtype(dtype)
+    except TypeError:
+        resolved = None
+    if resolved not in NUMPY_TO_MLIR:
+        allowed = ", ".join(d.name for d in NUMPY_TO_MLIR)
+        name = dtype if resolved is None else resolved.name
+        raise ValueError(f"element type {name} is not one of the supported numpy dtypes ({allowed})")
+    return ir.Type.parse(NUMPY_TO_MLIR[resolved])
+
+
+def numpy_dtype(elt: ir.Type) -> np.dtype:
+    """The numpy dtype of an MLIR element type of the convention; ValueError for any other (bf16, si8, index)."""
+    dtype = MLIR_TO_NUMPY.get(str(elt))
+    if dtype is None:
+        raise ValueError(f"element type {elt} is not one of {', '.join(MLIR_TO_NUMPY)}")
+    return dtype

@@ -1,10 +1,12 @@
-"""The shape rules of every `glow` op, stated once.
+"""The shape and element-type rules of every `glow` op, stated once.
 
-Each function takes operand shapes and attribute values (plain Python ints and tuples), checks every rule
-the op's semantics need (ranks, matching dims, attribute ranges) and returns the result shape. The graph
-builder calls them to infer result types and `glow-verify` calls them to check the types an IR states, so a
-rule changed here changes both. A broken rule raises `ShapeError`, whose message names the rule and the
-shapes involved; callers prefix it with the op and its node name.
+Each shape function takes operand shapes and attribute values (plain Python ints and tuples), checks every
+rule the op's semantics need (ranks, matching dims, attribute ranges) and returns the result shape.
+`element_type` does the same for element types, spelled as MLIR spells them ("f32", "i1", "i64"), following
+the convention of docs/ARCHITECTURE.md. The graph builder calls them to infer result types and `glow-verify`
+calls them to check the types an IR states, so a rule changed here changes both. A broken rule raises
+`ShapeError`, whose message names the rule and the shapes or types involved; callers prefix it with the op
+and its node name.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ Shape = tuple[int, ...]
 
 
 class ShapeError(ValueError):
-    """Operand shapes or attributes that break one of an op's shape rules."""
+    """Operand shapes, element types or attributes that break one of an op's rules."""
 
 
 def _require(condition: bool, message: str) -> None:
@@ -44,13 +46,13 @@ def _length(values: Sequence[int], length: int, what: str) -> None:
 
 
 def elementwise(lhs: Shape, rhs: Shape) -> Shape:
-    """Binary elementwise ops (add, sub, mul, div, max, min): both operands have one shape."""
+    """Binary elementwise ops (arithmetic, comparisons, logic, pow): both operands have one shape."""
     _require(lhs == rhs, f"operands must have the same shape, got {_fmt(lhs)} and {_fmt(rhs)}")
     return lhs
 
 
 def unary(input: Shape) -> Shape:
-    """Unary elementwise ops (relu, sigmoid, tanh, exp, sqrt, copy): the result has the input's shape."""
+    """Unary elementwise ops (relu, exp, log, not, convert_to, copy, ...): the result has the input's shape."""
     return input
 
 
@@ -256,3 +258,176 @@ def broadcast(input: Shape, target: Sequence[int], axis: int) -> Shape:
         f"input {_fmt(input)} aligned at axis {axis} must have dims 1 or equal to target {_fmt(result)}",
     )
     return result
+
+
+def select(cond: Shape, lhs: Shape, rhs: Shape) -> Shape:
+    """`cond ? lhs : rhs`: the condition and both choices have one shape."""
+    _require(
+        cond == lhs == rhs,
+        f"cond, lhs and rhs must have the same shape, got {_fmt(cond)}, {_fmt(lhs)} and {_fmt(rhs)}",
+    )
+    return lhs
+
+
+def gather(data: Shape, indices: Shape, axis: int) -> Shape:
+    """numpy.take along `axis`: data[:axis] + indices + data[axis+1:]."""
+    _require(len(data) >= 1, f"data must have rank >= 1, got {_fmt(data)}")
+    _require(0 <= axis < len(data), f"axis {axis} must be a dim of data {_fmt(data)}")
+    return data[:axis] + indices + data[axis + 1 :]
+
+
+def batched_reduce(input: Shape, axes: Sequence[int]) -> Shape:
+    """A reduction over `axes` (sorted, unique dims of the input), which the result drops.
+
+    No axes reduce nothing: the result is the input (ONNX's "reduce all" on empty axes is the importer's to
+    spell out).
+    """
+    _require(
+        all(a < b for a, b in zip(axes, axes[1:])), f"axes {_fmt(axes)} must be sorted and unique"
+    )
+    _require(
+        all(0 <= a < len(input) for a in axes), f"axes {_fmt(axes)} must be dims of input {_fmt(input)}"
+    )
+    return tuple(d for i, d in enumerate(input) if i not in axes)
+
+
+def arg_reduce(input: Shape, axis: int, keep_dims: bool) -> Shape:
+    """arg_max / arg_min along `axis`: that dim becomes 1 with `keep_dims`, else it is dropped."""
+    _require(0 <= axis < len(input), f"axis {axis} must be a dim of input {_fmt(input)}")
+    kept = (1,) if keep_dims else ()
+    return input[:axis] + kept + input[axis + 1 :]
+
+
+def batch_matmul(lhs: Shape, rhs: Shape) -> Shape:
+    """[B, M, K] x [B, K, N] -> [B, M, N]."""
+    _rank(lhs, 3, "lhs")
+    _rank(rhs, 3, "rhs")
+    _require(lhs[0] == rhs[0], f"batch dims must agree: lhs {_fmt(lhs)}, rhs {_fmt(rhs)}")
+    _require(lhs[2] == rhs[1], f"inner dims must agree: lhs {_fmt(lhs)}, rhs {_fmt(rhs)}")
+    return (lhs[0], lhs[1], rhs[2])
+
+
+def conv_transpose(
+    input: Shape,
+    filter: Shape,
+    bias: Shape,
+    *,
+    kernels: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilation: Sequence[int],
+    group: int,
+) -> Shape:
+    """NCHW input, filter [C, O/group, KH, KW], bias [O] -> [N, O, OH, OW].
+
+    Each spatial output dim is (in - 1) * stride - pad_begin - pad_end + dilation * (k - 1) + 1: the full
+    scatter of every input element through the kernel, cropped by the pads.
+    """
+    _rank(input, 4, "input (NCHW)")
+    _rank(filter, 4, "filter (C, O/group, KH, KW)")
+    _length(kernels, 2, "kernels")
+    _length(strides, 2, "strides")
+    _length(pads, 4, "pads [top, left, bottom, right]")
+    _length(dilation, 2, "dilation")
+    _require(group >= 1, f"group must be >= 1, got {group}")
+    n, c = input[0], input[1]
+    _require(
+        filter[0] == c, f"filter dim 0 must equal input channels: input {_fmt(input)}, filter {_fmt(filter)}"
+    )
+    _require(c % group == 0, f"group {group} must divide the input channels: input {_fmt(input)}")
+    o = filter[1] * group
+    _require(bias == (o,), f"bias must have shape [{o}] (filter dim 1 * group), got {_fmt(bias)}")
+    _require(
+        tuple(kernels) == tuple(filter[2:]),
+        f"kernels {_fmt(kernels)} must equal the filter's HW: filter {_fmt(filter)}",
+    )
+    _require(all(s >= 1 for s in strides), f"strides must be >= 1, got {_fmt(strides)}")
+    _require(all(p >= 0 for p in pads), f"pads must be >= 0, got {_fmt(pads)}")
+    _require(all(d >= 1 for d in dilation), f"dilation must be >= 1, got {_fmt(dilation)}")
+    full = [(size - 1) * s + d * (k - 1) + 1 for size, s, d, k in zip(input[2:], strides, dilation, kernels)]
+    top, left, bottom, right = pads
+    out = (full[0] - top - bottom, full[1] - left - right)
+    _require(
+        min(out) >= 1,
+        f"pads {_fmt(pads)} must crop the full output {_fmt(full)} to dims >= 1: input {_fmt(input)}, "
+        f"kernels {_fmt(kernels)}, strides {_fmt(strides)}, dilation {_fmt(dilation)}",
+    )
+    return (n, o, *out)
+
+
+# Element types, as MLIR spells them. Integers are signed (ONNX's unsigned types stop at the importer).
+FLOATS = ("f32", "f64", "f16")
+BOOL = "i1"
+INTEGERS = ("i8", "i16", "i32", "i64")
+NUMBERS = FLOATS + INTEGERS
+ELEMENT_TYPES = FLOATS + (BOOL,) + INTEGERS
+INDICES = ("i32", "i64")
+
+# Which element types the data operands of an op take; all of them share one type, which the result has.
+_FLOAT_OPS = frozenset(
+    "convolution conv_transpose max_pool avg_pool softmax batch_normalization fully_connected sigmoid tanh exp "
+    "sqrt log erf sin cos pow floor ceil round".split()
+)
+# i1 is left out: arithmetic and ordering on booleans (true as -1 in signed i1) would silently miscompute.
+_NUMBER_OPS = frozenset(
+    "matmul batch_matmul batched_add add sub mul div max min relu abs neg batched_reduce_add batched_reduce_max "
+    "batched_reduce_min batched_reduce_prod".split()
+)
+_ANY_OPS = frozenset("reshape transpose concat slice insert_tensor broadcast copy".split())
+_LOGIC_OPS = frozenset(("and", "or", "xor", "not"))
+
+
+def _one_of(types: Sequence[str]) -> str:
+    return ", ".join(types)
+
+
+def _same(operands: Sequence[str], allowed: Sequence[str], kind: str) -> str:
+    """The one element type all `operands` share, which must be in `allowed` (described as `kind`)."""
+    _require(len(set(operands)) <= 1, f"operands must have one element type, got {', '.join(operands)}")
+    _require(
+        all(t in allowed for t in operands),
+        f"element type must be {kind} ({_one_of(allowed)}), got {operands[0] if operands else 'none'}",
+    )
+    return operands[0]
+
+
+def element_type(op: str, operands: Sequence[str], result: str | None = None) -> str:
+    """The element type of the result of glow op `op` (without "glow.") for operand element types `operands`.
+
+    `result` is the type asked for where operands do not determine it (constant, splat, convert_to). Raises
+    `ShapeError` when a type is outside the convention or the op does not take it.
+    """
+    for i, t in enumerate(operands):
+        _require(t in ELEMENT_TYPES, f"operand {i} element type {t} must be one of {_one_of(ELEMENT_TYPES)}")
+    if op in ("constant", "splat", "convert_to"):
+        _require(
+            result in ELEMENT_TYPES, f"result element type {result} must be one of {_one_of(ELEMENT_TYPES)}"
+        )
+        return result
+    if op in _FLOAT_OPS:
+        return _same(operands, FLOATS, "a float")
+    if op in _NUMBER_OPS:
+        return _same(operands, NUMBERS, "an integer or float")
+    if op in _ANY_OPS:
+        return _same(operands, ELEMENT_TYPES, "an element type")
+    if op in _LOGIC_OPS:
+        return _same(operands, (BOOL,), "boolean")
+    match op:
+        case "cmp_eq" | "cmp_neq":
+            _same(operands, ELEMENT_TYPES, "an element type")
+            return BOOL
+        case "cmp_lt" | "cmp_lte":
+            _same(operands, NUMBERS, "an integer or float")
+            return BOOL
+        case "arg_max" | "arg_min":
+            _same(operands, NUMBERS, "an integer or float")
+            return "i64"
+        case "select":
+            cond, lhs, rhs = operands
+            _require(cond == BOOL, f"cond must be {BOOL}, got {cond}")
+            return _same((lhs, rhs), ELEMENT_TYPES, "an element type")
+        case "gather":
+            data, indices = operands
+            _require(indices in INDICES, f"indices must be {' or '.join(INDICES)}, got {indices}")
+            return data
+    raise ShapeError(f"has no element-type rule for op '{op}'")

@@ -6,10 +6,12 @@ Like Glow's `lower()`, every rule replaces one node by a small graph of simpler 
 - fully_connected -> matmul + batched_add
 - batch_normalization -> per-channel `scale / sqrt(var + eps)` and `bias - mean * that` computed on the
   [C] vectors, broadcast to the input shape at `channelIdx`, then one mul and one add on the activation
-- relu -> max(x, splat 0)
+- relu -> max(x, splat 0), the splat of x's element type (floats or integers)
 - convolution / max_pool / avg_pool with padding -> a splat of the padded shape (0, or -inf for max_pool so
   that padding never wins), the input inserted into it, and the op with zero pads; an avg_pool that does not
   count padding is then multiplied by a constant `k*k / (real elements in the window)` per output position
+- conv_transpose with padding -> conv_transpose with zero pads (its full output) and a slice that crops it,
+  since a transposed convolution's pads remove output rather than add input
 
 A backend may keep any op whole (Glow's `shouldLower`): `lower(module, should_lower)` asks it per op. Every
 op a rule creates carries the location of the op it replaces, so later errors still name the model node.
@@ -51,7 +53,8 @@ def lower(module: ir.Module, should_lower: Callable[[ir.Operation], bool] = lowe
 
 @register("glow-lower")
 def lower_pass(module: ir.Module) -> None:
-    """Lowers FC, batch norm, relu and padding into glow primitives (the CPU backend lowers everything)."""
+    """Lowers FC, batch norm, relu and padding (and conv_transpose cropping) into glow primitives (the CPU
+    backend lowers everything)."""
     lower(module)
 
 
@@ -62,7 +65,9 @@ def _make(
 
 
 def _splat(result: ir.Type, value: float) -> ir.Value:
-    return _make("glow.splat", [], result, {"value": ops.f32(value)})
+    """A splat of `value`; its attribute is f32 for float results and i64 for integer ones (the convention)."""
+    is_float = isinstance(ops.element_type(result), ir.FloatType)
+    return _make("glow.splat", [], result, {"value": ops.f32(value) if is_float else ops.i64(int(value))})
 
 
 def _attributes(op: ir.Operation) -> dict[str, ir.Attribute]:
@@ -141,10 +146,22 @@ def _lower_avg_pool(op: ir.Operation) -> ir.Value | None:
     if np.all(correction == 1.0):
         return pooled
     result = op.results[0].type
-    value = {"value": ir.DenseElementsAttr.get(correction)}
-    constant = _make("glow.constant", [], ops.tensor_type(correction.shape), value)
+    elt = ops.element_type(result)
+    value = {"value": ir.DenseElementsAttr.get(correction.astype(ops.numpy_dtype(elt)))}
+    constant = _make("glow.constant", [], ops.tensor_type(correction.shape, elt), value)
     factor = _make("glow.broadcast", [constant], result, {"axis": ops.i64(2)})
     return _make("glow.mul", [pooled, factor], result)
+
+
+def _lower_conv_transpose(op: ir.Operation) -> ir.Value | None:
+    pads = ops.ints(op, "pads")
+    if not any(pads):
+        return None
+    top, left, bottom, right = pads
+    n, o, h, w = ops.shape(op.results[0])
+    full = ops.tensor_type([n, o, h + top + bottom, w + left + right], ops.element_type(op.results[0]))
+    uncropped = _make(op.name, list(op.operands), full, _attributes(op) | {"pads": ops.i64_array([0, 0, 0, 0])})
+    return _make("glow.slice", [uncropped], op.results[0].type, {"start": ops.i64_array([0, 0, top, left])})
 
 
 def avg_pool_correction(
@@ -171,4 +188,5 @@ RULES: dict[str, Rule] = {
     "glow.convolution": _lower_convolution,
     "glow.max_pool": _lower_max_pool,
     "glow.avg_pool": _lower_avg_pool,
+    "glow.conv_transpose": _lower_conv_transpose,
 }

@@ -1,12 +1,13 @@
 """glow-verify: the semantic rules of the `glow` and `glow_ir` dialects that IRDL cannot state.
 
 IRDL checks only each operand's and attribute's base kind. This pass checks, for every `glow.*` op, that all
-tensors are static f32, that attributes have the right kind (`array<i64>`, `i64`, `f32`, `i1`) and that the
-result type equals the shape `glow_mlir.shapes` computes from the operands and attributes (which also checks
-attribute ranges). For every `glow_ir.*` instruction it applies the same rule to the buffers: the shape of
-the `out` (or `inout`) operand must be what the rule computes from the `in` operands, so both levels share
-one statement of each rule. It changes nothing and stops at the first broken rule with a
-`VerificationError` naming the op, its location and the rule.
+tensors are static with an element type of the convention (docs/ARCHITECTURE.md), that attributes have the
+right kind (`array<i64>`, `i64`, `f32`, `i1`) and that the result type has the element type and shape
+`glow_mlir.shapes` computes from the operands and attributes (which also checks attribute ranges and which
+element types each op takes). For every `glow_ir.*` instruction it applies the same rules to the buffers:
+the element type and shape of the `out` (or `inout`) operand must be what the rules compute from the `in`
+operands, so both levels share one statement of each rule. It changes nothing and stops at the first broken
+rule with a `VerificationError` naming the op, its location and the rule.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from glow_mlir import ops, shapes
 from glow_mlir.errors import VerificationError
 from glow_mlir.passes.registry import register
 from glow_mlir.shapes import Shape, ShapeError
+
+# A static tensor or buffer as the rules see it: its shape and its element type's MLIR spelling.
+Typed = tuple[Shape, str]
 
 # glow_ir instruction -> the glow op whose shape rule it follows.
 _IR_RULES = {
@@ -43,6 +47,35 @@ _IR_RULES = {
     "insert_tensor": "insert_tensor",
     "extract_tensor": "slice",
     "broadcast": "broadcast",
+    "convert_to": "convert_to",
+    "element_select": "select",
+    "element_cmp_eq": "cmp_eq",
+    "element_cmp_neq": "cmp_neq",
+    "element_cmp_lt": "cmp_lt",
+    "element_cmp_lte": "cmp_lte",
+    "element_and": "and",
+    "element_or": "or",
+    "element_xor": "xor",
+    "element_not": "not",
+    "element_pow": "pow",
+    "element_log": "log",
+    "element_abs": "abs",
+    "element_neg": "neg",
+    "element_floor": "floor",
+    "element_ceil": "ceil",
+    "element_round": "round",
+    "element_erf": "erf",
+    "element_sin": "sin",
+    "element_cos": "cos",
+    "gather": "gather",
+    "batched_reduce_add": "batched_reduce_add",
+    "batched_reduce_max": "batched_reduce_max",
+    "batched_reduce_min": "batched_reduce_min",
+    "batched_reduce_prod": "batched_reduce_prod",
+    "arg_max": "arg_max",
+    "arg_min": "arg_min",
+    "batch_matmul": "batch_matmul",
+    "conv_transpose": "conv_transpose",
 }
 
 
@@ -60,16 +93,30 @@ def verify(module: ir.Module) -> None:
 
 
 def _verify_glow(op: ir.Operation) -> None:
-    operands = [_static_f32(v, ir.RankedTensorType, f"operand {i}") for i, v in enumerate(op.operands)]
-    result = _static_f32(op.results[0], ir.RankedTensorType, "result")
-    _same_shape(result, _expected(op, op.name.removeprefix(ops.GLOW), operands, result), "result")
+    operands = [_static(v, ir.RankedTensorType, f"operand {i}") for i, v in enumerate(op.operands)]
+    result = _static(op.results[0], ir.RankedTensorType, "result")
+    _check(op, op.name.removeprefix(ops.GLOW), operands, result, "result")
+
+
+def _check(op: ir.Operation, kind: str, operands: list[Typed], result: Typed, what: str) -> None:
+    """`result` (the glow result or glow_ir destination) must have the element type and shape that the rules
+    of glow op `kind` give for `operands` and `op`'s attributes."""
+    stated_shape, stated_type = result
+    expected_type = shapes.element_type(kind, [t for _, t in operands], stated_type)
+    _require(
+        stated_type == expected_type,
+        f"{what} element type {stated_type} must equal the type rule's {expected_type}",
+    )
+    if kind == "splat":
+        _splat_value(op, stated_type)
+    _same_shape(stated_shape, _expected(op, kind, [s for s, _ in operands], stated_shape), what)
 
 
 def _verify_glow_ir(op: ir.Operation) -> None:
     kind = op.name.removeprefix(ops.GLOW_IR)
-    buffers = [_static_f32(v, ir.MemRefType, f"operand {i}") for i, v in enumerate(op.operands)]
+    buffers = [_static(v, ir.MemRefType, f"operand {i}") for i, v in enumerate(op.operands)]
     if kind == "alloc_activation":
-        _static_f32(op.results[0], ir.MemRefType, "buffer")
+        _static(op.results[0], ir.MemRefType, "buffer")
     elif kind == "dealloc_activation":
         owner = op.operands[0].owner
         _require(
@@ -77,18 +124,21 @@ def _verify_glow_ir(op: ir.Operation) -> None:
             "operand must be a buffer from glow_ir.alloc_activation",
         )
     elif kind == "tensor_view":
-        view = _static_f32(op.results[0], ir.MemRefType, "view")
+        view, view_type = _static(op.results[0], ir.MemRefType, "view")
+        source, source_type = buffers[0]
         _require(
-            math.prod(view) == math.prod(buffers[0]),
-            f"view {list(view)} must have as many elements as its source {list(buffers[0])}",
+            math.prod(view) == math.prod(source),
+            f"view {list(view)} must have as many elements as its source {list(source)}",
         )
-    elif kind == "splat":
-        _float(op, "value")
+        _require(
+            view_type == source_type,
+            f"view element type {view_type} must equal its source's {source_type} (a view moves no data)",
+        )
     else:
         roles = ops.roles(op)
-        inputs = [s for s, r in zip(buffers, roles, strict=True) if r in ("in", "inout")]
-        dest = next(s for s, r in zip(buffers, roles, strict=True) if r in ("out", "inout"))
-        _same_shape(dest, _expected(op, _IR_RULES.get(kind, kind), inputs, dest), "destination")
+        inputs = [b for b, r in zip(buffers, roles, strict=True) if r in ("in", "inout")]
+        dest = next(b for b, r in zip(buffers, roles, strict=True) if r in ("out", "inout"))
+        _check(op, _IR_RULES.get(kind, kind), inputs, dest, "destination")
 
 
 def _expected(op: ir.Operation, kind: str, s: list[Shape], result: Shape) -> Shape:
@@ -106,7 +156,6 @@ def _expected(op: ir.Operation, kind: str, s: list[Shape], result: Shape) -> Sha
             )
             return result
         case "splat":
-            _float(op, "value")
             return shapes.tensor(result)
         case "fully_connected":
             return shapes.fully_connected(*s)
@@ -114,10 +163,31 @@ def _expected(op: ir.Operation, kind: str, s: list[Shape], result: Shape) -> Sha
             return shapes.matmul(*s)
         case "batched_add":
             return shapes.batched_add(*s)
-        case "add" | "sub" | "mul" | "div" | "max" | "min":
+        case (
+            "add" | "sub" | "mul" | "div" | "max" | "min" | "pow" | "cmp_eq" | "cmp_neq" | "cmp_lt" | "cmp_lte"
+            | "and" | "or" | "xor"
+        ):
             return shapes.elementwise(*s)
-        case "relu" | "sigmoid" | "tanh" | "exp" | "sqrt" | "copy":
+        case (
+            "relu" | "sigmoid" | "tanh" | "exp" | "sqrt" | "copy" | "convert_to" | "not" | "log" | "abs" | "neg"
+            | "floor" | "ceil" | "round" | "erf" | "sin" | "cos"
+        ):
             return shapes.unary(*s)
+        case "select":
+            return shapes.select(*s)
+        case "gather":
+            return shapes.gather(*s, _int(op, "axis"))
+        case "batched_reduce_add" | "batched_reduce_max" | "batched_reduce_min" | "batched_reduce_prod":
+            return shapes.batched_reduce(*s, _ints(op, "axes"))
+        case "arg_max" | "arg_min":
+            return shapes.arg_reduce(*s, _int(op, "axis"), _flag(op, "keepDims"))
+        case "batch_matmul":
+            return shapes.batch_matmul(*s)
+        case "conv_transpose":
+            return shapes.conv_transpose(
+                *s, kernels=_ints(op, "kernels"), strides=_ints(op, "strides"), pads=_pads(op),
+                dilation=_ints(op, "dilation"), group=_int(op, "group"),
+            )
         case "softmax":
             return shapes.softmax(*s)
         case "convolution":
@@ -154,14 +224,16 @@ def _require(condition: bool, rule: str) -> None:
         raise ShapeError(rule)
 
 
-def _static_f32(value: ir.Value, kind: type[ir.ShapedType], what: str) -> Shape:
-    """The shape of a value that must be a static f32 tensor (glow) or memref (glow_ir)."""
+def _static(value: ir.Value, kind: type[ir.ShapedType], what: str) -> Typed:
+    """Shape and element type of a value that must be a static tensor (glow) or memref (glow_ir) of one of
+    the convention's element types."""
     t = value.type
     _require(
-        isinstance(t, kind) and t.has_static_shape and isinstance(t.element_type, ir.F32Type),
-        f"{what} must be a static-shaped f32 {'tensor' if kind is ir.RankedTensorType else 'memref'}, got {t}",
+        isinstance(t, kind) and t.has_static_shape and str(t.element_type) in shapes.ELEMENT_TYPES,
+        f"{what} must be a static-shaped {'tensor' if kind is ir.RankedTensorType else 'memref'} of "
+        f"{', '.join(shapes.ELEMENT_TYPES)}, got {t}",
     )
-    return shapes.tensor(t.shape, f"{what} shape")
+    return shapes.tensor(t.shape, f"{what} shape"), str(t.element_type)
 
 
 def _same_shape(stated: Shape, expected: Shape, what: str) -> None:
@@ -195,6 +267,23 @@ def _float(op: ir.Operation, name: str) -> float:
         f"attribute '{name}' must be an f32 float, got {attr}",
     )
     return attr.value
+
+
+def _splat_value(op: ir.Operation, elt: str) -> None:
+    """A splat's value: an f32 attribute for float results, an integer one within range for integers and i1."""
+    if elt in shapes.FLOATS:
+        _float(op, "value")
+        return
+    attr = op.attributes["value"]
+    _require(
+        isinstance(attr, ir.IntegerAttr | ir.BoolAttr),
+        f"attribute 'value' must be an integer for {elt} results, got {attr}",
+    )
+    value = ir.IntegerAttr(attr).value
+    bits = int(elt.removeprefix("i"))
+    # An i1-typed attribute (true/false) reads as -1/0; any other width must hold a value that fits.
+    low, high = (-1, 1) if bits == 1 else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    _require(low <= value <= high, f"attribute 'value' {value} must lie in [{low}, {high}] for {elt} results")
 
 
 def _flag(op: ir.Operation, name: str) -> bool:

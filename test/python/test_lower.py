@@ -211,3 +211,65 @@ def test_registered_pass_parses_and_runs_from_text() -> None:
         run_pipeline(module, "builtin.module(glow-lower)")
         assert _op_names(module) == ["glow.splat", "glow.max"]
         module.operation.verify()
+
+
+@pytest.mark.parametrize(
+    "shape, filter_shape, strides, pads, dilation, group",
+    [
+        ((1, 2, 3, 3), (2, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+        ((2, 4, 3, 4), (4, 2, 2, 3), (2, 3), (1, 0, 0, 2), (1, 1), 2),
+        ((1, 3, 4, 4), (3, 1, 3, 2), (2, 2), (0, 1, 2, 0), (2, 1), 3),
+    ],
+)
+def test_padded_conv_transpose_becomes_unpadded_and_a_slice(shape, filter_shape, strides, pads, dilation, group) -> None:
+    out_channels = filter_shape[1] * group
+    module = _lowered_matches(
+        lambda g: g.conv_transpose(
+            g.input("x", shape), _random(*filter_shape), _random(out_channels), strides=strides, pads=pads,
+            dilation=dilation, group=group, name="deconv",
+        ),
+        {"x": _random(*shape)},
+    )
+    lowered = [op for op in ops.walk_ops(module.operation) if op.name.startswith(ops.GLOW)]
+    (deconv,) = [op for op in lowered if op.name == "glow.conv_transpose"]
+    (crop,) = [op for op in lowered if op.name == "glow.slice"]
+    assert ops.ints(deconv, "pads") == [0, 0, 0, 0]
+    assert ops.ints(crop, "start") == [0, 0, pads[0], pads[1]]
+    assert crop.operands[0].owner == deconv
+    assert {deconv.location.name_str, crop.location.name_str} == {"deconv"}
+
+
+def test_unpadded_conv_transpose_is_kept() -> None:
+    module = _lowered_matches(
+        lambda g: g.conv_transpose(g.input("x", (1, 2, 3, 3)), _random(2, 2, 2, 2), _random(2), strides=(2, 2)),
+        {"x": _random(1, 2, 3, 3)},
+    )
+    assert _op_names(module) == ["glow.constant", "glow.constant", "glow.conv_transpose"]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.float16, np.float64])
+def test_relu_keeps_its_element_type(dtype: type) -> None:
+    x = (RNG.standard_normal((3, 4)) * 50).astype(dtype)
+    module = _lowered_matches(lambda g: g.relu(g.input("x", (3, 4), dtype)), {"x": x}, "relu")
+    (splat,) = [op for op in ops.walk_ops(module.operation) if op.name == "glow.splat"]
+    expected = "f32" if np.dtype(dtype).kind == "f" else "i64"
+    assert str(splat.attributes["value"].type) == expected
+    assert ops.numpy_dtype(ops.element_type(splat.results[0])) == np.dtype(dtype)
+
+
+def test_f64_padded_avg_pool_correction_has_its_type() -> None:
+    x = RNG.standard_normal((1, 2, 5, 5))
+    module = _lowered_matches(
+        lambda g: g.avg_pool(g.input("x", (1, 2, 5, 5), "f64"), (3, 3), (2, 2), (1, 1, 1, 1), count_include_pads=False),
+        {"x": x},
+    )
+    constants = [op for op in ops.walk_ops(module.operation) if op.name == "glow.constant"]
+    assert [str(ops.element_type(c.results[0])) for c in constants] == ["f64"]
+
+
+def test_f64_batch_normalization() -> None:
+    x = RNG.standard_normal((2, 3, 2, 2))
+    vectors = [RNG.standard_normal(3) for _ in range(3)] + [np.abs(RNG.standard_normal(3)) + 0.1]
+    _lowered_matches(
+        lambda g: g.batch_normalization(g.input("x", (2, 3, 2, 2), "f64"), *vectors), {"x": x}, "batch_normalization"
+    )

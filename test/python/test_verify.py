@@ -59,8 +59,12 @@ POOL = "kernels = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64
 BN = "epsilon = 1.0e-05 : f32, momentum = 9.0e-01 : f32, channelIdx = 1 : i64"
 
 BAD = {
-    "f64 element type": (glow_op("relu", ["tensor<2xf64>"], "tensor<2xf64>"), "must be a static-shaped f32 tensor"),
-    "dynamic shape": (glow_op("relu", ["tensor<?xf32>"], "tensor<?xf32>"), "static-shaped f32 tensor"),
+    "bf16 element type": (
+        glow_op("relu", ["tensor<2xbf16>"], "tensor<2xbf16>"),
+        "operand 0 must be a static-shaped tensor of f32, f64, f16, i1, i8, i16, i32, i64, got tensor<2xbf16>",
+    ),
+    "unsigned element type": (glow_op("reshape", ["tensor<2xui8>"], "tensor<2xui8>", "dims = array<i64: 2>"), "static-shaped tensor of"),
+    "dynamic shape": (glow_op("relu", ["tensor<?xf32>"], "tensor<?xf32>"), "static-shaped tensor of"),
     "empty dim": (glow_op("relu", [T(0, 2)], T(0, 2)), "every dim >= 1"),
     "unary result": (glow_op("relu", [T(2, 3)], T(3, 2)), "result shape [3, 2] must equal the shape rule's [2, 3]"),
     "elementwise": (glow_op("add", [T(2, 3), T(3, 2)], T(2, 3)), "operands must have the same shape"),
@@ -201,7 +205,7 @@ BAD = {
     ),
     "ir broadcast": (glow_ir_op("broadcast", [M(2, 4), M(3)], ["out", "in"], "axis = 1 : i64"), "dims 1 or equal"),
     "ir copy": (glow_ir_op("copy", [M(2, 4), M(4, 2)], ["out", "in"]), "must equal the shape rule's [4, 2]"),
-    "ir element type": (glow_ir_op("element_exp", ["memref<4xf16>", M(4)], ["out", "in"]), "static-shaped f32 memref"),
+    "ir element type": (glow_ir_op("element_exp", ["memref<4xbf16>", M(4)], ["out", "in"]), "static-shaped memref of"),
     "ir tensor_view count": (
         """
 func.func @f(%a: memref<2x3xf32>) {
@@ -227,6 +231,122 @@ func.func @f(%a: memref<2xf32>) {
         "operand must be a buffer from glow_ir.alloc_activation",
     ),
 }
+
+
+def TT(elt: str, *dims: int) -> str:
+    """A tensor type of element type `elt`."""
+    return f"tensor<{''.join(f'{d}x' for d in dims)}{elt}>"
+
+
+def MM(elt: str, *dims: int) -> str:
+    """A memref type of element type `elt`."""
+    return f"memref<{''.join(f'{d}x' for d in dims)}{elt}>"
+
+
+CT = "kernels = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: {pads}>, group = {group} : i64, dilation = array<i64: 1, 1>"
+CT_IR = "kernels = array<i64: 2, 2>, strides = array<i64: 2, 2>, group = 1 : i64, dilation = array<i64: 1, 1>"
+
+# The element-type rules and the shape rules of the ops added for ONNX coverage, at both levels.
+BAD_TYPED = {
+    "float-only op on ints": (glow_op("log", [TT("i32", 2)], TT("i32", 2)), "element type must be a float (f32, f64, f16), got i32"),
+    "pow on ints": (glow_op("pow", [TT("i64", 2)] * 2, TT("i64", 2)), "element type must be a float"),
+    "conv_transpose on ints": (
+        glow_op("conv_transpose", [TT("i8", 1, 2, 3, 3), TT("i8", 2, 3, 2, 2), TT("i8", 3)], TT("i8", 1, 3, 6, 6), CT.format(pads="0, 0, 0, 0", group=1)),
+        "element type must be a float",
+    ),
+    "mixed operand types": (glow_op("add", [T(2), TT("i32", 2)], T(2)), "operands must have one element type, got f32, i32"),
+    "arithmetic on i1": (glow_op("add", [TT("i1", 2)] * 2, TT("i1", 2)), "element type must be an integer or float"),
+    "result type": (glow_op("add", [T(2), T(2)], TT("f64", 2)), "result element type f64 must equal the type rule's f32"),
+    "comparison gives i1": (glow_op("cmp_lt", [T(2), T(2)], T(2)), "result element type f32 must equal the type rule's i1"),
+    "ordering on i1": (glow_op("cmp_lte", [TT("i1", 2)] * 2, TT("i1", 2)), "element type must be an integer or float"),
+    "comparison shapes": (glow_op("cmp_eq", [TT("i32", 2), TT("i32", 3)], TT("i1", 2)), "operands must have the same shape"),
+    "select cond": (glow_op("select", [T(2), T(2), T(2)], T(2)), "cond must be i1, got f32"),
+    "select choices": (glow_op("select", [TT("i1", 2), T(2), TT("i64", 2)], T(2)), "operands must have one element type, got f32, i64"),
+    "select shapes": (glow_op("select", [TT("i1", 3), T(2), T(2)], T(2)), "cond, lhs and rhs must have the same shape"),
+    "logic on floats": (glow_op("and", [T(2), T(2)], TT("i1", 2)), "element type must be boolean (i1), got f32"),
+    "not on ints": (glow_op("not", [TT("i8", 2)], TT("i1", 2)), "element type must be boolean (i1), got i8"),
+    "gather indices type": (glow_op("gather", [T(3, 4), T(2)], T(2, 4), "axis = 0 : i64"), "indices must be i32 or i64, got f32"),
+    "gather axis": (glow_op("gather", [T(3, 4), TT("i64", 2)], T(3, 2), "axis = 2 : i64"), "axis 2 must be a dim of data [3, 4]"),
+    "gather result": (
+        glow_op("gather", [T(3, 4), TT("i32", 2, 5)], T(3, 10), "axis = 1 : i64"),
+        "result shape [3, 10] must equal the shape rule's [3, 2, 5]",
+    ),
+    "gather result type": (glow_op("gather", [T(3, 4), TT("i32", 2)], TT("i32", 2, 4), "axis = 0 : i64"), "must equal the type rule's f32"),
+    "reduce axes order": (glow_op("batched_reduce_add", [T(2, 3)], T(), "axes = array<i64: 1, 0>"), "axes [1, 0] must be sorted and unique"),
+    "reduce axes range": (glow_op("batched_reduce_max", [T(2, 3)], T(2), "axes = array<i64: 2>"), "axes [2] must be dims of input [2, 3]"),
+    "reduce result": (glow_op("batched_reduce_prod", [T(2, 3, 4)], T(2, 3), "axes = array<i64: 1>"), "must equal the shape rule's [2, 4]"),
+    "reduce on i1": (glow_op("batched_reduce_min", [TT("i1", 2, 3)], TT("i1", 2), "axes = array<i64: 1>"), "must be an integer or float"),
+    "arg_max gives i64": (glow_op("arg_max", [T(2, 3)], TT("i32", 2), "axis = 1 : i64, keepDims = false"), "result element type i32 must equal the type rule's i64"),
+    "arg_max keepDims": (glow_op("arg_min", [T(2, 3)], TT("i64", 2, 1), "axis = 1 : i64, keepDims = 1 : i64"), "attribute 'keepDims' must be true or false"),
+    "arg_max axis": (glow_op("arg_max", [T(2, 3)], TT("i64", 2), "axis = 3 : i64, keepDims = false"), "axis 3 must be a dim of input [2, 3]"),
+    "arg_max kept dim": (glow_op("arg_max", [T(2, 3)], TT("i64", 2), "axis = 1 : i64, keepDims = true"), "must equal the shape rule's [2, 1]"),
+    "batch_matmul batch": (glow_op("batch_matmul", [T(2, 3, 4), T(3, 4, 5)], T(2, 3, 5)), "batch dims must agree"),
+    "batch_matmul inner": (glow_op("batch_matmul", [T(2, 3, 4), T(2, 3, 5)], T(2, 3, 5)), "inner dims must agree"),
+    "batch_matmul rank": (glow_op("batch_matmul", [T(3, 4), T(4, 5)], T(3, 5)), "lhs must have rank 3"),
+    "conv_transpose channels": (
+        glow_op("conv_transpose", [T(1, 2, 3, 3), T(3, 3, 2, 2), T(3)], T(1, 3, 6, 6), CT.format(pads="0, 0, 0, 0", group=1)),
+        "filter dim 0 must equal input channels",
+    ),
+    "conv_transpose group": (
+        glow_op("conv_transpose", [T(1, 4, 3, 3), T(4, 1, 2, 2), T(3)], T(1, 3, 6, 6), CT.format(pads="0, 0, 0, 0", group=3)),
+        "group 3 must divide the input channels",
+    ),
+    "conv_transpose bias": (
+        glow_op("conv_transpose", [T(1, 4, 3, 3), T(4, 3, 2, 2), T(3)], T(1, 6, 6, 6), CT.format(pads="0, 0, 0, 0", group=2)),
+        "bias must have shape [6] (filter dim 1 * group)",
+    ),
+    "conv_transpose pads": (
+        glow_op("conv_transpose", [T(1, 2, 1, 1), T(2, 3, 2, 2), T(3)], T(1, 3, 1, 1), CT.format(pads="1, 0, 1, 0", group=1)),
+        "pads [1, 0, 1, 0] must crop the full output [2, 2] to dims >= 1",
+    ),
+    "conv_transpose result": (
+        glow_op("conv_transpose", [T(1, 2, 3, 3), T(2, 3, 2, 2), T(3)], T(1, 3, 6, 6), CT.format(pads="1, 0, 0, 1", group=1)),
+        "result shape [1, 3, 6, 6] must equal the shape rule's [1, 3, 5, 5]",
+    ),
+    "convert_to shape": (glow_op("convert_to", [T(2, 3)], TT("i32", 3, 2)), "must equal the shape rule's [2, 3]"),
+    "splat int range": (glow_op("splat", [], TT("i8", 2), "value = 300 : i64"), "attribute 'value' 300 must lie in [-128, 127] for i8 results"),
+    "splat bool range": (glow_op("splat", [], TT("i1", 2), "value = 2 : i64"), "must lie in [-1, 1] for i1 results"),
+    "splat int kind": (glow_op("splat", [], TT("i32", 2), "value = 1.0 : f32"), "attribute 'value' must be an integer for i32 results"),
+    "splat float kind": (glow_op("splat", [], TT("f16", 2), "value = 1 : i64"), "attribute 'value' must be an f32 float"),
+    "ir comparison dest": (
+        glow_ir_op("element_cmp_lt", [M(2), M(2), M(2)], ["out", "in", "in"]),
+        "destination element type f32 must equal the type rule's i1",
+    ),
+    "ir select cond": (glow_ir_op("element_select", [M(2), MM("i32", 2), M(2), M(2)], ["out", "in", "in", "in"]), "cond must be i1, got i32"),
+    "ir and": (glow_ir_op("element_and", [MM("i1", 2), M(2), M(2)], ["out", "in", "in"]), "must be boolean (i1), got f32"),
+    "ir float-only": (glow_ir_op("element_erf", [MM("i16", 2), MM("i16", 2)], ["out", "in"]), "must be a float"),
+    "ir convert_to": (glow_ir_op("convert_to", [MM("i8", 3), M(2)], ["out", "in"]), "destination shape [3] must equal the shape rule's [2]"),
+    "ir gather": (
+        glow_ir_op("gather", [M(2, 2), M(3, 4), MM("i64", 2)], ["out", "in", "in"], "axis = 1 : i64"),
+        "destination shape [2, 2] must equal the shape rule's [3, 2]",
+    ),
+    "ir reduce": (
+        glow_ir_op("batched_reduce_add", [M(3), M(2, 3)], ["out", "in"], "axes = array<i64: 1>"),
+        "destination shape [3] must equal the shape rule's [2]",
+    ),
+    "ir arg_max": (
+        glow_ir_op("arg_max", [MM("i32", 2), M(2, 3)], ["out", "in"], "axis = 1 : i64, keepDims = false"),
+        "destination element type i32 must equal the type rule's i64",
+    ),
+    "ir batch_matmul": (
+        glow_ir_op("batch_matmul", [M(2, 3, 3), M(2, 3, 4), M(2, 4, 5)], ["out", "in", "in"]),
+        "must equal the shape rule's [2, 3, 5]",
+    ),
+    "ir conv_transpose has no pads": (
+        glow_ir_op("conv_transpose", [M(1, 3, 5, 5), M(1, 2, 3, 3), M(2, 3, 2, 2), M(3)], ["out", "in", "in", "in"], CT_IR),
+        "destination shape [1, 3, 5, 5] must equal the shape rule's [1, 3, 6, 6]",
+    ),
+    "ir splat range": (glow_ir_op("splat", [MM("i8", 2)], ["out"], "value = -129 : i64"), "must lie in [-128, 127] for i8 results"),
+    "ir tensor_view type": (
+        """
+func.func @f(%a: memref<2x3xf32>) {
+  %0 = "glow_ir.tensor_view"(%a) : (memref<2x3xf32>) -> memref<6xi32> loc("node7")
+  return
+}""",
+        "view element type i32 must equal its source's f32",
+    ),
+}
+BAD |= BAD_TYPED
 
 
 @pytest.mark.parametrize("text, rule", BAD.values(), ids=BAD.keys())
@@ -285,6 +405,38 @@ def test_good_built_graph_passes() -> None:
     pooled = g.avg_pool(bn, (3, 3), (2, 2), (1, 1, 1, 1), count_include_pads=False)
     g.output("y", g.softmax(g.reshape(pooled, (1, 36))))
     verify(g.module)
+
+
+GOOD_TYPED = [
+    glow_op("erf", [TT("f16", 2)], TT("f16", 2)),
+    glow_op("add", [TT("i8", 2)] * 2, TT("i8", 2)),
+    glow_op("matmul", [TT("i32", 2, 3), TT("i32", 3, 4)], TT("i32", 2, 4)),
+    glow_op("cmp_eq", [TT("i1", 2)] * 2, TT("i1", 2)),
+    glow_op("convert_to", [TT("i1", 2, 3)], TT("f64", 2, 3)),
+    glow_op("select", [TT("i1", 2), TT("i16", 2), TT("i16", 2)], TT("i16", 2)),
+    glow_op("xor", [TT("i1", 4)] * 2, TT("i1", 4)),
+    glow_op("gather", [TT("i1", 3, 4), TT("i32")], TT("i1", 4), "axis = 0 : i64"),
+    glow_op("batched_reduce_add", [TT("i64", 2, 3)], TT("i64"), "axes = array<i64: 0, 1>"),
+    glow_op("batched_reduce_max", [T(2, 3)], T(2, 3), "axes = array<i64>"),
+    glow_op("arg_min", [TT("i8", 2, 3)], TT("i64", 1, 3), "axis = 0 : i64, keepDims = true"),
+    glow_op("batch_matmul", [TT("f64", 2, 3, 4), TT("f64", 2, 4, 5)], TT("f64", 2, 3, 5)),
+    glow_op("conv_transpose", [T(1, 4, 3, 3), T(4, 3, 2, 2), T(6)], T(1, 6, 5, 5), CT.format(pads="1, 0, 0, 1", group=2)),
+    glow_op("splat", [], TT("i1", 2), "value = true"),
+    glow_op("splat", [], TT("i64", 2), "value = -9223372036854775808 : i64"),
+    glow_op("splat", [], TT("f64", 2), "value = 0xFF800000 : f32"),
+    glow_op("constant", [], TT("i1", 3), "value = dense<[true, false, true]> : tensor<3xi1>"),
+    glow_ir_op("element_cmp_lte", [MM("i1", 2), MM("i32", 2), MM("i32", 2)], ["out", "in", "in"]),
+    glow_ir_op("conv_transpose", [M(1, 3, 6, 6), M(1, 2, 3, 3), M(2, 3, 2, 2), M(3)], ["out", "in", "in", "in"], CT_IR),
+    glow_ir_op("arg_max", [MM("i64", 2, 1), TT("f16", 2, 3).replace("tensor", "memref")], ["out", "in"], "axis = 1 : i64, keepDims = true"),
+    glow_ir_op("splat", [MM("i1", 2)], ["out"], "value = 1 : i64"),
+    glow_ir_op("insert_tensor", [MM("i64", 4), MM("i64", 2)], ["inout", "in"], "start = array<i64: 1>"),
+]
+
+
+@pytest.mark.parametrize("text", GOOD_TYPED)
+def test_good_typed_ops_pass(text: str) -> None:
+    with make_context():
+        verify(ir.Module.parse(text))
 
 
 def test_the_first_broken_op_is_reported() -> None:

@@ -97,6 +97,28 @@ func.func @padded_avg_pool_excluding_pads(%x: tensor<1x1x4x4xf32> {glow.name = "
   return %0 : tensor<1x1x4x4xf32>
 }
 
+// A transposed convolution's pads crop its full output: the op with zero pads, then a slice at [top, left].
+// CHECK-LABEL: func.func @padded_conv_transpose
+// CHECK-NOT: pads = array<i64: 1, 2, 0, 1>
+// CHECK: %[[FULL:.*]] = "glow.conv_transpose"(%arg0, %arg1, %arg2) {dilation = array<i64: 1, 1>, group = 1 : i64, kernels = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x3x3xf32>, tensor<2x4x3x3xf32>, tensor<4xf32>) -> tensor<1x4x7x7xf32>
+// CHECK: %[[Y:.*]] = "glow.slice"(%[[FULL]]) {start = array<i64: 0, 0, 1, 2>} : (tensor<1x4x7x7xf32>) -> tensor<1x4x6x4xf32>
+// CHECK: return %[[Y]]
+func.func @padded_conv_transpose(%x: tensor<1x2x3x3xf32> {glow.name = "x"}, %w: tensor<2x4x3x3xf32> {glow.name = "w"}, %b: tensor<4xf32> {glow.name = "b"}) -> (tensor<1x4x6x4xf32> {glow.name = "y"}) {
+  %0 = "glow.conv_transpose"(%x, %w, %b) {kernels = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 2, 0, 1>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x2x3x3xf32>, tensor<2x4x3x3xf32>, tensor<4xf32>) -> tensor<1x4x6x4xf32>
+  return %0 : tensor<1x4x6x4xf32>
+}
+
+// Relu keeps its element type: on integers the zero is an i64 splat value of an integer tensor.
+// CHECK-LABEL: func.func @integer_relu
+// CHECK-NOT: glow.relu
+// CHECK: %[[ZERO:.*]] = "glow.splat"() {value = 0 : i64} : () -> tensor<3xi32>
+// CHECK: %[[Y:.*]] = "glow.max"(%arg0, %[[ZERO]]) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+// CHECK: return %[[Y]]
+func.func @integer_relu(%x: tensor<3xi32> {glow.name = "x"}) -> (tensor<3xi32> {glow.name = "y"}) {
+  %0 = "glow.relu"(%x) : (tensor<3xi32>) -> tensor<3xi32> loc("relu")
+  return %0 : tensor<3xi32>
+}
+
 // Primitives pass through untouched.
 // CHECK-LABEL: func.func @primitives
 // CHECK: "glow.sigmoid"
