@@ -260,19 +260,12 @@ def read_abi(module: ir.Module) -> Abi:
 
 
 def _numpy_dtype(elt: ir.Type) -> np.dtype:
-    if isinstance(elt, ir.F32Type):
-        return np.dtype(np.float32)
-    if isinstance(elt, ir.F64Type):
-        return np.dtype(np.float64)
-    if isinstance(elt, ir.F16Type):
-        return np.dtype(np.float16)
-    if isinstance(elt, ir.IntegerType):
-        width = ir.IntegerType(elt).width
-        if width == 1:
-            return np.dtype(np.bool_)
-        if width in (8, 16, 32, 64):
-            return np.dtype(f"int{width}")
-    raise UnsupportedError(f"no numpy type for element type {elt}")
+    """The numpy dtype of a buffer's element type (docs/ARCHITECTURE.md): i1 is numpy's one-byte bool, f16
+    its float16, so arrays are passed to the generated code as they are."""
+    try:
+        return ops.numpy_dtype(elt)
+    except ValueError as e:
+        raise UnsupportedError(f"no numpy type for element type {elt}: {e}") from None
 
 
 def _describe(dtype: np.dtype, shape: tuple[int, ...]) -> str:

@@ -7,6 +7,12 @@ memrefs. Nothing is allocated on the heap: the memory plan of glow-allocate stay
 the only allocations are `memref.alloca`s of the window operands of pooling ops, which linalg reads for their
 shape only. Code is plain loops for now; tiling and vectorization are later stages.
 
+Element types follow docs/ARCHITECTURE.md: each lowering picks its arith op from the buffers' element type
+(addf/addi, divf/divsi, maximumf/maxsi, ...), so one instruction serves f16/f32/f64 and i8..i64 alike;
+float-only instructions reject integer buffers with a located error. Scatter- and search-shaped instructions
+(conv_transpose, arg_max/arg_min, softmax) are scf loops; erf, which LLVM has no intrinsic for, is
+generated arithmetic (`_erf`).
+
 The function also gets `llvm.emit_c_interface`, so that the runtime can call `_mlir_ciface_<name>` with memref
 descriptors.
 """
@@ -14,6 +20,7 @@ descriptors.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from math import factorial, pi, sqrt
 
 from mlir import ir
 from mlir.dialects import arith, linalg, math, memref, scf
@@ -64,19 +71,21 @@ def _generic(
     dest: ir.Value,
     maps: Sequence[ir.AffineMap],
     body: Callable[[list[ir.Value]], ir.Value],
+    reductions: Sequence[int] = (),
 ) -> None:
-    """An all-parallel linalg.generic writing `dest`; `body` gets the input elements, then dest's element.
+    """A linalg.generic writing `dest`; `body` gets the input elements, then dest's element.
 
-    `maps` gives one map per input, then dest's.
+    `maps` gives one map per input, then dest's. The loop dims listed in `reductions` are reduction
+    iterators (dest's map must drop them); all others are parallel, one per dim of dest by default.
     """
-    rank = len(ops.shape(dest))
-    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
+    loops = maps[-1].n_dims
+    kinds = ["reduction" if d in reductions else "parallel" for d in range(loops)]
     generic = linalg.GenericOp(
         result_tensors=[],
         inputs=list(inputs),
         outputs=[dest],
         indexing_maps=ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
-        iterator_types=ir.ArrayAttr.get([parallel] * rank),
+        iterator_types=ir.ArrayAttr.get([ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in kinds]),
     )
     block = generic.regions[0].blocks.append(*[ops.element_type(v) for v in (*inputs, dest)])
     with ir.InsertionPoint(block):
@@ -88,10 +97,63 @@ def _elementwise(inputs: Sequence[ir.Value], dest: ir.Value, body: Callable[[lis
     _generic(inputs, dest, [identity] * (len(inputs) + 1), body)
 
 
+def _is_float(elt: ir.Type) -> bool:
+    return isinstance(elt, ir.FloatType)
+
+
+def _width(elt: ir.Type) -> int:
+    return ir.FloatType(elt).width if _is_float(elt) else ir.IntegerType(elt).width
+
+
+def _is_bool(elt: ir.Type) -> bool:
+    return isinstance(elt, ir.IntegerType) and ir.IntegerType(elt).width == 1
+
+
 def _scalar(elt: ir.Type, value: float) -> ir.Value:
+    """A constant of `elt`; integer types take int(value) (an i1 true may come in as -1, its signed value)."""
     if isinstance(elt, ir.IntegerType):
         return arith.ConstantOp(elt, ir.IntegerAttr.get(elt, int(value))).result
     return arith.ConstantOp(elt, ir.FloatAttr.get(elt, value)).result
+
+
+def _lowest(elt: ir.Type) -> ir.Value:
+    """The identity of max: -inf, or the most negative integer."""
+    return _scalar(elt, float("-inf") if _is_float(elt) else -(1 << (_width(elt) - 1)))
+
+
+def _highest(elt: ir.Type) -> ir.Value:
+    """The identity of min: +inf, or the largest integer."""
+    return _scalar(elt, float("inf") if _is_float(elt) else (1 << (_width(elt) - 1)) - 1)
+
+
+Scalar2 = Callable[[ir.Value, ir.Value], ir.Value]
+
+
+def _by_type(on_float: Scalar2, on_int: Scalar2) -> Scalar2:
+    """A binary scalar op that picks the float or the (signed) integer arith op from its operands' type."""
+
+    def build(a: ir.Value, b: ir.Value) -> ir.Value:
+        return on_float(a, b) if _is_float(a.type) else on_int(a, b)
+
+    return build
+
+
+_add = _by_type(arith.addf, arith.addi)
+_sub = _by_type(arith.subf, arith.subi)
+_mul = _by_type(arith.mulf, arith.muli)
+# divsi truncates toward zero, as C and ONNX integer division do.
+_div = _by_type(arith.divf, arith.divsi)
+_max = _by_type(arith.maximumf, arith.maxsi)
+_min = _by_type(arith.minimumf, arith.minsi)
+
+
+def _compare(on_float: arith.CmpFPredicate, on_int: arith.CmpIPredicate) -> Scalar2:
+    """An i1 comparison: ordered float predicates are false on NaN, except une, which is true (ONNX)."""
+
+    def build(a: ir.Value, b: ir.Value) -> ir.Value:
+        return arith.cmpf(on_float, a, b) if _is_float(a.type) else arith.cmpi(on_int, a, b)
+
+    return build
 
 
 def _index(value: int) -> ir.Value:
@@ -179,7 +241,10 @@ def _copy(op: ir.Operation) -> None:
 
 
 def _splat(op: ir.Operation) -> None:
-    _fill(op.operands[0], ops.floating(op, "value"))
+    # The value is an f32 attribute for float buffers and an integer one for integer and i1 buffers.
+    attr = op.attributes["value"]
+    value = ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
+    _fill(op.operands[0], value)
 
 
 def _matmul(op: ir.Operation) -> None:
@@ -195,7 +260,7 @@ def _batched_add(op: ir.Operation) -> None:
     if ops.shape(dest)[rank - len(slice_dims) :] != slice_dims or len(slice_dims) >= rank:
         raise _fail(op, f"slice {list(slice_dims)} does not match the batch {list(ops.shape(dest))}")
     slice_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in range(rank - len(slice_dims), rank)])
-    _generic([batch, slice_], dest, [_identity(rank), slice_map, _identity(rank)], lambda a: arith.addf(a[0], a[1]))
+    _generic([batch, slice_], dest, [_identity(rank), slice_map, _identity(rank)], lambda a: _add(a[0], a[1]))
 
 
 def _binary(build: Callable[[ir.Value, ir.Value], ir.Value]) -> Lowering:
@@ -210,6 +275,19 @@ def _unary(build: Callable[[ir.Value], ir.Value]) -> Lowering:
     def lower(op: ir.Operation) -> None:
         dest, src = op.operands
         _elementwise([src], dest, lambda a: build(a[0]))
+
+    return lower
+
+
+def _float_only(lowering: Lowering) -> Lowering:
+    """`lowering`, for instructions defined on floating-point buffers only (docs/ARCHITECTURE.md)."""
+
+    def lower(op: ir.Operation) -> None:
+        for i, value in enumerate(op.operands):
+            elt = ops.element_type(value)
+            if not _is_float(elt):
+                raise _fail(op, f"takes floating-point buffers only, operand {i} has element type {elt}")
+        lowering(op)
 
     return lower
 
@@ -345,6 +423,266 @@ def _broadcast(op: ir.Operation) -> None:
     _generic([src], dest, [ir.AffineMap.get(rank, 0, exprs), _identity(rank)], lambda a: a[0])
 
 
+def _narrow_float(x: ir.Value, to: ir.Type) -> ir.Value:
+    """`x` rounded (to nearest even) to the narrower float type `to`.
+
+    LLVM turns f64 -> f16 into a call of __truncdfhf2, which the JIT cannot resolve. Rounding to f32 first
+    would round twice, wrongly for values just off an f16 tie; rounding to f32 *to odd* (keeping the inexact
+    bit in the last place) makes the second rounding exact, as f32 has more than 11 + 2 significant bits.
+    """
+    if not (_width(x.type) == 64 and _width(to) == 16):
+        return arith.truncf(to, x)
+    f32, i32 = ir.F32Type.get(), ir.IntegerType.get_signless(32)
+    nearest = arith.truncf(f32, x)
+    back = arith.extf(x.type, nearest)
+    bits = arith.bitcast(i32, nearest)
+    one = _scalar(i32, 1)
+    inexact = arith.cmpf(arith.CmpFPredicate.ONE, back, x)
+    even = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(bits, one), _scalar(i32, 0))
+    # The other f32 neighbour of x is one ulp back toward x; f32 bits order magnitudes like integers.
+    away = arith.cmpf(arith.CmpFPredicate.OGT, math.absf(back), math.absf(x))
+    neighbour = arith.select(away, arith.subi(bits, one), arith.addi(bits, one))
+    odd = arith.select(arith.andi(inexact, even), neighbour, bits)
+    return arith.truncf(to, arith.bitcast(f32, odd))
+
+
+def _convert(x: ir.Value, to: ir.Type) -> ir.Value:
+    """`x` converted to element type `to`: float->int truncates toward zero, x->i1 is x != 0 (NaN included),
+    i1->x is 0 or 1."""
+    frm = x.type
+    if frm == to:
+        return x
+    if _is_bool(to):
+        zero = _scalar(frm, 0)
+        if _is_float(frm):
+            return arith.cmpf(arith.CmpFPredicate.UNE, x, zero)
+        return arith.cmpi(arith.CmpIPredicate.ne, x, zero)
+    if _is_float(frm) and _is_float(to):
+        return arith.extf(to, x) if _width(to) > _width(frm) else _narrow_float(x, to)
+    if _is_float(frm):
+        return arith.fptosi(to, x)
+    if _is_bool(frm):
+        # A bool is unsigned: true is 1, not the -1 a signed extension of i1 would give.
+        return arith.uitofp(to, x) if _is_float(to) else arith.extui(to, x)
+    if _is_float(to):
+        return arith.sitofp(to, x)
+    return arith.extsi(to, x) if _width(to) > _width(frm) else arith.trunci(to, x)
+
+
+def _convert_to(op: ir.Operation) -> None:
+    dest, src = op.operands
+    to = ops.element_type(dest)
+    _elementwise([src], dest, lambda a: _convert(a[0], to))
+
+
+def _select(op: ir.Operation) -> None:
+    dest, cond, lhs, rhs = op.operands
+    if not _is_bool(ops.element_type(cond)):
+        raise _fail(op, f"needs an i1 condition, got element type {ops.element_type(cond)}")
+    _elementwise([cond, lhs, rhs], dest, lambda a: arith.select(a[0], a[1], a[2]))
+
+
+def _logical(build: Scalar2) -> Lowering:
+    def lower(op: ir.Operation) -> None:
+        for i, value in enumerate(op.operands):
+            if not _is_bool(ops.element_type(value)):
+                raise _fail(op, f"takes i1 buffers only, operand {i} has element type {ops.element_type(value)}")
+        _binary(build)(op)
+
+    return lower
+
+
+def _not(op: ir.Operation) -> None:
+    dest, src = op.operands
+    if not (_is_bool(ops.element_type(dest)) and _is_bool(ops.element_type(src))):
+        raise _fail(op, "takes i1 buffers only")
+    _elementwise([src], dest, lambda a: arith.xori(a[0], _scalar(a[0].type, 1)))
+
+
+def _abs(x: ir.Value) -> ir.Value:
+    return math.absf(x) if _is_float(x.type) else math.absi(x)
+
+
+def _neg(x: ir.Value) -> ir.Value:
+    return arith.negf(x) if _is_float(x.type) else arith.subi(_scalar(x.type, 0), x)
+
+
+# erf(x) for |x| < ERF_SERIES_LIMIT: its Maclaurin series, x * sum_n c_n x^(2n), with
+# c_n = 2/sqrt(pi) * (-1)^n / (n! (2n + 1)). At |x| = 2.5 the 40th term is below 1e-17 and the largest about
+# 20, so in f64 the sum is good to about 1e-14.
+ERF_SERIES_LIMIT = 2.5
+ERF_SERIES = tuple(2.0 / sqrt(pi) * (-1) ** n / (factorial(n) * (2 * n + 1)) for n in range(40))
+# Beyond it, erf = 1 - erfc with Numerical Recipes' Chebyshev fit erfc(a) = t * exp(-a^2 + P(t)),
+# t = 1 / (1 + a/2), whose relative error is below 1.2e-7; there erfc < 4.1e-4, so erf is off by < 5e-11.
+ERFC_FIT = (
+    -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+    0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277,
+)  # fmt: skip
+
+
+def _horner(coefficients: Sequence[float], x: ir.Value) -> ir.Value:
+    """sum_i coefficients[i] * x^i."""
+    total = _scalar(x.type, coefficients[-1])
+    for c in reversed(coefficients[:-1]):
+        total = arith.addf(arith.mulf(total, x), _scalar(x.type, c))
+    return total
+
+
+def _erf(x: ir.Value) -> ir.Value:
+    """The error function as generated arithmetic (LLVM has no erf intrinsic), in f64 whatever x's float type,
+    accurate to about 1e-10: a series near 0, 1 - erfc beyond. NaN stays NaN, erf(+-inf) = +-1."""
+    f64 = ir.F64Type.get()
+    wide = x if x.type == f64 else arith.extf(f64, x)
+    a = math.absf(wide)
+    square = arith.mulf(a, a)
+    series = arith.mulf(a, _horner(ERF_SERIES, square))
+    one = _scalar(f64, 1.0)
+    t = arith.divf(one, arith.addf(one, arith.mulf(_scalar(f64, 0.5), a)))
+    erfc = arith.mulf(t, math.exp(arith.addf(arith.negf(square), _horner(ERFC_FIT, t))))
+    near = arith.cmpf(arith.CmpFPredicate.OLT, a, _scalar(f64, ERF_SERIES_LIMIT))
+    result = math.copysign(arith.select(near, series, arith.subf(one, erfc)), wide)
+    return result if x.type == f64 else _narrow_float(result, x.type)
+
+
+def _gather(op: ir.Operation) -> None:
+    dest, data, indices = op.operands
+    axis = ops.integer(op, "axis")
+    data_dims, index_dims = ops.shape(data), ops.shape(indices)
+    if not 0 <= axis < len(data_dims):
+        raise _fail(op, f"axis {axis} is out of range for data of rank {len(data_dims)}")
+    expected = (*data_dims[:axis], *index_dims, *data_dims[axis + 1 :])
+    if ops.shape(dest) != expected:
+        rule = f"is not data[:axis] + indices + data[axis+1:] = {list(expected)}"
+        raise _fail(op, f"destination {list(ops.shape(dest))} {rule}")
+    index_type = ops.element_type(indices)
+    if not isinstance(index_type, ir.IntegerType) or _width(index_type) not in (32, 64):
+        raise _fail(op, f"needs i32 or i64 indices, got {index_type}")
+    rank, count = len(expected), len(index_dims)
+    index_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(axis + i) for i in range(count)])
+
+    def body(a: list[ir.Value]) -> ir.Value:
+        # Negative indices count from the end (numpy.take, ONNX Gather).
+        index = a[0]
+        negative = arith.cmpi(arith.CmpIPredicate.slt, index, _scalar(index_type, 0))
+        index = arith.select(negative, arith.addi(index, _scalar(index_type, data_dims[axis])), index)
+        outer = [linalg.IndexOp(ops.i64(d)).result for d in range(axis)]
+        inner = [linalg.IndexOp(ops.i64(d)).result for d in range(axis + count, rank)]
+        return memref.load(data, [*outer, arith.index_cast(ir.IndexType.get(), index), *inner])
+
+    _generic([indices], dest, [index_map, _identity(rank)], body)
+
+
+def _batched_reduce(identity: Callable[[ir.Type], ir.Value], combine: Scalar2) -> Lowering:
+    """dest = combine-reduction of src over `axes`: dest starts as the identity, then accumulates."""
+
+    def lower(op: ir.Operation) -> None:
+        dest, src = op.operands
+        axes, dims = ops.ints(op, "axes"), ops.shape(src)
+        if axes != sorted(set(axes)) or any(not 0 <= a < len(dims) for a in axes):
+            raise _fail(op, f"axes {axes} are not sorted, unique dims of a rank-{len(dims)} source")
+        kept = [d for d in range(len(dims)) if d not in axes]
+        if ops.shape(dest) != tuple(dims[d] for d in kept):
+            raise _fail(op, f"destination {list(ops.shape(dest))} is not {list(dims)} without axes {axes}")
+        linalg.fill(identity(ops.element_type(dest)), outs=[dest])
+        dest_map = ir.AffineMap.get(len(dims), 0, [ir.AffineDimExpr.get(d) for d in kept])
+        _generic([src], dest, [_identity(len(dims)), dest_map], lambda a: combine(a[1], a[0]), reductions=axes)
+
+    return lower
+
+
+def _first_better(v: ir.Value, best: ir.Value, on_float: arith.CmpFPredicate, on_int: arith.CmpIPredicate) -> ir.Value:
+    """Whether `v` replaces `best` in a first-occurrence search; a NaN wins over any number, as in numpy."""
+    if not _is_float(v.type):
+        return arith.cmpi(on_int, v, best)
+    strictly = arith.cmpf(on_float, v, best)
+    nan_over_number = arith.andi(
+        arith.cmpf(arith.CmpFPredicate.UNO, v, v), arith.cmpf(arith.CmpFPredicate.ORD, best, best)
+    )
+    return arith.ori(strictly, nan_over_number)
+
+
+def _arg_search(on_float: arith.CmpFPredicate, on_int: arith.CmpIPredicate) -> Lowering:
+    """dest (i64) = the index of the first element along `axis` that no later one is strictly better than."""
+
+    def lower(op: ir.Operation) -> None:
+        dest, src = op.operands
+        axis, keep = ops.integer(op, "axis"), bool(ops.integer(op, "keepDims"))
+        dims = ops.shape(src)
+        if not 0 <= axis < len(dims):
+            raise _fail(op, f"axis {axis} is out of range for a source of rank {len(dims)}")
+        outer = [d for i, d in enumerate(dims) if i != axis]
+        expected = (*dims[:axis], 1, *dims[axis + 1 :]) if keep else tuple(outer)
+        i64 = ir.IntegerType.get_signless(64)
+        if ops.shape(dest) != expected or ops.element_type(dest) != i64:
+            raise _fail(op, f"destination {dest.type} is not an i64 buffer of shape {list(expected)}")
+
+        def search(ivs: list[ir.Value]) -> None:
+            def at(j: ir.Value) -> list[ir.Value]:
+                return [*ivs[:axis], j, *ivs[axis:]]
+
+            zero = _index(0)
+            loop = scf.ForOp(_index(1), _index(dims[axis]), _index(1), [memref.load(src, at(zero)), zero])
+            with ir.InsertionPoint(loop.body):
+                best, best_at = loop.inner_iter_args
+                v = memref.load(src, at(loop.induction_variable))
+                better = _first_better(v, best, on_float, on_int)
+                scf.YieldOp([arith.select(better, v, best), arith.select(better, loop.induction_variable, best_at)])
+            memref.store(arith.index_cast(i64, loop.results[1]), dest, at(zero) if keep else ivs)
+
+        _loop_nest(outer, search)
+
+    return lower
+
+
+def _batch_matmul(op: ir.Operation) -> None:
+    dest, lhs, rhs = op.operands
+    _fill(dest, 0.0)
+    linalg.batch_matmul(lhs, rhs, outs=[dest])
+
+
+def _conv_transpose(op: ir.Operation) -> None:
+    dest, src, filter_, bias = op.operands
+    kernels, strides, dilation = _pair(op, "kernels"), _pair(op, "strides"), _pair(op, "dilation")
+    group = ops.integer(op, "group")
+    n, c, h, w = _rank4(op, src)
+    _, f, oh, ow = _rank4(op, dest)
+    if group < 1 or c % group or f % group or ops.shape(filter_) != (c, f // group, *kernels):
+        raise _fail(op, f"filter {list(ops.shape(filter_))} does not fit {c} channels, {f} outputs, group {group}")
+    if ops.shape(bias) != (f,):
+        raise _fail(op, f"bias {list(ops.shape(bias))} is not [{f}]")
+    reach = [(size - 1) * s + (k - 1) * d + 1 for size, s, k, d in zip((h, w), strides, kernels, dilation)]
+    # Rows and columns past the reach of the kernel (ONNX's output_padding) hold the bias only.
+    if oh < reach[0] or ow < reach[1]:
+        raise _fail(op, f"destination {oh}x{ow} is smaller than the {reach[0]}x{reach[1]} the kernel reaches")
+    cg, og = c // group, f // group
+
+    bias_map = ir.AffineMap.get(4, 0, [ir.AffineDimExpr.get(1)])
+    _generic([bias], dest, [bias_map, _identity(4)], lambda a: a[0])
+
+    # Each input element scatters its products over a KH x KW window of the output:
+    # dest[n, g*og + o, ih*sh + kh*dh, iw*sw + kw*dw] += src[n, g*cg + ci, ih, iw] * filter[g*cg + ci, o, kh, kw].
+    def each_input(iv: list[ir.Value]) -> None:
+        b, g, ci, ih, iw = iv
+        channel = arith.addi(arith.muli(g, _index(cg)), ci)
+        x = memref.load(src, [b, channel, ih, iw])
+        row0, col0 = arith.muli(ih, _index(strides[0])), arith.muli(iw, _index(strides[1]))
+
+        def scatter(kv: list[ir.Value]) -> None:
+            o, kh, kw = kv
+            out = [
+                b,
+                arith.addi(arith.muli(g, _index(og)), o),
+                arith.addi(row0, arith.muli(kh, _index(dilation[0]))),
+                arith.addi(col0, arith.muli(kw, _index(dilation[1]))),
+            ]
+            product = _mul(x, memref.load(filter_, [channel, o, kh, kw]))
+            memref.store(_add(memref.load(dest, out), product), dest, out)
+
+        _loop_nest([og, *kernels], scatter)
+
+    _loop_nest([n, group, cg, h, w], each_input)
+
+
 def _tensor_view(op: ir.Operation) -> None:
     view = _reshape(op.operands[0], ops.shape(op.results[0]))
     op.results[0].replace_all_uses_with(view)
@@ -362,22 +700,52 @@ _LOWERINGS: dict[str, Lowering] = {
     "splat": _splat,
     "matmul": _matmul,
     "batched_add": _batched_add,
-    "element_add": _binary(arith.addf),
-    "element_sub": _binary(arith.subf),
-    "element_mul": _binary(arith.mulf),
-    "element_div": _binary(arith.divf),
-    "element_max": _binary(arith.maximumf),
-    "element_min": _binary(arith.minimumf),
-    "sigmoid": _unary(_sigmoid),
-    "tanh": _unary(math.tanh),
-    "element_exp": _unary(math.exp),
-    "element_sqrt": _unary(math.sqrt),
-    "softmax": _softmax,
-    "convolution": _convolution,
-    "max_pool": _max_pool,
-    "avg_pool": _avg_pool,
+    "element_add": _binary(_add),
+    "element_sub": _binary(_sub),
+    "element_mul": _binary(_mul),
+    "element_div": _binary(_div),
+    "element_max": _binary(_max),
+    "element_min": _binary(_min),
+    "sigmoid": _float_only(_unary(_sigmoid)),
+    "tanh": _float_only(_unary(math.tanh)),
+    "element_exp": _float_only(_unary(math.exp)),
+    "element_sqrt": _float_only(_unary(math.sqrt)),
+    "softmax": _float_only(_softmax),
+    "convolution": _float_only(_convolution),
+    "max_pool": _float_only(_max_pool),
+    "avg_pool": _float_only(_avg_pool),
     "transpose": _transpose,
     "insert_tensor": _insert_tensor,
     "extract_tensor": _extract_tensor,
     "broadcast": _broadcast,
+    "convert_to": _convert_to,
+    "element_select": _select,
+    "element_cmp_eq": _binary(_compare(arith.CmpFPredicate.OEQ, arith.CmpIPredicate.eq)),
+    "element_cmp_neq": _binary(_compare(arith.CmpFPredicate.UNE, arith.CmpIPredicate.ne)),
+    "element_cmp_lt": _binary(_compare(arith.CmpFPredicate.OLT, arith.CmpIPredicate.slt)),
+    "element_cmp_lte": _binary(_compare(arith.CmpFPredicate.OLE, arith.CmpIPredicate.sle)),
+    "element_and": _logical(arith.andi),
+    "element_or": _logical(arith.ori),
+    "element_xor": _logical(arith.xori),
+    "element_not": _not,
+    "element_pow": _float_only(_binary(math.powf)),
+    "element_log": _float_only(_unary(math.log)),
+    "element_abs": _unary(_abs),
+    "element_neg": _unary(_neg),
+    "element_floor": _float_only(_unary(math.floor)),
+    "element_ceil": _float_only(_unary(math.ceil)),
+    # Round half to even, as ONNX Round and numpy.round.
+    "element_round": _float_only(_unary(math.roundeven)),
+    "element_erf": _float_only(_unary(_erf)),
+    "element_sin": _float_only(_unary(math.sin)),
+    "element_cos": _float_only(_unary(math.cos)),
+    "gather": _gather,
+    "batched_reduce_add": _batched_reduce(lambda elt: _scalar(elt, 0), _add),
+    "batched_reduce_max": _batched_reduce(_lowest, _max),
+    "batched_reduce_min": _batched_reduce(_highest, _min),
+    "batched_reduce_prod": _batched_reduce(lambda elt: _scalar(elt, 1), _mul),
+    "arg_max": _arg_search(arith.CmpFPredicate.OGT, arith.CmpIPredicate.sgt),
+    "arg_min": _arg_search(arith.CmpFPredicate.OLT, arith.CmpIPredicate.slt),
+    "batch_matmul": _batch_matmul,
+    "conv_transpose": _float_only(_conv_transpose),
 }

@@ -170,13 +170,16 @@ def check_plan(buffers: Sequence[Buffer], offsets: Sequence[int], arena_bytes: i
 
 
 def _bytes(buffer: ir.Type) -> int:
+    """The bytes of a buffer as the runtime lays it out: numpy's itemsize, so an i1 (bool) takes one byte."""
     elt = ops.element_type(buffer)
-    if not isinstance(elt, (ir.FloatType, ir.IntegerType)):
-        raise UnsupportedError(f"glow-allocate cannot size buffers of element type {elt}")
+    try:
+        itemsize = ops.numpy_dtype(elt).itemsize
+    except ValueError:
+        raise UnsupportedError(f"glow-allocate cannot size buffers of element type {elt}") from None
     count = 1
     for d in ops.shape(buffer):
         count *= d
-    return count * ((elt.width + 7) // 8)
+    return count * itemsize
 
 
 def allocate(module: ir.Module) -> None:

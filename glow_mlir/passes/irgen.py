@@ -43,8 +43,9 @@ ALLOC = "glow_ir.alloc_activation"
 VIEW = "glow_ir.tensor_view"
 # Constant weights are 64-byte aligned, as Glow's, so that vector loads of them are aligned.
 WEIGHT_ALIGNMENT = 64
-# Ops that IRGen takes only once glow-lower has made their padding explicit.
-PADDED_OPS = ("glow.convolution", "glow.max_pool", "glow.avg_pool")
+# Ops that IRGen takes only once glow-lower has made their padding explicit (for conv_transpose, whose pads
+# crop its output, a slice of the unpadded op).
+PADDED_OPS = ("glow.convolution", "glow.max_pool", "glow.avg_pool", "glow.conv_transpose")
 
 
 def irgen(module: ir.Module) -> None:
@@ -283,6 +284,23 @@ REWRITES: dict[str, RewriteFn] = {
     "glow.transpose": _instruction("glow_ir.transpose", ["shuffle"]),
     "glow.broadcast": _instruction("glow_ir.broadcast", ["axis"]),
     "glow.slice": _instruction("glow_ir.extract_tensor", ["start"]),
+    "glow.convert_to": _instruction("glow_ir.convert_to"),
+    "glow.select": _instruction("glow_ir.element_select"),
+    **{f"glow.{op}": _instruction(f"glow_ir.element_{op}") for op in ("cmp_eq", "cmp_neq", "cmp_lt", "cmp_lte")},
+    **{f"glow.{op}": _instruction(f"glow_ir.element_{op}") for op in ("and", "or", "xor", "not", "pow")},
+    **{
+        f"glow.{op}": _instruction(f"glow_ir.element_{op}")
+        for op in ("log", "abs", "neg", "floor", "ceil", "round", "erf", "sin", "cos")
+    },
+    "glow.gather": _instruction("glow_ir.gather", ["axis"]),
+    **{
+        f"glow.batched_reduce_{op}": _instruction(f"glow_ir.batched_reduce_{op}", ["axes"])
+        for op in ("add", "max", "min", "prod")
+    },
+    "glow.arg_max": _instruction("glow_ir.arg_max", ["axis", "keepDims"]),
+    "glow.arg_min": _instruction("glow_ir.arg_min", ["axis", "keepDims"]),
+    "glow.batch_matmul": _instruction("glow_ir.batch_matmul"),
+    "glow.conv_transpose": _instruction("glow_ir.conv_transpose", ["kernels", "strides", "group", "dilation"]),
     "glow.reshape": _rewrite_reshape,
     "glow.concat": _rewrite_concat,
     "glow.insert_tensor": _rewrite_insert_tensor,

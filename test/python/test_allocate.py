@@ -13,7 +13,7 @@ from mlir import ir
 from glow_mlir import ops, runtime
 from glow_mlir.builder import Graph
 from glow_mlir.context import make_context
-from glow_mlir.errors import VerificationError
+from glow_mlir.errors import UnsupportedError, VerificationError
 from glow_mlir.interpreter import interpret
 from glow_mlir.passes.allocate import (
     ALIGNMENT,
@@ -229,3 +229,32 @@ def test_pipeline_shares_memory_and_still_computes_the_graph() -> None:
     with runtime.compile(g2) as model:
         got = model.run(feeds)["y"]
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_pass_sizes_buffers_by_element_type() -> None:
+    # Five buffers live together: i1 and i8 take a byte an element, f16 two, i64 and f64 eight; each starts
+    # on a 64-byte boundary.
+    types = ["memref<100xi1>", "memref<10xf16>", "memref<3xi64>", "memref<5xf64>", "memref<7xi8>"]
+    allocs = "\n".join(f'%b{i} = "glow_ir.alloc_activation"() : () -> {t}' for i, t in enumerate(types))
+    uses = "\n".join(
+        f'"glow_ir.dealloc_activation"(%b{i}) {{roles = ["out"]}} : ({t}) -> ()' for i, t in enumerate(types)
+    )
+    with make_context():
+        module = ir.Module.parse(f"func.func @f() {{\n{allocs}\n{uses}\nreturn\n}}")
+        allocate(module)
+        fn = ops.functions(module)[0]
+        assert ops.integer(fn, "glow.arena_bytes") == ops.integer(fn, "glow.peak_live_bytes") == 128 + 4 * 64
+        views = [op.operation for op in fn.regions[0].blocks[0].operations if op.operation.name == "memref.view"]
+        offsets = sorted(ir.IntegerAttr(v.operands[1].owner.attributes["value"]).value for v in views)
+        assert all(o % 64 == 0 for o in offsets)
+        assert sorted(str(v.results[0].type) for v in views) == sorted(types)
+
+
+def test_pass_rejects_element_types_outside_the_convention() -> None:
+    with make_context():
+        module = ir.Module.parse(
+            'func.func @f() {\n%b = "glow_ir.alloc_activation"() : () -> memref<4xbf16>\n'
+            '"glow_ir.dealloc_activation"(%b) {roles = ["out"]} : (memref<4xbf16>) -> ()\nreturn\n}'
+        )
+        with pytest.raises(UnsupportedError, match="bf16"):
+            allocate(module)

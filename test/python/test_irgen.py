@@ -277,3 +277,127 @@ def test_compiled_copies_match_interpreter() -> None:
         got = model.run(feeds)
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-6)
+
+
+# Each new op of the glow dialect on the inputs of ONNX_FUNCTION: (op text, result type, instruction, attributes).
+ONNX_OPS = [
+    ('"glow.convert_to"(%f) : (tensor<2x3xf32>) -> tensor<2x3xi64>', "tensor<2x3xi64>", "convert_to", []),
+    ('"glow.select"(%m, %f, %g) : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>',
+     "tensor<2x3xf32>", "element_select", []),
+    *[
+        (f'"glow.{op}"(%f, %g) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>', "tensor<2x3xi1>",
+         f"element_{op}", [])
+        for op in ("cmp_eq", "cmp_neq", "cmp_lt", "cmp_lte")
+    ],
+    *[
+        (f'"glow.{op}"(%m, %n) : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>', "tensor<2x3xi1>",
+         f"element_{op}", [])
+        for op in ("and", "or", "xor")
+    ],
+    ('"glow.not"(%m) : (tensor<2x3xi1>) -> tensor<2x3xi1>', "tensor<2x3xi1>", "element_not", []),
+    ('"glow.pow"(%f, %g) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>', "tensor<2x3xf32>",
+     "element_pow", []),
+    *[
+        (f'"glow.{op}"(%f) : (tensor<2x3xf32>) -> tensor<2x3xf32>', "tensor<2x3xf32>", f"element_{op}", [])
+        for op in ("log", "abs", "neg", "floor", "ceil", "round", "erf", "sin", "cos")
+    ],
+    ('"glow.gather"(%f, %k) {axis = 1 : i64} : (tensor<2x3xf32>, tensor<4xi64>) -> tensor<2x4xf32>',
+     "tensor<2x4xf32>", "gather", ["axis"]),
+    *[
+        (f'"glow.batched_reduce_{op}"(%f) {{axes = array<i64: 1>}} : (tensor<2x3xf32>) -> tensor<2xf32>',
+         "tensor<2xf32>", f"batched_reduce_{op}", ["axes"])
+        for op in ("add", "max", "min", "prod")
+    ],
+    *[
+        (f'"glow.{op}"(%f) {{axis = 0 : i64, keepDims = true}} : (tensor<2x3xf32>) -> tensor<1x3xi64>',
+         "tensor<1x3xi64>", op, ["axis", "keepDims"])
+        for op in ("arg_max", "arg_min")
+    ],
+    ('"glow.batch_matmul"(%f3, %g3) : (tensor<1x2x3xf32>, tensor<1x3x2xf32>) -> tensor<1x2x2xf32>',
+     "tensor<1x2x2xf32>", "batch_matmul", []),
+    ('"glow.conv_transpose"(%x4, %w4, %b4) {kernels = array<i64: 2, 2>, strides = array<i64: 2, 2>, '
+     "pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : "
+     "(tensor<1x2x2x2xf32>, tensor<2x3x2x2xf32>, tensor<3xf32>) -> tensor<1x3x4x4xf32>",
+     "tensor<1x3x4x4xf32>", "conv_transpose", ["kernels", "strides", "group", "dilation"]),
+]  # fmt: skip
+
+ONNX_FUNCTION = """
+func.func @f(%f: tensor<2x3xf32> {{glow.name = "f"}}, %g: tensor<2x3xf32> {{glow.name = "g"}},
+             %m: tensor<2x3xi1> {{glow.name = "m"}}, %n: tensor<2x3xi1> {{glow.name = "n"}},
+             %k: tensor<4xi64> {{glow.name = "k"}}) -> ({result} {{glow.name = "y"}}) {{
+  %f3 = "glow.reshape"(%f) {{dims = array<i64: 1, 2, 3>}} : (tensor<2x3xf32>) -> tensor<1x2x3xf32>
+  %g3 = "glow.reshape"(%g) {{dims = array<i64: 1, 3, 2>}} : (tensor<2x3xf32>) -> tensor<1x3x2xf32>
+  %x4 = "glow.constant"() {{value = dense<1.0> : tensor<1x2x2x2xf32>}} : () -> tensor<1x2x2x2xf32>
+  %w4 = "glow.constant"() {{value = dense<0.5> : tensor<2x3x2x2xf32>}} : () -> tensor<2x3x2x2xf32>
+  %b4 = "glow.constant"() {{value = dense<0.25> : tensor<3xf32>}} : () -> tensor<3xf32>
+  %y = {op} loc("node")
+  return %y : {result}
+}}
+"""
+
+
+@pytest.mark.parametrize("op_text,result,instruction,attributes", ONNX_OPS)
+def test_onnx_ops_become_their_instructions(op_text: str, result: str, instruction: str, attributes: list[str]) -> None:
+    with make_context():
+        module = _parse(ONNX_FUNCTION.format(op=op_text, result=result))
+        source = next(op for op in ops.walk_ops(module.operation) if op.name.startswith(ops.GLOW) and
+                      str(op.location) == 'loc("node")')  # fmt: skip
+        kept = {name: str(source.attributes[name]) for name in attributes}
+        irgen(module)
+        module.operation.verify()
+        (inst,) = [op for op in _body_ops(module) if op.name == f"glow_ir.{instruction}"]
+        # The op writes the output argument in place, with the result's element type.
+        output = list(_function(module).regions[0].blocks[0].arguments)[-1]
+        assert inst.operands[0] == output
+        assert str(output.type) == result.replace("tensor", "memref")
+        assert ops.roles(inst) == list(instruction_roles()[inst.name])
+        assert {name: str(inst.attributes[name]) for name in attributes} == kept
+        assert "pads" not in inst.attributes
+
+
+def test_padded_conv_transpose_is_rejected() -> None:
+    op = ONNX_OPS[-1][0].replace("pads = array<i64: 0, 0, 0, 0>", "pads = array<i64: 1, 0, 0, 0>")
+    with make_context():
+        module = _parse(ONNX_FUNCTION.format(op=op, result="tensor<1x3x4x4xf32>"))
+        with pytest.raises(VerificationError, match="glow-lower"):
+            irgen(module)
+
+
+TYPED_CONSTANTS = {
+    "f64": np.array([1.5, -2.25]),
+    "f16": np.array([0.5, 3.0], np.float16),
+    "i1": np.array([True, False]),
+    "i8": np.array([-128, 127], np.int8),
+    "i16": np.array([-300, 300], np.int16),
+    "i32": np.array([7, -7], np.int32),
+    "i64": np.array([2**40, -1], np.int64),
+}
+
+
+@pytest.mark.parametrize("elt", sorted(TYPED_CONSTANTS))
+def test_constants_of_every_element_type_become_globals_and_run(elt: str) -> None:
+    """A constant of each listed element type becomes a memref.global of that type, and the code runs."""
+    value = TYPED_CONSTANTS[elt]
+    t = f"tensor<2x{elt}>"
+    items = [str(v).lower() if elt == "i1" else repr(v.item()) for v in value]
+    attr = f"dense<[{', '.join(items)}]> : {t}"
+    with make_context():
+        module = _parse(
+            f"""
+            func.func @f(%b: tensor<2xi1> {{glow.name = "b"}}, %x: {t} {{glow.name = "x"}})
+                -> ({t} {{glow.name = "y"}}, {t} {{glow.name = "c"}}) {{
+              %c = "glow.constant"() {{value = {attr}}} : () -> {t} loc("c")
+              %y = "glow.select"(%b, %c, %x) : (tensor<2xi1>, {t}, {t}) -> {t}
+              return %y, %c : {t}, {t}
+            }}
+            """
+        )
+        run_pipeline(module, ["glow-irgen", "glow-allocate"])
+        (weights,) = [op.operation for op in module.body.operations if op.operation.name == "memref.global"]
+        assert str(ir.TypeAttr(weights.attributes["type"]).value) == f"memref<2x{elt}>"
+    b, x = np.array([True, False]), np.zeros(2, value.dtype)
+    with runtime.compile_allocated(module) as model:
+        got = model.run({"b": b, "x": x})
+    np.testing.assert_array_equal(got["c"], value)
+    np.testing.assert_array_equal(got["y"], np.where(b, value, x))
+    assert got["y"].dtype == value.dtype

@@ -197,3 +197,81 @@ def test_compile_a_glow_module_leaves_it_untouched(wrap: bool) -> None:
         assert {"arena_bytes", "peak_live_bytes", "naive_activation_bytes", "compile_seconds"} <= set(compiled.report)
         assert "glow_ir.tanh" in compiled.ir("glow-allocate")
     assert str(source) == before
+
+
+# Inputs and outputs of three non-f32 element types, and a bool buffer in the arena.
+TYPED_MODEL = """
+func.func @typed(%m: memref<2x3xi1> {glow.name = "mask"}, %k: memref<2x3xi64> {glow.name = "k"},
+                 %h: memref<2x3xf16> {glow.name = "h"},
+                 %nm: memref<2x3xi1> {glow.name = "not_mask", glow.output},
+                 %kk: memref<2x3xi64> {glow.name = "k2", glow.output},
+                 %hh: memref<2x3xf16> {glow.name = "h2", glow.output},
+                 %arena: memref<64xi8> {glow.arena}) attributes {glow.arena_bytes = 64 : i64} {
+  %c0 = arith.constant 0 : index
+  %t = memref.view %arena[%c0][] : memref<64xi8> to memref<2x3xi1>
+  "glow_ir.element_not"(%t, %m) {roles = ["out", "in"]} : (memref<2x3xi1>, memref<2x3xi1>) -> ()
+  "glow_ir.copy"(%nm, %t) {roles = ["out", "in"]} : (memref<2x3xi1>, memref<2x3xi1>) -> ()
+  "glow_ir.element_add"(%kk, %k, %k) {roles = ["out", "in", "in"]} : (memref<2x3xi64>, memref<2x3xi64>, memref<2x3xi64>) -> ()
+  "glow_ir.element_mul"(%hh, %h, %h) {roles = ["out", "in", "in"]} : (memref<2x3xf16>, memref<2x3xf16>, memref<2x3xf16>) -> ()
+  return
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def typed() -> Iterator[CompiledModel]:
+    compiled = compile_allocated(ir.Module.parse(TYPED_MODEL, context=make_context()))
+    yield compiled
+    compiled.close()
+
+
+def typed_feeds() -> dict[str, np.ndarray]:
+    return {
+        "mask": np.array([[True, False, True], [False, False, True]]),
+        "k": np.array([[1, -2, 3], [2**40, -(2**40), 0]], np.int64),
+        "h": np.array([[0.5, -1.5, 2.0], [3.0, 0.25, -8.0]], np.float16),
+    }
+
+
+def test_bool_int64_and_float16_buffers(typed: CompiledModel) -> None:
+    assert [(b.name, b.dtype) for b in typed.abi.inputs] == [
+        ("mask", np.dtype(np.bool_)),
+        ("k", np.dtype(np.int64)),
+        ("h", np.dtype(np.float16)),
+    ]
+    inputs = typed_feeds()
+    out = typed.run(inputs)
+    assert {name: a.dtype for name, a in out.items()} == {
+        "not_mask": np.dtype(np.bool_), "k2": np.dtype(np.int64), "h2": np.dtype(np.float16)
+    }  # fmt: skip
+    np.testing.assert_array_equal(out["not_mask"], ~inputs["mask"])
+    np.testing.assert_array_equal(out["k2"], inputs["k"] * 2)
+    np.testing.assert_array_equal(out["h2"], inputs["h"] * inputs["h"])
+
+
+@pytest.mark.parametrize(
+    "name,given,message",
+    [
+        ("mask", np.zeros((2, 3), np.uint8), r"input 'mask': expected bool\[2, 3\], got uint8\[2, 3\]"),
+        ("mask", np.zeros((2, 3), np.float32), r"input 'mask': expected bool\[2, 3\], got float32\[2, 3\]"),
+        ("k", np.zeros((2, 3), np.int32), r"input 'k': expected int64\[2, 3\], got int32\[2, 3\]"),
+        ("h", np.zeros((2, 3), np.float32), r"input 'h': expected float16\[2, 3\], got float32\[2, 3\]"),
+        ("h", [[0.0] * 3] * 2, r"input 'h': expected float16\[2, 3\], got float64\[2, 3\]"),
+    ],
+)
+def test_wrong_dtypes_name_the_types(typed: CompiledModel, name: str, given: object, message: str) -> None:
+    inputs = typed_feeds()
+    inputs[name] = given  # type: ignore[assignment]
+    with pytest.raises(ValueError, match=message):
+        typed.run(inputs)
+
+
+def test_abi_rejects_element_types_without_a_numpy_dtype() -> None:
+    text = """
+    func.func @f(%x: memref<2xbf16> {glow.name = "x"}, %y: memref<2xbf16> {glow.name = "y", glow.output},
+                 %arena: memref<0xi8> {glow.arena}) attributes {glow.arena_bytes = 0 : i64} {
+      return
+    }
+    """
+    with pytest.raises(UnsupportedError, match="bf16"):
+        read_abi(ir.Module.parse(text, context=make_context()))
