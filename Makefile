@@ -23,7 +23,7 @@ lit: $(INSTALLED)
 	$(VENV)/bin/lit -sv test/lit
 
 pytest: $(INSTALLED)
-	$(VENV)/bin/pytest -q test/python
+	$(VENV)/bin/pytest -q -n auto test/python
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -3,18 +3,23 @@
     g = glow_mlir.Graph("mlp"); x = g.input("x", (1, 784), "f32"); g.output("y", g.relu(x))
     model = glow_mlir.compile(g); model.run({"x": array})
     glow_mlir.interpret(g.module, {"x": array})        # the numpy reference interpreter
+    sess = glow_mlir.InferenceSession("model.onnx")    # onnxruntime's API: sess.run(None, {"x": array})
 """
 
 from glow_mlir.builder import Graph, Tensor
 from glow_mlir.errors import GlowError, PipelineError, UnsupportedError, VerificationError
+from glow_mlir.frontends import onnx
+from glow_mlir.frontends.onnx import import_model as import_onnx
 from glow_mlir.interpreter import evaluate, interpret
 from glow_mlir.runtime import CompiledModel, compile
+from glow_mlir.session import InferenceSession
 from glow_mlir.shapes import ShapeError
 
 __all__ = [
     "CompiledModel",
     "GlowError",
     "Graph",
+    "InferenceSession",
     "PipelineError",
     "ShapeError",
     "Tensor",
@@ -22,5 +27,7 @@ __all__ = [
     "VerificationError",
     "compile",
     "evaluate",
+    "import_onnx",
     "interpret",
+    "onnx",
 ]

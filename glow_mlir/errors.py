@@ -26,3 +26,67 @@ class PipelineError(GlowError):
 
 class UnsupportedError(GlowError):
     """The input uses something that this compiler does not implement yet."""
+
+
+class ModelImportError(GlowError):
+    """A model could not be imported; the base of the importers' errors."""
+
+
+class MalformedModelError(ModelImportError):
+    """A model file or byte string that is not a valid model (truncated, corrupt, inconsistent)."""
+
+
+class UnsupportedModelError(ModelImportError, UnsupportedError):
+    """A model uses ops the importer does not implement; lists every one of them, found in one scan.
+
+    `nodes` holds one `(op_type, opset, node name)` per unsupported node.
+    """
+
+    def __init__(self, nodes: list[tuple[str, int, str]], detail: str = "") -> None:
+        self.nodes = nodes
+        lines = [f"  {op} (opset {opset}) at node '{name}'" for op, opset, name in nodes]
+        head = f"the model uses {len(nodes)} unsupported node(s){': ' + detail if detail else ''}:"
+        super().__init__("\n".join([head, *lines]))
+
+
+class UnsupportedAttributeError(ModelImportError, UnsupportedError):
+    """A supported op with an attribute value (or input form) that the importer does not implement."""
+
+    def __init__(self, node: str, op_type: str, attribute: str, detail: str) -> None:
+        self.node = node
+        self.op_type = op_type
+        self.attribute = attribute
+        super().__init__(f"node '{node}' ({op_type}): attribute '{attribute}': {detail}")
+
+
+class UnsupportedTypeError(ModelImportError, UnsupportedError):
+    """A tensor of an element type that glow-mlir has no element type for (uint8, string, bfloat16, ...)."""
+
+    def __init__(self, where: str, type_name: str) -> None:
+        self.where = where
+        self.type_name = type_name
+        super().__init__(f"{where}: element type {type_name} is not supported (supported: float, double, "
+                         "float16, bool, int8, int16, int32, int64)")
+
+
+class DynamicShapeError(ModelImportError):
+    """A tensor dimension that is not known at compile time and cannot be made static."""
+
+
+class StaticInputRequired(ModelImportError):
+    """Graph inputs decide a shape (a Reshape's shape, Slice bounds, ...); bind them with `static_inputs`.
+
+    `inputs` names those graph inputs; `node` names the node that needs them.
+    """
+
+    def __init__(self, inputs: list[str], node: str, op_type: str, what: str) -> None:
+        self.inputs = inputs
+        self.node = node
+        super().__init__(
+            f"node '{node}' ({op_type}): {what} must be known at compile time but depends on graph input(s) "
+            f"{', '.join(repr(i) for i in inputs)}; pass their values with static_inputs="
+        )
+
+
+class InvalidNodeError(ModelImportError):
+    """A node whose inputs or attributes break the op's rules (the message names the node and op)."""

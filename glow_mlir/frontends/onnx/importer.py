@@ -1,0 +1,311 @@
+"""Imports an ONNX model (opsets 7 to 22 of the default domain) as a `glow_mlir.Graph`.
+
+    graph = import_model("resnet.onnx")                        # ModelProto, bytes or a path
+    graph = import_model(m, static_inputs={"shape": np.array([1, 64])})
+    glow_mlir.compile(graph).run({"x": x})
+
+Glow compiles static graphs, so every tensor shape must be known here. Initializers and the `Constant`,
+`Shape`, `Size`, `ConstantOfShape` nodes give compile-time values, and any node whose inputs are all known is
+folded (see node.py): the shape subgraphs of exported models become constants. A graph input that a shape
+depends on (a Reshape's target shape, Slice bounds, ...) must be bound with `static_inputs`; otherwise the
+import fails with `StaticInputRequired` naming those inputs. Old-style models list initializers among the
+graph inputs too: such an input stays a constant unless named in `keep_inputs`.
+
+Before building anything the whole graph is scanned, so one `UnsupportedModelError` lists every unsupported
+node. Every glow op carries the location of the ONNX node it came from. Errors are `GlowError` subclasses
+naming the node, input or attribute at fault.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection, Mapping
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import numpy_helper
+
+from glow_mlir.builder import Graph, Tensor
+from glow_mlir.errors import (
+    DynamicShapeError,
+    GlowError,
+    InvalidNodeError,
+    MalformedModelError,
+    ModelImportError,
+    UnsupportedModelError,
+    UnsupportedTypeError,
+)
+
+# Importing the handler modules fills the registry.
+from glow_mlir.frontends.onnx import ops_elementwise, ops_nn, ops_reduce, ops_resize, ops_tensor  # noqa: F401
+from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY, Emitter, NodeContext, Value
+from glow_mlir.frontends.onnx.registry import HANDLERS
+
+MIN_OPSET = 7
+DEFAULT_DOMAINS = ("", "ai.onnx")
+SUPPORTED_OPS = frozenset(HANDLERS)
+
+SUPPORTED_DTYPES = frozenset(ONNX_TO_NUMPY.values())
+
+
+def import_model(
+    model: onnx.ModelProto | bytes | str | os.PathLike[str],
+    *,
+    static_inputs: Mapping[str, np.ndarray] | None = None,
+    name: str | None = None,
+    keep_inputs: Collection[str] = (),
+) -> Graph:
+    """The glow graph of an ONNX model.
+
+    `static_inputs` binds graph inputs to values at compile time (they stop being inputs); `keep_inputs`
+    names graph inputs that have an initializer but must stay real inputs; `name` names the function
+    (default: the ONNX graph's name).
+    """
+    proto = load(model)
+    return Importer(proto, dict(static_inputs or {}), set(keep_inputs), name).run()
+
+
+def load(model: onnx.ModelProto | bytes | str | os.PathLike[str]) -> onnx.ModelProto:
+    """The model, parsed and shape-inferred; MalformedModelError when it is not a model.
+
+    onnx.checker is not run: it refuses models onnxruntime runs (a graph output without a shape, say);
+    the import itself checks what it relies on.
+    """
+    if isinstance(model, onnx.ModelProto):
+        proto = model
+    elif isinstance(model, (bytes, bytearray)):
+        proto = _parse(bytes(model), "the model bytes")
+    elif isinstance(model, (str, os.PathLike)):
+        try:
+            with open(model, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise ModelImportError(f"cannot read model file '{os.fspath(model)}': {e.strerror}") from None
+        proto = _parse(data, f"'{os.fspath(model)}'")
+        # Weights stored beside the model (external data) are read relative to its folder.
+        try:
+            onnx.load_external_data_for_model(proto, os.path.dirname(os.path.abspath(model)))
+        except (OSError, ValueError) as e:
+            raise MalformedModelError(f"'{os.fspath(model)}': cannot load external data: {e}") from None
+    else:
+        raise TypeError(f"expected an onnx.ModelProto, bytes or a path, got {type(model).__name__}")
+    try:
+        return onnx.shape_inference.infer_shapes(proto, data_prop=True)
+    except (onnx.shape_inference.InferenceError, ValueError) as e:
+        raise MalformedModelError(f"ONNX shape inference failed: {_first_line(e)}") from None
+
+
+def _parse(data: bytes, what: str) -> onnx.ModelProto:
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except DecodeError as e:
+        raise MalformedModelError(f"{what} is not an ONNX model (truncated or corrupt): {e}") from None
+    if not proto.HasField("graph") or not proto.opset_import:
+        raise MalformedModelError(f"{what} is not an ONNX model (truncated or corrupt): no graph or opset")
+    return proto
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+class Importer:
+    """One import: the value environment, the graph being built and the scratch graph for folding."""
+
+    def __init__(
+        self, model: onnx.ModelProto, static_inputs: dict[str, np.ndarray], keep_inputs: set[str], name: str | None
+    ) -> None:
+        self.model = model
+        self.static_inputs = static_inputs
+        self.keep_inputs = keep_inputs
+        self.opset = _default_opset(model)
+        self.graph = Graph(_symbol(name or model.graph.name or "model"))
+        self._scratch: Graph | None = None
+        self.env: dict[str, Value] = {}
+        # The graph inputs each value depends on, to name them when a shape needs a value.
+        self._depends: dict[str, frozenset[str]] = {}
+        # One glow.constant per array: id -> (array kept alive so the id stays unique, its Tensor).
+        self._constants: dict[int, tuple[np.ndarray, Tensor]] = {}
+        self._array_names: dict[int, str] = {}
+        self.node_names = [n.name or f"{n.op_type}_{i}" for i, n in enumerate(model.graph.node)]
+
+    @property
+    def scratch(self) -> Graph:
+        """The graph constant folding builds its ops in; it is never compiled."""
+        if self._scratch is None:
+            self._scratch = Graph("fold")
+        return self._scratch
+
+    def run(self) -> Graph:
+        self._check_ops()
+        self._check_types()
+        self._bind_inputs()
+        for index, node in enumerate(self.model.graph.node):
+            self._import_node(node, self.node_names[index])
+        for output in self.model.graph.output:
+            if output.name not in self.env:
+                raise MalformedModelError(f"graph output '{output.name}' is not produced by any node or input")
+            value = self.env[output.name]
+            if isinstance(value, np.ndarray):
+                value = self.constant(value, f"output '{output.name}'")
+            self.graph.output(output.name, value)
+        self._scratch = None
+        return self.graph
+
+    def dependencies(self, value: str) -> list[str]:
+        return sorted(self._depends.get(value, frozenset()))
+
+    def check_array(self, array: np.ndarray, where: str) -> None:
+        if array.dtype not in SUPPORTED_DTYPES:
+            raise UnsupportedTypeError(where, str(array.dtype))
+        if array.size == 0:
+            raise DynamicShapeError(f"{where}: empty tensor of shape {list(array.shape)} (glow has no empty tensors)")
+
+    def constant(self, array: np.ndarray, where: str) -> Tensor:
+        """The graph's glow.constant for `array`, made once; named after the ONNX value it holds if any."""
+        key = id(array)
+        if key not in self._constants:
+            name = self._array_names.get(key)
+            self.check_array(array, f"constant '{name}'" if name else f"node '{where}'")
+            self._constants[key] = (array, self.graph.constant(array, name=name or f"{where}/constant"))
+        return self._constants[key][1]
+
+    # The steps of run().
+
+    def _check_ops(self) -> None:
+        if self.opset < MIN_OPSET:
+            raise UnsupportedModelError(
+                [(n.op_type, self.opset, self.node_names[i]) for i, n in enumerate(self.model.graph.node)],
+                f"the model imports opset {self.opset}; the oldest supported is {MIN_OPSET} "
+                "(onnx.version_converter can upgrade it)",
+            )
+        unsupported = [
+            (node.op_type, self._node_opset(node), self.node_names[i])
+            for i, node in enumerate(self.model.graph.node)
+            if node.domain not in DEFAULT_DOMAINS or node.op_type not in HANDLERS
+        ]
+        if unsupported:
+            raise UnsupportedModelError(unsupported)
+
+    def _node_opset(self, node: onnx.NodeProto) -> int:
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        return next((o.version for o in self.model.opset_import if o.domain == domain), 0)
+
+    def _check_types(self) -> None:
+        """Refuses, naming the node, any value whose inferred element type glow does not have."""
+        graph = self.model.graph
+        for info in graph.input:
+            if not info.type.HasField("tensor_type"):
+                raise UnsupportedTypeError(f"graph input '{info.name}'", info.type.WhichOneof("value") or "unknown")
+            elem = info.type.tensor_type.elem_type
+            if elem not in ONNX_TO_NUMPY:
+                raise UnsupportedTypeError(f"graph input '{info.name}'", onnx.TensorProto.DataType.Name(elem))
+        producers = {out: self.node_names[i] for i, n in enumerate(graph.node) for out in n.output}
+        for info in [*graph.value_info, *graph.output]:
+            elem = info.type.tensor_type.elem_type
+            if info.type.HasField("tensor_type") and elem and elem not in ONNX_TO_NUMPY:
+                where = f"value '{info.name}'"
+                if info.name in producers:
+                    where = f"node '{producers[info.name]}' output '{info.name}'"
+                raise UnsupportedTypeError(where, onnx.TensorProto.DataType.Name(elem))
+
+    def _bind_inputs(self) -> None:
+        graph = self.model.graph
+        initializers = {t.name: t for t in graph.initializer}
+        if graph.sparse_initializer:
+            raise UnsupportedModelError([], "sparse initializers are not supported")
+        input_names = {i.name for i in graph.input}
+        unknown = sorted((set(self.static_inputs) | self.keep_inputs) - input_names)
+        if unknown:
+            raise ModelImportError(f"no graph input named {', '.join(map(repr, unknown))}; inputs: "
+                                   f"{', '.join(repr(i.name) for i in graph.input)}")
+        for name, tensor in initializers.items():
+            if name in input_names and (name in self.keep_inputs or name in self.static_inputs):
+                continue
+            array = numpy_helper.to_array(tensor)
+            self._set(name, array, frozenset())
+        for info in graph.input:
+            if info.name in initializers and info.name not in self.keep_inputs and info.name not in self.static_inputs:
+                continue
+            dt = ONNX_TO_NUMPY[info.type.tensor_type.elem_type]
+            declared = [
+                d.dim_value if d.HasField("dim_value") else None for d in info.type.tensor_type.shape.dim
+            ] if info.type.tensor_type.HasField("shape") else None
+            if info.name in self.static_inputs:
+                self._set(info.name, self._static_value(info.name, dt, declared), frozenset())
+                continue
+            if declared is None:
+                raise DynamicShapeError(f"graph input '{info.name}' has no shape; bind it with static_inputs")
+            for axis, (d, proto) in enumerate(zip(declared, info.type.tensor_type.shape.dim, strict=True)):
+                if d is None or d < 1:
+                    what = f"'{proto.dim_param}'" if proto.dim_param else ("0" if d == 0 else "unknown")
+                    raise DynamicShapeError(
+                        f"graph input '{info.name}': dimension {axis} is {what}; glow compiles static shapes "
+                        "(export the model with fixed input shapes, or bind the input with static_inputs)"
+                    )
+            self._set(info.name, self.graph.input(info.name, declared, dt), frozenset([info.name]))
+
+    def _static_value(self, name: str, dt: np.dtype, declared: list[int | None] | None) -> np.ndarray:
+        array = np.asarray(self.static_inputs[name])
+        if array.dtype != dt:
+            raise ModelImportError(f"static input '{name}': expected element type {dt}, got {array.dtype}")
+        if declared is not None and (
+            len(declared) != array.ndim or any(d not in (None, 0, s) for d, s in zip(declared, array.shape))
+        ):
+            raise ModelImportError(
+                f"static input '{name}': shape {list(array.shape)} does not match the declared "
+                f"{['?' if d is None else d for d in declared]}"
+            )
+        return array
+
+    def _set(self, name: str, value: Value, depends: frozenset[str], location: str | None = None) -> None:
+        """Binds ONNX value `name`; an array that becomes a constant is located at `location` (its node)
+        or, for initializers and static inputs, at its own name."""
+        self.env[name] = value
+        self._depends[name] = depends
+        if isinstance(value, np.ndarray):
+            self._array_names.setdefault(id(value), location or name)
+
+    def _import_node(self, node: onnx.NodeProto, name: str) -> None:
+        inputs: list[Value | None] = []
+        for value_name in node.input:
+            if not value_name:
+                inputs.append(None)
+            elif value_name in self.env:
+                inputs.append(self.env[value_name])
+            else:
+                raise MalformedModelError(f"node '{name}' ({node.op_type}): input '{value_name}' is never produced")
+        fold_all = all(v is None or isinstance(v, np.ndarray) for v in inputs)
+        ctx = NodeContext(node, name, self.opset, inputs, Emitter(self, name, fold_all), self)
+        try:
+            outputs = list(HANDLERS[node.op_type](ctx))
+        except GlowError:
+            raise
+        except ValueError as e:
+            # The builder's shape and type checks: the node breaks a rule of the op it maps to.
+            raise InvalidNodeError(f"node '{name}' ({node.op_type}): {e}") from None
+        depends = frozenset().union(*(self._depends.get(n, frozenset()) for n in node.input if n))
+        wanted = list(node.output)
+        if any(wanted[len(outputs):]):
+            raise InvalidNodeError(f"node '{name}' ({node.op_type}): produces {len(outputs)} outputs, "
+                                   f"the model uses {len(wanted)}")
+        for out_name, value in zip(wanted, outputs):
+            if out_name:
+                self._set(out_name, value, frozenset() if isinstance(value, np.ndarray) else depends, name)
+
+
+def _default_opset(model: onnx.ModelProto) -> int:
+    for o in model.opset_import:
+        if o.domain in DEFAULT_DOMAINS:
+            return o.version
+    raise MalformedModelError("the model imports no version of the default ONNX domain")
+
+
+def _symbol(name: str) -> str:
+    """A C identifier for the function (the runtime calls `_mlir_ciface_<name>`)."""
+    symbol = re.sub(r"\W", "_", name)
+    return symbol if symbol and not symbol[0].isdigit() else f"m_{symbol}"

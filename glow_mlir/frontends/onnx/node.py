@@ -1,0 +1,262 @@
+"""What an op handler sees of one ONNX node: its inputs, attributes, and an emitter for glow ops.
+
+A value of the imported graph is either a `Tensor` of the graph being built (it depends on a graph input) or a
+numpy array (known at compile time: an initializer, a bound static input, or a folded result). Handlers call
+builder methods through `NodeContext.g`, an `Emitter`, which
+
+- names every op after the node (`loc("<node>")`, then `<node>/1`, `<node>/2`, ... for further ops), and
+- folds constants: an op whose tensor operands are all numpy arrays (or, while the whole node is being folded,
+  one with no operands at all) is built in a scratch graph and computed by `glow_mlir.evaluate`, so shape
+  arithmetic and weight transposes become constants with the glow semantics written once, in the
+  interpreter. Numpy operands of an op that also takes a Tensor become `glow.constant`s of the graph, one per
+  array however often it is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+from mlir import ir
+
+from glow_mlir.builder import Graph, Tensor
+from glow_mlir.errors import InvalidNodeError, StaticInputRequired, UnsupportedAttributeError
+from glow_mlir.interpreter import evaluate
+
+if TYPE_CHECKING:
+    from glow_mlir.frontends.onnx.importer import Importer
+
+Value = Tensor | np.ndarray
+
+# ONNX element types glow has, as numpy dtypes (ONNX's unsigned and exotic types are refused).
+ONNX_TO_NUMPY = {
+    onnx.TensorProto.FLOAT: np.dtype(np.float32),
+    onnx.TensorProto.DOUBLE: np.dtype(np.float64),
+    onnx.TensorProto.FLOAT16: np.dtype(np.float16),
+    onnx.TensorProto.BOOL: np.dtype(np.bool_),
+    onnx.TensorProto.INT8: np.dtype(np.int8),
+    onnx.TensorProto.INT16: np.dtype(np.int16),
+    onnx.TensorProto.INT32: np.dtype(np.int32),
+    onnx.TensorProto.INT64: np.dtype(np.int64),
+}
+
+_MISSING = object()
+
+
+def shape(v: Value) -> tuple[int, ...]:
+    return tuple(v.shape)
+
+
+def dtype(v: Value) -> np.dtype:
+    return np.dtype(v.dtype)
+
+
+def rank(v: Value) -> int:
+    return len(v.shape)
+
+
+def is_float(v: Value) -> bool:
+    return np.issubdtype(dtype(v), np.floating)
+
+
+def normalize_axis(axis: int, rank_: int, ctx: NodeContext, what: str = "axis") -> int:
+    if not -rank_ <= axis < rank_:
+        raise ctx.invalid(f"{what} {axis} is out of range for rank {rank_}")
+    return axis % rank_ if rank_ else 0
+
+
+class Emitter:
+    """Builder methods (`g.add(a, b)`, ...) for one node, named after it and folded where constant."""
+
+    def __init__(self, importer: Importer, node: str, fold_all: bool) -> None:
+        self._importer = importer
+        self._node = node
+        self._fold_all = fold_all
+        self._count = 0
+
+    def __getattr__(self, method: str) -> Callable[..., Value]:
+        if method.startswith("_") or not callable(getattr(Graph, method, None)):
+            raise AttributeError(f"the graph builder has no method '{method}'")
+        return lambda *args, **kwargs: self._call(method, args, kwargs)
+
+    def _call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Value:
+        leaves = [a for a in _leaves([*args, *kwargs.values()]) if isinstance(a, (np.ndarray, Tensor))]
+        if not any(isinstance(a, Tensor) for a in leaves) and (leaves or self._fold_all):
+            return self._fold(method, args, kwargs)
+        name = self._node if self._count == 0 else f"{self._node}/{self._count}"
+        self._count += 1
+        args, kwargs = _replace(args, kwargs, self._graph_constant)
+        return getattr(self._importer.graph, method)(*args, name=name, **kwargs)
+
+    def _graph_constant(self, array: np.ndarray) -> Tensor:
+        return self._importer.constant(array, self._node)
+
+    def _fold(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> np.ndarray:
+        """Builds the op in the scratch graph on constants and computes it with the reference semantics."""
+        scratch = self._importer.scratch
+        known: dict[ir.Value, np.ndarray] = {}
+
+        def constant(array: np.ndarray) -> Tensor:
+            self._importer.check_array(array, f"node '{self._node}'")
+            t = scratch.constant(array)
+            known[t.value] = array
+            return t
+
+        args, kwargs = _replace(args, kwargs, constant)
+        result = getattr(scratch, method)(*args, **kwargs)
+        return _evaluate(result.value, known)
+
+
+def _evaluate(value: ir.Value, known: dict[ir.Value, np.ndarray]) -> np.ndarray:
+    """The array of `value`: builder methods may make several ops, so evaluate its producers first."""
+    if value not in known:
+        op = value.owner
+        known[value] = evaluate(op, [_evaluate(v, known) for v in op.operands])
+    return known[value]
+
+
+def _leaves(values: Sequence[Any]) -> list[Any]:
+    found: list[Any] = []
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            found.extend(_leaves(v))
+        else:
+            found.append(v)
+    return found
+
+
+def _replace(
+    args: tuple[Any, ...], kwargs: dict[str, Any], convert: Callable[[np.ndarray], Tensor]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Arguments with every numpy array (also inside lists, as concat's inputs) converted to a Tensor."""
+
+    def one(v: Any) -> Any:
+        if isinstance(v, np.ndarray):
+            return convert(v)
+        if isinstance(v, (list, tuple)) and any(isinstance(e, np.ndarray) for e in v):
+            return [one(e) for e in v]
+        return v
+
+    return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
+
+
+@dataclass
+class NodeContext:
+    """One ONNX node as its handler sees it."""
+
+    node: onnx.NodeProto
+    name: str
+    opset: int
+    inputs: list[Value | None]
+    g: Emitter
+    importer: Importer
+
+    @property
+    def op_type(self) -> str:
+        return self.node.op_type
+
+    @property
+    def folding(self) -> bool:
+        """Whether every input is known at compile time, so every op the handler makes is folded."""
+        return all(v is None or isinstance(v, np.ndarray) for v in self.inputs)
+
+    def input(self, i: int) -> Value:
+        """Input `i`, which the op requires."""
+        v = self.optional(i)
+        if v is None:
+            raise self.invalid(f"input {i} is required")
+        return v
+
+    def optional(self, i: int) -> Value | None:
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def const(self, i: int, what: str) -> np.ndarray | None:
+        """Input `i` as an array, None when absent; raises StaticInputRequired when it depends on graph inputs."""
+        v = self.optional(i)
+        if isinstance(v, Tensor):
+            depends = self.importer.dependencies(self.node.input[i])
+            raise StaticInputRequired(depends, self.name, self.op_type, what)
+        return v
+
+    def ints(self, i: int, what: str) -> list[int] | None:
+        v = self.const(i, what)
+        return None if v is None else [int(x) for x in np.asarray(v).reshape(-1)]
+
+    def has(self, name: str) -> bool:
+        return any(a.name == name for a in self.node.attribute)
+
+    def attr(self, name: str, default: Any = _MISSING) -> Any:
+        """An attribute as a Python value (ints, floats, str, lists of them, numpy array for a tensor)."""
+        for a in self.node.attribute:
+            if a.name == name:
+                value = onnx.helper.get_attribute_value(a)
+                if isinstance(value, bytes):
+                    return value.decode()
+                if isinstance(value, onnx.TensorProto):
+                    return onnx.numpy_helper.to_array(value)
+                if isinstance(value, list) and value and isinstance(value[0], bytes):
+                    return [v.decode() for v in value]
+                return value
+        if default is _MISSING:
+            raise self.invalid(f"attribute '{name}' is required")
+        return default
+
+    def outputs_wanted(self) -> int:
+        """How many outputs the model uses (trailing optional outputs left out or named '' do not count)."""
+        names = list(self.node.output)
+        while names and not names[-1]:
+            names.pop()
+        return len(names)
+
+    def unsupported(self, attribute: str, detail: str) -> UnsupportedAttributeError:
+        return UnsupportedAttributeError(self.name, self.op_type, attribute, detail)
+
+    def invalid(self, detail: str) -> InvalidNodeError:
+        return InvalidNodeError(f"node '{self.name}' ({self.op_type}): {detail}")
+
+    # Composition helpers shared by many handlers.
+
+    def full(self, dims: Sequence[int], value: float, dt: np.dtype) -> Value:
+        """A tensor of `dims` filled with `value`: a splat, or an array while folding."""
+        return self.g.splat([int(d) for d in dims], value, np.dtype(dt))
+
+    def scalar_like(self, v: Value, value: float) -> Value:
+        return self.full(shape(v), value, dtype(v))
+
+    def broadcast_to(self, v: Value, dims: Sequence[int]) -> Value:
+        """Numpy (right-aligned) broadcast of `v` to `dims`."""
+        dims = tuple(int(d) for d in dims)
+        if shape(v) == dims:
+            return v
+        if rank(v) > len(dims):
+            raise self.invalid(f"cannot broadcast shape {list(shape(v))} to {list(dims)}")
+        return self.g.broadcast(v, dims, len(dims) - rank(v))
+
+    def broadcast_all(self, values: Sequence[Value]) -> list[Value]:
+        """Operands broadcast to their common numpy shape, as ONNX's multidirectional broadcasting."""
+        try:
+            dims = np.broadcast_shapes(*(shape(v) for v in values))
+        except ValueError:
+            raise self.invalid(
+                "operand shapes " + ", ".join(str(list(shape(v))) for v in values) + " do not broadcast"
+            ) from None
+        return [self.broadcast_to(v, dims) for v in values]
+
+    def reshape(self, v: Value, dims: Sequence[int]) -> Value:
+        dims = [int(d) for d in dims]
+        return v if list(shape(v)) == dims else self.g.reshape(v, dims)
+
+    def transpose(self, v: Value, perm: Sequence[int]) -> Value:
+        perm = [int(p) for p in perm]
+        return v if perm == list(range(len(perm))) else self.g.transpose(v, perm)
+
+    def convert(self, v: Value, dt: np.dtype) -> Value:
+        return v if dtype(v) == np.dtype(dt) else self.g.convert_to(v, np.dtype(dt))
+
+    def keep_dims(self, reduced: Value, input_shape: Sequence[int], axes: Sequence[int]) -> Value:
+        """A reduction's result reshaped so the reduced `axes` stay as dims of size 1."""
+        dims = [1 if i in axes else d for i, d in enumerate(input_shape)]
+        return self.reshape(reduced, dims)

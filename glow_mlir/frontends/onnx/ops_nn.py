@@ -1,0 +1,420 @@
+"""Neural-network ONNX ops: convolutions, pooling, normalizations, Gemm/MatMul, Softmax, Dropout.
+
+glow's window ops are 2-D NCHW, so 1-D ones are lifted to 2-D with a unit height. What a glow op cannot
+express directly is composed: ConvTranspose's output_padding / output_shape cells beyond the full scatter
+are bias-only, written with insert_tensor into the broadcast bias; ceil_mode pooling extends the bottom/right
+pad; pooling with dilations, or pads glow's pools refuse, gathers each kernel tap with constant indices.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from glow_mlir.frontends.onnx.node import NodeContext, Value, dtype, is_float, normalize_axis, rank, shape
+from glow_mlir.frontends.onnx.registry import handles
+
+# Window ops.
+
+
+def _spatial(ctx: NodeContext, x: Value) -> int:
+    n = rank(x) - 2
+    if n not in (1, 2):
+        raise ctx.unsupported("kernel_shape", f"{n}-D windows are not supported (only 1-D and 2-D, NCHW)")
+    return n
+
+
+def _window_pads(
+    ctx: NodeContext, sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int]
+) -> tuple[list[int], list[int]]:
+    """The (begin, end) pads per spatial dim, from `pads` or `auto_pad`."""
+    n = len(sizes)
+    auto = ctx.attr("auto_pad", "NOTSET")
+    if auto == "NOTSET":
+        pads = list(ctx.attr("pads", [0] * 2 * n))
+        if len(pads) != 2 * n:
+            raise ctx.invalid(f"pads {pads} must have {2 * n} values")
+        return pads[:n], pads[n:]
+    if auto == "VALID":
+        return [0] * n, [0] * n
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
+        raise ctx.unsupported("auto_pad", f"unknown value '{auto}'")
+    begin, end = [], []
+    for size, k, s, d in zip(sizes, kernel, strides, dilations):
+        total = max(0, (math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size)
+        small, big = total // 2, total - total // 2
+        begin.append(small if auto == "SAME_UPPER" else big)
+        end.append(big if auto == "SAME_UPPER" else small)
+    return begin, end
+
+
+def _lift(ctx: NodeContext, v: Value) -> Value:
+    """A 1-D NCW tensor as NC1W."""
+    return ctx.reshape(v, [*shape(v)[:2], 1, shape(v)[2]])
+
+
+def _to_2d(values: Sequence[int], fill: int) -> list[int]:
+    return [fill, *values] if len(values) == 1 else list(values)
+
+
+def _glow_pads(begin: Sequence[int], end: Sequence[int]) -> list[int]:
+    return [*_to_2d(begin, 0), *_to_2d(end, 0)]
+
+
+def _window_attrs(ctx: NodeContext, n: int, kernel: Sequence[int]) -> tuple[list[int], list[int]]:
+    strides = list(ctx.attr("strides", [1] * n))
+    dilations = list(ctx.attr("dilations", [1] * n))
+    if len(strides) != n or len(dilations) != n or len(kernel) != n:
+        raise ctx.invalid(f"kernel_shape, strides and dilations must have {n} values")
+    return strides, dilations
+
+
+@handles("Conv")
+def conv(ctx: NodeContext) -> list[Value]:
+    x, w, b = ctx.input(0), ctx.input(1), ctx.optional(2)
+    n = _spatial(ctx, x)
+    kernel = list(ctx.attr("kernel_shape", shape(w)[2:]))
+    strides, dilations = _window_attrs(ctx, n, kernel)
+    begin, end = _window_pads(ctx, shape(x)[2:], kernel, strides, dilations)
+    if b is None:
+        b = np.zeros(shape(w)[0], dtype(x))
+    if n == 1:
+        x, w = _lift(ctx, x), _lift(ctx, w)
+    y = ctx.g.convolution(
+        x, w, b, _to_2d(strides, 1), _glow_pads(begin, end), _to_2d(dilations, 1), ctx.attr("group", 1)
+    )
+    return [ctx.reshape(y, [*shape(y)[:2], shape(y)[3]]) if n == 1 else y]
+
+
+@handles("ConvTranspose")
+def conv_transpose(ctx: NodeContext) -> list[Value]:
+    x, w, b = ctx.input(0), ctx.input(1), ctx.optional(2)
+    n = _spatial(ctx, x)
+    kernel = list(ctx.attr("kernel_shape", shape(w)[2:]))
+    strides, dilations = _window_attrs(ctx, n, kernel)
+    group = ctx.attr("group", 1)
+    adjust = list(ctx.attr("output_padding", [0] * n))
+    auto = ctx.attr("auto_pad", "NOTSET")
+    sizes = shape(x)[2:]
+    full = [(i - 1) * s + (k - 1) * d + 1 for i, s, k, d in zip(sizes, strides, kernel, dilations)]
+    # Output cell o is cell o + head of the full scatter extended by output_padding; cells past the full
+    # scatter get the bias alone. The total padding splits as the ONNX spec says: more at the end for
+    # SAME_UPPER, more at the start otherwise.
+    if ctx.has("output_shape") or auto in ("SAME_UPPER", "SAME_LOWER"):
+        if ctx.has("output_shape"):
+            out = list(ctx.attr("output_shape"))[-n:]
+        else:
+            out = [i * s for i, s in zip(sizes, strides)]
+        head = []
+        for f, a, o in zip(full, adjust, out):
+            total = max(0, f + a - o)
+            head.append(total // 2 if auto == "SAME_UPPER" else total - total // 2)
+    else:
+        head, tail = _window_pads(ctx, sizes, kernel, strides, dilations)
+        if auto == "VALID":
+            head, tail = [0] * n, [0] * n
+        out = [f + a - h - t for f, a, h, t in zip(full, adjust, head, tail)]
+    if any(o < 1 for o in out):
+        raise ctx.invalid(f"the output spatial shape {out} is empty")
+    crop_end = [max(0, f - h - o) for f, h, o in zip(full, head, out)]
+    if b is None:
+        b = np.zeros(shape(w)[1] * group, dtype(x))
+    if n == 1:
+        x, w = _lift(ctx, x), _lift(ctx, w)
+    y = ctx.g.conv_transpose(
+        x, w, b, _to_2d(strides, 1), _glow_pads(head, crop_end), _to_2d(dilations, 1), group
+    )
+    out_dims = [shape(x)[0], shape(y)[1], *_to_2d(out, 1)]
+    if list(shape(y)) != out_dims:
+        y = ctx.g.insert_tensor(ctx.g.broadcast(b, out_dims, 1), y, [0] * 4)
+    return [ctx.reshape(y, [*shape(y)[:2], shape(y)[3]]) if n == 1 else y]
+
+
+def _pool_geometry(
+    ctx: NodeContext, sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int]
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """(begin pads, end pads, output sizes, extra end pads that ceil_mode needs)."""
+    begin, end = _window_pads(ctx, sizes, kernel, strides, dilations)
+    ceil_mode = ctx.attr("ceil_mode", 0)
+    out, extra = [], []
+    for size, b, e, k, s, d in zip(sizes, begin, end, kernel, strides, dilations):
+        span = size + b + e - ((k - 1) * d + 1)
+        if span < 0:
+            raise ctx.invalid(f"the window {list(kernel)} does not fit the padded input {list(sizes)}")
+        o = span // s + 1
+        if ceil_mode:
+            o = -(-span // s) + 1
+            # The last window must start inside the input or the begin pad (onnxruntime, PyTorch).
+            if (o - 1) * s >= size + b:
+                o -= 1
+        out.append(o)
+        extra.append(max(0, (o - 1) * s + (k - 1) * d + 1 - (size + b + e)))
+    return begin, end, out, extra
+
+
+@handles("MaxPool", "AveragePool")
+def pool(ctx: NodeContext) -> list[Value]:
+    x = ctx.input(0)
+    n = _spatial(ctx, x)
+    if ctx.outputs_wanted() > 1:
+        raise ctx.unsupported("storage_order", "the Indices output of MaxPool is not supported")
+    kernel = list(ctx.attr("kernel_shape"))
+    strides, dilations = _window_attrs(ctx, n, kernel)
+    begin, end, out, extra = _pool_geometry(ctx, shape(x)[2:], kernel, strides, dilations)
+    is_max = ctx.op_type == "MaxPool"
+    include_pad = bool(ctx.attr("count_include_pad", 0))
+    if n == 1:
+        x = _lift(ctx, x)
+        kernel, strides, dilations = _to_2d(kernel, 1), _to_2d(strides, 1), _to_2d(dilations, 1)
+        begin, end, out, extra = _to_2d(begin, 0), _to_2d(end, 0), _to_2d(out, 1), _to_2d(extra, 0)
+    ends = [e + x_ for e, x_ in zip(end, extra)]
+    fits = all(p < k for p, k in zip([*begin, *ends], kernel * 2))
+    if dilations != [1, 1] or not fits:
+        y = _pool_by_gathers(ctx, x, is_max, kernel, strides, dilations, begin, end, out, include_pad)
+    elif is_max:
+        y = ctx.g.max_pool(x, kernel, strides, [*begin, *ends])
+    elif not include_pad or not any(extra):
+        y = ctx.g.avg_pool(x, kernel, strides, [*begin, *ends], include_pad)
+    else:
+        # The real pads count, ceil_mode's extra cells do not: pad explicitly, let glow exclude the rest.
+        padded = _pad_spatial(ctx, x, begin, end, 0.0)
+        y = ctx.g.avg_pool(padded, kernel, strides, [0, 0, *extra], False)
+    return [ctx.reshape(y, [*shape(y)[:2], shape(y)[3]]) if n == 1 else y]
+
+
+def _pad_spatial(ctx: NodeContext, x: Value, begin: Sequence[int], end: Sequence[int], value: float) -> Value:
+    if not any(begin) and not any(end):
+        return x
+    dims = [*shape(x)[:2], *(s + b + e for s, b, e in zip(shape(x)[2:], begin, end))]
+    return ctx.g.insert_tensor(ctx.full(dims, value, dtype(x)), x, [0, 0, *begin])
+
+
+def _pool_by_gathers(
+    ctx: NodeContext,
+    x: Value,
+    is_max: bool,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    begin: Sequence[int],
+    end: Sequence[int],
+    out: Sequence[int],
+    include_pad: bool,
+) -> Value:
+    """Pooling as a max or mean of one strided gather per kernel tap, over the explicitly padded input."""
+    size = shape(x)[2:]
+    # Cells past the padded input (ceil_mode) are taps that do not exist: pad them too, never counting them.
+    extent = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, strides, kernel, dilations)]
+    tail = [max(e, t - s_ - b) for e, t, s_, b in zip(end, extent, size, begin)]
+    padded = _pad_spatial(ctx, x, begin, tail, -np.inf if is_max else 0.0)
+    # The cells an average counts: the input and, with count_include_pad, the pads (never ceil_mode's cells).
+    if include_pad:
+        low, high = (0, 0), (size[0] + begin[0] + end[0], size[1] + begin[1] + end[1])
+    else:
+        low, high = (begin[0], begin[1]), (begin[0] + size[0], begin[1] + size[1])
+    counts = np.zeros(out, np.float64)
+    taps = []
+    for i in range(kernel[0]):
+        rows = i * dilations[0] + strides[0] * np.arange(out[0])
+        row_taps = ctx.g.gather(padded, rows.astype(np.int64), 2)
+        for j in range(kernel[1]):
+            cols = j * dilations[1] + strides[1] * np.arange(out[1])
+            taps.append(ctx.g.gather(row_taps, cols.astype(np.int64), 3))
+            counts += np.outer((rows >= low[0]) & (rows < high[0]), (cols >= low[1]) & (cols < high[1]))
+    result = taps[0]
+    for tap in taps[1:]:
+        result = ctx.g.max(result, tap) if is_max else ctx.g.add(result, tap)
+    if is_max:
+        return result
+    divisor = ctx.g.broadcast(counts.astype(dtype(x)), shape(result), 2)
+    return ctx.g.div(result, divisor)
+
+
+@handles("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(ctx: NodeContext) -> list[Value]:
+    x = ctx.input(0)
+    axes = list(range(2, rank(x)))
+    if ctx.op_type == "GlobalMaxPool":
+        y = ctx.g.batched_reduce_max(x, axes)
+    else:
+        count = math.prod(shape(x)[2:])
+        y = ctx.g.batched_reduce_add(x, axes)
+        y = ctx.g.div(y, ctx.scalar_like(y, count))
+    return [ctx.keep_dims(y, shape(x), axes)]
+
+
+# Linear algebra.
+
+
+@handles("Gemm")
+def gemm(ctx: NodeContext) -> list[Value]:
+    a, b, c = ctx.input(0), ctx.input(1), ctx.optional(2)
+    if ctx.attr("transA", 0):
+        a = ctx.transpose(a, [1, 0])
+    if ctx.attr("transB", 0):
+        b = ctx.transpose(b, [1, 0])
+    alpha, beta = ctx.attr("alpha", 1.0), ctx.attr("beta", 1.0)
+    m, n = shape(a)[0], shape(b)[1]
+    # Scaling a constant operand folds; otherwise the product is scaled.
+    if alpha != 1 and isinstance(b, np.ndarray):
+        b, alpha = ctx.g.mul(b, np.full(shape(b), alpha, dtype(b))), 1.0
+    if c is not None and beta != 1 and isinstance(c, np.ndarray):
+        c, beta = ctx.g.mul(c, np.full(shape(c), beta, dtype(c))), 1.0
+    if c is not None and alpha == 1 and beta == 1 and is_float(a) and shape(c) in ((n,), (1, n)):
+        return [ctx.g.fully_connected(a, b, ctx.reshape(c, [n]))]
+    y = ctx.g.matmul(a, b)
+    if alpha != 1:
+        y = ctx.g.mul(y, ctx.scalar_like(y, alpha))
+    if c is not None:
+        c = ctx.broadcast_to(c, [m, n])
+        if beta != 1:
+            c = ctx.g.mul(c, ctx.scalar_like(c, beta))
+        y = ctx.g.add(y, c)
+    return [y]
+
+
+@handles("MatMul")
+def matmul(ctx: NodeContext) -> list[Value]:
+    a, b = ctx.input(0), ctx.input(1)
+    a_vector, b_vector = rank(a) == 1, rank(b) == 1
+    if a_vector:
+        a = ctx.reshape(a, [1, shape(a)[0]])
+    if b_vector:
+        b = ctx.reshape(b, [shape(b)[0], 1])
+    (m, k), n = shape(a)[-2:], shape(b)[-1]
+    if rank(b) == 2:
+        # Batched lhs times one matrix: one glow.matmul over the flattened batch.
+        batch = list(shape(a)[:-2])
+        y = ctx.g.matmul(ctx.reshape(a, [math.prod(batch) * m, k]), b)
+    else:
+        try:
+            batch = list(np.broadcast_shapes(shape(a)[:-2], shape(b)[:-2]))
+        except ValueError:
+            raise ctx.invalid(f"batch dims of {list(shape(a))} and {list(shape(b))} do not broadcast") from None
+        count = math.prod(batch)
+        lhs = ctx.reshape(ctx.broadcast_to(a, [*batch, m, k]), [count, m, k])
+        rhs = ctx.reshape(ctx.broadcast_to(b, [*batch, k, n]), [count, k, n])
+        y = ctx.g.batch_matmul(lhs, rhs)
+    dims = [*batch, m, n]
+    if b_vector:
+        dims.pop(-1)
+    if a_vector:
+        dims.pop(-2 if not b_vector else -1)
+    return [ctx.reshape(y, dims)]
+
+
+# Normalizations.
+
+
+@handles("BatchNormalization")
+def batch_normalization(ctx: NodeContext) -> list[Value]:
+    x = ctx.input(0)
+    if ctx.attr("training_mode", 0) or ctx.outputs_wanted() > 1:
+        raise ctx.unsupported("training_mode", "only inference (one output, training_mode=0) is supported")
+    if ctx.opset < 9 and not ctx.attr("spatial", 1):
+        raise ctx.unsupported("spatial", "spatial=0 (per-activation statistics) is not supported")
+    scale, bias, mean, var = (ctx.convert(ctx.input(i), dtype(x)) for i in range(1, 5))
+    return [ctx.g.batch_normalization(x, scale, bias, mean, var, epsilon=ctx.attr("epsilon", 1e-5), channel_idx=1)]
+
+
+def _normalize(ctx: NodeContext, x: Value, axes: list[int], epsilon: float) -> tuple[Value, Value, Value]:
+    """(x - mean) / sqrt(var + epsilon) over `axes`, with the mean and 1/sqrt(var + epsilon) kept as dims."""
+    count = math.prod(shape(x)[a] for a in axes)
+    mean = ctx.g.batched_reduce_add(x, axes)
+    mean = ctx.keep_dims(ctx.g.div(mean, ctx.scalar_like(mean, count)), shape(x), axes)
+    centered = ctx.g.sub(x, ctx.broadcast_to(mean, shape(x)))
+    var = ctx.g.batched_reduce_add(ctx.g.mul(centered, centered), axes)
+    var = ctx.g.div(var, ctx.scalar_like(var, count))
+    inv_std = ctx.g.div(ctx.scalar_like(var, 1), ctx.g.sqrt(ctx.g.add(var, ctx.scalar_like(var, epsilon))))
+    inv_std = ctx.keep_dims(inv_std, shape(x), axes)
+    return ctx.g.mul(centered, ctx.broadcast_to(inv_std, shape(x))), mean, inv_std
+
+
+@handles("LayerNormalization")
+def layer_normalization(ctx: NodeContext) -> list[Value]:
+    x, scale, bias = ctx.input(0), ctx.input(1), ctx.optional(2)
+    axis = normalize_axis(ctx.attr("axis", -1), rank(x), ctx)
+    y, mean, inv_std = _normalize(ctx, x, list(range(axis, rank(x))), ctx.attr("epsilon", 1e-5))
+    y = ctx.g.mul(y, ctx.broadcast_to(scale, shape(x)))
+    if bias is not None:
+        y = ctx.g.add(y, ctx.broadcast_to(bias, shape(x)))
+    return [y, mean, inv_std]
+
+
+@handles("InstanceNormalization")
+def instance_normalization(ctx: NodeContext) -> list[Value]:
+    x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)
+    y, _, _ = _normalize(ctx, x, list(range(2, rank(x))), ctx.attr("epsilon", 1e-5))
+    y = ctx.g.mul(y, ctx.g.broadcast(scale, shape(x), 1))
+    return [ctx.g.add(y, ctx.g.broadcast(bias, shape(x), 1))]
+
+
+@handles("LRN")
+def lrn(ctx: NodeContext) -> list[Value]:
+    x = ctx.input(0)
+    size = ctx.attr("size")
+    alpha, beta, bias = ctx.attr("alpha", 1e-4), ctx.attr("beta", 0.75), ctx.attr("bias", 1.0)
+    before = (size - 1) // 2
+    squares = ctx.g.mul(x, x)
+    # Sum each channel's window of squares: zero-pad the channels, add `size` shifted slices.
+    padded_dims = [shape(x)[0], shape(x)[1] + size - 1, *shape(x)[2:]]
+    padded = ctx.g.insert_tensor(ctx.full(padded_dims, 0, dtype(x)), squares, [0, before] + [0] * (rank(x) - 2))
+    windows = [ctx.g.slice(padded, [0, i] + [0] * (rank(x) - 2), shape(x)) for i in range(size)]
+    total = windows[0]
+    for window in windows[1:]:
+        total = ctx.g.add(total, window)
+    scaled = ctx.g.add(ctx.g.mul(total, ctx.scalar_like(x, alpha / size)), ctx.scalar_like(x, bias))
+    return [ctx.g.div(x, ctx.g.pow(scaled, ctx.scalar_like(x, beta)))]
+
+
+# Softmax family.
+
+
+def _along_last(ctx: NodeContext, x: Value, fn: str) -> Value:
+    """Applies `fn` ("softmax" or "log_softmax") along the op's axis with the opset's semantics."""
+    apply = ctx.g.softmax if fn == "softmax" else (lambda v: _log_softmax(ctx, v))
+    if ctx.opset < 13:
+        # Before opset 13 the input is coerced to 2-D at `axis` and normalized along the flattened tail.
+        axis = normalize_axis(ctx.attr("axis", 1), rank(x), ctx)
+        dims = shape(x)
+        flat = ctx.reshape(x, [math.prod(dims[:axis]), math.prod(dims[axis:])])
+        return ctx.reshape(apply(flat), dims)
+    axis = normalize_axis(ctx.attr("axis", -1), rank(x), ctx)
+    perm = [d for d in range(rank(x)) if d != axis] + [axis]
+    inverse = list(np.argsort(perm))
+    return ctx.transpose(apply(ctx.transpose(x, perm)), inverse)
+
+
+def _log_softmax(ctx: NodeContext, x: Value) -> Value:
+    """x - max - log(sum(exp(x - max))) along the last dim, which stays finite where log(softmax) would not."""
+    last = [rank(x) - 1]
+    peak = ctx.keep_dims(ctx.g.batched_reduce_max(x, last), shape(x), last)
+    shifted = ctx.g.sub(x, ctx.broadcast_to(peak, shape(x)))
+    log_sum = ctx.keep_dims(ctx.g.log(ctx.g.batched_reduce_add(ctx.g.exp(shifted), last)), shape(x), last)
+    return ctx.g.sub(shifted, ctx.broadcast_to(log_sum, shape(x)))
+
+
+@handles("Softmax")
+def softmax(ctx: NodeContext) -> list[Value]:
+    return [_along_last(ctx, ctx.input(0), "softmax")]
+
+
+@handles("LogSoftmax")
+def log_softmax(ctx: NodeContext) -> list[Value]:
+    return [_along_last(ctx, ctx.input(0), "log_softmax")]
+
+
+@handles("Dropout")
+def dropout(ctx: NodeContext) -> list[Value]:
+    x = ctx.input(0)
+    training = ctx.const(2, "training_mode")
+    if training is not None and bool(np.asarray(training)):
+        raise ctx.unsupported("training_mode", "only inference (training_mode false) is supported")
+    if ctx.outputs_wanted() < 2:
+        return [x]
+    # Inference keeps every element. Opset 12 defines the mask as all true; before it the mask (of the
+    # input's type before opset 10) is all zeros, as onnxruntime gives it.
+    mask_type = np.dtype(np.bool_) if ctx.opset >= 10 else dtype(x)
+    return [x, ctx.full(shape(x), 1 if ctx.opset >= 12 else 0, mask_type)]

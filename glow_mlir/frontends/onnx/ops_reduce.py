@@ -1,0 +1,84 @@
+"""ONNX reductions (Reduce*, ArgMax/ArgMin) on glow's batched_reduce and arg ops.
+
+Each Reduce op is an elementwise step before the reduction (abs, square, exp), the reduction, and one after
+it (divide by the count, sqrt, log); keepdims reshapes the result so the reduced dims stay as 1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from glow_mlir.frontends.onnx.node import NodeContext, Value, normalize_axis, rank, shape
+from glow_mlir.frontends.onnx.registry import handles
+
+_REDUCE_OPS = (
+    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+    "ReduceLogSum", "ReduceLogSumExp",
+)
+_BASE = {"ReduceMax": "max", "ReduceMin": "min", "ReduceProd": "prod"}
+
+
+def _axes(ctx: NodeContext, x: Value) -> list[int] | None:
+    """The sorted reduced axes; None when the op reduces nothing (noop_with_empty_axes)."""
+    axes_as_input_since = 13 if ctx.op_type == "ReduceSum" else 18
+    if ctx.opset >= axes_as_input_since:
+        axes = ctx.ints(1, "the axes input")
+    else:
+        axes = ctx.attr("axes", None)
+    if not axes:
+        return None if ctx.attr("noop_with_empty_axes", 0) else list(range(rank(x)))
+    normalized = sorted({normalize_axis(a, rank(x), ctx) for a in axes})
+    if len(normalized) != len(axes):
+        raise ctx.invalid(f"axes {list(axes)} repeat a dim")
+    return normalized
+
+
+@handles(*_REDUCE_OPS)
+def reduce(ctx: NodeContext) -> list[Value]:
+    x = ctx.input(0)
+    axes = _axes(ctx, x)
+    op = ctx.op_type
+    if op in ("ReduceL1",):
+        x = ctx.g.abs(x)
+    elif op in ("ReduceL2", "ReduceSumSquare"):
+        x = ctx.g.mul(x, x)
+    peak: Value | None = None
+    if op == "ReduceLogSumExp" and axes:
+        # log(sum(exp(x - max))) + max does not overflow where exp(x) would.
+        peak = ctx.keep_dims(ctx.g.batched_reduce_max(x, axes), shape(x), axes)
+        x = ctx.g.sub(x, ctx.broadcast_to(peak, shape(x)))
+    if op == "ReduceLogSumExp":
+        x = ctx.g.exp(x)
+    if axes is None or rank(x) == 0:
+        y = x
+    else:
+        y = getattr(ctx.g, f"batched_reduce_{_BASE.get(op, 'add')}")(x, axes)
+        if op == "ReduceMean":
+            y = ctx.g.div(y, ctx.scalar_like(y, math.prod(shape(x)[a] for a in axes)))
+        y = ctx.keep_dims(y, shape(x), axes)
+    if op == "ReduceL2":
+        y = ctx.g.sqrt(y)
+    elif op in ("ReduceLogSum", "ReduceLogSumExp"):
+        y = ctx.g.log(y)
+    if peak is not None:
+        y = ctx.g.add(y, peak)
+    if axes is not None and not ctx.attr("keepdims", 1):
+        y = ctx.reshape(y, [d for i, d in enumerate(shape(x)) if i not in axes])
+    return [y]
+
+
+@handles("ArgMax", "ArgMin")
+def arg_reduce(ctx: NodeContext) -> list[Value]:
+    x = ctx.input(0)
+    axis = normalize_axis(ctx.attr("axis", 0), rank(x), ctx)
+    keep = bool(ctx.attr("keepdims", 1))
+    method = ctx.g.arg_max if ctx.op_type == "ArgMax" else ctx.g.arg_min
+    if not ctx.attr("select_last_index", 0):
+        return [method(x, axis, keep)]
+    # The last extremum is the first one of the reversed axis, counted back from its end.
+    size = shape(x)[axis]
+    reversed_x = ctx.g.gather(x, np.arange(size - 1, -1, -1, dtype=np.int64), axis)
+    index = method(reversed_x, axis, keep)
+    return [ctx.g.sub(ctx.scalar_like(index, size - 1), index)]

@@ -1,0 +1,169 @@
+"""glow-run: imports an ONNX model, compiles it, runs it, and reports outputs, accuracy and speed.
+
+    glow-run MODEL.onnx [--input NAME=FILE.npy ...] [--static-input NAME=FILE.npy ...] [--random-inputs]
+             [--compare-onnxruntime] [--iterations N] [--dump-ir STAGE]
+
+Progress (import, then every pipeline stage with its time) goes to stderr; outputs, the comparison with
+onnxruntime and the timings go to stdout. Bad input (an unsupported or malformed model, a missing input)
+prints one `glow-run: error: ...` message and exits with status 1, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from glow_mlir.errors import GlowError
+from glow_mlir.frontends.onnx.importer import import_model, load
+from glow_mlir.passes.pipeline import COMPILE_PIPELINE
+from glow_mlir.runtime import Buffer, CompiledModel, compile
+
+# --dump-ir also takes the module as imported, before the first pass.
+IMPORT_STAGE = "import"
+
+
+class UsageError(Exception):
+    """A bad command line or input file."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="glow-run", description=__doc__.splitlines()[0])
+    p.add_argument("model", help="the .onnx file")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="feed an input")
+    p.add_argument("--static-input", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="bind an input at compile time (inputs that decide shapes)")
+    p.add_argument("--random-inputs", action="store_true", help="feed random values to inputs not given")
+    p.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+    p.add_argument("--compare-onnxruntime", action="store_true", help="report the difference to onnxruntime")
+    p.add_argument("--iterations", type=int, default=1, metavar="N", help="runs to time (median; default 1)")
+    stages = ", ".join(dict.fromkeys((IMPORT_STAGE, *COMPILE_PIPELINE)))
+    p.add_argument("--dump-ir", metavar="STAGE", help=f"print the IR after a pipeline stage ({stages})")
+    return p
+
+
+def _arrays(pairs: Sequence[str], flag: str) -> dict[str, np.ndarray]:
+    arrays = {}
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(f"{flag} expects NAME=FILE.npy, got '{pair}'")
+        try:
+            arrays[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise UsageError(f"{flag} {name}: cannot read '{path}': {e}") from None
+    return arrays
+
+
+def _random(buffer: Buffer, rng: np.random.Generator) -> np.ndarray:
+    if buffer.dtype == np.bool_:
+        return rng.random(buffer.shape) < 0.5
+    if np.issubdtype(buffer.dtype, np.integer):
+        # Small non-negative values: integer inputs are often indices or lengths.
+        return rng.integers(0, 4, buffer.shape).astype(buffer.dtype)
+    return rng.standard_normal(buffer.shape).astype(buffer.dtype)
+
+
+def _feeds(model: CompiledModel, given: dict[str, np.ndarray], random: bool, seed: int) -> dict[str, np.ndarray]:
+    unknown = sorted(set(given) - set(model.inputs))
+    if unknown:
+        raise UsageError(f"the model has no input {', '.join(map(repr, unknown))}; its inputs: "
+                         f"{', '.join(b.name + ' ' + b.describe() for b in model.abi.inputs)}")
+    rng = np.random.default_rng(seed)
+    feeds = dict(given)
+    for buffer in model.abi.inputs:
+        if buffer.name not in feeds:
+            if not random:
+                raise UsageError(f"input '{buffer.name}' {buffer.describe()} is not given: pass --input "
+                                 f"{buffer.name}=FILE.npy or --random-inputs")
+            feeds[buffer.name] = _random(buffer, rng)
+    return feeds
+
+
+def _summary(array: np.ndarray) -> str:
+    text = f"{array.dtype.name}{list(array.shape)}"
+    if array.size and array.dtype != np.bool_:
+        values = array.astype(np.float64)
+        text += f"  min {values.min():.6g}  max {values.max():.6g}  mean {values.mean():.6g}"
+    elif array.size:
+        text += f"  {int(array.sum())} of {array.size} true"
+    return text
+
+
+def _compare(args: argparse.Namespace, feeds: dict[str, np.ndarray], static: dict[str, np.ndarray],
+             outputs: dict[str, np.ndarray]) -> None:
+    # onnxruntime is only the reference here, so it is imported only when asked for.
+    try:
+        import onnxruntime
+    except ImportError:
+        raise UsageError("--compare-onnxruntime needs onnxruntime (pip install onnxruntime)") from None
+    session = onnxruntime.InferenceSession(args.model, providers=["CPUExecutionProvider"])
+    expected = session.run(list(outputs), {**feeds, **static})
+    print("difference to onnxruntime:")
+    for (name, got), want in zip(outputs.items(), expected, strict=True):
+        diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        scale = np.abs(want.astype(np.float64))
+        max_abs = float(diff.max()) if diff.size else 0.0
+        max_rel = float((diff / np.maximum(scale, np.finfo(np.float64).tiny)).max()) if diff.size else 0.0
+        print(f"  {name}: max abs {max_abs:.3g}  max rel {max_rel:.3g}")
+
+
+def run(args: argparse.Namespace) -> None:
+    given = _arrays(args.input, "--input")
+    static = _arrays(args.static_input, "--static-input")
+    if args.iterations < 1:
+        raise UsageError("--iterations must be at least 1")
+    stages = (IMPORT_STAGE, *COMPILE_PIPELINE)
+    if args.dump_ir is not None and args.dump_ir not in stages:
+        raise UsageError(f"--dump-ir: no stage '{args.dump_ir}'; stages: {', '.join(dict.fromkeys(stages))}")
+
+    start = time.perf_counter()
+    print(f"importing {args.model} ...", file=sys.stderr, flush=True)
+    graph = import_model(load(args.model), static_inputs=static)
+    imported = time.perf_counter()
+    print(f"  imported in {imported - start:.3f} s; compiling ...", file=sys.stderr, flush=True)
+    model = compile(graph, keep_ir=args.dump_ir not in (None, IMPORT_STAGE))
+    compiled = time.perf_counter()
+    for stage, seconds in model.report["pass_seconds"]:
+        print(f"  {stage:<28} {seconds * 1e3:9.2f} ms", file=sys.stderr)
+    print(f"  compiled in {compiled - imported:.3f} s", file=sys.stderr, flush=True)
+    if args.dump_ir == IMPORT_STAGE:
+        print(graph.module)
+    elif args.dump_ir is not None:
+        print(model.ir(args.dump_ir))
+
+    feeds = _feeds(model, given, args.random_inputs, args.seed)
+    latencies = []
+    outputs: dict[str, np.ndarray] = {}
+    for _ in range(args.iterations):
+        begin = time.perf_counter()
+        outputs = model.run(feeds)
+        latencies.append(time.perf_counter() - begin)
+    print("outputs:")
+    for name, array in outputs.items():
+        print(f"  {name}: {_summary(array)}")
+    if args.compare_onnxruntime:
+        _compare(args, feeds, static, outputs)
+    print(f"import time: {imported - start:.3f} s")
+    print(f"compile time: {compiled - imported:.3f} s")
+    print(f"arena: {model.report['arena_bytes']} bytes")
+    print(f"latency: median {statistics.median(latencies) * 1e3:.3f} ms over {args.iterations} run(s)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        run(args)
+    except (GlowError, UsageError, ValueError) as e:
+        # ValueError: CompiledModel.run's input checks. Every such message names what is wrong.
+        print(f"glow-run: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

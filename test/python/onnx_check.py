@@ -1,0 +1,114 @@
+"""Shared helpers of the ONNX importer tests: tiny one-node models built with onnx.helper, run through
+glow-mlir (import, compile, JIT) and through onnxruntime, and compared."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, numpy_helper
+
+import glow_mlir
+from glow_mlir.frontends.onnx import import_model
+
+# onnxruntime 1.31 reads IR versions up to 13 (onnx 1.23 writes 14 by default).
+IR_VERSION = 10
+
+NP_TO_ONNX = {np.dtype(k): v for k, v in {
+    np.float32: onnx.TensorProto.FLOAT, np.float64: onnx.TensorProto.DOUBLE, np.float16: onnx.TensorProto.FLOAT16,
+    np.bool_: onnx.TensorProto.BOOL, np.int8: onnx.TensorProto.INT8, np.int16: onnx.TensorProto.INT16,
+    np.int32: onnx.TensorProto.INT32, np.int64: onnx.TensorProto.INT64, np.uint8: onnx.TensorProto.UINT8,
+}.items()}
+
+rng = np.random.default_rng(0)
+
+
+def rand(*shape: int, low: float = -1.0, high: float = 1.0, dtype: type = np.float32) -> np.ndarray:
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(int(low), int(high) + 1, shape).astype(dtype)
+    if dtype is np.bool_:
+        return rng.random(shape) < 0.5
+    return rng.uniform(low, high, shape).astype(dtype)
+
+
+def model(
+    nodes: Sequence[onnx.NodeProto],
+    inputs: dict[str, np.ndarray],
+    outputs: Sequence[str],
+    initializers: dict[str, np.ndarray] | None = None,
+    opset: int = 17,
+    input_shapes: dict[str, list[int | str | None]] | None = None,
+) -> onnx.ModelProto:
+    """A model whose graph inputs have the dtype and shape of the arrays in `inputs` (or `input_shapes`)."""
+    shapes = input_shapes or {}
+    graph = helper.make_graph(
+        list(nodes),
+        "test",
+        [
+            helper.make_tensor_value_info(n, NP_TO_ONNX[a.dtype], shapes.get(n, list(a.shape)))
+            for n, a in inputs.items()
+        ],
+        [helper.make_empty_tensor_value_info(n) for n in outputs],
+        initializer=[numpy_helper.from_array(np.asarray(a), n) for n, a in (initializers or {}).items()],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
+    # Give the outputs the types onnx infers, as exporters do.
+    inferred = onnx.shape_inference.infer_shapes(m)
+    types = {v.name: v for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    for out in m.graph.output:
+        if out.name in types and types[out.name].type.HasField("tensor_type"):
+            out.type.CopyFrom(types[out.name].type)
+    return m
+
+
+def run_both(
+    m: onnx.ModelProto, feeds: dict[str, np.ndarray], static_inputs: dict[str, np.ndarray] | None = None
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(glow-mlir's outputs, onnxruntime's outputs), in graph output order."""
+    session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)
+    graph = import_model(m, static_inputs=static_inputs)
+    runtime_feeds = {k: v for k, v in feeds.items() if k not in (static_inputs or {})}
+    with glow_mlir.compile(graph) as compiled:
+        got = compiled.run(runtime_feeds)
+    return [got[o.name] for o in m.graph.output], expected
+
+
+def check(
+    m: onnx.ModelProto,
+    feeds: dict[str, np.ndarray],
+    rtol: float = 1e-5,
+    atol: float = 1e-5,
+    static_inputs: dict[str, np.ndarray] | None = None,
+) -> None:
+    got, expected = run_both(m, feeds, static_inputs)
+    for name, g, e in zip([o.name for o in m.graph.output], got, expected, strict=True):
+        assert g.shape == e.shape, f"{name}: shape {g.shape} != onnxruntime's {e.shape}"
+        assert g.dtype == e.dtype, f"{name}: dtype {g.dtype} != onnxruntime's {e.dtype}"
+        np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg=name)
+
+
+def check_node(
+    op: str,
+    inputs: dict[str, np.ndarray],
+    attrs: dict[str, object] | None = None,
+    consts: dict[str, np.ndarray | None] | None = None,
+    opset: int = 17,
+    outputs: int | Sequence[str] = 1,
+    rtol: float = 1e-5,
+    atol: float = 1e-5,
+    order: Sequence[str] | None = None,
+) -> None:
+    """One `op` node: `inputs` are fed, `consts` are initializers (None is an omitted optional input);
+    the node's inputs are `order` (default: inputs then consts)."""
+    consts = consts or {}
+    names = list(order) if order is not None else [*inputs, *consts]
+    node_inputs = ["" if n in consts and consts[n] is None else n for n in names]
+    while node_inputs and not node_inputs[-1]:
+        node_inputs.pop()  # onnxruntime crashes on some trailing empty inputs (LayerNormalization's bias)
+    out_names = [f"y{i}" for i in range(outputs)] if isinstance(outputs, int) else list(outputs)
+    node = helper.make_node(op, node_inputs, out_names, name=f"{op.lower()}_node", **(attrs or {}))
+    initializers = {n: a for n, a in consts.items() if a is not None}
+    check(model([node], inputs, [o for o in out_names if o], initializers, opset), inputs, rtol, atol)

@@ -1,0 +1,198 @@
+"""ONNX convolution, pooling, normalization, Gemm/MatMul and Dropout: glow-mlir against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx_check import check_node, rand
+
+# Conv.
+
+
+@pytest.mark.parametrize("attrs", [
+    {},
+    {"pads": [1, 1, 1, 1]},
+    {"pads": [0, 1, 2, 1], "strides": [2, 1]},
+    {"dilations": [2, 2], "pads": [2, 2, 2, 2]},
+    {"strides": [2, 2], "auto_pad": "SAME_UPPER"},
+    {"strides": [2, 2], "auto_pad": "SAME_LOWER"},
+    {"kernel_shape": [3, 3], "auto_pad": "VALID"},
+])
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv(attrs: dict[str, object], bias: bool) -> None:
+    consts = {"w": rand(4, 3, 3, 3), "b": rand(4) if bias else None}
+    check_node("Conv", {"x": rand(2, 3, 7, 8)}, attrs, consts, opset=11, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("group,channels,outputs", [(2, 4, 6), (4, 4, 4), (4, 4, 8)])
+def test_conv_groups_and_depthwise(group: int, channels: int, outputs: int) -> None:
+    consts = {"w": rand(outputs, channels // group, 3, 3), "b": rand(outputs)}
+    check_node("Conv", {"x": rand(1, channels, 6, 6)}, {"group": group, "pads": [1, 1, 1, 1]}, consts,
+               rtol=1e-4)
+
+
+@pytest.mark.parametrize("attrs", [{}, {"pads": [1, 2], "strides": [2]}, {"dilations": [2]}])
+def test_conv_1d(attrs: dict[str, object]) -> None:
+    check_node("Conv", {"x": rand(2, 3, 10)}, attrs, {"w": rand(4, 3, 3), "b": rand(4)}, rtol=1e-4)
+
+
+def test_conv_runtime_weights() -> None:
+    check_node("Conv", {"x": rand(1, 2, 5, 5), "w": rand(3, 2, 3, 3)}, {"pads": [1, 1, 1, 1]}, rtol=1e-4)
+
+
+# ConvTranspose.
+
+
+@pytest.mark.parametrize("attrs", [
+    {},
+    {"strides": [2, 2]},
+    {"strides": [2, 2], "pads": [1, 1, 1, 1]},
+    {"strides": [2, 2], "pads": [1, 0, 1, 2], "output_padding": [1, 1]},
+    {"strides": [3, 2], "output_padding": [2, 1]},
+    {"strides": [2, 2], "pads": [0, 0, 0, 0], "output_padding": [1, 0], "dilations": [2, 2]},
+    {"strides": [2, 2], "output_shape": [10, 11]},
+    {"strides": [2, 2], "output_shape": [8, 9]},
+    {"strides": [2, 2], "auto_pad": "SAME_UPPER"},
+    {"strides": [2, 2], "auto_pad": "SAME_LOWER"},
+    {"strides": [2, 2], "auto_pad": "VALID"},
+    {"group": 2},
+])
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_transpose(attrs: dict[str, object], bias: bool) -> None:
+    group = attrs.get("group", 1)
+    consts = {"w": rand(4, 6 // group, 3, 3), "b": rand(6) if bias else None}
+    check_node("ConvTranspose", {"x": rand(2, 4, 4, 5)}, attrs, consts, rtol=1e-4)
+
+
+def test_conv_transpose_1d() -> None:
+    check_node("ConvTranspose", {"x": rand(1, 2, 5)}, {"strides": [2], "output_padding": [1]},
+               {"w": rand(2, 3, 3), "b": rand(3)}, rtol=1e-4)
+
+
+# Pooling.
+
+POOLS = [
+    {"kernel_shape": [2, 2]},
+    {"kernel_shape": [3, 3], "strides": [2, 2]},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+    {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 0, 1]},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1},
+    {"kernel_shape": [2, 2], "strides": [3, 3], "ceil_mode": 1},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER"},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_LOWER"},
+    {"kernel_shape": [2, 2], "auto_pad": "VALID"},
+]
+
+
+@pytest.mark.parametrize("attrs", POOLS)
+def test_max_pool(attrs: dict[str, object]) -> None:
+    check_node("MaxPool", {"x": rand(2, 3, 8, 9)}, attrs, opset=12)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [2, 2], "dilations": [2, 2]},
+    {"kernel_shape": [3, 3], "dilations": [2, 1], "pads": [1, 1, 2, 1], "strides": [2, 1]},
+    {"kernel_shape": [2, 2], "dilations": [2, 2], "strides": [2, 2], "ceil_mode": 1},
+])
+def test_max_pool_dilations(attrs: dict[str, object]) -> None:
+    check_node("MaxPool", {"x": rand(1, 2, 9, 8)}, attrs, opset=12)
+
+
+@pytest.mark.parametrize("attrs", POOLS)
+@pytest.mark.parametrize("count_include_pad", [0, 1])
+def test_average_pool(attrs: dict[str, object], count_include_pad: int) -> None:
+    check_node("AveragePool", {"x": rand(2, 3, 8, 9)}, {**attrs, "count_include_pad": count_include_pad}, opset=11)
+
+
+@pytest.mark.parametrize("count_include_pad", [0, 1])
+def test_average_pool_dilations(count_include_pad: int) -> None:
+    attrs = {"kernel_shape": [2, 3], "dilations": [2, 2], "pads": [1, 1, 1, 1], "strides": [2, 2],
+             "count_include_pad": count_include_pad, "ceil_mode": 1}
+    check_node("AveragePool", {"x": rand(1, 2, 9, 10)}, attrs, opset=19)
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_pool_1d(op: str) -> None:
+    check_node(op, {"x": rand(2, 3, 11)}, {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}, opset=11)
+
+
+@pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 4), (2, 3, 7)])
+def test_global_pool(op: str, shape: tuple[int, ...]) -> None:
+    check_node(op, {"x": rand(*shape)})
+
+
+# Linear algebra.
+
+
+@pytest.mark.parametrize("attrs", [
+    {}, {"transA": 1}, {"transB": 1}, {"transA": 1, "transB": 1, "alpha": 0.5, "beta": 2.0}, {"alpha": 3.0},
+])
+@pytest.mark.parametrize("c_shape", [None, (5,), (1, 5), (3, 5), (3, 1), ()])
+def test_gemm(attrs: dict[str, object], c_shape: tuple[int, ...] | None) -> None:
+    a = rand(4, 3) if attrs.get("transA") else rand(3, 4)
+    b = rand(5, 4) if attrs.get("transB") else rand(4, 5)
+    consts = {"b": b, "c": None if c_shape is None else rand(*c_shape)}
+    check_node("Gemm", {"a": a}, attrs, consts, opset=11)
+
+
+def test_gemm_runtime_operands() -> None:
+    check_node("Gemm", {"a": rand(3, 4), "b": rand(5, 4), "c": rand(5)}, {"transB": 1, "alpha": 0.5})
+
+
+@pytest.mark.parametrize("shapes", [
+    ((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)), ((2, 3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)),
+    ((2, 1, 3, 4), (3, 4, 5)), ((4,), (2, 4, 5)), ((2, 3, 4), (4,)), ((1, 3, 4), (2, 4, 5)),
+])
+def test_matmul(shapes: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
+    a, b = shapes
+    check_node("MatMul", {"a": rand(*a), "b": rand(*b)})
+
+
+def test_matmul_constant_weights_and_integers() -> None:
+    check_node("MatMul", {"a": rand(2, 3, 4)}, consts={"b": rand(4, 5)})
+    check_node("MatMul", {"a": rand(3, 4, low=-5, high=5, dtype=np.int32), "b": rand(4, 2, low=-5, high=5,
+                                                                                     dtype=np.int32)})
+
+
+# Normalization.
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (2, 3), (2, 3, 6)])
+@pytest.mark.parametrize("opset", [7, 15])
+def test_batch_normalization(shape: tuple[int, ...], opset: int) -> None:
+    c = shape[1]
+    consts = {"scale": rand(c), "bias": rand(c), "mean": rand(c), "var": rand(c, low=0.5, high=2)}
+    check_node("BatchNormalization", {"x": rand(*shape)}, {"epsilon": 1e-3}, consts, opset=opset, rtol=1e-4)
+
+
+@pytest.mark.parametrize("axis", [-1, 1, 2])
+@pytest.mark.parametrize("bias", [True, False])
+def test_layer_normalization(axis: int, bias: bool) -> None:
+    x = rand(2, 3, 4)
+    dims = x.shape[axis:]
+    consts = {"scale": rand(*dims), "bias": rand(*dims) if bias else None}
+    check_node("LayerNormalization", {"x": x}, {"axis": axis, "epsilon": 1e-4}, consts, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_normalization_mean_and_inv_std_outputs() -> None:
+    check_node("LayerNormalization", {"x": rand(2, 3, 4)}, {"axis": 1}, {"scale": rand(3, 4), "bias": rand(3, 4)},
+               outputs=["y", "mean", "inv_std"], rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (2, 3, 7)])
+def test_instance_normalization(shape: tuple[int, ...]) -> None:
+    check_node("InstanceNormalization", {"x": rand(*shape)}, {"epsilon": 1e-3}, {"s": rand(3), "b": rand(3)},
+               rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs", [{"size": 3}, {"size": 5, "alpha": 0.01, "beta": 0.5, "bias": 2.0}, {"size": 1}])
+def test_lrn(attrs: dict[str, object]) -> None:
+    check_node("LRN", {"x": rand(2, 5, 3, 4)}, attrs, rtol=1e-4)
+
+
+@pytest.mark.parametrize("opset", [7, 12, 13])
+@pytest.mark.parametrize("mask", [False, True])
+def test_dropout(opset: int, mask: bool) -> None:
+    check_node("Dropout", {"x": rand(3, 4)}, {}, outputs=["y", "mask"] if mask else 1, opset=opset)

@@ -1,0 +1,299 @@
+"""ONNX data-movement, shape, constant and resize ops: glow-mlir against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+from onnx_check import check, check_node, model, rand
+
+I64 = np.int64
+
+
+def ints(*values: int) -> np.ndarray:
+    return np.array(values, I64)
+
+
+@pytest.mark.parametrize("to,dtype", [
+    (onnx.TensorProto.INT32, np.float32), (onnx.TensorProto.INT64, np.float32), (onnx.TensorProto.FLOAT, np.int64),
+    (onnx.TensorProto.BOOL, np.float32), (onnx.TensorProto.FLOAT, np.bool_), (onnx.TensorProto.DOUBLE, np.float32),
+    (onnx.TensorProto.FLOAT16, np.float32), (onnx.TensorProto.INT8, np.int32), (onnx.TensorProto.FLOAT, np.float32),
+])
+def test_cast(to: int, dtype: type) -> None:
+    x = rand(3, 4, low=-5, high=5, dtype=dtype)
+    if dtype is np.float32:
+        x[0, :2] = 0
+    check_node("Cast", {"x": x}, {"to": to}, rtol=1e-3 if to == onnx.TensorProto.FLOAT16 else 1e-5)
+
+
+def test_cast_like() -> None:
+    check_node("CastLike", {"x": rand(3, 4, low=-5, high=5)}, consts={"like": np.zeros(1, np.int32)}, opset=15)
+
+
+@pytest.mark.parametrize("target,allowzero", [
+    ((4, 6), 0), ((-1,), 0), ((0, -1), 0), ((2, 0, 2, -1), 0), ((3, 8), 1), ((1, 24), 0),
+])
+def test_reshape(target: tuple[int, ...], allowzero: int) -> None:
+    check_node("Reshape", {"x": rand(2, 3, 4)}, {"allowzero": allowzero}, {"shape": ints(*target)}, opset=14)
+
+
+def test_reshape_opset5() -> None:
+    check_node("Reshape", {"x": rand(2, 3, 4)}, {}, {"shape": ints(4, -1)}, opset=7)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, 3, -1, -3])
+def test_flatten(axis: int) -> None:
+    check_node("Flatten", {"x": rand(2, 3, 4)}, {"axis": axis}, opset=13 if axis < 3 else 13)
+
+
+@pytest.mark.parametrize("perm", [None, [0, 2, 1], [2, 0, 1]])
+def test_transpose(perm: list[int] | None) -> None:
+    check_node("Transpose", {"x": rand(2, 3, 4)}, {} if perm is None else {"perm": perm})
+
+
+@pytest.mark.parametrize("axes", [None, [1], [1, -1]])
+def test_squeeze(axes: list[int] | None) -> None:
+    x = rand(2, 1, 3, 1)
+    check_node("Squeeze", {"x": x}, {} if axes is None else {"axes": axes}, opset=11)
+    check_node("Squeeze", {"x": x}, {}, {"axes": None if axes is None else ints(*axes)}, opset=13)
+
+
+@pytest.mark.parametrize("axes", [[0], [1, 3], [-1], [0, -1]])
+def test_unsqueeze(axes: list[int]) -> None:
+    check_node("Unsqueeze", {"x": rand(2, 3)}, {"axes": axes}, opset=11)
+    check_node("Unsqueeze", {"x": rand(2, 3)}, {}, {"axes": ints(*axes)}, opset=13)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_concat(axis: int, count: int) -> None:
+    inputs = {}
+    for i in range(count):
+        dims = [2, 3, 4]
+        dims[axis] += i
+        inputs[f"x{i}"] = rand(*dims)
+    check_node("Concat", inputs, {"axis": axis})
+
+
+def test_concat_with_constant_and_integers() -> None:
+    check_node("Concat", {"a": rand(2, 3, dtype=np.int32, high=9)}, {"axis": 1},
+               {"b": rand(2, 2, dtype=np.int32, high=9)})
+
+
+@pytest.mark.parametrize("axis,split,outputs", [(0, None, 2), (1, [1, 2], 2), (-1, [1, 1, 2], 3), (1, None, 3)])
+def test_split(axis: int, split: list[int] | None, outputs: int) -> None:
+    x = rand(4, 3, 4)
+    check_node("Split", {"x": x}, {"axis": axis, **({} if split is None else {"split": split})}, opset=11,
+               outputs=outputs)
+    check_node("Split", {"x": x}, {"axis": axis}, {"split": None if split is None else ints(*split)}, opset=13,
+               outputs=outputs)
+
+
+def test_split_num_outputs_uneven() -> None:
+    check_node("Split", {"x": rand(7, 2)}, {"axis": 0, "num_outputs": 3}, opset=18, outputs=3)
+
+
+SLICES = [
+    ((0, 1), (2, 3), None, None),
+    ((1,), (1000,), (1,), None),
+    ((-3, 0), (-1, 100), (2, 0), None),
+    ((0,), (5,), (2,), (2,)),
+    ((4,), (-1000,), (2,), (-1,)),
+    ((-1, 3), (-6, 0), (1, 2), (-2, -1)),
+    ((0, 0, 0), (2, 2, 5), None, (1, 1, 3)),
+    ((2 ** 63 - 1,), (-(2 ** 63),), (0,), (-1,)),
+    ((-100,), (-100,), (2,), (-1,)),
+]
+
+
+@pytest.mark.parametrize("starts,ends,axes,steps", SLICES)
+def test_slice(starts: tuple[int, ...], ends: tuple[int, ...], axes: tuple[int, ...] | None,
+               steps: tuple[int, ...] | None) -> None:
+    consts = {"starts": ints(*starts), "ends": ints(*ends), "axes": None if axes is None else ints(*axes),
+              "steps": None if steps is None else ints(*steps)}
+    check_node("Slice", {"x": rand(3, 4, 6)}, {}, consts, opset=13)
+
+
+def test_slice_opset9_attributes() -> None:
+    check_node("Slice", {"x": rand(3, 4, 6)}, {"starts": [1, -4], "ends": [3, 1000], "axes": [0, 2]}, opset=9)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("indices", [ints(0, 2, -1), ints(1), np.array([[0, 1], [-2, 0]], np.int32),
+                                     np.array(1, I64)])
+def test_gather_constant_indices(axis: int, indices: np.ndarray) -> None:
+    check_node("Gather", {"x": rand(3, 4, 5)}, {"axis": axis}, {"i": indices})
+
+
+def test_gather_runtime_indices() -> None:
+    check_node("Gather", {"x": rand(5, 3), "i": np.array([[4, 0], [-1, 2]], I64)}, {"axis": 0})
+
+
+@pytest.mark.parametrize("in_shape,target", [((3, 1), (2, 3, 4)), ((1,), (3,)), ((2, 3), (1, 1)), ((3, 1), (1, 5))])
+def test_expand(in_shape: tuple[int, ...], target: tuple[int, ...]) -> None:
+    check_node("Expand", {"x": rand(*in_shape)}, {}, {"shape": ints(*target)})
+
+
+@pytest.mark.parametrize("repeats", [(1, 1), (2, 1), (2, 3)])
+def test_tile(repeats: tuple[int, ...]) -> None:
+    check_node("Tile", {"x": rand(2, 3)}, {}, {"repeats": ints(*repeats)})
+
+
+PADS = [(0, 1, 2, 1, 0, 0), (1, 0, 1, 2, 1, 3), (0, 0, 0, 0, 0, 0), (2, 2, 1, 2, 2, 1)]
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+@pytest.mark.parametrize("pads", PADS)
+def test_pad(mode: str, pads: tuple[int, ...]) -> None:
+    consts = {"pads": ints(*pads), "value": np.array(1.5, np.float32) if mode == "constant" else None}
+    check_node("Pad", {"x": rand(3, 4, 5)}, {"mode": mode}, consts, opset=19 if mode == "wrap" else 13)
+
+
+def test_pad_negative_axes_and_runtime_value() -> None:
+    check_node("Pad", {"x": rand(3, 4, 5)}, {}, {"pads": ints(-1, 2, 0, 1, -2, 0)}, opset=13)
+    check_node("Pad", {"x": rand(3, 4, 5)}, {}, {"pads": ints(1, 2, 0, 1), "value": None, "axes": ints(0, -1)},
+               opset=18)
+    check_node("Pad", {"x": rand(3, 4), "value": np.array(-2.0, np.float32)}, {}, {"pads": ints(1, 0, 0, 1)},
+               opset=13, order=["x", "pads", "value"])
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+def test_pad_opset2_attributes(mode: str) -> None:
+    check_node("Pad", {"x": rand(3, 4)}, {"mode": mode, "pads": [1, 2, 1, 0], "value": 0.5}, opset=7)
+
+
+def test_pad_integer() -> None:
+    check_node("Pad", {"x": rand(3, 4, dtype=np.int64, high=9)}, {}, {"pads": ints(1, 1, 1, 1),
+                                                                   "value": np.array(7, I64)}, opset=13)
+
+
+# Constants and shapes, folded at import.
+
+
+@pytest.mark.parametrize("attr,value", [
+    ("value", numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3))),
+    ("value_float", 2.5), ("value_floats", [1.0, 2.0, 3.0]), ("value_int", 4), ("value_ints", [1, 2, 3]),
+])
+def test_constant(attr: str, value: object) -> None:
+    nodes = [helper.make_node("Constant", [], ["c"], **{attr: value}), helper.make_node("Identity", ["c"], ["y"])]
+    check(model(nodes, {}, ["y"]), {})
+
+
+def test_constant_added_to_input() -> None:
+    c = helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(rand(3)))
+    add = helper.make_node("Add", ["x", "c"], ["y"])
+    check(model([c, add], {"x": rand(2, 3)}, ["y"]), {"x": rand(2, 3)})
+
+
+@pytest.mark.parametrize("value", [None, np.array([2.5], np.float32), np.array([3], I64), np.array([1], np.int32)])
+def test_constant_of_shape(value: np.ndarray | None) -> None:
+    attrs = {} if value is None else {"value": numpy_helper.from_array(value)}
+    check_node("ConstantOfShape", {}, attrs, {"shape": ints(2, 3)})
+
+
+@pytest.mark.parametrize("start,end", [(None, None), (1, None), (0, 2), (-2, None), (-1, None)])
+def test_shape(start: int | None, end: int | None) -> None:
+    attrs = {k: v for k, v in (("start", start), ("end", end)) if v is not None}
+    shape_node = helper.make_node("Shape", ["x"], ["s"], **attrs)
+    # The shape is an int64 constant; cast it so the graph also computes with it.
+    ones = helper.make_node("ConstantOfShape", ["s"], ["o"])
+    nodes = [shape_node] + ([ones, helper.make_node("Add", ["o", "x"], ["y"])] if start is None and end is None
+                            else [])
+    outputs = ["s"] + (["y"] if len(nodes) > 1 else [])
+    x = rand(2, 3, 4)
+    check(model(nodes, {"x": x}, outputs, opset=15), {"x": x})
+
+
+def test_size() -> None:
+    x = rand(2, 3, 4)
+    check(model([helper.make_node("Size", ["x"], ["s"])], {"x": x}, ["s"]), {"x": x})
+
+
+def test_shape_subgraph_folds_into_reshape() -> None:
+    # The PyTorch export pattern for x.view(x.size(0), -1).
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+        helper.make_node("Concat", ["n1", "minus_one"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"]),
+    ]
+    x = rand(2, 3, 4)
+    m = model(nodes, {"x": x}, ["y"], {"zero": np.array(0, I64), "axes": ints(0), "minus_one": ints(-1)}, opset=13)
+    check(m, {"x": x})
+
+
+@pytest.mark.parametrize("start,limit,delta,dtype", [(0, 5, 1, I64), (10, 2, -3, np.int32), (0.5, 2.0, 0.25,
+                                                                                              np.float32)])
+def test_range(start: float, limit: float, delta: float, dtype: type) -> None:
+    consts = {"a": np.array(start, dtype), "b": np.array(limit, dtype), "c": np.array(delta, dtype)}
+    check_node("Range", {}, {}, consts, opset=11)
+
+
+@pytest.mark.parametrize("upper", [0, 1])
+@pytest.mark.parametrize("k", [None, 1, -1])
+def test_trilu(upper: int, k: int | None) -> None:
+    check_node("Trilu", {"x": rand(2, 4, 5)}, {"upper": upper}, {"k": None if k is None else np.array(k, I64)},
+               opset=14)
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space(mode: str) -> None:
+    check_node("DepthToSpace", {"x": rand(2, 8, 3, 2)}, {"blocksize": 2, "mode": mode}, opset=13)
+
+
+def test_space_to_depth() -> None:
+    check_node("SpaceToDepth", {"x": rand(2, 3, 4, 6)}, {"blocksize": 2})
+
+
+# Resize and Upsample.
+
+TRANSFORMS = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+              "half_pixel_symmetric"]
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS)
+@pytest.mark.parametrize("nearest", ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])
+@pytest.mark.parametrize("scales", [(1, 1, 2, 3), (1, 1, 0.5, 1.5), (1, 1, 1.7, 0.7)])
+def test_resize_nearest(transform: str, nearest: str, scales: tuple[float, ...]) -> None:
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": transform, "nearest_mode": nearest}
+    consts = {"roi": None, "scales": np.array(scales, np.float32)}
+    check_node("Resize", {"x": rand(1, 2, 4, 5)}, attrs, consts, opset=19)
+
+
+@pytest.mark.parametrize("transform", [t for t in TRANSFORMS if t != "tf_half_pixel_for_nn"])
+@pytest.mark.parametrize("scales", [(1, 1, 2, 3), (1, 1, 0.5, 1.5), (1, 1, 1.7, 0.7)])
+def test_resize_linear(transform: str, scales: tuple[float, ...]) -> None:
+    attrs = {"mode": "linear", "coordinate_transformation_mode": transform}
+    consts = {"roi": None, "scales": np.array(scales, np.float32)}
+    check_node("Resize", {"x": rand(1, 2, 4, 5)}, attrs, consts, opset=19)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+@pytest.mark.parametrize("policy", ["stretch", "not_larger", "not_smaller"])
+def test_resize_sizes(mode: str, policy: str) -> None:
+    attrs = {"mode": mode, "keep_aspect_ratio_policy": policy, "axes": [2, 3]}
+    consts = {"roi": None, "scales": None, "sizes": ints(7, 3)}
+    check_node("Resize", {"x": rand(1, 2, 4, 5)}, attrs, consts, opset=18)
+
+
+def test_resize_axes() -> None:
+    attrs = {"mode": "linear", "axes": [2, 3]}
+    check_node("Resize", {"x": rand(1, 2, 4, 5)}, attrs, {"roi": None, "scales": np.array([2.0, 0.5], np.float32)},
+               opset=18)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_opset10_and_11(mode: str) -> None:
+    x = rand(1, 2, 3, 4)
+    check_node("Resize", {"x": x}, {"mode": mode}, {"scales": np.array([1, 1, 2, 1.5], np.float32)}, opset=10)
+    check_node("Resize", {"x": x}, {"mode": mode}, {"roi": np.zeros(0, np.float32),
+                                                    "scales": np.array([1, 1, 2, 2], np.float32)}, opset=11)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_upsample(mode: str) -> None:
+    x = rand(1, 2, 3, 4)
+    check_node("Upsample", {"x": x}, {"mode": mode, "scales": [1.0, 1.0, 2.0, 3.0]}, opset=7)
+    check_node("Upsample", {"x": x}, {"mode": mode}, {"scales": np.array([1, 1, 2, 2], np.float32)}, opset=9)

@@ -1,0 +1,167 @@
+"""glow_mlir.InferenceSession (onnxruntime's API) and the glow-run command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import helper, numpy_helper
+from onnx_check import model, rand
+
+from glow_mlir.session import InferenceSession
+
+
+def mlp() -> onnx.ModelProto:
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="fc1"),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("MatMul", ["r", "w2"], ["logits"], name="fc2"),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=-1, name="softmax"),
+        helper.make_node("ArgMax", ["logits"], ["label"], axis=1, keepdims=0, name="argmax"),
+    ]
+    init = {"w1": rand(6, 8), "b1": rand(8), "w2": rand(8, 3)}
+    return model(nodes, {"x": rand(2, 6)}, ["probs", "label"], init, opset=13)
+
+
+def test_session_matches_onnxruntime() -> None:
+    m = mlp()
+    session = InferenceSession(m)
+    reference = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = rand(2, 6)
+    got = session.run(None, {"x": x})
+    expected = reference.run(None, {"x": x})
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[1], expected[1])
+    [label] = session.run(["label"], {"x": x})
+    np.testing.assert_array_equal(label, expected[1])
+
+
+def test_session_inputs_outputs_and_report(tmp_path: Path) -> None:
+    path = tmp_path / "mlp.onnx"
+    onnx.save(mlp(), path)
+    session = InferenceSession(str(path))
+    [x] = session.get_inputs()
+    assert (x.name, x.shape, x.type) == ("x", [2, 6], "tensor(float)")
+    outputs = session.get_outputs()
+    assert [(o.name, o.shape, o.type) for o in outputs] == [("probs", [2, 3], "tensor(float)"),
+                                                             ("label", [2], "tensor(int64)")]
+    assert session.report["arena_bytes"] >= 0
+    assert session.report["compile_seconds"] > 0 and "pass_seconds" in session.report
+
+
+def test_session_errors() -> None:
+    with pytest.raises(ValueError, match="threads"):
+        InferenceSession(mlp(), threads=4)
+    session = InferenceSession(mlp())
+    with pytest.raises(ValueError, match="no output named 'nope'"):
+        session.run(["nope"], {"x": rand(2, 6)})
+    with pytest.raises(ValueError, match="'x'"):
+        session.run(None, {"x": rand(3, 6)})
+
+
+def test_feeding_an_initializer_recompiles_with_it_as_input() -> None:
+    w = rand(3, 4)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "old",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("w", onnx.TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 4])],
+        initializer=[numpy_helper.from_array(w, "w")],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    session = InferenceSession(m)
+    assert [i.name for i in session.get_inputs()] == ["x"]
+    assert [i.name for i in session.get_overridable_initializers()] == ["w"]
+    x, other = rand(2, 3), rand(3, 4)
+    np.testing.assert_allclose(session.run(None, {"x": x})[0], x @ w, rtol=1e-5)
+    np.testing.assert_allclose(session.run(None, {"x": x, "w": other})[0], x @ other, rtol=1e-5)
+    # Both variants stay compiled.
+    np.testing.assert_allclose(session.run(None, {"x": x})[0], x @ w, rtol=1e-5)
+
+
+def test_session_static_inputs() -> None:
+    m = model([helper.make_node("Reshape", ["x", "shape"], ["y"])], {"x": rand(2, 6), "shape": np.zeros(2, np.int64)},
+              ["y"])
+    session = InferenceSession(m, static_inputs={"shape": np.array([3, 4], np.int64)})
+    x = rand(2, 6)
+    np.testing.assert_array_equal(session.run(None, {"x": x})[0], x.reshape(3, 4))
+
+
+# glow-run.
+
+GLOW_RUN = [sys.executable, "-m", "glow_mlir.tools.glow_run"]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*GLOW_RUN, *args], capture_output=True, text=True, timeout=300)
+
+
+def test_glow_run_random_inputs_compare_and_timing(tmp_path: Path) -> None:
+    path = tmp_path / "mlp.onnx"
+    onnx.save(mlp(), path)
+    result = run_cli(str(path), "--random-inputs", "--compare-onnxruntime", "--iterations", "3")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "probs: float32[2, 3]" in out and "label: int64[2]" in out
+    assert "difference to onnxruntime" in out and "probs: max abs" in out
+    assert "compile time" in out and "median" in out and "3 run(s)" in out
+    assert "glow-irgen" in result.stderr and "compiled in" in result.stderr
+    # Every reported difference is small.
+    diffs = [float(line.split("max abs")[1].split()[0]) for line in out.splitlines() if "max abs" in line]
+    assert diffs and max(diffs) < 1e-4
+
+
+def test_glow_run_input_files_and_dump_ir(tmp_path: Path) -> None:
+    path = tmp_path / "mlp.onnx"
+    onnx.save(mlp(), path)
+    x_path = tmp_path / "x.npy"
+    np.save(x_path, rand(2, 6))
+    result = run_cli(str(path), "--input", f"x={x_path}", "--dump-ir", "glow-lower")
+    assert result.returncode == 0, result.stderr
+    assert "func.func" in result.stdout and "glow." in result.stdout
+    imported = run_cli(str(path), "--input", f"x={x_path}", "--dump-ir", "import")
+    assert 'glow.fully_connected' in imported.stdout
+
+
+def test_glow_run_unsupported_model_is_a_clean_error(tmp_path: Path) -> None:
+    nodes = [helper.make_node("NonZero", ["x"], ["a"], name="nz"), helper.make_node("Det", ["x"], ["b"], name="det")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 3])],
+                              [helper.make_tensor_value_info("a", onnx.TensorProto.INT64, None)])
+    path = tmp_path / "bad.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    result = run_cli(str(path), "--random-inputs")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "glow-run: error:" in result.stderr and "NonZero" in result.stderr and "Det" in result.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--iterations", "0"], "--iterations"),
+    (["--dump-ir", "nowhere"], "no stage 'nowhere'"),
+    ([], "is not given"),
+    (["--input", "y=missing.npy"], "cannot read"),
+])
+def test_glow_run_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    path = tmp_path / "mlp.onnx"
+    onnx.save(mlp(), path)
+    result = run_cli(str(path), *args)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and message in result.stderr
+
+
+def test_glow_run_malformed_file(tmp_path: Path) -> None:
+    path = tmp_path / "truncated.onnx"
+    path.write_bytes(mlp().SerializeToString()[:50])
+    result = run_cli(str(path), "--random-inputs")
+    assert result.returncode == 1 and "Traceback" not in result.stderr and "glow-run: error:" in result.stderr
+
+
+def test_glow_run_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "glow-run"
+    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "MODEL" in result.stdout.upper()
