@@ -141,8 +141,26 @@ def _by_type(on_float: Scalar2, on_int: Scalar2) -> Scalar2:
 _add = _by_type(arith.addf, arith.addi)
 _sub = _by_type(arith.subf, arith.subi)
 _mul = _by_type(arith.mulf, arith.muli)
-# divsi truncates toward zero, as C and ONNX integer division do.
-_div = _by_type(arith.divf, arith.divsi)
+
+
+def _divide_integers(a: ir.Value, b: ir.Value) -> ir.Value:
+    """a / b truncating toward zero (C, ONNX), total like the interpreter: a / 0 = 0, MIN / -1 wraps to MIN.
+
+    x86's idiv traps on both, which would kill the process from user data; dividing by 1 instead makes
+    the quotient exact for MIN / -1 (MIN) and is discarded for a zero divisor.
+    """
+    elt = a.type
+    zero, one = _scalar(elt, 0), _scalar(elt, 1)
+    by_zero = arith.cmpi(arith.CmpIPredicate.eq, b, zero)
+    overflow = arith.andi(
+        arith.cmpi(arith.CmpIPredicate.eq, a, _lowest(elt)),
+        arith.cmpi(arith.CmpIPredicate.eq, b, _scalar(elt, -1)),
+    )
+    quotient = arith.divsi(a, arith.select(arith.ori(by_zero, overflow), one, b))
+    return arith.select(by_zero, zero, quotient)
+
+
+_div = _by_type(arith.divf, _divide_integers)
 _max = _by_type(arith.maximumf, arith.maxsi)
 _min = _by_type(arith.minimumf, arith.minsi)
 
