@@ -1,0 +1,208 @@
+"""What the `glow` graph optimizations share: reading constant operands, building replacements, erasing.
+
+IRDL ops have no folders, traits or OpView classes, so every graph pass matches and rewrites generic
+operations by name. These helpers keep the passes down to their rules: `constant_array` and `uniform_value`
+read a `glow.constant` or `glow.splat` operand in its element type, `materialize` builds the cheapest op
+holding an array (a splat when every element is equal and the splat attribute holds it exactly), and
+`replace` swaps an op for a value and erases whatever that leaves unused, so each pass cleans up after itself
+without a separate glow-dce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from mlir import ir
+
+from glow_mlir import ops
+
+CONSTANT = "glow.constant"
+SPLAT = "glow.splat"
+
+# Shape-preserving elementwise ops: every result element depends on the operand elements at its own index.
+UNARY_ELEMENTWISE = frozenset(
+    f"glow.{name}"
+    for name in "relu sigmoid tanh exp sqrt log abs neg floor ceil round erf sin cos not convert_to".split()
+)
+BINARY_ELEMENTWISE = frozenset(
+    f"glow.{name}"
+    for name in "add sub mul div max min pow cmp_eq cmp_neq cmp_lt cmp_lte and or xor".split()
+)
+ELEMENTWISE = UNARY_ELEMENTWISE | BINARY_ELEMENTWISE | {"glow.select"}
+
+
+def body(function: ir.Operation) -> ir.Block:
+    return function.regions[0].blocks[0]
+
+
+def graph_ops(function: ir.Operation) -> list[ir.Operation]:
+    """The `glow` ops of a function's body, in program order, as a list safe to mutate while iterating."""
+    return ops.dialect_ops(body(function), ops.GLOW)
+
+
+def producer(value: ir.Value) -> ir.Operation | None:
+    """The op defining `value`, or None for a block argument."""
+    owner = value.owner
+    # An OpView's `name` may be one of its attributes; the Operation's `name` is always the op's kind.
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def producer_name(value: ir.Value) -> str | None:
+    op = producer(value)
+    return None if op is None else op.name
+
+
+def users(value: ir.Value) -> list[ir.Operation]:
+    return [use.owner.operation if isinstance(use.owner, ir.OpView) else use.owner for use in value.uses]
+
+
+def has_one_use(value: ir.Value) -> bool:
+    return len(list(value.uses)) == 1
+
+
+def attributes(op: ir.Operation) -> dict[str, ir.Attribute]:
+    attrs = op.attributes
+    return {attrs[i].name: attrs[i].attr for i in range(len(attrs))}
+
+
+def dtype(value_or_type: ir.Value | ir.Type) -> np.dtype:
+    """The numpy dtype of a tensor's element type."""
+    return ops.numpy_dtype(ops.element_type(value_or_type))
+
+
+def make(
+    name: str, operands: Sequence[ir.Value], result: ir.Type, attrs: dict[str, ir.Attribute] | None = None
+) -> ir.Value:
+    """A new op at the current insertion point and location; returns its result."""
+    return ops.create(name, operands, [result], attrs).results[0]
+
+
+def splat_scalar(op: ir.Operation) -> float | int | bool:
+    """The element value of a `glow.splat`, as a Python number of its result's element type."""
+    attr = op.attributes["value"]
+    raw = ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
+    kind = dtype(op.results[0])
+    # A signless i1 `true` may read back as -1.
+    return bool(raw != 0) if kind == np.bool_ else np.asarray(raw).astype(kind).item()
+
+
+def constant_array(value: ir.Value) -> np.ndarray | None:
+    """The contents of `value` when a `glow.constant` or `glow.splat` defines it, in its element type."""
+    op = producer(value)
+    if op is None:
+        return None
+    if op.name == CONSTANT:
+        attr = op.attributes["value"]
+        if not isinstance(attr, ir.DenseElementsAttr):
+            return None
+        return np.array(attr).astype(dtype(value), copy=False).reshape(ops.shape(value))
+    if op.name == SPLAT:
+        return np.full(ops.shape(value), splat_scalar(op), dtype(value))
+    return None
+
+
+def uniform_value(value: ir.Value) -> float | int | bool | None:
+    """The one element value of a splat, or of a constant whose elements are all equal; else None.
+
+    NaN counts as uniform only in a splat (NaN != NaN would make every check on it false anyway).
+    """
+    op = producer(value)
+    if op is None:
+        return None
+    if op.name == SPLAT:
+        return splat_scalar(op)
+    if op.name == CONSTANT:
+        attr = op.attributes["value"]
+        if isinstance(attr, ir.DenseElementsAttr) and attr.is_splat:
+            return np.array(attr).astype(dtype(value)).reshape(-1)[0].item()
+        array = constant_array(value)
+        if array is not None and array.size and np.all(array == array.reshape(-1)[0]):
+            return array.reshape(-1)[0].item()
+    return None
+
+
+def is_uniform(value: ir.Value, scalar: float | int) -> bool:
+    """True when every element of `value` is a compile-time constant equal to `scalar` (0 equals -0)."""
+    found = uniform_value(value)
+    return found is not None and found == scalar
+
+
+def splat_attribute(elt: ir.Type, scalar: float | int | bool) -> ir.Attribute | None:
+    """The `value` attribute of a glow.splat of element type `elt` holding `scalar` exactly, or None.
+
+    Float splats hold an f32 attribute, so an f64 value that f32 cannot represent has no splat form; integer
+    and i1 splats hold an i64 attribute (the convention of docs/ARCHITECTURE.md).
+    """
+    if isinstance(elt, ir.FloatType):
+        as_f32 = np.float32(scalar)
+        if not (np.isnan(scalar) or float(as_f32) == float(scalar)):
+            return None
+        return ir.FloatAttr.get(ir.F32Type.get(), float(as_f32))
+    return ops.i64(int(bool(scalar)) if ir.IntegerType(elt).width == 1 else int(scalar))
+
+
+def dense(array: np.ndarray, result: ir.Type) -> ir.DenseElementsAttr:
+    """A dense elements attribute of tensor type `result` holding `array` (cast to its element type)."""
+    array = np.ascontiguousarray(np.asarray(array).astype(dtype(result)).reshape(ops.shape(result)))
+    if array.dtype == np.bool_:
+        # The bindings build i1 attributes from bool arrays only when they infer the type themselves.
+        return ir.DenseElementsAttr.get(array)
+    return ir.DenseElementsAttr.get(array, type=result)
+
+
+def materialize(array: np.ndarray, result: ir.Type, *, prefer_splat: bool = True) -> ir.Value:
+    """A `glow.splat` (when `prefer_splat`, the array is uniform and a splat holds it exactly) or a
+    `glow.constant` of type `result` holding `array`, at the current insertion point and location."""
+    array = np.asarray(array).astype(dtype(result))
+    if prefer_splat and array.size:
+        first = array.reshape(-1)[0]
+        if np.all(array == first):
+            attr = splat_attribute(ops.element_type(result), first.item())
+            if attr is not None:
+                return make(SPLAT, [], result, {"value": attr})
+    return make(CONSTANT, [], result, {"value": dense(array, result)})
+
+
+def replace(op: ir.Operation, value: ir.Value) -> None:
+    """Replaces the (single) result of `op` with `value`, erases `op`, then erases what became unused."""
+    op.results[0].replace_all_uses_with(value)
+    erase(op)
+
+
+def erase(op: ir.Operation) -> None:
+    """Erases `op`, whose results must be unused, and then every glow op left without users by it."""
+    # Collect first, erase after: an erased op's values must not be touched again, and an op may use one value
+    # twice. A producer joins the list once all its uses belong to listed ops, so users precede producers.
+    doomed: list[ir.Operation] = []
+    remaining: dict[ir.Operation, int] = {}
+    stack = [op]
+    while stack:
+        current = stack.pop()
+        doomed.append(current)
+        for operand in current.operands:
+            source = producer(operand)
+            if source is None or not source.name.startswith(ops.GLOW):
+                continue
+            if source not in remaining:
+                remaining[source] = sum(len(list(r.uses)) for r in source.results)
+            remaining[source] -= 1
+            if remaining[source] == 0:
+                stack.append(source)
+    for dead in doomed:
+        dead.erase()
+
+
+def inverse_permutation(shuffle: Sequence[int]) -> list[int]:
+    inverse = [0] * len(shuffle)
+    for i, s in enumerate(shuffle):
+        inverse[s] = i
+    return inverse
+
+
+def run_on_functions(module: ir.Module, sweep: Callable[[ir.Operation], bool], *, fixed_point: bool) -> None:
+    """Runs `sweep(function) -> changed` on every function, once or, with `fixed_point`, until nothing
+    changes (Glow's ConvergenceMode::UntilFixedPoint)."""
+    for function in ops.functions(module):
+        while sweep(function) and fixed_point:
+            pass

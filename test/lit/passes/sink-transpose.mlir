@@ -1,0 +1,51 @@
+// glow-sink-transpose sinks transposes below elementwise ops so that pairs meet and cancel or compose.
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-sink-transpose,glow-verify)' | FileCheck %s
+
+// NCHW -> NHWC, relu, add with a splat, NHWC -> NCHW: the two transposes cancel.
+// CHECK-LABEL: func.func @cancel
+// CHECK-NOT: glow.transpose
+// CHECK: %[[R:.*]] = "glow.relu"(%arg0) : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+// CHECK: %[[S:.*]] = "glow.splat"() {value = 1.000000e+00 : f32} : () -> tensor<1x2x3x4xf32>
+// CHECK: %[[A:.*]] = "glow.add"(%[[R]], %[[S]])
+// CHECK-NOT: glow.transpose
+// CHECK: return %[[A]]
+func.func @cancel(%x: tensor<1x2x3x4xf32> {glow.name = "x"}) -> (tensor<1x2x3x4xf32> {glow.name = "y"}) {
+  %t = "glow.transpose"(%x) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<1x2x3x4xf32>) -> tensor<1x3x4x2xf32>
+  %r = "glow.relu"(%t) : (tensor<1x3x4x2xf32>) -> tensor<1x3x4x2xf32>
+  %one = "glow.splat"() {value = 1.0 : f32} : () -> tensor<1x3x4x2xf32>
+  %a = "glow.add"(%r, %one) : (tensor<1x3x4x2xf32>, tensor<1x3x4x2xf32>) -> tensor<1x3x4x2xf32>
+  %u = "glow.transpose"(%a) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<1x3x4x2xf32>) -> tensor<1x2x3x4xf32>
+  return %u : tensor<1x2x3x4xf32>
+}
+
+// Two operands transposed alike (here i32 compared to i1): the op runs on the originals, one transpose after.
+// Two transposes in a row compose into one.
+// CHECK-LABEL: func.func @binary_and_compose
+// CHECK: %[[C:.*]] = "glow.cmp_lt"(%arg0, %arg1) : (tensor<2x3x4xi32>, tensor<2x3x4xi32>) -> tensor<2x3x4xi1>
+// CHECK: %[[T:.*]] = "glow.transpose"(%[[C]]) {shuffle = array<i64: 1, 2, 0>} : (tensor<2x3x4xi1>) -> tensor<3x4x2xi1>
+// CHECK: %[[D:.*]] = "glow.transpose"(%arg0) {shuffle = array<i64: 2, 0, 1>} : (tensor<2x3x4xi32>) -> tensor<4x2x3xi32>
+// CHECK: return %[[T]], %[[D]]
+func.func @binary_and_compose(%a: tensor<2x3x4xi32> {glow.name = "a"}, %b: tensor<2x3x4xi32> {glow.name = "b"}) -> (tensor<3x4x2xi1> {glow.name = "c"}, tensor<4x2x3xi32> {glow.name = "d"}) {
+  %ta = "glow.transpose"(%a) {shuffle = array<i64: 1, 2, 0>} : (tensor<2x3x4xi32>) -> tensor<3x4x2xi32>
+  %tb = "glow.transpose"(%b) {shuffle = array<i64: 1, 2, 0>} : (tensor<2x3x4xi32>) -> tensor<3x4x2xi32>
+  %c = "glow.cmp_lt"(%ta, %tb) : (tensor<3x4x2xi32>, tensor<3x4x2xi32>) -> tensor<3x4x2xi1>
+  %t1 = "glow.transpose"(%a) {shuffle = array<i64: 0, 2, 1>} : (tensor<2x3x4xi32>) -> tensor<2x4x3xi32>
+  %t2 = "glow.transpose"(%t1) {shuffle = array<i64: 1, 0, 2>} : (tensor<2x4x3xi32>) -> tensor<4x2x3xi32>
+  return %c, %t2 : tensor<3x4x2xi1>, tensor<4x2x3xi32>
+}
+
+// A transpose with another user is not sunk (it would be computed twice); different shuffles do not sink.
+// A transposed constant is folded.
+// CHECK-LABEL: func.func @kept
+// CHECK: %[[T:.*]] = "glow.transpose"(%arg0)
+// CHECK: "glow.exp"(%[[T]])
+// CHECK: "glow.constant"() {value = dense<{{\[\[}}1.000000e+00, 3.000000e+00], [2.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>}
+// CHECK-NOT: glow.transpose
+// CHECK: return %[[T]]
+func.func @kept(%x: tensor<2x2xf32> {glow.name = "x"}) -> (tensor<2x2xf32> {glow.name = "t"}, tensor<2x2xf32> {glow.name = "e"}, tensor<2x2xf32> {glow.name = "c"}) {
+  %t = "glow.transpose"(%x) {shuffle = array<i64: 1, 0>} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %e = "glow.exp"(%t) : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %c = "glow.constant"() {value = dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>} : () -> tensor<2x2xf32>
+  %ct = "glow.transpose"(%c) {shuffle = array<i64: 1, 0>} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %t, %e, %ct : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>
+}
