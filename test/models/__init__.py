@@ -1,0 +1,1 @@
+"""Real networks (ResNet, MobileNetV2, SqueezeNet, a small BERT) defined in PyTorch for end-to-end tests."""
