@@ -35,4 +35,5 @@ def _tool(name: str) -> str:
 
 
 config.substitutions.append(("FileCheck", _filecheck()))
-config.substitutions.append(("glow-opt", _tool("glow-opt")))
+# A whole word only, so that pass names beginning with "glow-opt" are left alone.
+config.substitutions.append((r"\bglow-opt\b(?!-)", _tool("glow-opt")))

@@ -18,14 +18,48 @@ from mlir.passmanager import PassManager
 from glow_mlir.errors import PipelineError
 from glow_mlir.passes import registry
 
-# The compile pipeline, stage by stage (docs/ARCHITECTURE.md draws it).
+# Graph optimizations in the order of Glow's default graph pipeline (docs/OPTIMIZATIONS.md): local
+# simplifications, then a clean-up that folds, merges and deletes what they left behind.
+SIMPLIFY = (
+    "glow-eliminate-noop",
+    "glow-sink-transpose",
+    "glow-simplify-arithmetic",
+    "glow-merge-reshape",
+    "glow-cse",
+    "glow-merge-concat",
+)
+CLEAN_UP = ("glow-constant-fold", "glow-cse", "glow-dce")
+
+# The compile pipeline, stage by stage (docs/ARCHITECTURE.md draws it), following Glow's driver:
+# fold -> optimize -> lower -> optimize -> verify, then schedule, IRGen, IR optimizations, allocation.
 COMPILE_PIPELINE = (
     "glow-verify",
-    "glow-dce",
+    # fold: constant weights become constants before anything matches on them
+    "glow-fold-transpose-into-weights",
+    "glow-constant-fold",
+    # optimize, including the folds that need the unlowered ops (pads, batch normalization)
+    *SIMPLIFY,
+    "glow-merge-pad-into-conv",
+    "glow-fold-transpose-into-weights",
+    "glow-fold-batchnorm",
+    *CLEAN_UP,
+    # lower to the primitives the CPU backend implements, then optimize what lowering exposed
     "glow-lower",
     "glow-verify",
-    "glow-dce",
+    *SIMPLIFY,
+    *CLEAN_UP,
+    "glow-verify",
+    "glow-schedule",
     "glow-irgen",
+    "glow-ir-verify",
+    "glow-ir-copy-elim",
+    "glow-ir-dse",
+    "glow-ir-share-buffers",
+    "glow-ir-copy-elim",
+    "glow-ir-hoist-dealloc",
+    "glow-ir-sink-alloc",
+    "glow-ir-dse",
+    "glow-ir-verify",
     "glow-allocate",
     "glow-ir-to-linalg",
     "glow-to-llvm",

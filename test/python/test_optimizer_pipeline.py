@@ -1,4 +1,4 @@
-"""The proposed optimizing pipeline (docs/OPTIMIZATIONS.md) end to end on real networks exported from
+"""The compile pipeline's optimizations (docs/OPTIMIZATIONS.md) end to end on real networks exported from
 PyTorch: the outputs still match onnxruntime, and the model needs fewer instructions and a smaller arena
 than without the optimizations."""
 
@@ -11,51 +11,12 @@ from models import torch_models
 
 from glow_mlir import ops, runtime
 from glow_mlir.frontends.onnx.importer import import_model, load
-from glow_mlir.passes.pipeline import run_pipeline
+from glow_mlir.passes.pipeline import COMPILE_PIPELINE, run_pipeline
 
-OPTIMIZE = [
-    "glow-eliminate-noop",
-    "glow-sink-transpose",
-    "glow-simplify-arithmetic",
-    "glow-merge-reshape",
-    "glow-cse",
-    "glow-merge-pad-into-conv",
-    "glow-merge-concat",
-    "glow-fold-transpose-into-weights",
-    "glow-fold-batchnorm",
-    "glow-constant-fold",
-    "glow-cse",
-    "glow-dce",
-]
-# After lowering, on the CPU backend: merging pads back would only be expanded again.
-OPTIMIZE_LOWERED = [p for p in OPTIMIZE if p not in ("glow-merge-pad-into-conv", "glow-fold-batchnorm")]
-IR_OPTIMIZE = [
-    "glow-ir-copy-elim",
-    "glow-ir-dse",
-    "glow-ir-share-buffers",
-    "glow-ir-copy-elim",
-    "glow-ir-hoist-dealloc",
-    "glow-ir-sink-alloc",
-    "glow-ir-dse",
-]
+# Without the optimizer: what the compile pipeline was before Glow's passes joined it.
 BASELINE = ["glow-verify", "glow-dce", "glow-lower", "glow-verify", "glow-dce", "glow-irgen", "glow-allocate"]
-PROPOSED = [
-    "glow-verify",
-    "glow-fold-transpose-into-weights",
-    "glow-constant-fold",
-    *OPTIMIZE,
-    "glow-lower",
-    "glow-verify",
-    *OPTIMIZE_LOWERED,
-    "glow-verify",
-    "glow-schedule",
-    "glow-irgen",
-    "glow-ir-verify",
-    *IR_OPTIMIZE,
-    "glow-ir-verify",
-    "glow-verify",
-    "glow-allocate",
-]
+# The compile pipeline up to the memory plan, where arena size and instruction count are settled.
+OPTIMIZED = list(COMPILE_PIPELINE[: COMPILE_PIPELINE.index("glow-allocate") + 1])
 
 
 def _compiled(path: str, pipeline: list[str]) -> tuple[runtime.CompiledModel, int]:
@@ -69,12 +30,12 @@ def _compiled(path: str, pipeline: list[str]) -> tuple[runtime.CompiledModel, in
 
 
 @pytest.mark.parametrize("name", ["bert", pytest.param("squeezenet1_1", marks=pytest.mark.slow)])
-def test_proposed_pipeline_on_real_models(name: str) -> None:
+def test_compile_pipeline_optimizes_real_models(name: str) -> None:
     path = str(torch_models.exported(name))
     feeds = torch_models.example_inputs(name)
     expected = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
     base, base_instructions = _compiled(path, BASELINE)
-    optimized, instructions = _compiled(path, PROPOSED)
+    optimized, instructions = _compiled(path, OPTIMIZED)
     with base, optimized:
         got = optimized.run(feeds)
         for want, have in zip(expected, got.values(), strict=True):
