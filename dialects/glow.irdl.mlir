@@ -541,4 +541,78 @@ irdl.dialect @glow {
     irdl.results(result: %result)
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "group" = %group, "dilation" = %dilation}
   }
+
+  // activation(convolution(input, filter, bias)), one kernel (Glow's fused activation): attributes as glow.convolution. `activation` is "none", "relu", "clip" (activationArgs = [min, max]), "sigmoid", "tanh" or "leaky_relu" (activationArgs = [alpha]); activationArgs is an array<f32>.
+  irdl.operation @fused_convolution {
+    %input = irdl.base "!builtin.tensor"
+    %filter = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %group = irdl.base "#builtin.integer"
+    %dilation = irdl.base "#builtin.dense_array"
+    %activation = irdl.base "#builtin.string"
+    %activationArgs = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input, filter: %filter, bias: %bias)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs}
+  }
+
+  // activation(lhs x rhs + bias), bias [N] added to every row: a fully connected layer with its activation, one kernel. `activation` is "none", "relu", "clip" (activationArgs = [min, max]), "sigmoid", "tanh" or "leaky_relu" (activationArgs = [alpha]); activationArgs is an array<f32>.
+  irdl.operation @fused_matmul {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %activation = irdl.base "#builtin.string"
+    %activationArgs = irdl.base "#builtin.dense_array"
+    irdl.operands(lhs: %lhs, rhs: %rhs, bias: %bias)
+    irdl.results(result: %result)
+    irdl.attributes {"activation" = %activation, "activationArgs" = %activationArgs}
+  }
+
+  // CPU backend: the fused convolution in NHWC, filter [KH, KW, C / group, O], bias [O]; pads [top, left, bottom, right]. `activation` is "none", "relu", "clip" (activationArgs = [min, max]), "sigmoid", "tanh" or "leaky_relu" (activationArgs = [alpha]); activationArgs is an array<f32>.
+  irdl.operation @cpu_conv_nhwc {
+    %input = irdl.base "!builtin.tensor"
+    %filter = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %group = irdl.base "#builtin.integer"
+    %dilation = irdl.base "#builtin.dense_array"
+    %activation = irdl.base "#builtin.string"
+    %activationArgs = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input, filter: %filter, bias: %bias)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs}
+  }
+
+  // CPU backend: glow.max_pool in NHWC.
+  irdl.operation @cpu_max_pool_nhwc {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads}
+  }
+
+  // CPU backend: glow.avg_pool in NHWC.
+  irdl.operation @cpu_avg_pool_nhwc {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %countIncludePads = irdl.base "#builtin.integer"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "countIncludePads" = %countIncludePads}
+  }
 }

@@ -532,4 +532,73 @@ irdl.dialect @glow_ir {
     irdl.operands(dest: %dest, src: %src, filter: %filter, bias: %bias)
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "roles" = %roles}
   }
+
+  // dest = activation(convolution(src, filter, bias)), NCHW, no padding. `activation` is "none", "relu", "clip" (activationArgs = [min, max]), "sigmoid", "tanh" or "leaky_relu" (activationArgs = [alpha]); activationArgs is an array<f32>.
+  irdl.operation @fused_convolution {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %filter = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %group = irdl.base "#builtin.integer"
+    %dilation = irdl.base "#builtin.dense_array"
+    %activation = irdl.base "#builtin.string"
+    %activationArgs = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, src: %src, filter: %filter, bias: %bias)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
+  }
+
+  // dest = activation(lhs x rhs + bias). `activation` is "none", "relu", "clip" (activationArgs = [min, max]), "sigmoid", "tanh" or "leaky_relu" (activationArgs = [alpha]); activationArgs is an array<f32>.
+  irdl.operation @fused_matmul {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %activation = irdl.base "#builtin.string"
+    %activationArgs = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs, bias: %bias)
+    irdl.attributes {"activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
+  }
+
+  // CPU backend: dest = activation(convolution(src, filter, bias)) in NHWC, filter [KH, KW, C / group, O], no padding. `activation` is "none", "relu", "clip" (activationArgs = [min, max]), "sigmoid", "tanh" or "leaky_relu" (activationArgs = [alpha]); activationArgs is an array<f32>.
+  irdl.operation @cpu_conv_nhwc {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %filter = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %group = irdl.base "#builtin.integer"
+    %dilation = irdl.base "#builtin.dense_array"
+    %activation = irdl.base "#builtin.string"
+    %activationArgs = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, src: %src, filter: %filter, bias: %bias)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
+  }
+
+  // CPU backend: max pooling in NHWC, no padding.
+  irdl.operation @cpu_max_pool_nhwc {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
+  }
+
+  // CPU backend: average pooling over full windows in NHWC, no padding.
+  irdl.operation @cpu_avg_pool_nhwc {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
+  }
 }

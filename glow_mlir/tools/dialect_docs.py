@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from glow_mlir.context import DIALECT_FILES, dialect_sources
 
 _KINDS = {
-    '"#builtin.dense_array"': "array<i64>",
+    '"#builtin.dense_array"': "dense array",
     '"#builtin.integer"': "integer",
     '"#builtin.float"': "f32",
     '"!builtin.tensor"': "tensor",
