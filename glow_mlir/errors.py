@@ -69,6 +69,15 @@ class UnsupportedTypeError(ModelImportError, UnsupportedError):
                          "float16, bool, int8, int16, int32, int64)")
 
 
+class EmptyTensorError(ModelImportError, UnsupportedError):
+    """A valid model in which a tensor with a zero dimension would have to exist at run time.
+
+    glow has no empty tensors. An empty value holds no data, so the importer keeps it as a compile-time
+    array: one that nothing needs at run time (an unused Split output, a Concat input, a graph input used
+    only for its type) is fine; this error names where one would have to be materialized.
+    """
+
+
 class DynamicShapeError(ModelImportError):
     """A tensor dimension that is not known at compile time and cannot be made static."""
 

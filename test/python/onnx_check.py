@@ -1,5 +1,8 @@
 """Shared helpers of the ONNX importer tests: tiny one-node models built with onnx.helper, run through
-glow-mlir (import, compile, JIT) and through onnxruntime, and compared."""
+glow-mlir (import, compile, JIT) and through onnxruntime, and compared.
+
+Where onnxruntime departs from the ONNX spec (or does not implement an opset yet), `spec=True` compares
+against onnx's reference implementation of the spec (`onnx.reference.ReferenceEvaluator`) instead."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 import glow_mlir
 from glow_mlir.frontends.onnx import import_model
@@ -64,13 +68,21 @@ def model(
 
 
 def run_both(
-    m: onnx.ModelProto, feeds: dict[str, np.ndarray], static_inputs: dict[str, np.ndarray] | None = None
+    m: onnx.ModelProto,
+    feeds: dict[str, np.ndarray],
+    static_inputs: dict[str, np.ndarray] | None = None,
+    spec: bool = False,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """(glow-mlir's outputs, onnxruntime's outputs), in graph output order."""
-    session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-    expected = session.run(None, feeds)
+    """(glow-mlir's outputs, the reference's outputs), in graph output order; the reference is onnxruntime,
+    or onnx's reference implementation with `spec`."""
+    if spec:
+        expected = [np.asarray(v) for v in ReferenceEvaluator(m).run(None, feeds)]
+    else:
+        session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        expected = session.run(None, feeds)
     graph = import_model(m, static_inputs=static_inputs)
-    runtime_feeds = {k: v for k, v in feeds.items() if k not in (static_inputs or {})}
+    # Bound inputs, and empty ones (they hold no data: the importer binds them), are not fed at run time.
+    runtime_feeds = {k: v for k, v in feeds.items() if k not in (static_inputs or {}) and v.size > 0}
     with glow_mlir.compile(graph) as compiled:
         got = compiled.run(runtime_feeds)
     return [got[o.name] for o in m.graph.output], expected
@@ -82,11 +94,12 @@ def check(
     rtol: float = 1e-5,
     atol: float = 1e-5,
     static_inputs: dict[str, np.ndarray] | None = None,
+    spec: bool = False,
 ) -> None:
-    got, expected = run_both(m, feeds, static_inputs)
+    got, expected = run_both(m, feeds, static_inputs, spec)
     for name, g, e in zip([o.name for o in m.graph.output], got, expected, strict=True):
-        assert g.shape == e.shape, f"{name}: shape {g.shape} != onnxruntime's {e.shape}"
-        assert g.dtype == e.dtype, f"{name}: dtype {g.dtype} != onnxruntime's {e.dtype}"
+        assert g.shape == e.shape, f"{name}: shape {g.shape} != the reference's {e.shape}"
+        assert g.dtype == e.dtype, f"{name}: dtype {g.dtype} != the reference's {e.dtype}"
         np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg=name)
 
 
@@ -100,9 +113,10 @@ def check_node(
     rtol: float = 1e-5,
     atol: float = 1e-5,
     order: Sequence[str] | None = None,
+    spec: bool = False,
 ) -> None:
     """One `op` node: `inputs` are fed, `consts` are initializers (None is an omitted optional input);
-    the node's inputs are `order` (default: inputs then consts)."""
+    the node's inputs are `order` (default: inputs then consts); `spec` as in `run_both`."""
     consts = consts or {}
     names = list(order) if order is not None else [*inputs, *consts]
     node_inputs = ["" if n in consts and consts[n] is None else n for n in names]
@@ -111,4 +125,4 @@ def check_node(
     out_names = [f"y{i}" for i in range(outputs)] if isinstance(outputs, int) else list(outputs)
     node = helper.make_node(op, node_inputs, out_names, name=f"{op.lower()}_node", **(attrs or {}))
     initializers = {n: a for n, a in consts.items() if a is not None}
-    check(model([node], inputs, [o for o in out_names if o], initializers, opset), inputs, rtol, atol)
+    check(model([node], inputs, [o for o in out_names if o], initializers, opset), inputs, rtol, atol, spec=spec)

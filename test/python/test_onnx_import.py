@@ -182,9 +182,37 @@ def test_unsupported_ops_are_all_listed_at_once() -> None:
                           ir_version=IR_VERSION)
     with pytest.raises(UnsupportedModelError) as info:
         import_model(m)
-    assert info.value.nodes == [("NonZero", 17, "first"), ("TopK", 17, "second"), ("Custom", 1, "third")]
-    for text in ("NonZero", "TopK", "Custom", "first", "second", "third"):
+    assert info.value.nodes == [("NonZero", 17, "first"), ("TopK", 17, "second"), ("com.example.Custom", 1, "third")]
+    for text in ("NonZero", "TopK", "com.example.Custom", "first", "second", "third"):
         assert text in str(info.value)
+
+
+def test_model_of_other_domains_only_is_unsupported() -> None:
+    """A model of ai.onnx.ml / training ops alone need not import the default domain: it is valid ONNX that
+    glow-mlir does not support, so every op is listed with its domain and opset."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4])
+    nodes = [
+        helper.make_node("Binarizer", ["x"], ["b"], name="binarize", domain="ai.onnx.ml", threshold=0.5),
+        helper.make_node("Normalizer", ["b"], ["y"], name="normalize", domain="ai.onnx.ml", norm="MAX"),
+    ]
+    graph = helper.make_graph(nodes, "ml", [x], [y])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 3)], ir_version=IR_VERSION)
+    with pytest.raises(UnsupportedModelError) as info:
+        import_model(m)
+    assert info.value.nodes == [("ai.onnx.ml.Binarizer", 3, "binarize"), ("ai.onnx.ml.Normalizer", 3, "normalize")]
+    assert "ai.onnx.ml.Binarizer (opset 3) at node 'binarize'" in str(info.value)
+
+
+def test_default_domain_op_without_its_import_is_malformed() -> None:
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4])],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 3)], ir_version=IR_VERSION)
+    with pytest.raises(MalformedModelError, match="No opset import"):
+        import_model(m)
 
 
 def test_opset_below_7_is_unsupported() -> None:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import onnxruntime as ort
 import pytest
-from onnx_check import check_node, rand
+from onnx import helper
+from onnx_check import check_node, model, rand
+
+from glow_mlir.backend import GlowBackend
 
 UNARY = {
     "Relu": (-2, 2), "Sigmoid": (-4, 4), "Tanh": (-3, 3), "Exp": (-3, 3), "Sqrt": (0.01, 4), "Log": (0.01, 4),
@@ -124,6 +128,20 @@ def test_prelu(slope_shape: tuple[int, ...]) -> None:
     check_node("PRelu", {"x": rand(2, 3, 5, 4, low=-2, high=2)}, consts={"slope": rand(*slope_shape)})
 
 
+@pytest.mark.parametrize("dims", [(2, 3, 4), (2, 3, 4, 5), (2, 3, 4, 5, 6)])
+def test_prelu_legacy_per_channel_slope(dims: tuple[int, ...]) -> None:
+    """An opset-6 PRelu with a [C] slope (pytorch-converted/test_PReLU_*_multiparam), upgraded to opset 7 by the
+    backend, applies the slope per channel: as onnxruntime's opset-7 PRelu with the slope shaped [C, 1, ...]."""
+    x, slope = rand(*dims, low=-2, high=2), rand(3)
+    node = helper.make_node("PRelu", ["x", "slope"], ["y"])
+    legacy = model([node], {"x": x}, ["y"], {"slope": slope}, opset=6)
+    got = GlowBackend.run_model(legacy, [x])[0]
+    channel_slope = slope.reshape(3, *[1] * (len(dims) - 2))
+    reference = model([node], {"x": x}, ["y"], {"slope": channel_slope}, opset=7)
+    session = ort.InferenceSession(reference.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-6)
+
+
 @pytest.mark.parametrize("op,attrs", [
     ("Elu", {}), ("Elu", {"alpha": 0.5}), ("Selu", {}), ("Selu", {"alpha": 1.5, "gamma": 2.0}),
     ("Celu", {}), ("Celu", {"alpha": 2.0}), ("HardSigmoid", {}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}),
@@ -201,6 +219,16 @@ def test_reduce_noop_with_empty_axes() -> None:
 @pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"])
 def test_reduce_integer(op: str) -> None:
     check_node(op, {"x": rand(2, 3, 4, low=-3, high=3, dtype=np.int64)}, {"axes": [1]}, opset=11)
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("axes,keepdims", [([1], 0), ([0, 2], 1), (None, 0)])
+def test_reduce_bool(op: str, axes: list[int] | None, keepdims: int) -> None:
+    """Opset 20's bool ReduceMax / ReduceMin (any / all); rows of all-true and all-false included."""
+    x = rand(4, 5, 3, dtype=np.bool_)
+    x[0], x[1] = True, False
+    consts = {"axes": None if axes is None else np.array(axes, np.int64)}
+    check_node(op, {"x": x}, {"keepdims": keepdims}, consts, opset=20)
 
 
 @pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx_check import check_node, rand
+from onnx import helper
+from onnx_check import check_node, model, rand
+
+from glow_mlir.frontends.onnx import import_model
 
 # Conv.
 
@@ -97,6 +100,17 @@ def test_max_pool(attrs: dict[str, object]) -> None:
 ])
 def test_max_pool_dilations(attrs: dict[str, object]) -> None:
     check_node("MaxPool", {"x": rand(1, 2, 9, 8)}, attrs, opset=12)
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_dilated_pool_is_separable(op: str) -> None:
+    """pytorch-converted/test_MaxPool2d_stride_padding_dilation's geometry, scaled down: a dilated pool is one
+    gather per kernel row and one per kernel column (kh + kw), not one per tap (kh * kw)."""
+    attrs = {"kernel_shape": [6, 8], "dilations": [3, 3], "strides": [3, 3], "pads": [3, 6, 3, 6]}
+    x = rand(1, 2, 60, 70)
+    check_node(op, {"x": x}, attrs, opset=19)
+    node = helper.make_node(op, ["x"], ["y"], **attrs)
+    assert str(import_model(model([node], {"x": x}, ["y"], opset=19)).module).count('"glow.gather"') == 6 + 8
 
 
 @pytest.mark.parametrize("attrs", POOLS)
@@ -196,3 +210,28 @@ def test_lrn(attrs: dict[str, object]) -> None:
 @pytest.mark.parametrize("mask", [False, True])
 def test_dropout(opset: int, mask: bool) -> None:
     check_node("Dropout", {"x": rand(3, 4)}, {}, outputs=["y", "mask"] if mask else 1, opset=opset)
+
+
+# Float16: the ops that sum many terms accumulate in float32 and round once, as the spec's reference does.
+
+F16 = np.float16
+
+
+@pytest.mark.parametrize("op,inputs,attrs,consts", [
+    ("MatMul", {"a": rand(3, 512, dtype=F16)}, {}, {"b": rand(512, 4, dtype=F16)}),
+    ("MatMul", {"a": rand(2, 3, 512, dtype=F16), "b": rand(2, 512, 4, dtype=F16)}, {}, {}),
+    ("Gemm", {"a": rand(3, 512, dtype=F16)}, {"transB": 1}, {"b": rand(4, 512, dtype=F16), "c": rand(4, dtype=F16)}),
+    ("Conv", {"x": rand(1, 64, 6, 6, dtype=F16)}, {"pads": [1, 1, 1, 1]},
+     {"w": rand(4, 64, 3, 3, dtype=F16), "b": rand(4, dtype=F16)}),
+    ("ReduceSum", {"x": rand(4, 1024, low=0, high=1, dtype=F16)}, {"keepdims": 0},
+     {"axes": np.array([1], np.int64)}),
+    ("ReduceMean", {"x": rand(4, 1024, low=0, high=1, dtype=F16)}, {}, {"axes": np.array([1], np.int64)}),
+    ("Softmax", {"x": rand(4, 1024, low=-3, high=3, dtype=F16)}, {}, {}),
+    ("LogSoftmax", {"x": rand(4, 1024, low=-3, high=3, dtype=F16)}, {}, {}),
+])
+def test_float16_sums_accumulate_in_float32(
+    op: str, inputs: dict[str, np.ndarray], attrs: dict[str, object], consts: dict[str, np.ndarray]
+) -> None:
+    """Long float16 sums match onnx's reference implementation (numpy, which accumulates float16 in float32)
+    to within an ulp; summed in float16 they drift by many ulps."""
+    check_node(op, inputs, attrs, consts, opset=18, rtol=1e-3, atol=1e-3, spec=True)

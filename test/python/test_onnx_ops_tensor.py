@@ -6,7 +6,12 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
+import onnxruntime as ort
 from onnx_check import check, check_node, model, rand
+
+import glow_mlir
+from glow_mlir.errors import EmptyTensorError, UnsupportedError
+from glow_mlir.frontends.onnx import import_model
 
 I64 = np.int64
 
@@ -92,6 +97,68 @@ def test_split(axis: int, split: list[int] | None, outputs: int) -> None:
 
 def test_split_num_outputs_uneven() -> None:
     check_node("Split", {"x": rand(7, 2)}, {"axis": 0, "num_outputs": 3}, opset=18, outputs=3)
+
+
+def test_split_with_an_empty_part() -> None:
+    """A Split part of size 0 (rotary_embedding's unrotated rest when it rotates the whole head) that only a
+    Concat uses never exists at run time."""
+    x = rand(2, 3, 8)
+    nodes = [
+        helper.make_node("Split", ["x", "parts"], ["a", "rest"], axis=2),
+        helper.make_node("Neg", ["a"], ["b"]),
+        helper.make_node("Concat", ["b", "rest"], ["y"], axis=2),
+    ]
+    check(model(nodes, {"x": x}, ["y"], {"parts": ints(8, 0)}, opset=18), {"x": x})
+
+
+def test_empty_slice_and_constant_of_shape_feeding_concat() -> None:
+    """causal_conv_with_state with kernel size 1: a [2, 4, 0] zero pad and a zero-length slice are empty
+    arrays that Concat drops."""
+    x = rand(2, 4, 5)
+    zero = numpy_helper.from_array(np.zeros(1, np.float32))
+    nodes = [
+        helper.make_node("ConstantOfShape", ["pad_shape"], ["pad"], value=zero),
+        helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["none"]),
+        helper.make_node("Concat", ["pad", "x", "none"], ["y"], axis=2),
+    ]
+    consts = {"pad_shape": ints(2, 4, 0), "starts": ints(7), "ends": ints(9), "axes": ints(2)}
+    check(model(nodes, {"x": x}, ["y"], consts, opset=18), {"x": x})
+
+
+@pytest.mark.parametrize("op", ["Slice", "ConstantOfShape"])
+def test_empty_output_is_refused(op: str) -> None:
+    """An empty graph output (slice_start_out_of_bounds, constantofshape_int_shape_zero) is valid ONNX that
+    glow cannot return: EmptyTensorError, an UnsupportedError."""
+    if op == "Slice":
+        node, feeds = helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"]), {"x": rand(2, 10, 3)}
+        consts = {"starts": ints(12), "ends": ints(15), "axes": ints(1)}
+    else:
+        node, feeds, consts = helper.make_node("ConstantOfShape", ["shape"], ["y"]), {}, {"shape": ints(0)}
+    m = model([node], feeds, ["y"], consts, opset=18)
+    with pytest.raises(EmptyTensorError, match="graph output 'y' is an empty tensor") as info:
+        import_model(m)
+    assert isinstance(info.value, UnsupportedError)
+
+
+def test_empty_graph_inputs_are_bound() -> None:
+    """A graph input with a zero dim holds no data: CastLike's `like` and an empty axes list (ReduceSum's
+    default axes) are used at compile time, and the compiled model does not take them."""
+    x, like, axes = rand(3, 4), np.zeros(0, np.float64), np.zeros(0, np.int64)
+    nodes = [helper.make_node("CastLike", ["x", "like"], ["c"]), helper.make_node("ReduceSum", ["c", "axes"], ["y"])]
+    m = model(nodes, {"x": x, "like": like, "axes": axes}, ["y"], opset=18)
+    check(m, {"x": x, "like": like, "axes": axes})
+    with glow_mlir.compile(import_model(m)) as compiled:
+        assert list(compiled.inputs) == ["x"]
+
+
+def test_empty_tensor_needed_at_run_time_is_refused() -> None:
+    """An empty value an op would have to compute on is refused with EmptyTensorError, naming the node."""
+    nodes = [helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["e"]),
+             helper.make_node("Reshape", ["e", "shape"], ["r"]),
+             helper.make_node("Add", ["r", "r"], ["y"])]
+    consts = {"starts": ints(5), "ends": ints(6), "axes": ints(1), "shape": ints(0, 3)}
+    with pytest.raises(EmptyTensorError, match=r"node 'Reshape_1': computes on an empty tensor of shape \[3, 0\]"):
+        import_model(model(nodes, {"x": rand(3, 4)}, ["y"], consts, opset=18))
 
 
 SLICES = [
@@ -247,6 +314,20 @@ def test_space_to_depth() -> None:
     check_node("SpaceToDepth", {"x": rand(2, 3, 4, 6)}, {"blocksize": 2})
 
 
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_space_to_depth_mode_opset28(mode: str) -> None:
+    """SpaceToDepth-28's `mode`: onnxruntime has no opset 28, so compare with onnx's reference, and check that
+    onnxruntime's DepthToSpace of the same mode (its inverse) gives the input back."""
+    x = rand(2, 3, 4, 6)
+    check_node("SpaceToDepth", {"x": x}, {"blocksize": 2, "mode": mode}, opset=28, spec=True)
+    node = helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2, mode=mode)
+    with glow_mlir.compile(import_model(model([node], {"x": x}, ["y"], opset=28))) as compiled:
+        y = compiled.run({"x": x})["y"]
+    inverse = helper.make_node("DepthToSpace", ["y"], ["x"], blocksize=2, mode=mode)
+    session = ort.InferenceSession(model([inverse], {"y": y}, ["x"], opset=13).SerializeToString())
+    np.testing.assert_array_equal(session.run(None, {"y": y})[0], x)
+
+
 # Resize and Upsample.
 
 TRANSFORMS = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
@@ -259,7 +340,14 @@ TRANSFORMS = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
 def test_resize_nearest(transform: str, nearest: str, scales: tuple[float, ...]) -> None:
     attrs = {"mode": "nearest", "coordinate_transformation_mode": transform, "nearest_mode": nearest}
     consts = {"roi": None, "scales": np.array(scales, np.float32)}
-    check_node("Resize", {"x": rand(1, 2, 4, 5)}, attrs, consts, opset=19)
+    check_node("Resize", {"x": rand(1, 2, 4, 5)}, attrs, consts, opset=19, spec=_ort_departs(transform, scales))
+
+
+def _ort_departs(transform: str, scales: tuple[float, ...]) -> bool:
+    """Whether onnxruntime departs from the spec's reference: with align_corners and a fractional resized
+    length (input length * scale), it uses the rounded output size where the spec uses the length itself."""
+    lengths = np.float32(scales) * np.float32([1, 2, 4, 5])
+    return transform == "align_corners" and bool(np.any(lengths != np.floor(lengths)))
 
 
 @pytest.mark.parametrize("transform", [t for t in TRANSFORMS if t != "tf_half_pixel_for_nn"])
@@ -267,7 +355,20 @@ def test_resize_nearest(transform: str, nearest: str, scales: tuple[float, ...])
 def test_resize_linear(transform: str, scales: tuple[float, ...]) -> None:
     attrs = {"mode": "linear", "coordinate_transformation_mode": transform}
     consts = {"roi": None, "scales": np.array(scales, np.float32)}
-    check_node("Resize", {"x": rand(1, 2, 4, 5)}, attrs, consts, opset=19)
+    check_node("Resize", {"x": rand(1, 2, 4, 5)}, attrs, consts, opset=19, spec=_ort_departs(transform, scales))
+
+
+def test_resize_downsample_align_corners_fractional_length() -> None:
+    """The backend suite's resize_downsample_scales_linear_align_corners: the 4-long axis at scale 0.6 is 2.4
+    long, so its second output cell reads input position 1 * 3 / 1.4 (onnxruntime: 1 * 3 / 1 = 3)."""
+    x = np.arange(1, 9, dtype=np.float32).reshape(1, 1, 2, 4)
+    attrs = {"mode": "linear", "coordinate_transformation_mode": "align_corners"}
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], **attrs)
+    m = model([node], {"x": x}, ["y"], {"scales": np.array([1, 1, 0.6, 0.6], np.float32)}, opset=19)
+    with glow_mlir.compile(import_model(m)) as compiled:
+        y = compiled.run({"x": x})["y"]
+    np.testing.assert_allclose(y, [[[[1, 1 + 3 / 1.4]]]], rtol=1e-6)
+    check(m, {"x": x}, spec=True)
 
 
 @pytest.mark.parametrize("mode", ["nearest", "linear"])

@@ -12,8 +12,15 @@ import fails with `StaticInputRequired` naming those inputs. Old-style models li
 graph inputs too: such an input stays a constant unless named in `keep_inputs`.
 
 Before building anything the whole graph is scanned, so one `UnsupportedModelError` lists every unsupported
-node. Every glow op carries the location of the ONNX node it came from. Errors are `GlowError` subclasses
-naming the node, input or attribute at fault.
+node (ops of other domains, such as ai.onnx.ml, are named `<domain>.<op>` with their domain's opset; a model
+made only of such ops need not import the default domain at all). Every glow op carries the location of the
+ONNX node it came from. Errors are `GlowError` subclasses naming the node, input or attribute at fault.
+
+glow has no empty tensors, but an empty tensor holds no data, so its value is known at compile time: empty
+graph inputs, slices, Split parts and ConstantOfShape results are kept as empty arrays (a graph input of
+shape [0] used for its type or as an empty axes list is bound so, and the compiled model does not take it),
+and Concat drops them. Where an op would compute on one, or a graph output is one, the import fails with
+`EmptyTensorError`.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from onnx import numpy_helper
 from glow_mlir.builder import Graph, Tensor
 from glow_mlir.errors import (
     DynamicShapeError,
+    EmptyTensorError,
     GlowError,
     InvalidNodeError,
     MalformedModelError,
@@ -151,6 +159,11 @@ class Importer:
                 raise MalformedModelError(f"graph output '{output.name}' is not produced by any node or input")
             value = self.env[output.name]
             if isinstance(value, np.ndarray):
+                if value.size == 0:
+                    raise EmptyTensorError(
+                        f"graph output '{output.name}' is an empty tensor of shape {list(value.shape)}; glow has "
+                        "no empty tensors, so a compiled model cannot return it"
+                    )
                 value = self.constant(value, f"output '{output.name}'")
             self.graph.output(output.name, value)
         self._scratch = None
@@ -163,7 +176,9 @@ class Importer:
         if array.dtype not in SUPPORTED_DTYPES:
             raise UnsupportedTypeError(where, str(array.dtype))
         if array.size == 0:
-            raise DynamicShapeError(f"{where}: empty tensor of shape {list(array.shape)} (glow has no empty tensors)")
+            raise EmptyTensorError(
+                f"{where}: computes on an empty tensor of shape {list(array.shape)} (glow has no empty tensors)"
+            )
 
     def constant(self, array: np.ndarray, where: str) -> Tensor:
         """The graph's glow.constant for `array`, made once; named after the ONNX value it holds if any."""
@@ -177,15 +192,18 @@ class Importer:
     # The steps of run().
 
     def _check_ops(self) -> None:
-        if self.opset < MIN_OPSET:
+        nodes = self.model.graph.node
+        # A model that imports no default opset (made of ai.onnx.ml or training ops only) is valid; shape
+        # inference has refused any default-domain node in it, so every node is listed below.
+        if self.opset is not None and self.opset < MIN_OPSET:
             raise UnsupportedModelError(
-                [(n.op_type, self.opset, self.node_names[i]) for i, n in enumerate(self.model.graph.node)],
+                [(n.op_type, self.opset, self.node_names[i]) for i, n in enumerate(nodes)],
                 f"the model imports opset {self.opset}; the oldest supported is {MIN_OPSET} "
                 "(onnx.version_converter can upgrade it)",
             )
         unsupported = [
-            (node.op_type, self._node_opset(node), self.node_names[i])
-            for i, node in enumerate(self.model.graph.node)
+            (_qualified(node), self._node_opset(node), self.node_names[i])
+            for i, node in enumerate(nodes)
             if node.domain not in DEFAULT_DOMAINS or node.op_type not in HANDLERS
         ]
         if unsupported:
@@ -240,9 +258,13 @@ class Importer:
                 continue
             if declared is None:
                 raise DynamicShapeError(f"graph input '{info.name}' has no shape; bind it with static_inputs")
+            if 0 in declared and None not in declared:
+                # No data: the value is known, so the input is bound now and the compiled model does not take it.
+                self._set(info.name, np.empty(declared, dt), frozenset())
+                continue
             for axis, (d, proto) in enumerate(zip(declared, info.type.tensor_type.shape.dim, strict=True)):
-                if d is None or d < 1:
-                    what = f"'{proto.dim_param}'" if proto.dim_param else ("0" if d == 0 else "unknown")
+                if d is None or d < 0:
+                    what = f"'{proto.dim_param}'" if proto.dim_param else ("unknown" if d is None else str(d))
                     raise DynamicShapeError(
                         f"graph input '{info.name}': dimension {axis} is {what}; glow compiles static shapes "
                         "(export the model with fixed input shapes, or bind the input with static_inputs)"
@@ -280,6 +302,7 @@ class Importer:
             else:
                 raise MalformedModelError(f"node '{name}' ({node.op_type}): input '{value_name}' is never produced")
         fold_all = all(v is None or isinstance(v, np.ndarray) for v in inputs)
+        # self.opset is an int here: _check_ops refuses every node of a model that imports no default opset.
         ctx = NodeContext(node, name, self.opset, inputs, Emitter(self, name, fold_all), self)
         try:
             outputs = list(HANDLERS[node.op_type](ctx))
@@ -298,11 +321,17 @@ class Importer:
                 self._set(out_name, value, frozenset() if isinstance(value, np.ndarray) else depends, name)
 
 
-def _default_opset(model: onnx.ModelProto) -> int:
+def _default_opset(model: onnx.ModelProto) -> int | None:
+    """The default domain's opset the model imports; None when it imports none (see _check_ops)."""
     for o in model.opset_import:
         if o.domain in DEFAULT_DOMAINS:
             return o.version
-    raise MalformedModelError("the model imports no version of the default ONNX domain")
+    return None
+
+
+def _qualified(node: onnx.NodeProto) -> str:
+    """The op's name as the model's error lists it: `<domain>.<op>` outside the default domain."""
+    return node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
 
 
 def _symbol(name: str) -> str:

@@ -14,6 +14,7 @@ builder methods through `NodeContext.g`, an `Emitter`, which
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -220,7 +221,10 @@ class NodeContext:
     # Composition helpers shared by many handlers.
 
     def full(self, dims: Sequence[int], value: float, dt: np.dtype) -> Value:
-        """A tensor of `dims` filled with `value`: a splat, or an array while folding."""
+        """A tensor of `dims` filled with `value`: a splat, or an array while folding; an empty array for
+        empty `dims` (it holds no value, see importer.py)."""
+        if 0 in dims:
+            return np.empty([int(d) for d in dims], np.dtype(dt))
         return self.g.splat([int(d) for d in dims], value, np.dtype(dt))
 
     def scalar_like(self, v: Value, value: float) -> Value:
@@ -260,3 +264,22 @@ class NodeContext:
         """A reduction's result reshaped so the reduced `axes` stay as dims of size 1."""
         dims = [1 if i in axes else d for i, d in enumerate(input_shape)]
         return self.reshape(reduced, dims)
+
+
+def float16_in_float32(handler: Callable[[NodeContext], Sequence[Value]]) -> Callable[[NodeContext], list[Value]]:
+    """`handler` run on float32 copies of its float16 inputs, its float32 results rounded back to float16.
+
+    For the ops that sum many products or terms (MatMul, Gemm, Conv, the reductions): the spec's reference
+    implementation computes them with numpy, which accumulates float16 in float32 and rounds once, so each
+    result is the float16 nearest the float32 sum; summing in float16 would round at every step instead.
+    Float16 products are exact in float32 (11-bit significands), so only the one final rounding remains.
+    """
+
+    @functools.wraps(handler)
+    def run(ctx: NodeContext) -> list[Value]:
+        if not any(v is not None and dtype(v) == np.float16 for v in ctx.inputs):
+            return list(handler(ctx))
+        ctx.inputs = [v if v is None or dtype(v) != np.float16 else ctx.convert(v, np.float32) for v in ctx.inputs]
+        return [ctx.convert(y, np.float16) if dtype(y) == np.float32 else y for y in handler(ctx)]
+
+    return run

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from glow_mlir.frontends.onnx.node import NodeContext, Value, dtype, is_float, shape
+from glow_mlir.frontends.onnx.node import NodeContext, Value, dtype, is_float, rank, shape
 from glow_mlir.frontends.onnx.registry import handles
 
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow"}
@@ -142,9 +142,24 @@ def leaky_relu(ctx: NodeContext) -> list[Value]:
 
 @handles("PRelu")
 def prelu(ctx: NodeContext) -> list[Value]:
-    x = ctx.input(0)
-    slope = ctx.broadcast_to(ctx.input(1), shape(x))
+    """The slope broadcasts to x numpy-style (unidirectionally) since opset 7. Before, a slope of shape [C]
+    held one value per channel (axis 1), and onnx's version converter upgrades such models to opset 7
+    unchanged, so a [C] slope that does not broadcast numpy-style to an x of C channels is read the old way,
+    along axis 1. A slope that broadcasts keeps the opset-7 meaning: no valid model changes meaning."""
+    x, slope = ctx.input(0), ctx.input(1)
+    if rank(slope) == 1 and rank(x) >= 2 and shape(slope)[0] == shape(x)[1] and not _broadcasts(slope, x):
+        slope = ctx.g.broadcast(slope, shape(x), 1)
+    else:
+        slope = ctx.broadcast_to(slope, shape(x))
     return [_negative_branch(ctx, x, lambda: ctx.g.mul(x, slope))]
+
+
+def _broadcasts(v: Value, target: Value) -> bool:
+    """Whether `v` broadcasts numpy-style to the shape of `target`."""
+    try:
+        return np.broadcast_shapes(shape(v), shape(target)) == shape(target)
+    except ValueError:
+        return False
 
 
 def _elu(ctx: NodeContext, x: Value, alpha: float) -> Value:

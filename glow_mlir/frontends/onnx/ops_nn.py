@@ -3,7 +3,10 @@
 glow's window ops are 2-D NCHW, so 1-D ones are lifted to 2-D with a unit height. What a glow op cannot
 express directly is composed: ConvTranspose's output_padding / output_shape cells beyond the full scatter
 are bias-only, written with insert_tensor into the broadcast bias; ceil_mode pooling extends the bottom/right
-pad; pooling with dilations, or pads glow's pools refuse, gathers each kernel tap with constant indices.
+pad; pooling with dilations, or pads glow's pools refuse, gathers each kernel row, then each kernel column,
+with constant indices (max and sum are separable, so the IR grows with kh + kw, not kh * kw). Float16
+MatMul, Gemm and convolutions, and the sums of float16 Softmax / LogSoftmax, accumulate in float32 as the
+spec's reference does (node.float16_in_float32).
 """
 
 from __future__ import annotations
@@ -13,7 +16,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from glow_mlir.frontends.onnx.node import NodeContext, Value, dtype, is_float, normalize_axis, rank, shape
+from glow_mlir.frontends.onnx.node import (
+    NodeContext,
+    Value,
+    dtype,
+    float16_in_float32,
+    is_float,
+    normalize_axis,
+    rank,
+    shape,
+)
 from glow_mlir.frontends.onnx.registry import handles
 
 # Window ops.
@@ -72,6 +84,7 @@ def _window_attrs(ctx: NodeContext, n: int, kernel: Sequence[int]) -> tuple[list
 
 
 @handles("Conv")
+@float16_in_float32
 def conv(ctx: NodeContext) -> list[Value]:
     x, w, b = ctx.input(0), ctx.input(1), ctx.optional(2)
     n = _spatial(ctx, x)
@@ -89,6 +102,7 @@ def conv(ctx: NodeContext) -> list[Value]:
 
 
 @handles("ConvTranspose")
+@float16_in_float32
 def conv_transpose(ctx: NodeContext) -> list[Value]:
     x, w, b = ctx.input(0), ctx.input(1), ctx.optional(2)
     n = _spatial(ctx, x)
@@ -203,32 +217,34 @@ def _pool_by_gathers(
     out: Sequence[int],
     include_pad: bool,
 ) -> Value:
-    """Pooling as a max or mean of one strided gather per kernel tap, over the explicitly padded input."""
+    """Pooling over the explicitly padded input as two passes: along H, the max or sum of one strided gather
+    per kernel row, then the same along W per kernel column. A window's max (sum) is the max (sum) over its
+    rows of the max (sum) along each row, so this is the pool itself with kh + kw gathers of at most one
+    output's length of indices each; an average divides by the count of cells it covers, whose table is
+    the outer product of the per-axis counts."""
     size = shape(x)[2:]
     # Cells past the padded input (ceil_mode) are taps that do not exist: pad them too, never counting them.
     extent = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, strides, kernel, dilations)]
     tail = [max(e, t - s_ - b) for e, t, s_, b in zip(end, extent, size, begin)]
-    padded = _pad_spatial(ctx, x, begin, tail, -np.inf if is_max else 0.0)
-    # The cells an average counts: the input and, with count_include_pad, the pads (never ceil_mode's cells).
-    if include_pad:
-        low, high = (0, 0), (size[0] + begin[0] + end[0], size[1] + begin[1] + end[1])
-    else:
-        low, high = (begin[0], begin[1]), (begin[0] + size[0], begin[1] + size[1])
-    counts = np.zeros(out, np.float64)
-    taps = []
-    for i in range(kernel[0]):
-        rows = i * dilations[0] + strides[0] * np.arange(out[0])
-        row_taps = ctx.g.gather(padded, rows.astype(np.int64), 2)
-        for j in range(kernel[1]):
-            cols = j * dilations[1] + strides[1] * np.arange(out[1])
-            taps.append(ctx.g.gather(row_taps, cols.astype(np.int64), 3))
-            counts += np.outer((rows >= low[0]) & (rows < high[0]), (cols >= low[1]) & (cols < high[1]))
-    result = taps[0]
-    for tap in taps[1:]:
-        result = ctx.g.max(result, tap) if is_max else ctx.g.add(result, tap)
+    result = _pad_spatial(ctx, x, begin, tail, -np.inf if is_max else 0.0)
+    counts = []
+    for axis in range(2):
+        # The cells an average counts: the input and, with count_include_pad, the pads (never ceil_mode's).
+        low = 0 if include_pad else begin[axis]
+        high = size[axis] + begin[axis] + (end[axis] if include_pad else 0)
+        starts = strides[axis] * np.arange(out[axis])
+        taps, count = [], np.zeros(out[axis], np.int64)
+        for i in range(kernel[axis]):
+            cells = starts + i * dilations[axis]
+            taps.append(ctx.g.gather(result, cells.astype(np.int64), axis + 2))
+            count += (cells >= low) & (cells < high)
+        result = taps[0]
+        for tap in taps[1:]:
+            result = ctx.g.max(result, tap) if is_max else ctx.g.add(result, tap)
+        counts.append(count)
     if is_max:
         return result
-    divisor = ctx.g.broadcast(counts.astype(dtype(x)), shape(result), 2)
+    divisor = ctx.g.broadcast(np.outer(*counts).astype(dtype(x)), shape(result), 2)
     return ctx.g.div(result, divisor)
 
 
@@ -249,6 +265,7 @@ def global_pool(ctx: NodeContext) -> list[Value]:
 
 
 @handles("Gemm")
+@float16_in_float32
 def gemm(ctx: NodeContext) -> list[Value]:
     a, b, c = ctx.input(0), ctx.input(1), ctx.optional(2)
     if ctx.attr("transA", 0):
@@ -276,6 +293,7 @@ def gemm(ctx: NodeContext) -> list[Value]:
 
 
 @handles("MatMul")
+@float16_in_float32
 def matmul(ctx: NodeContext) -> list[Value]:
     a, b = ctx.input(0), ctx.input(1)
     a_vector, b_vector = rank(a) == 1, rank(b) == 1
@@ -374,7 +392,7 @@ def lrn(ctx: NodeContext) -> list[Value]:
 
 def _along_last(ctx: NodeContext, x: Value, fn: str) -> Value:
     """Applies `fn` ("softmax" or "log_softmax") along the op's axis with the opset's semantics."""
-    apply = ctx.g.softmax if fn == "softmax" else (lambda v: _log_softmax(ctx, v))
+    apply = (lambda v: _softmax(ctx, v)) if fn == "softmax" else (lambda v: _log_softmax(ctx, v))
     if ctx.opset < 13:
         # Before opset 13 the input is coerced to 2-D at `axis` and normalized along the flattened tail.
         axis = normalize_axis(ctx.attr("axis", 1), rank(x), ctx)
@@ -387,13 +405,33 @@ def _along_last(ctx: NodeContext, x: Value, fn: str) -> Value:
     return ctx.transpose(apply(ctx.transpose(x, perm)), inverse)
 
 
+def _softmax(ctx: NodeContext, x: Value) -> Value:
+    """Softmax along the last dim: glow.softmax, except for float16, which follows the spec's function body
+    (Exp of x - max, ReduceSum, Div, each in float16) with the sum accumulated in float32 as the spec's
+    reference does, so each result is rounded as the reference rounds it."""
+    if dtype(x) != np.float16:
+        return ctx.g.softmax(x)
+    last = [rank(x) - 1]
+    peak = ctx.keep_dims(ctx.g.batched_reduce_max(x, last), shape(x), last)
+    exp = ctx.g.exp(ctx.g.sub(x, ctx.broadcast_to(peak, shape(x))))
+    return ctx.g.div(exp, ctx.broadcast_to(_sum_last(ctx, exp), shape(x)))
+
+
 def _log_softmax(ctx: NodeContext, x: Value) -> Value:
     """x - max - log(sum(exp(x - max))) along the last dim, which stays finite where log(softmax) would not."""
     last = [rank(x) - 1]
     peak = ctx.keep_dims(ctx.g.batched_reduce_max(x, last), shape(x), last)
     shifted = ctx.g.sub(x, ctx.broadcast_to(peak, shape(x)))
-    log_sum = ctx.keep_dims(ctx.g.log(ctx.g.batched_reduce_add(ctx.g.exp(shifted), last)), shape(x), last)
+    log_sum = ctx.g.log(_sum_last(ctx, ctx.g.exp(shifted)))
     return ctx.g.sub(shifted, ctx.broadcast_to(log_sum, shape(x)))
+
+
+def _sum_last(ctx: NodeContext, x: Value) -> Value:
+    """The sum along the last dim, kept as a dim of 1; float16 is accumulated in float32 (see
+    float16_in_float32) and rounded once."""
+    last = [rank(x) - 1]
+    total = ctx.g.batched_reduce_add(ctx.convert(x, np.float32) if dtype(x) == np.float16 else x, last)
+    return ctx.keep_dims(ctx.convert(total, dtype(x)), shape(x), last)
 
 
 @handles("Softmax")

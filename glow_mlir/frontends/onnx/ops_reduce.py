@@ -1,7 +1,9 @@
 """ONNX reductions (Reduce*, ArgMax/ArgMin) on glow's batched_reduce and arg ops.
 
 Each Reduce op is an elementwise step before the reduction (abs, square, exp), the reduction, and one after
-it (divide by the count, sqrt, log); keepdims reshapes the result so the reduced dims stay as 1.
+it (divide by the count, sqrt, log); keepdims reshapes the result so the reduced dims stay as 1. ReduceMax
+and ReduceMin take bool since opset 20 (any and all): glow's reductions are numeric, so bools are reduced as
+i8 0/1 and converted back, which is exact.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import math
 
 import numpy as np
 
-from glow_mlir.frontends.onnx.node import NodeContext, Value, normalize_axis, rank, shape
+from glow_mlir.frontends.onnx.node import NodeContext, Value, dtype, float16_in_float32, normalize_axis, rank, shape
 from glow_mlir.frontends.onnx.registry import handles
 
 _REDUCE_OPS = (
@@ -36,10 +38,14 @@ def _axes(ctx: NodeContext, x: Value) -> list[int] | None:
 
 
 @handles(*_REDUCE_OPS)
+@float16_in_float32
 def reduce(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     axes = _axes(ctx, x)
     op = ctx.op_type
+    boolean = dtype(x) == np.bool_
+    if boolean:
+        x = ctx.convert(x, np.dtype(np.int8))
     if op in ("ReduceL1",):
         x = ctx.g.abs(x)
     elif op in ("ReduceL2", "ReduceSumSquare"):
@@ -66,7 +72,7 @@ def reduce(ctx: NodeContext) -> list[Value]:
         y = ctx.g.add(y, peak)
     if axes is not None and not ctx.attr("keepdims", 1):
         y = ctx.reshape(y, [d for i, d in enumerate(shape(x)) if i not in axes])
-    return [y]
+    return [ctx.convert(y, np.dtype(np.bool_)) if boolean else y]
 
 
 @handles("ArgMax", "ArgMin")

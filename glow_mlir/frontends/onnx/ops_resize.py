@@ -4,6 +4,12 @@ Both modes are separable: each resized axis maps every output position to input 
 coordinate transformation, which is known at compile time. Nearest gathers the rounded position; linear
 gathers the two neighbours and blends them with constant weights (per axis, so 2-D is bilinear). Positions
 are computed in float32, as onnxruntime does, so ties round the same way.
+
+The resized length in the coordinate transformations is the spec's `length_resized = scale *
+length_original`: with a `scales` input it may be fractional (a 4-long axis at scale 0.6 has length 2.4 and
+2 output cells), and align_corners / pytorch_half_pixel use it unrounded, as the spec's reference
+(onnx/reference/ops/op_resize.py) does. onnxruntime uses the rounded output size there instead, so the two
+differ for such scales; with a `sizes` input they agree.
 """
 
 from __future__ import annotations
@@ -40,20 +46,21 @@ def resize(ctx: NodeContext) -> list[Value]:
         raise ctx.invalid("one of scales and sizes is required")
     dims = shape(x)
     if sizes is not None:
-        scales, out = _from_sizes(ctx, [dims[a] for a in axes], sizes)
+        scales, out, resized = _from_sizes(ctx, [dims[a] for a in axes], sizes)
     else:
         if len(scales) != len(axes):
             raise ctx.invalid(f"scales {list(scales)} must have {len(axes)} values")
-        out = [int(_F(s) * _F(dims[a])) for s, a in zip(scales, axes)]
+        resized = [_F(s) * _F(dims[a]) for s, a in zip(scales, axes)]
+        out = [int(r) for r in resized]
     if ctx.attr("antialias", 0) and mode == "linear" and any(s < 1 for s in scales):
         raise ctx.unsupported("antialias", "antialiased downsampling is not supported")
-    for axis, scale, size in zip(axes, scales, out):
+    for axis, scale, size, length in zip(axes, scales, out, resized):
         if size < 1:
             raise ctx.invalid(f"the output dim {axis} is empty")
         if scale == 1 and size == dims[axis]:
             # onnxruntime leaves such an axis alone, even where the transform would shift it.
             continue
-        coords = _coordinates(ctx, transform, size, dims[axis], _F(scale))
+        coords = _coordinates(ctx, transform, size, length, dims[axis], _F(scale))
         x = _resize_axis(ctx, x, axis, coords, mode, nearest, scale < 1)
     return [x]
 
@@ -64,34 +71,42 @@ def _floats(ctx: NodeContext, i: int, what: str) -> list[float] | None:
     return None if values is None or values.size == 0 else [float(v) for v in values.reshape(-1)]
 
 
-def _from_sizes(ctx: NodeContext, dims: list[int], sizes: list[int]) -> tuple[list[float], list[int]]:
-    """The scales and output sizes for a `sizes` input, honouring keep_aspect_ratio_policy."""
+def _from_sizes(
+    ctx: NodeContext, dims: list[int], sizes: list[int]
+) -> tuple[list[float], list[int], list[np.float32]]:
+    """The scales, output sizes and resized lengths (scale * input length) for a `sizes` input, honouring
+    keep_aspect_ratio_policy: stretching resizes to exactly `sizes`, the other policies scale every axis by
+    one factor and round the output sizes."""
     if len(sizes) != len(dims):
         raise ctx.invalid(f"sizes {sizes} must have {len(dims)} values")
     policy = ctx.attr("keep_aspect_ratio_policy", "stretch")
     if policy == "stretch":
-        return [float(_F(o) / _F(d)) for o, d in zip(sizes, dims)], list(sizes)
+        return [float(_F(o) / _F(d)) for o, d in zip(sizes, dims)], list(sizes), [_F(o) for o in sizes]
     if policy not in ("not_larger", "not_smaller"):
         raise ctx.unsupported("keep_aspect_ratio_policy", f"unknown value '{policy}'")
     ratios = [_F(o) / _F(d) for o, d in zip(sizes, dims)]
     scale = min(ratios) if policy == "not_larger" else max(ratios)
-    return [float(scale)] * len(dims), [int(np.round(scale * _F(d))) for d in dims]
+    resized = [scale * _F(d) for d in dims]
+    return [float(scale)] * len(dims), [int(np.round(r)) for r in resized], resized
 
 
-def _coordinates(ctx: NodeContext, transform: str, size: int, length: int, scale: np.float32) -> np.ndarray:
-    """The input coordinate of each output position along one axis (float32)."""
+def _coordinates(
+    ctx: NodeContext, transform: str, size: int, resized: np.float32, length: int, scale: np.float32
+) -> np.ndarray:
+    """The input coordinate of each of the `size` output positions along an axis of `length` (float32);
+    `resized` is the spec's length_resized, scale * length, which may be fractional."""
     x = np.arange(size, dtype=_F)
     half = _F(0.5)
     if transform == "half_pixel":
         return (x + half) / scale - half
     if transform == "pytorch_half_pixel":
-        return (x + half) / scale - half if size > 1 else np.zeros(size, _F)
+        return (x + half) / scale - half if resized > 1 else np.zeros(size, _F)
     if transform == "half_pixel_symmetric":
-        adjustment = _F(size) / (scale * _F(length))
+        adjustment = _F(size) / resized
         offset = _F(length) / _F(2) * (_F(1) - adjustment)
         return offset + (x + half) / scale - half
     if transform == "align_corners":
-        return np.zeros(size, _F) if size == 1 else x * (_F(length - 1) / _F(size - 1))
+        return np.zeros(size, _F) if resized == 1 else x * (_F(length - 1) / (resized - _F(1)))
     if transform == "asymmetric":
         return x / scale
     if transform == "tf_half_pixel_for_nn":

@@ -2,7 +2,8 @@
 
 Shapes are static, so Shape and Size are compile-time arrays, and the inputs that decide a shape (Reshape's
 target, Slice bounds, pads, repeats, ...) must be known at compile time. Strided or reversed slices, and the
-reflect/edge/wrap pads, gather along each axis with constant indices.
+reflect/edge/wrap pads, gather along each axis with constant indices. An empty result (a zero-length slice or
+Split part, a ConstantOfShape with a zero dim) holds no data, so it is an empty array (see importer.py).
 """
 
 from __future__ import annotations
@@ -120,15 +121,18 @@ def split(ctx: NodeContext) -> list[Value]:
         if not ctx.has("num_outputs") and size % count:
             raise ctx.invalid(f"dim {size} does not split into {count} equal parts")
         parts = [step] * (count - 1) + [size - step * (count - 1)]
-    if sum(parts) != size or any(p < 1 for p in parts):
-        raise ctx.invalid(f"split {parts} must be positive sizes summing to dim {axis} of {list(shape(x))}")
+    if sum(parts) != size or any(p < 0 for p in parts):
+        raise ctx.invalid(f"split {parts} must be sizes >= 0 summing to dim {axis} of {list(shape(x))}")
     outputs, offset = [], 0
     for part in parts:
         start = [0] * rank(x)
         start[axis] = offset
         sizes = list(shape(x))
         sizes[axis] = part
-        outputs.append(x if part == size else ctx.g.slice(x, start, sizes))
+        if part == 0:
+            outputs.append(np.empty(sizes, dtype(x)))
+        else:
+            outputs.append(x if part == size else ctx.g.slice(x, start, sizes))
         offset += part
     return outputs
 
@@ -155,15 +159,13 @@ def slice_(ctx: NodeContext) -> list[Value]:
         if step == 0:
             raise ctx.invalid("steps must not be 0")
         indices = _slice_range(start, end, step, shape(x)[axis])
-        if len(indices) == 0:
-            if isinstance(x, np.ndarray):
-                # Shape arithmetic may slice nothing; glow has no empty tensors, so it stays an array.
-                return [np.take(x, np.array([], np.int64), axis)]
-            raise ctx.invalid(f"the slice of axis {axis} is empty (glow has no empty tensors)")
         if step == 1:
             begin[axis], sizes[axis] = indices.start, len(indices)
         else:
             strided[axis] = np.array(indices, np.int64)
+    result_dims = [len(strided[a]) if a in strided else d for a, d in enumerate(sizes)]
+    if 0 in result_dims:
+        return [np.empty(result_dims, dtype(x))]
     y = x if sizes == list(shape(x)) else ctx.g.slice(x, begin, sizes)
     for axis, indices in strided.items():
         y = ctx.g.gather(y, indices, axis)
@@ -291,8 +293,8 @@ def constant(ctx: NodeContext) -> list[Value]:
 def constant_of_shape(ctx: NodeContext) -> list[Value]:
     dims = ctx.ints(0, "the shape input")
     value = ctx.attr("value", np.zeros(1, np.float32))
-    if dims is None or any(d < 1 for d in dims):
-        raise ctx.invalid(f"shape {dims} must have every dim >= 1 (glow has no empty tensors)")
+    if dims is None or any(d < 0 for d in dims):
+        raise ctx.invalid(f"shape {dims} must have every dim >= 0")
     return [ctx.full(dims, value.reshape(-1)[0].item(), value.dtype)]
 
 
@@ -334,7 +336,10 @@ def depth_to_space(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     b = ctx.attr("blocksize")
     n, c, h, w = shape(x)
-    if ctx.attr("mode", "DCR") == "DCR":
+    mode = ctx.attr("mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        raise ctx.unsupported("mode", f"unknown value '{mode}' (DCR and CRD are defined)")
+    if mode == "DCR":
         y = ctx.transpose(ctx.reshape(x, [n, b, b, c // (b * b), h, w]), [0, 3, 4, 1, 5, 2])
     else:
         y = ctx.transpose(ctx.reshape(x, [n, c // (b * b), b, b, h, w]), [0, 1, 4, 2, 5, 3])
@@ -346,5 +351,10 @@ def space_to_depth(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     b = ctx.attr("blocksize")
     n, c, h, w = shape(x)
-    y = ctx.transpose(ctx.reshape(x, [n, c, h // b, b, w // b, b]), [0, 3, 5, 1, 2, 4])
+    # Opset 28 adds `mode` (default DCR): DCR puts the block offset before the channel, CRD after it.
+    mode = ctx.attr("mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        raise ctx.unsupported("mode", f"unknown value '{mode}' (DCR and CRD are defined)")
+    perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+    y = ctx.transpose(ctx.reshape(x, [n, c, h // b, b, w // b, b]), perm)
     return [ctx.reshape(y, [n, c * b * b, h // b, w // b])]
