@@ -39,6 +39,7 @@ from glow_mlir.passes.registry import register
 # explicit memref.load or memref.store.
 TO_LOOPS_PIPELINE = (
     "builtin.module("
+    "convert-vector-to-scf{full-unroll=true},"
     "convert-linalg-to-loops,"
     "lower-affine,"
     "convert-scf-to-cf,"
@@ -48,6 +49,7 @@ TO_LOOPS_PIPELINE = (
 LLVM_PIPELINE = (
     "builtin.module("
     "math-extend-to-supported-types,"
+    "convert-vector-to-llvm{enable-x86vector=1},"
     "finalize-memref-to-llvm,"
     "convert-math-to-llvm,"
     "convert-arith-to-llvm,"
