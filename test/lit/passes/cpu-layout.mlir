@@ -1,0 +1,63 @@
+// glow-cpu-layout moves NCHW convolutions and pools to the CPU backend's NHWC ops between transposes; the
+// constant filter is transposed to [KH, KW, C / group, O] at compile time. glow-sink-transpose then cancels
+// the transposes between layers, and glow-lower expands the pads in NHWC.
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-layout,glow-verify)' | FileCheck %s --check-prefix=LAYOUT
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-layout,glow-sink-transpose,glow-lower,glow-verify)' | FileCheck %s --check-prefix=SUNK
+
+// LAYOUT-LABEL: func.func @conv_relu_conv
+// LAYOUT-NOT: glow.convolution
+// LAYOUT: %[[B1:.*]] = "glow.splat"() {value = 5.000000e-01 : f32} : () -> tensor<2xf32>
+// LAYOUT: %[[X:.*]] = "glow.transpose"(%arg0) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<1x3x8x8xf32>) -> tensor<1x8x8x3xf32>
+// LAYOUT: %[[W1:.*]] = "glow.constant"() {value = dense<{{\[\[\[\[}}1.000000e+00, 4.000000e+00], [2.000000e+00, 5.000000e+00], [3.000000e+00, 6.000000e+00]]]]> : tensor<1x1x3x2xf32>}
+// LAYOUT: %[[C1:.*]] = "glow.cpu_conv_nhwc"(%[[X]], %[[W1]], %[[B1]]) {activation = "none", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 1 : i64, kernels = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x8x3xf32>, tensor<1x1x3x2xf32>, tensor<2xf32>) -> tensor<1x8x8x2xf32>
+// LAYOUT: %[[BACK:.*]] = "glow.transpose"(%[[C1]]) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<1x8x8x2xf32>) -> tensor<1x2x8x8xf32>
+// LAYOUT: %[[R:.*]] = "glow.relu"(%[[BACK]])
+// LAYOUT: %[[FWD:.*]] = "glow.transpose"(%[[R]]) {shuffle = array<i64: 0, 2, 3, 1>}
+// LAYOUT: "glow.cpu_max_pool_nhwc"(%[[FWD]]) {kernels = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x8x8x2xf32>) -> tensor<1x4x4x2xf32>
+// LAYOUT: "glow.constant"() {value = dense<1.000000e+00> : tensor<3x3x2x4xf32>}
+// LAYOUT: "glow.cpu_conv_nhwc"
+// LAYOUT-SAME: pads = array<i64: 1, 1, 1, 1>
+// LAYOUT-SAME: -> tensor<1x4x4x4xf32>
+// LAYOUT: %[[Y:.*]] = "glow.transpose"
+// LAYOUT: return %[[Y]]
+
+// After sinking only the transposes at the boundary are left; pads are NHWC insert_tensors.
+// SUNK-LABEL: func.func @conv_relu_conv
+// SUNK: "glow.transpose"(%arg0) {shuffle = array<i64: 0, 2, 3, 1>}
+// SUNK-NOT: "glow.transpose"
+// SUNK: %[[C1:.*]] = "glow.cpu_conv_nhwc"
+// SUNK: %[[ZERO:.*]] = "glow.splat"() {value = 0.000000e+00 : f32} : () -> tensor<1x8x8x2xf32>
+// SUNK: %[[R:.*]] = "glow.max"(%[[C1]], %[[ZERO]]) : (tensor<1x8x8x2xf32>, tensor<1x8x8x2xf32>) -> tensor<1x8x8x2xf32>
+// SUNK: %[[NEG:.*]] = "glow.splat"() {value = 0xFF800000 : f32} : () -> tensor<1x10x10x2xf32>
+// SUNK: %[[PADDED:.*]] = "glow.insert_tensor"(%[[NEG]], %[[R]]) {start = array<i64: 0, 1, 1, 0>}
+// SUNK: %[[P:.*]] = "glow.cpu_max_pool_nhwc"(%[[PADDED]]) {kernels = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x10x10x2xf32>) -> tensor<1x4x4x2xf32>
+// SUNK-NOT: "glow.transpose"
+// SUNK: "glow.insert_tensor"(%{{.*}}, %[[P]]) {start = array<i64: 0, 1, 1, 0>} : (tensor<1x6x6x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x6x6x2xf32>
+// SUNK: %[[C2:.*]] = "glow.cpu_conv_nhwc"
+// SUNK-SAME: pads = array<i64: 0, 0, 0, 0>
+// SUNK: %[[Y:.*]] = "glow.transpose"(%[[C2]]) {shuffle = array<i64: 0, 3, 1, 2>}
+// SUNK: return %[[Y]]
+func.func @conv_relu_conv(%x: tensor<1x3x8x8xf32> {glow.name = "x"}) -> (tensor<1x4x4x4xf32> {glow.name = "y"}) {
+  %w1 = "glow.constant"() {value = dense<[[[[1.0]], [[2.0]], [[3.0]]], [[[4.0]], [[5.0]], [[6.0]]]]> : tensor<2x3x1x1xf32>} : () -> tensor<2x3x1x1xf32> loc("w1")
+  %b1 = "glow.splat"() {value = 0.5 : f32} : () -> tensor<2xf32> loc("b1")
+  %c1 = "glow.convolution"(%x, %w1, %b1) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<2x3x1x1xf32>, tensor<2xf32>) -> tensor<1x2x8x8xf32> loc("conv1")
+  %r = "glow.relu"(%c1) : (tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32> loc("relu")
+  %p = "glow.max_pool"(%r) {kernels = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x2x8x8xf32>) -> tensor<1x2x4x4xf32> loc("pool")
+  %w2 = "glow.splat"() {value = 1.0 : f32} : () -> tensor<4x2x3x3xf32> loc("w2")
+  %b2 = "glow.splat"() {value = 0.0 : f32} : () -> tensor<4xf32> loc("b2")
+  %c2 = "glow.convolution"(%p, %w2, %b2) {kernels = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x2x4x4xf32>, tensor<4x2x3x3xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32> loc("conv2")
+  return %c2 : tensor<1x4x4x4xf32>
+}
+
+// A filter computed at run time is transposed in the graph; grouping and the avg_pool's attributes carry over.
+// LAYOUT-LABEL: func.func @runtime_filter
+// LAYOUT: %[[W:.*]] = "glow.transpose"(%arg1) {shuffle = array<i64: 2, 3, 1, 0>} : (tensor<4x2x3x3xf32>) -> tensor<3x3x2x4xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"(%{{.*}}, %[[W]], %arg2)
+// LAYOUT-SAME: dilation = array<i64: 2, 2>, group = 2 : i64
+// LAYOUT-SAME: (tensor<1x9x9x4xf32>, tensor<3x3x2x4xf32>, tensor<4xf32>) -> tensor<1x5x5x4xf32>
+// LAYOUT: "glow.cpu_avg_pool_nhwc"(%{{.*}}) {countIncludePads = false, kernels = array<i64: 2, 2>, pads = array<i64: 0, 0, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x5x5x4xf32>) -> tensor<1x3x3x4xf32>
+func.func @runtime_filter(%x: tensor<1x4x9x9xf32> {glow.name = "x"}, %w: tensor<4x2x3x3xf32> {glow.name = "w"}, %b: tensor<4xf32> {glow.name = "b"}) -> (tensor<1x4x3x3xf32> {glow.name = "y"}) {
+  %c = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 2 : i64, dilation = array<i64: 2, 2>} : (tensor<1x4x9x9xf32>, tensor<4x2x3x3xf32>, tensor<4xf32>) -> tensor<1x4x5x5xf32> loc("conv")
+  %p = "glow.avg_pool"(%c) {kernels = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 1, 1>, countIncludePads = false} : (tensor<1x4x5x5xf32>) -> tensor<1x4x3x3xf32> loc("pool")
+  return %p : tensor<1x4x3x3xf32>
+}
