@@ -159,6 +159,21 @@ class Graph:
         """[B, M, K] x [B, K, N] -> [B, M, N]."""
         return self._simple("batch_matmul", shapes.batch_matmul, [lhs, rhs], name)
 
+    def fused_matmul(
+        self,
+        lhs: TensorLike,
+        rhs: TensorLike,
+        bias: TensorLike,
+        activation: str = "none",
+        activation_args: Sequence[float] = (),
+        name: str | None = None,
+    ) -> Tensor:
+        """`activation` of lhs [M, K] x rhs [K, N] + bias [N], one op: a fully connected layer with its
+        activation (what glow-fuse-activations makes of matmul + batched_add + activation)."""
+        node = self._node_name("fused_matmul", name)
+        attributes = self._activation("fused_matmul", node, activation, activation_args)
+        return self._simple("fused_matmul", shapes.fused_matmul, [lhs, rhs, bias], node, (), attributes)
+
     def batched_add(self, batch: TensorLike, slice: TensorLike, name: str | None = None) -> Tensor:
         return self._simple("batched_add", shapes.batched_add, [batch, slice], name)
 
@@ -321,6 +336,26 @@ class Graph:
         return self._window_op("convolution", shapes.convolution, input, filter, bias, strides, pads, dilation,
                                group, name)
 
+    def fused_convolution(
+        self,
+        input: TensorLike,
+        filter: TensorLike,
+        bias: TensorLike,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilation: Sequence[int] = (1, 1),
+        group: int = 1,
+        activation: str = "none",
+        activation_args: Sequence[float] = (),
+        name: str | None = None,
+    ) -> Tensor:
+        """`activation` ("none", "relu", "clip" [min, max], "sigmoid", "tanh", "leaky_relu" [alpha]) of a
+        convolution as `convolution` builds it, one op (what glow-fuse-activations makes)."""
+        node = self._node_name("fused_convolution", name)
+        extra = self._activation("fused_convolution", node, activation, activation_args)
+        return self._window_op("fused_convolution", shapes.convolution, input, filter, bias, strides, pads,
+                               dilation, group, node, extra)
+
     def conv_transpose(
         self,
         input: TensorLike,
@@ -360,6 +395,65 @@ class Graph:
         with self._scope:
             extra = {"countIncludePads": ops.boolean(count_include_pads)}
         return self._pool("avg_pool", input, kernels, strides, pads, extra, name)
+
+    def cpu_conv_nhwc(
+        self,
+        input: TensorLike,
+        filter: TensorLike,
+        bias: TensorLike,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilation: Sequence[int] = (1, 1),
+        group: int = 1,
+        activation: str = "none",
+        activation_args: Sequence[float] = (),
+        name: str | None = None,
+    ) -> Tensor:
+        """The CPU backend's convolution: NHWC input, filter [KH, KW, C / group, O], bias [O], then the fused
+        `activation` ("none", "relu", "clip" [min, max], "sigmoid", "tanh", "leaky_relu" [alpha])."""
+        node = self._node_name("cpu_conv_nhwc", name)
+        operands = self._tensors([input, filter, bias], "cpu_conv_nhwc", node)
+        kernels = operands[1].shape[:2]
+        dims = self._rule(
+            "cpu_conv_nhwc", node, shapes.conv_nhwc, *(t.shape for t in operands),
+            kernels=kernels, strides=tuple(strides), pads=tuple(pads), dilation=tuple(dilation), group=group,
+        )
+        extra = self._activation("cpu_conv_nhwc", node, activation, activation_args)
+        with self._scope:
+            attributes = {
+                "kernels": ops.i64_array(kernels),
+                "strides": ops.i64_array(strides),
+                "pads": ops.i64_array(pads),
+                "group": ops.i64(group),
+                "dilation": ops.i64_array(dilation),
+                **extra,
+            }
+        return self._create("cpu_conv_nhwc", node, operands, dims, attributes)
+
+    def cpu_max_pool_nhwc(
+        self,
+        input: TensorLike,
+        kernels: Sequence[int],
+        strides: Sequence[int] | None = None,
+        pads: Sequence[int] = (0, 0, 0, 0),
+        name: str | None = None,
+    ) -> Tensor:
+        """The CPU backend's max pooling, NHWC; strides default to the kernel size."""
+        return self._pool("cpu_max_pool_nhwc", input, kernels, strides, pads, {}, name, shapes.pool_nhwc)
+
+    def cpu_avg_pool_nhwc(
+        self,
+        input: TensorLike,
+        kernels: Sequence[int],
+        strides: Sequence[int] | None = None,
+        pads: Sequence[int] = (0, 0, 0, 0),
+        count_include_pads: bool = True,
+        name: str | None = None,
+    ) -> Tensor:
+        """The CPU backend's average pooling, NHWC; strides default to the kernel size."""
+        with self._scope:
+            extra = {"countIncludePads": ops.boolean(count_include_pads)}
+        return self._pool("cpu_avg_pool_nhwc", input, kernels, strides, pads, extra, name, shapes.pool_nhwc)
 
     def batch_normalization(
         self,
@@ -470,8 +564,10 @@ class Graph:
         dilation: Sequence[int],
         group: int,
         name: str | None,
+        extra: dict[str, ir.Attribute] | None = None,
     ) -> Tensor:
-        """convolution / conv_transpose: the kernel size is the filter's HW."""
+        """convolution / conv_transpose / fused_convolution (with its `extra` activation attributes): the kernel
+        size is the filter's HW."""
         node = self._node_name(op, name)
         operands = self._tensors([input, filter, bias], op, node)
         kernels = operands[1].shape[2:]
@@ -486,8 +582,18 @@ class Graph:
                 "pads": ops.i64_array(pads),
                 "group": ops.i64(group),
                 "dilation": ops.i64_array(dilation),
+                **(extra or {}),
             }
         return self._create(op, node, operands, dims, attributes)
+
+    def _activation(self, op: str, node: str, activation: str, args: Sequence[float]) -> dict[str, ir.Attribute]:
+        """The `activation` / `activationArgs` attributes of a fused op, checked by `shapes.activation`."""
+        self._rule(op, node, shapes.activation, activation, tuple(args))
+        with self._scope:
+            return {
+                "activation": ir.StringAttr.get(activation),
+                "activationArgs": ir.DenseF32ArrayAttr.get([float(a) for a in args]),
+            }
 
     def _reduce(self, op: str, input: TensorLike, axes: Sequence[int], name: str | None) -> Tensor:
         """A batched_reduce op; axes are made non-negative and sorted, as the op's attribute requires."""
@@ -519,7 +625,9 @@ class Graph:
         pads: Sequence[int],
         extra: dict[str, ir.Attribute],
         name: str | None,
+        rule: Callable[..., shapes.Shape] = shapes.pool,
     ) -> Tensor:
+        """A pooling op whose result shape is `rule` (NCHW's or NHWC's) of its input and window."""
         strides = tuple(kernels if strides is None else strides)
         with self._scope:
             attributes = {
@@ -529,7 +637,7 @@ class Graph:
                 **extra,
             }
         return self._simple(
-            op, shapes.pool, [input], name, (), attributes,
+            op, rule, [input], name, (), attributes,
             {"kernels": tuple(kernels), "strides": strides, "pads": tuple(pads)},
         )
 

@@ -214,6 +214,51 @@ def _avg_pool(op: ir.Operation, a: list[Array]) -> Array:
     return sums / counts
 
 
+def _activation(op: ir.Operation, y: Array) -> Array:
+    """`y` through the fused activation that `op`'s `activation` and `activationArgs` attributes name."""
+    name = ir.StringAttr(op.attributes["activation"]).value
+    args = list(ir.DenseF32ArrayAttr(op.attributes["activationArgs"]))
+    match name:
+        case "none":
+            return y
+        case "relu":
+            return np.maximum(y, 0.0)
+        case "clip":
+            return np.minimum(np.maximum(y, args[0]), args[1])
+        case "sigmoid":
+            return 1.0 / (1.0 + np.exp(-y))
+        case "tanh":
+            return np.tanh(y)
+        case "leaky_relu":
+            return np.where(y >= 0.0, y, args[0] * y)
+    raise UnsupportedError(f"{ops.location_text(op)}: the interpreter has no activation '{name}'")
+
+
+def _fused_convolution(op: ir.Operation, a: list[Array]) -> Array:
+    return _activation(op, _convolution(op, a))
+
+
+def _fused_matmul(op: ir.Operation, a: list[Array]) -> Array:
+    lhs, rhs, bias = a
+    return _activation(op, _wide(lhs) @ _wide(rhs) + bias)
+
+
+# The CPU backend's NHWC ops are the NCHW ops with the layout moved: NHWC <-> NCHW and filter
+# [KH, KW, I, O] -> OIHW around the NCHW evaluators, which read the same attributes.
+_TO_NCHW = (0, 3, 1, 2)
+_TO_NHWC = (0, 2, 3, 1)
+
+
+def _cpu_conv_nhwc(op: ir.Operation, a: list[Array]) -> Array:
+    x, f, b = a
+    y = _convolution(op, [x.transpose(_TO_NCHW), f.transpose(3, 2, 0, 1), b])
+    return _activation(op, y).transpose(_TO_NHWC)
+
+
+def _nhwc_pool(pool: Callable[[ir.Operation, list[Array]], Array]) -> Callable[[ir.Operation, list[Array]], Array]:
+    return lambda op, a: pool(op, [a[0].transpose(_TO_NCHW)]).transpose(_TO_NHWC)
+
+
 def _batch_normalization(op: ir.Operation, a: list[Array]) -> Array:
     x, scale, bias, mean, var = (v.astype(np.float64) for v in a)
     axis = ops.integer(op, "channelIdx")
@@ -375,6 +420,11 @@ _EVALUATORS: dict[str, Callable[[ir.Operation, list[Array]], Array]] = {
     "convolution": _convolution,
     "max_pool": _max_pool,
     "avg_pool": _avg_pool,
+    "fused_convolution": _fused_convolution,
+    "fused_matmul": _fused_matmul,
+    "cpu_conv_nhwc": _cpu_conv_nhwc,
+    "cpu_max_pool_nhwc": _nhwc_pool(_max_pool),
+    "cpu_avg_pool_nhwc": _nhwc_pool(_avg_pool),
     "batch_normalization": _batch_normalization,
     "reshape": lambda op, a: a[0].reshape(ops.ints(op, "dims")),
     "transpose": lambda op, a: a[0].transpose(ops.ints(op, "shuffle")),

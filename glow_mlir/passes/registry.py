@@ -42,6 +42,8 @@ PASS_MODULES = (
     "glow_mlir.passes.merge_concat",
     "glow_mlir.passes.merge_pad",
     "glow_mlir.passes.fold_transpose_weights",
+    "glow_mlir.passes.fuse_activations",
+    "glow_mlir.passes.cpu_layout",
     "glow_mlir.passes.schedule",
     "glow_mlir.passes.irgen",
     "glow_mlir.passes.ir_verify",
@@ -51,6 +53,7 @@ PASS_MODULES = (
     "glow_mlir.passes.ir_live_ranges",
     "glow_mlir.passes.allocate",
     "glow_mlir.codegen.linalg",
+    "glow_mlir.codegen.schedule",
     "glow_mlir.codegen.llvm",
 )
 

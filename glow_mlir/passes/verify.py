@@ -161,6 +161,9 @@ def _expected(op: ir.Operation, kind: str, s: list[Shape], result: Shape) -> Sha
             return shapes.fully_connected(*s)
         case "matmul":
             return shapes.matmul(*s)
+        case "fused_matmul":
+            _activation(op)
+            return shapes.fused_matmul(*s)
         case "batched_add":
             return shapes.batched_add(*s)
         case (
@@ -190,6 +193,9 @@ def _expected(op: ir.Operation, kind: str, s: list[Shape], result: Shape) -> Sha
             )
         case "softmax":
             return shapes.softmax(*s)
+        case "fused_convolution":
+            _activation(op)
+            return _expected(op, "convolution", s, result)
         case "convolution":
             return shapes.convolution(
                 *s, kernels=_ints(op, "kernels"), strides=_ints(op, "strides"), pads=_pads(op),
@@ -199,6 +205,18 @@ def _expected(op: ir.Operation, kind: str, s: list[Shape], result: Shape) -> Sha
             if ops.has_attr(op, "countIncludePads"):
                 _flag(op, "countIncludePads")
             return shapes.pool(*s, kernels=_ints(op, "kernels"), strides=_ints(op, "strides"), pads=_pads(op))
+        case "cpu_conv_nhwc":
+            _activation(op)
+            return shapes.conv_nhwc(
+                *s, kernels=_ints(op, "kernels"), strides=_ints(op, "strides"), pads=_pads(op),
+                dilation=_ints(op, "dilation"), group=_int(op, "group"),
+            )
+        case "cpu_max_pool_nhwc" | "cpu_avg_pool_nhwc":
+            if ops.has_attr(op, "countIncludePads"):
+                _flag(op, "countIncludePads")
+            return shapes.pool_nhwc(
+                *s, kernels=_ints(op, "kernels"), strides=_ints(op, "strides"), pads=_pads(op)
+            )
         case "batch_normalization":
             _float(op, "momentum")
             return shapes.batch_normalization(
@@ -267,6 +285,16 @@ def _float(op: ir.Operation, name: str) -> float:
         f"attribute '{name}' must be an f32 float, got {attr}",
     )
     return attr.value
+
+
+def _activation(op: ir.Operation) -> None:
+    """A fused activation: a string `activation` of shapes.ACTIVATIONS and its f32 `activationArgs`."""
+    name, args = op.attributes["activation"], op.attributes["activationArgs"]
+    _require(isinstance(name, ir.StringAttr), f"attribute 'activation' must be a string, got {name}")
+    _require(
+        isinstance(args, ir.DenseF32ArrayAttr), f"attribute 'activationArgs' must be array<f32: ...>, got {args}"
+    )
+    shapes.activation(name.value, list(args))
 
 
 def _splat_value(op: ir.Operation, elt: str) -> None:

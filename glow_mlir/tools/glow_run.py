@@ -1,7 +1,7 @@
 """glow-run: imports an ONNX model, compiles it, runs it, and reports outputs, accuracy and speed.
 
     glow-run MODEL.onnx [--input NAME=FILE.npy ...] [--static-input NAME=FILE.npy ...] [--random-inputs]
-             [--compare-onnxruntime] [--iterations N] [--dump-ir STAGE]
+             [--compare-onnxruntime] [--iterations N] [--dump-ir STAGE] [--stats]
 
 Progress (import, then every pipeline stage with its time) goes to stderr; outputs, the comparison with
 onnxruntime and the timings go to stdout. Bad input (an unsupported or malformed model, a missing input)
@@ -15,6 +15,7 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
     p.add_argument("--compare-onnxruntime", action="store_true", help="report the difference to onnxruntime")
     p.add_argument("--iterations", type=int, default=1, metavar="N", help="runs to time (median; default 1)")
+    p.add_argument("--stats", action="store_true",
+                   help="print the compile report: memory plan, and op counts and time per pass")
     stages = ", ".join(dict.fromkeys((IMPORT_STAGE, *COMPILE_PIPELINE)))
     p.add_argument("--dump-ir", metavar="STAGE", help=f"print the IR after a pipeline stage ({stages})")
     return p
@@ -112,6 +115,23 @@ def _compare(args: argparse.Namespace, feeds: dict[str, np.ndarray], static: dic
         print(f"  {name}: max abs {max_abs:.3g}  max rel {max_rel:.3g}")
 
 
+def stats_table(report: dict[str, Any]) -> str:
+    """The compile report as text: the arena against its lower bound (the peak of simultaneously live bytes)
+    and against no sharing at all, then one row per pipeline element."""
+    lines = [
+        "compile report:",
+        f"  arena {report['arena_bytes']} bytes, peak live {report['peak_live_bytes']} bytes (lower bound), "
+        f"without sharing {report['naive_activation_bytes']} bytes",
+        f"  {'pass':<32} {'ops before':>10} {'ops after':>10} {'ms':>9}",
+    ]
+    for record in report["passes"]:
+        lines.append(
+            f"  {record['name']:<32} {record['ops_before']:>10} {record['ops_after']:>10} "
+            f"{record['seconds'] * 1e3:>9.2f}"
+        )
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> None:
     given = _arrays(args.input, "--input")
     static = _arrays(args.static_input, "--static-input")
@@ -151,6 +171,8 @@ def run(args: argparse.Namespace) -> None:
     print(f"import time: {imported - start:.3f} s")
     print(f"compile time: {compiled - imported:.3f} s")
     print(f"arena: {model.report['arena_bytes']} bytes")
+    if args.stats:
+        print(stats_table(model.report))
     print(f"latency: median {statistics.median(latencies) * 1e3:.3f} ms over {args.iterations} run(s)")
 
 

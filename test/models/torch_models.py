@@ -269,13 +269,19 @@ def example_inputs(name: str) -> dict[str, np.ndarray]:
     return {input_name(name): rng.standard_normal(IMAGE_SHAPE, dtype=np.float32)}
 
 
-def export(name: str, path: str | os.PathLike[str]) -> Path:
-    """Exports model `name` to ONNX at `path` (TorchScript exporter, opset 17) and returns the path."""
+def export(name: str, path: str | os.PathLike[str], *, keep_batch_norm: bool = False) -> Path:
+    """Exports model `name` to ONNX at `path` (TorchScript exporter, opset 17) and returns the path.
+
+    The exporter folds eval-mode batch norm into the convolution before it; with `keep_batch_norm` each stays a
+    BatchNormalization node, so that the compiler's own folding (glow-fold-batchnorm) has it to do.
+    """
     model = build(name)
     args = tuple(torch.from_numpy(a) for a in example_inputs(name).values())
     with warnings.catch_warnings():
         # The TorchScript exporter is deprecated in favour of the dynamo one, which needs onnxscript.
         warnings.simplefilter("ignore", DeprecationWarning)
+        # PRESERVE keeps the model's eval mode; the advice against constant folding is for training mode.
+        warnings.filterwarnings("ignore", "It is recommended that constant folding be turned off", UserWarning)
         torch.onnx.export(
             model,
             args,
@@ -284,18 +290,21 @@ def export(name: str, path: str | os.PathLike[str]) -> Path:
             opset_version=OPSET,
             input_names=[input_name(name)],
             output_names=["output"],
+            training=torch.onnx.TrainingMode.PRESERVE if keep_batch_norm else torch.onnx.TrainingMode.EVAL,
         )
     return Path(path)
 
 
-def exported(name: str) -> Path:
-    """The ONNX file of model `name`, exported once into the temp folder and reused while still current."""
+def exported(name: str, *, keep_batch_norm: bool = False) -> Path:
+    """The ONNX file of model `name` (see `export`), exported once into the temp folder and reused while
+    still current."""
     digest = hashlib.sha256(Path(__file__).read_bytes() + torch.__version__.encode()).hexdigest()[:12]
     folder = Path(tempfile.gettempdir()) / "glow-mlir-models"
     folder.mkdir(exist_ok=True)
-    path = folder / f"{name}-{digest}.onnx"
+    stem = f"{name}{'-bn' if keep_batch_norm else ''}-{digest}"
+    path = folder / f"{stem}.onnx"
     if not path.exists():
-        partial = folder / f"{name}-{digest}.{os.getpid()}.partial.onnx"
-        export(name, partial)
+        partial = folder / f"{stem}.{os.getpid()}.partial.onnx"
+        export(name, partial, keep_batch_norm=keep_batch_norm)
         partial.replace(path)
     return path

@@ -1,0 +1,169 @@
+// glow-fuse-activations folds a convolution's bias add and activation, and matmul + batched_add + activation,
+// into one fused op, in the forms glow-lower and the ONNX importer leave them.
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-fuse-activations,glow-verify)' | FileCheck %s
+
+// relu as glow-lower writes it, after a per-channel bias add (a broadcast constant): b' = b + c.
+// CHECK-LABEL: func.func @conv_bias_relu
+// CHECK: %[[B:.*]] = "glow.constant"() {value = dense<[1.500000e+00, 4.000000e+00]> : tensor<2xf32>}
+// CHECK: %[[Y:.*]] = "glow.fused_convolution"(%arg0, %{{.*}}, %[[B]]) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 1 : i64, kernels = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+// CHECK-NOT: glow.max
+// CHECK-NOT: glow.add
+// CHECK: return %[[Y]]
+func.func @conv_bias_relu(%x: tensor<1x1x2x2xf32> {glow.name = "x"}) -> (tensor<1x2x2x2xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<2x1x1x1xf32>} : () -> tensor<2x1x1x1xf32>
+  %b = "glow.constant"() {value = dense<[1.0, 2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %c = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<2x1x1x1xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  %k = "glow.constant"() {value = dense<[[[0.5]], [[2.0]]]> : tensor<2x1x1xf32>} : () -> tensor<2x1x1xf32>
+  %kb = "glow.broadcast"(%k) {axis = 1 : i64} : (tensor<2x1x1xf32>) -> tensor<1x2x2x2xf32>
+  %a = "glow.add"(%kb, %c) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %zero = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1x2x2x2xf32>
+  %y = "glow.max"(%a, %zero) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  return %y : tensor<1x2x2x2xf32>
+}
+
+// ReLU6 as the ONNX importer writes Clip: min(max(x, 0), 6), bounds as dense constants.
+// CHECK-LABEL: func.func @conv_relu6
+// CHECK: %[[Y:.*]] = "glow.fused_convolution"(%arg0, {{.*}}) {activation = "clip", activationArgs = array<f32: 0.000000e+00, 6.000000e+00>
+// CHECK-NOT: glow.min
+// CHECK: return %[[Y]]
+func.func @conv_relu6(%x: tensor<1x1x2x2xf32> {glow.name = "x"}) -> (tensor<1x1x2x2xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<1x1x1x1xf32>} : () -> tensor<1x1x1x1xf32>
+  %b = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1xf32>
+  %c = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %lo = "glow.constant"() {value = dense<0.0> : tensor<1x1x2x2xf32>} : () -> tensor<1x1x2x2xf32>
+  %hi = "glow.constant"() {value = dense<6.0> : tensor<1x1x2x2xf32>} : () -> tensor<1x1x2x2xf32>
+  %m = "glow.max"(%c, %lo) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %y = "glow.min"(%m, %hi) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %y : tensor<1x1x2x2xf32>
+}
+
+// HardTanh in the other order, max(min(x, 1), -1); sigmoid and tanh; min alone is a half-open clip.
+// CHECK-LABEL: func.func @conv_others
+// CHECK: "glow.fused_convolution"(%arg0, {{.*}}) {activation = "clip", activationArgs = array<f32: -1.000000e+00, 1.000000e+00>
+// CHECK: "glow.fused_convolution"(%arg0, {{.*}}) {activation = "sigmoid", activationArgs = array<f32>
+// CHECK: "glow.fused_convolution"(%arg0, {{.*}}) {activation = "tanh", activationArgs = array<f32>
+// CHECK: "glow.fused_convolution"(%arg0, {{.*}}) {activation = "clip", activationArgs = array<f32: 0xFF800000, 2.000000e+00>
+// CHECK-NOT: "glow.convolution"
+func.func @conv_others(%x: tensor<1x1x2x2xf32> {glow.name = "x"}) -> (tensor<1x1x2x2xf32> {glow.name = "a"}, tensor<1x1x2x2xf32> {glow.name = "b"}, tensor<1x1x2x2xf32> {glow.name = "c"}, tensor<1x1x2x2xf32> {glow.name = "d"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<1x1x1x1xf32>} : () -> tensor<1x1x1x1xf32>
+  %b = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1xf32>
+  %one = "glow.splat"() {value = 1.0 : f32} : () -> tensor<1x1x2x2xf32>
+  %mone = "glow.splat"() {value = -1.0 : f32} : () -> tensor<1x1x2x2xf32>
+  %two = "glow.splat"() {value = 2.0 : f32} : () -> tensor<1x1x2x2xf32>
+  %c1 = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %n = "glow.min"(%one, %c1) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %ya = "glow.max"(%n, %mone) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %c2 = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %yb = "glow.sigmoid"(%c2) : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %c3 = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %yc = "glow.tanh"(%c3) : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %c4 = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %yd = "glow.min"(%c4, %two) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %ya, %yb, %yc, %yd : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>
+}
+
+// LeakyRelu as the ONNX importer writes it: select(cmp_lt(x, 0), mul(x, alpha), x).
+// CHECK-LABEL: func.func @conv_leaky_relu
+// CHECK: %[[Y:.*]] = "glow.fused_convolution"(%arg0, {{.*}}) {activation = "leaky_relu", activationArgs = array<f32: 1.250000e-01>
+// CHECK-NOT: glow.select
+// CHECK: return %[[Y]]
+func.func @conv_leaky_relu(%x: tensor<1x1x2x2xf32> {glow.name = "x"}) -> (tensor<1x1x2x2xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<1x1x1x1xf32>} : () -> tensor<1x1x1x1xf32>
+  %b = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1xf32>
+  %c = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %zero = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1x1x2x2xf32>
+  %alpha = "glow.splat"() {value = 0.125 : f32} : () -> tensor<1x1x2x2xf32>
+  %neg = "glow.cmp_lt"(%c, %zero) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xi1>
+  %scaled = "glow.mul"(%c, %alpha) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %y = "glow.select"(%neg, %scaled, %c) : (tensor<1x1x2x2xi1>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %y : tensor<1x1x2x2xf32>
+}
+
+// matmul + batched_add + relu -> one fused_matmul; matmul + batched_add alone -> fused_matmul without activation.
+// CHECK-LABEL: func.func @matmul
+// CHECK: %[[A:.*]] = "glow.fused_matmul"(%arg0, %arg1, %arg2) {activation = "relu", activationArgs = array<f32>}
+// CHECK: %[[B:.*]] = "glow.fused_matmul"(%arg0, %arg1, %arg2) {activation = "none", activationArgs = array<f32>}
+// CHECK-NOT: glow.matmul
+// CHECK: return %[[A]], %[[B]]
+func.func @matmul(%x: tensor<2x3xf32> {glow.name = "x"}, %w: tensor<3x4xf32> {glow.name = "w"}, %b: tensor<4xf32> {glow.name = "b"}) -> (tensor<2x4xf32> {glow.name = "y"}, tensor<2x4xf32> {glow.name = "z"}) {
+  %m = "glow.matmul"(%x, %w) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %a = "glow.batched_add"(%m, %b) : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %zero = "glow.splat"() {value = 0.0 : f32} : () -> tensor<2x4xf32>
+  %y = "glow.max"(%zero, %a) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %m2 = "glow.matmul"(%x, %w) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %z = "glow.batched_add"(%m2, %b) : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %y, %z : tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// Not fused: a conv whose result is also returned; the min of a clip whose max result is also returned (the
+// max, the conv's only user, fuses as a relu and the min reads the fused result); a bias add that varies
+// along W; an integer matmul; a fused conv that already has an activation.
+// CHECK-LABEL: func.func @kept
+// CHECK: %[[C:.*]] = "glow.convolution"
+// CHECK: "glow.max"(%[[C]]
+// CHECK: %[[R:.*]] = "glow.fused_convolution"{{.*}}activation = "relu"
+// CHECK: "glow.min"(%[[R]]
+// CHECK: %[[V:.*]] = "glow.convolution"
+// CHECK: "glow.add"(%[[V]]
+// CHECK: "glow.matmul"
+// CHECK: "glow.batched_add"
+// CHECK: %[[F:.*]] = "glow.fused_convolution"{{.*}}activation = "tanh"
+// CHECK: "glow.sigmoid"(%[[F]])
+func.func @kept(%x: tensor<1x1x2x2xf32> {glow.name = "x"}, %i: tensor<2x3xi32> {glow.name = "i"}, %j: tensor<3x4xi32> {glow.name = "j"}, %k: tensor<4xi32> {glow.name = "k"}) -> (tensor<1x1x2x2xf32> {glow.name = "c"}, tensor<1x1x2x2xf32> {glow.name = "y"}, tensor<1x1x2x2xf32> {glow.name = "r"}, tensor<1x1x2x2xf32> {glow.name = "s"}, tensor<1x1x2x2xf32> {glow.name = "v"}, tensor<2x4xi32> {glow.name = "m"}, tensor<1x1x2x2xf32> {glow.name = "f"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<1x1x1x1xf32>} : () -> tensor<1x1x1x1xf32>
+  %b = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1xf32>
+  %zero = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1x1x2x2xf32>
+  %six = "glow.splat"() {value = 6.0 : f32} : () -> tensor<1x1x2x2xf32>
+  %c = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %y = "glow.max"(%c, %zero) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %c2 = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %r = "glow.max"(%c2, %zero) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %s = "glow.min"(%r, %six) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %c3 = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %col = "glow.constant"() {value = dense<[1.0, 2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %colb = "glow.broadcast"(%col) {axis = 3 : i64} : (tensor<2xf32>) -> tensor<1x1x2x2xf32>
+  %v = "glow.add"(%c3, %colb) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %mm = "glow.matmul"(%i, %j) : (tensor<2x3xi32>, tensor<3x4xi32>) -> tensor<2x4xi32>
+  %m = "glow.batched_add"(%mm, %k) : (tensor<2x4xi32>, tensor<4xi32>) -> tensor<2x4xi32>
+  %f0 = "glow.fused_convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>, activation = "tanh", activationArgs = array<f32>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %f = "glow.sigmoid"(%f0) : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %c, %y, %r, %s, %v, %m, %f : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<2x4xi32>, tensor<1x1x2x2xf32>
+}
+
+// The CPU backend's NHWC convolution takes its bias add (channels last) and activation the same way.
+// CHECK-LABEL: func.func @cpu_conv_nhwc
+// CHECK: %[[B:.*]] = "glow.constant"() {value = dense<[2.000000e+00, 3.000000e+00]> : tensor<2xf32>}
+// CHECK: %[[Y:.*]] = "glow.cpu_conv_nhwc"(%arg0, %{{.*}}, %[[B]]) {activation = "clip", activationArgs = array<f32: 0.000000e+00, 6.000000e+00>
+// CHECK-NEXT: return %[[Y]]
+func.func @cpu_conv_nhwc(%x: tensor<1x2x2x1xf32> {glow.name = "x"}) -> (tensor<1x2x2x2xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<1x1x1x2xf32>} : () -> tensor<1x1x1x2xf32>
+  %b = "glow.constant"() {value = dense<[1.0, 1.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %c = "glow.cpu_conv_nhwc"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>, activation = "none", activationArgs = array<f32>} : (tensor<1x2x2x1xf32>, tensor<1x1x1x2xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  %k = "glow.constant"() {value = dense<[1.0, 2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %kb = "glow.broadcast"(%k) {axis = 3 : i64} : (tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  %a = "glow.add"(%c, %kb) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %zero = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1x2x2x2xf32>
+  %six = "glow.splat"() {value = 6.0 : f32} : () -> tensor<1x2x2x2xf32>
+  %m = "glow.max"(%a, %zero) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %y = "glow.min"(%m, %six) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  return %y : tensor<1x2x2x2xf32>
+}
+
+// Through the transpose back to NCHW that glow-cpu-layout leaves, which glow-sink-transpose cannot move past
+// LeakyRelu's three reads: the activation joins the convolution and the transpose follows it.
+// CHECK-LABEL: func.func @through_transpose
+// CHECK: %[[C:.*]] = "glow.cpu_conv_nhwc"(%arg0, {{.*}}) {activation = "leaky_relu", activationArgs = array<f32: 5.000000e-01>
+// CHECK-NEXT: %[[T:.*]] = "glow.transpose"(%[[C]]) {shuffle = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT: return %[[T]]
+func.func @through_transpose(%x: tensor<1x2x2x1xf32> {glow.name = "x"}) -> (tensor<1x2x2x2xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<1x1x1x2xf32>} : () -> tensor<1x1x1x2xf32>
+  %b = "glow.constant"() {value = dense<[1.0, 1.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %c = "glow.cpu_conv_nhwc"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>, activation = "none", activationArgs = array<f32>} : (tensor<1x2x2x1xf32>, tensor<1x1x1x2xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  %t = "glow.transpose"(%c) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %zero = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1x2x2x2xf32>
+  %alpha = "glow.splat"() {value = 0.5 : f32} : () -> tensor<1x2x2x2xf32>
+  %neg = "glow.cmp_lt"(%t, %zero) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xi1>
+  %scaled = "glow.mul"(%alpha, %t) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %y = "glow.select"(%neg, %scaled, %t) : (tensor<1x2x2x2xi1>, tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  return %y : tensor<1x2x2x2xf32>
+}
