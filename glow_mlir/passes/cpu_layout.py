@@ -68,12 +68,7 @@ def to_nhwc(op: ir.Operation) -> ir.Value:
 
 def layout_function(function: ir.Operation) -> bool:
     """Rewrites every NCHW convolution and pool of `function` into NHWC; returns whether any changed."""
-    changed = False
-    for op in g.graph_ops(function):
-        if op.name in NHWC_OPS:
-            g.replace(op, to_nhwc(op))
-            changed = True
-    return changed
+    return g.rewrite_ops(function, lambda op: to_nhwc(op) if op.name in NHWC_OPS else None)
 
 
 @register("glow-cpu-layout")

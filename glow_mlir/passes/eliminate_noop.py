@@ -55,17 +55,10 @@ def _noop_input(op: ir.Operation) -> ir.Value | None:
 
 
 def eliminate_function(function: ir.Operation) -> bool:
-    changed = False
-    for op in g.graph_ops(function):
-        value = _noop_input(op)
-        if value is not None:
-            g.replace(op, value)
-            changed = True
-    return changed
+    return g.rewrite_ops(function, _noop_input)
 
 
 @register("glow-eliminate-noop")
 def eliminate_noop(module: ir.Module) -> None:
     """Replace ops that do nothing (identity reshape/transpose/slice/pool, one-input concat, ...) by their input."""
-    for function in ops.functions(module):
-        eliminate_function(function)
+    g.run_on_functions(module, eliminate_function, fixed_point=False)

@@ -71,23 +71,19 @@ def _merge_into_product(op: ir.Operation) -> ir.Value | None:
         return g.make(op.name, [direct, new_weights, *list(op.operands)[2:]], op.results[0].type, g.attributes(op))
 
 
+def _rewrite(op: ir.Operation) -> ir.Value | None:
+    if op.name == TRANSPOSE:
+        return _fold_transposed_leaf(op)
+    if op.name in PRODUCTS:
+        return _merge_into_product(op)
+    return None
+
+
 def fold_function(function: ir.Operation) -> bool:
-    changed = False
-    for op in g.graph_ops(function):
-        if op.name == TRANSPOSE:
-            replacement = _fold_transposed_leaf(op)
-        elif op.name in PRODUCTS:
-            replacement = _merge_into_product(op)
-        else:
-            replacement = None
-        if replacement is not None:
-            g.replace(op, replacement)
-            changed = True
-    return changed
+    return g.rewrite_ops(function, _rewrite)
 
 
 @register("glow-fold-transpose-into-weights")
 def fold_transpose_into_weights(module: ir.Module) -> None:
     """Fold transposes of constants (Gemm's transposed weights) and flatten-of-transpose into dense weights."""
-    for function in ops.functions(module):
-        fold_function(function)
+    g.run_on_functions(module, fold_function, fixed_point=False)

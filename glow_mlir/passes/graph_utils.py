@@ -170,6 +170,18 @@ def replace(op: ir.Operation, value: ir.Value) -> None:
     erase(op)
 
 
+def rewrite_ops(function: ir.Operation, rewrite: Callable[[ir.Operation], ir.Value | None]) -> bool:
+    """One sweep over the glow ops of `function` in order: each op for which `rewrite(op)` returns a value is
+    replaced by it (and what that leaves unused is erased). Returns whether anything changed."""
+    changed = False
+    for op in graph_ops(function):
+        replacement = rewrite(op)
+        if replacement is not None:
+            replace(op, replacement)
+            changed = True
+    return changed
+
+
 def erase(op: ir.Operation) -> None:
     """Erases `op`, whose results must be unused, and then every glow op left without users by it."""
     # Collect first, erase after: an erased op's values must not be touched again, and an op may use one value

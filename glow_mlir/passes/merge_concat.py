@@ -64,23 +64,19 @@ def _slice_of_concat(op: ir.Operation) -> ir.Value | None:
     return None
 
 
+def _rewrite(op: ir.Operation) -> ir.Value | None:
+    if op.name == CONCAT:
+        return _flattened(op)
+    if op.name == "glow.slice":
+        return _slice_of_concat(op)
+    return None
+
+
 def merge_function(function: ir.Operation) -> bool:
-    changed = False
-    for op in g.graph_ops(function):
-        if op.name == CONCAT:
-            replacement = _flattened(op)
-        elif op.name == "glow.slice":
-            replacement = _slice_of_concat(op)
-        else:
-            replacement = None
-        if replacement is not None:
-            g.replace(op, replacement)
-            changed = True
-    return changed
+    return g.rewrite_ops(function, _rewrite)
 
 
 @register("glow-merge-concat")
 def merge_concat(module: ir.Module) -> None:
     """Flatten concats of concats on one dim (within the 8-run limit) and slice through concats."""
-    for function in ops.functions(module):
-        merge_function(function)
+    g.run_on_functions(module, merge_function, fixed_point=False)

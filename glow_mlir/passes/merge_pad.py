@@ -70,18 +70,10 @@ def _merged(op: ir.Operation) -> ir.Value | None:
 
 
 def merge_function(function: ir.Operation) -> bool:
-    changed = False
-    for op in g.graph_ops(function):
-        if op.name in PAD_VALUE:
-            replacement = _merged(op)
-            if replacement is not None:
-                g.replace(op, replacement)
-                changed = True
-    return changed
+    return g.rewrite_ops(function, lambda op: _merged(op) if op.name in PAD_VALUE else None)
 
 
 @register("glow-merge-pad-into-conv")
 def merge_pad_into_conv(module: ir.Module) -> None:
     """Merge a zero (or -inf) spatial border built with splat + insert_tensor into the conv's or pool's pads."""
-    for function in ops.functions(module):
-        merge_function(function)
+    g.run_on_functions(module, merge_function, fixed_point=False)

@@ -38,13 +38,7 @@ INVOLUTION = frozenset(("glow.neg", "glow.not"))
 
 
 def simplify_function(function: ir.Operation) -> bool:
-    changed = False
-    for op in g.graph_ops(function):
-        replacement = _simplified(op)
-        if replacement is not None:
-            g.replace(op, replacement)
-            changed = True
-    return changed
+    return g.rewrite_ops(function, _simplified)
 
 
 def _simplified(op: ir.Operation) -> ir.Value | None:
@@ -94,5 +88,4 @@ def _fold_splats(op: ir.Operation) -> ir.Value | None:
 @register("glow-simplify-arithmetic")
 def simplify_arithmetic(module: ir.Module) -> None:
     """Remove arithmetic identities (x+0, x*1, x/1, max(x,x), neg(neg(x)), ...) and fold splat-op-splat."""
-    for function in ops.functions(module):
-        simplify_function(function)
+    g.run_on_functions(module, simplify_function, fixed_point=False)

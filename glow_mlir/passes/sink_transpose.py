@@ -183,27 +183,23 @@ def _as_reshape(op: ir.Operation) -> ir.Value | None:
 REDUCTIONS = frozenset(f"glow.batched_reduce_{kind}" for kind in ("add", "max", "min", "prod"))
 
 
+def _rewrite(op: ir.Operation) -> ir.Value | None:
+    if op.name == TRANSPOSE:
+        replacement = _compose(op)
+        if replacement is None:
+            replacement = fold_leaf_transpose(op)
+        return replacement if replacement is not None else _as_reshape(op)
+    if op.name in g.ELEMENTWISE and len(op.results) == 1:
+        return _sink(op)
+    if op.name == "glow.concat":
+        return _sink_concat(op)
+    if op.name in REDUCTIONS:
+        return _sink_reduce(op)
+    return None
+
+
 def sink_function(function: ir.Operation) -> bool:
-    changed = False
-    for op in g.graph_ops(function):
-        if op.name == TRANSPOSE:
-            replacement = _compose(op)
-            if replacement is None:
-                replacement = fold_leaf_transpose(op)
-            if replacement is None:
-                replacement = _as_reshape(op)
-        elif op.name in g.ELEMENTWISE and len(op.results) == 1:
-            replacement = _sink(op)
-        elif op.name == "glow.concat":
-            replacement = _sink_concat(op)
-        elif op.name in REDUCTIONS:
-            replacement = _sink_reduce(op)
-        else:
-            replacement = None
-        if replacement is not None:
-            g.replace(op, replacement)
-            changed = True
-    return changed
+    return g.rewrite_ops(function, _rewrite)
 
 
 @register("glow-sink-transpose", fixed_point=True)
