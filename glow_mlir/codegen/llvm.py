@@ -3,6 +3,9 @@
 After glow-ir-to-linalg the module holds only upstream dialects, so this stage is a fixed upstream pass
 pipeline run through one PassManager. Each step, in order, and why it is there:
 
+- `symbol-dce`: constant globals that nothing reads any more (weights the schedule repacked into globals of
+  their own) would otherwise be compiled into the code a second time.
+- `convert-vector-to-scf`: the vector transfers left by glow-cpu-schedule become unrolled vector loads.
 - `convert-linalg-to-loops`: linalg ops on memrefs become scf.for loop nests with loads and stores.
 - `lower-affine`: those loops index with affine.apply (strided and dilated windows); make it arith.
 - `convert-scf-to-cf`: structured loops (also softmax's own) become branches between blocks.
@@ -39,6 +42,7 @@ from glow_mlir.passes.registry import register
 # explicit memref.load or memref.store.
 TO_LOOPS_PIPELINE = (
     "builtin.module("
+    "symbol-dce,"
     "convert-vector-to-scf{full-unroll=true},"
     "convert-linalg-to-loops,"
     "lower-affine,"

@@ -456,7 +456,7 @@ def _gemm(op: ir.Operation, a: ir.Value, b: ir.Value, c: ir.Value, batch: int | 
     n = shape_b[-1]
     if m * n * k < 4096:
         return None
-    packed = _constant_of(b) if batch is None else None
+    packed = constant_data(b) if batch is None else None
     mr = _pick_mr(m)
     row_blocks = [(0, m - m % mr, mr)] + ([(m - m % mr, m % mr, m % mr)] if m % mr else [])
     kernels: list[Kernel] = []
@@ -475,7 +475,7 @@ def _gemm(op: ir.Operation, a: ir.Value, b: ir.Value, c: ir.Value, batch: int | 
     return Recipe(tuple(kernels))
 
 
-def _constant_of(value: ir.Value) -> np.ndarray | None:
+def constant_data(value: ir.Value) -> np.ndarray | None:
     """The data of a memref that is a `memref.get_global` of a constant global with a dense f32 value."""
     owner = value.owner
     if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
@@ -510,7 +510,7 @@ def _global(user: ir.Operation, name: str) -> ir.Operation | None:
     return None
 
 
-def _packed_global(user: ir.Operation, data: np.ndarray, hint: str) -> ir.Value:
+def packed_global(user: ir.Operation, data: np.ndarray, hint: str) -> ir.Value:
     """A new private constant global holding `data` (64-byte aligned), and its get_global at the insertion
     point."""
     module = _module_of(user)
@@ -563,7 +563,7 @@ def _gemm_block(
     batch_dims = [bdim] if d else []
     if packed is not None:
         block = packed[:, n0 : n0 + np_].reshape(k, nb, nr).transpose(1, 0, 2)
-        b_view = _packed_global(op, block, f"__glow_packed_{nb}x{k}x{nr}")
+        b_view = packed_global(op, block, f"__glow_packed_{nb}x{k}x{nr}")
         b_map = _map(dims, [nbdim, kdim, jdim])
     else:
         b_view = _split_last(_subview(b, [*[0] * len(lead), 0, n0], [*lead, k, np_]), nr)

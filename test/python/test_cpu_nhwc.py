@@ -42,6 +42,8 @@ CONVS = {
     "depthwise_multiplier_tanh": ((1, 6, 6, 4), 8, (3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 4, "tanh", ()),
     "groups": ((1, 6, 6, 6), 4, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 2, "relu", ()),
     "one_by_one_64": ((1, 7, 7, 32), 64, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, "none", ()),
+    # 40 filters: a packed block of 32 channels and one of the 8 left over (conv_recipes._packed_conv)
+    "channel_remainder_s2": ((1, 9, 13, 24), 40, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1, "relu", ()),
 }
 
 
@@ -152,6 +154,18 @@ def ir_copy(module: ir.Module) -> ir.Module:
 @pytest.mark.parametrize("case", sorted(CONVS))
 def test_conv_every_stage(case: str) -> None:
     _check_stages(*conv_graph(case))
+
+
+def test_constant_filters_are_packed_per_channel_tile() -> None:
+    """40 filters over 13 output columns: blocks of 32 and 8 channels, each filter packed [F/f, KH, KW, C, f]
+    and read one contiguous channel tile per loop step."""
+    graph, feeds = conv_graph("channel_remainder_s2")
+    compiled = glow_mlir.compile(graph, keep_ir=True)
+    scheduled = compiled.ir("glow-cpu-schedule")
+    assert "memref.global \"private\" constant @__glow_packed_conv_1x3x3x24x32" in scheduled
+    assert "memref.global \"private\" constant @__glow_packed_conv_1x3x3x24x8" in scheduled
+    expected = glow_mlir.interpret(graph.module, feeds)
+    np.testing.assert_allclose(compiled.run(feeds)["y"], expected["y"], rtol=RTOL, atol=ATOL)
 
 
 @pytest.mark.parametrize("case", sorted(POOLS))
