@@ -32,11 +32,13 @@ from mlir import ir
 from mlir.dialects import arith, linalg, memref, scf
 
 from glow_mlir import ops
+from glow_mlir.codegen.linalg import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
 from glow_mlir.codegen.schedule import (
     Kernel,
     Recipe,
     Steps,
     constant_data,
+    elementwise_recipe,
     has_identity_layout,
     is_float32,
     on_tensors,
@@ -113,41 +115,62 @@ def _steps(tile_sizes: Sequence[int], interchange: Sequence[int] = ()) -> str:
 
 @recipe("linalg.conv_2d_nhwc_hwcf")
 def conv_recipe(op: ir.Operation) -> Recipe | None:
-    """Direct convolution, loops (n, oh, ow, f, kh, kw, c): tile [1, 1, ow, f, 1, 1, 1]."""
+    """Direct convolution, loops (n, oh, ow, f, kh, kw, c): tile [1, 1, ow, f, 1, 1, 1], with the bias and
+    activation of a CPU convolution fused into each tile."""
+    bias_op, activation_op = _epilogue(op)
     if not _usable(op):
-        return None
-    weights = constant_data(op.operands[1])
-    if weights is not None and has_identity_layout(op.operands[2]):
-        return _packed_conv(op, weights)
-    _, _, ow, f = static_shape(op.operands[2])
-    return Recipe((_direct(op, *register_tile(ow, f)),))
+        # The bias and the activation then run as elementwise kernels of their own.
+        parts = [elementwise_recipe(e) for e in (bias_op, activation_op) if e is not None]
+        return Recipe(tuple(k for part in parts if part is not None for k in part.kernels))
+    x, filter_, y = op.operands
+    bias = bias_op.operands[0] if bias_op is not None else None
+    weights = constant_data(filter_)
+    window = _dense_window(_window(op))
+    _, _, ow, f = static_shape(y)
+    kernels: list[Kernel] = []
+    if weights is None or not all(has_identity_layout(v) for v in (y, *([bias] if bias is not None else []))):
+        ow_tile, f_tile = register_tile(ow, f)
+        kernels.append(_fused_kernel(x, filter_, bias, y, window, bias_op, activation_op, ow_tile, f_tile))
+    else:
+        kernels += _packed_kernels(x, weights, bias, y, window, bias_op, activation_op, op)
+    for part in (activation_op, op, bias_op):
+        if part is not None:
+            part.erase()
+    return Recipe(tuple(kernels))
 
 
-def _direct(op: ir.Operation, ow_tile: int, f_tile: int) -> Kernel:
-    """The kernel of `conv_recipe`'s schedule for convolution `op` (on memrefs, re-emitted on tensors)."""
-    window = _window(op)
-    conv = _on_tensors(
-        op, lambda ins, init: linalg.conv_2d_nhwc_hwcf(ins[0], ins[1], outs=[init], **_dense_window(window))
-    )
-    return Kernel(conv, _steps([1, 1, ow_tile, f_tile, 1, 1, 1], CHANNELS_OUTER))
+def _epilogue(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None]:
+    """The bias op right before convolution `op` and the activation op right after it, where glow-ir-to-linalg
+    marked them (a CPU convolution), else None."""
+    siblings = [o.operation for o in op.block.operations]
+    i = next(j for j, o in enumerate(siblings) if o == op)
+    before = siblings[i - 1] if i > 0 and CONV_BIAS_ATTR in siblings[i - 1].attributes else None
+    after = siblings[i + 1] if i + 1 < len(siblings) and CONV_ACTIVATION_ATTR in siblings[i + 1].attributes else None
+    return before, after
 
 
-def _packed_conv(op: ir.Operation, weights: np.ndarray) -> Recipe:
+def _packed_kernels(
+    x: ir.Value,
+    weights: np.ndarray,
+    bias: ir.Value | None,
+    y: ir.Value,
+    window: dict[str, list[int]],
+    bias_op: ir.Operation | None,
+    activation_op: ir.Operation | None,
+    user: ir.Operation,
+) -> list[Kernel]:
     """A convolution with constant weights on a filter packed per channel tile, one tile per loop step.
 
     HWCF puts consecutive C steps of one channel tile F * 4 bytes apart: a new page per step once F >= 1024,
     which the prefetcher does not follow, so ResNet-50's 7x7 layers ran at 55-65 GFLOP/s streaming their
     filters from memory. The filter is repacked at compile time into [F / f, KH, KW, C, f]; an scf.for over
-    the channel tiles (the outermost tile loop of the direct recipe) runs the convolution of one contiguous
-    [KH, KW, C, f] slice into the output's f channels, scheduled as `conv_recipe` schedules a whole one.
-    Channels beyond the last multiple of 16 (SqueezeNet's 1000) get a convolution of their own with a
-    narrower tile instead of 8-lane vectors throughout.
+    the channel tiles (the outermost tile loop of the direct recipe) runs the fused kernel on one contiguous
+    [KH, KW, C, f] slice and the output's (and bias's) f channels. Channels beyond the last multiple of 16
+    (SqueezeNet's 1000) get a kernel of their own with a narrower tile instead of 8-lane vectors throughout.
     """
-    x, _, y = op.operands
     n, _, _, c = static_shape(x)
     _, oh, ow, f = static_shape(y)
     kh, kw = weights.shape[:2]
-    window = _dense_window(_window(op))
     main = f - f % LANES if f > LANES else f
     kernels = []
     for f0, fp in [(0, main), (main, f - main)]:
@@ -156,18 +179,74 @@ def _packed_conv(op: ir.Operation, weights: np.ndarray) -> Recipe:
         ow_tile, f_tile = register_tile(ow, fp)
         tiles = fp // f_tile
         packed = weights[..., f0 : f0 + fp].reshape(kh, kw, c, tiles, f_tile).transpose(3, 0, 1, 2, 4)
-        packed_filter = packed_global(op, packed, f"__glow_packed_conv_{tiles}x{kh}x{kw}x{c}x{f_tile}")
+        packed_filter = packed_global(user, packed, f"__glow_packed_conv_{tiles}x{kh}x{kw}x{c}x{f_tile}")
         loop = scf.ForOp(_index(0), _index(tiles), _index(1))
         with ir.InsertionPoint(loop.body):
             tile = loop.induction_variable
             filter_ = _dynamic_block(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, c, f_tile], drop_first=True)
             channel = arith.addi(arith.muli(tile, _index(f_tile)), _index(f0))
             out = _dynamic_block(y, [0, 0, 0, channel], [n, oh, ow, f_tile])
-            conv = linalg.conv_2d_nhwc_hwcf(x, filter_, outs=[out], **window).owner
-            kernels.append(_direct(conv, ow_tile, f_tile))
+            tile_bias = _dynamic_block(bias, [channel], [f_tile]) if bias is not None else None
+            kernels.append(
+                _fused_kernel(x, filter_, tile_bias, out, window, bias_op, activation_op, ow_tile, f_tile)
+            )
             scf.YieldOp([])
-    op.erase()
-    return Recipe(tuple(kernels))
+    return kernels
+
+
+def _fused_kernel(
+    x: ir.Value,
+    filter_: ir.Value,
+    bias: ir.Value | None,
+    y: ir.Value,
+    window: dict[str, list[int]],
+    bias_op: ir.Operation | None,
+    activation_op: ir.Operation | None,
+    ow_tile: int,
+    f_tile: int,
+) -> Kernel:
+    """y = activation(conv(x, filter) + bias) on tensors, as one kernel: each [1, 1, ow, f] output tile starts
+    from the bias, accumulates in registers and gets the activation before it is stored, so the output is
+    written once instead of three times (bias broadcast, convolution, activation as separate passes).
+    `bias_op` and `activation_op` (the memref ops of glow-ir-to-linalg, kept) give their bodies."""
+    inputs = [x, filter_, *([bias] if bias is not None else [])]
+    tensors = on_tensors([*inputs, y], [False] * len(inputs) + [True])
+    init = tensors[-1]
+    if bias_op is not None:
+        init = _generic_like(bias_op, [tensors[2]], init)
+    result = linalg.conv_2d_nhwc_hwcf(tensors[0], tensors[1], outs=[init], **window)
+    if activation_op is not None:
+        result = _generic_like(activation_op, [], result)
+    write_back(result, y)
+    root = result.owner.operation
+    steps = Steps()
+    if bias_op is None and activation_op is None:
+        steps.vectorize(steps.decompose(steps.tile("$op", [1, 1, ow_tile, f_tile, 1, 1, 1], CHANNELS_OUTER)))
+        return Kernel(root, steps.text())
+    extra = [] if activation_op is not None else [0, 0, 0]
+    fused = steps.fuse("$op", [1, 1, ow_tile, f_tile, *extra], CHANNELS_OUTER[: 4 + len(extra)])
+    function = steps.function_of(fused)
+    steps.canonicalize(function)
+    conv = steps.tile(steps.match(function, "linalg.conv_2d_nhwc_hwcf"), [0, 0, 0, 0, 1, 1, 1])
+    steps.vectorize(steps.decompose(conv))
+    steps.vectorize(steps.match(function, "linalg.generic"))
+    return Kernel(root, steps.text())
+
+
+def _generic_like(op: ir.Operation, inputs: list[ir.Value], init: ir.Value) -> ir.Value:
+    """Memref linalg.generic `op` (inputs..., output) on tensors `inputs` and `init`: its maps, iterators and
+    a copy of its body."""
+    generic = linalg.GenericOp(
+        result_tensors=[init.type],
+        inputs=inputs,
+        outputs=[init],
+        indexing_maps=op.attributes["indexing_maps"],
+        iterator_types=op.attributes["iterator_types"],
+    )
+    copy = op.clone()
+    copy.regions[0].blocks[0].append_to(generic.regions[0])
+    copy.erase()
+    return generic.result
 
 
 def _index(value: int) -> ir.Value:

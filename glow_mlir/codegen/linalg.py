@@ -29,6 +29,11 @@ from glow_mlir import ops
 from glow_mlir.errors import UnsupportedError, VerificationError
 from glow_mlir.passes.registry import register
 
+# Marks on the bias and activation ops of a CPU convolution, which glow-cpu-schedule fuses into the
+# convolution's tiles (codegen/conv_recipes.py) instead of running them as passes of their own.
+CONV_BIAS_ATTR = "glow.conv_bias"
+CONV_ACTIVATION_ATTR = "glow.conv_activation"
+
 Lowering = Callable[[ir.Operation], None]
 
 
@@ -72,8 +77,8 @@ def _generic(
     maps: Sequence[ir.AffineMap],
     body: Callable[[list[ir.Value]], ir.Value],
     reductions: Sequence[int] = (),
-) -> None:
-    """A linalg.generic writing `dest`; `body` gets the input elements, then dest's element.
+) -> ir.Operation:
+    """A linalg.generic writing `dest` (returned); `body` gets the input elements, then dest's element.
 
     `maps` gives one map per input, then dest's. The loop dims listed in `reductions` are reduction
     iterators (dest's map must drop them); all others are parallel, one per dim of dest by default.
@@ -90,11 +95,14 @@ def _generic(
     block = generic.regions[0].blocks.append(*[ops.element_type(v) for v in (*inputs, dest)])
     with ir.InsertionPoint(block):
         linalg.YieldOp([body(list(block.arguments))])
+    return generic.operation
 
 
-def _elementwise(inputs: Sequence[ir.Value], dest: ir.Value, body: Callable[[list[ir.Value]], ir.Value]) -> None:
+def _elementwise(
+    inputs: Sequence[ir.Value], dest: ir.Value, body: Callable[[list[ir.Value]], ir.Value]
+) -> ir.Operation:
     identity = _identity(len(ops.shape(dest)))
-    _generic(inputs, dest, [identity] * (len(inputs) + 1), body)
+    return _generic(inputs, dest, [identity] * (len(inputs) + 1), body)
 
 
 def _is_float(elt: ir.Type) -> bool:
@@ -397,11 +405,17 @@ def _cpu_conv_nhwc(op: ir.Operation) -> None:
         raise _fail(op, f"bias {list(ops.shape(bias))} is not [{f}]")
 
     bias_map = ir.AffineMap.get(4, 0, [ir.AffineDimExpr.get(3)])
-    _generic([bias], dest, [bias_map, _identity(4)], lambda a: a[0])
+    bias_init = _generic([bias], dest, [bias_map, _identity(4)], lambda a: a[0])
     window = {"strides": strides, "dilations": dilation}
     if group == 1:
         linalg.conv_2d_nhwc_hwcf(src, filter_, outs=[dest], **window)
-    elif group == c and f == c:
+        # The CPU schedule fuses the bias and the activation into the convolution's tiles (conv_recipes).
+        bias_init.attributes[CONV_BIAS_ATTR] = ir.UnitAttr.get()
+        activation = _activate(op, dest)
+        if activation is not None:
+            activation.attributes[CONV_ACTIVATION_ATTR] = ir.UnitAttr.get()
+        return
+    if group == c and f == c:
         linalg.depthwise_conv_2d_nhwc_hwc(src, _reshape(filter_, [*kernels, c]), outs=[dest], **window)
     elif group == c:
         m = f // c
@@ -437,12 +451,13 @@ _ACTIVATIONS: dict[str, Callable[[ir.Value, list[float]], ir.Value] | None] = {
 }
 
 
-def _activate(op: ir.Operation, dest: ir.Value) -> None:
-    """Applies `op`'s fused activation to `dest` in place: one linalg.generic, none for "none"."""
+def _activate(op: ir.Operation, dest: ir.Value) -> ir.Operation | None:
+    """Applies `op`'s fused activation to `dest` in place: one linalg.generic (returned), none for "none"."""
     activation = _ACTIVATIONS[ir.StringAttr(op.attributes["activation"]).value]
-    if activation is not None:
-        args = list(ir.DenseF32ArrayAttr(op.attributes["activationArgs"]))
-        _elementwise([], dest, lambda a: activation(a[0], args))
+    if activation is None:
+        return None
+    args = list(ir.DenseF32ArrayAttr(op.attributes["activationArgs"]))
+    return _elementwise([], dest, lambda a: activation(a[0], args))
 
 
 def _fused_convolution(op: ir.Operation) -> None:

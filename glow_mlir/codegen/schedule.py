@@ -31,6 +31,7 @@ glow_mlir/codegen/conv_recipes.py (when present), loaded through `RECIPE_MODULES
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,10 +44,13 @@ from mlir.dialects.transform import interpreter
 
 from glow_mlir import ops
 from glow_mlir.codegen import fastmath
+from glow_mlir.codegen.linalg import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
 from glow_mlir.errors import PipelineError
 from glow_mlir.passes.registry import register
 
 KERNEL_ATTR = "glow.kernel"
+# Marks of ops that the recipe of another op schedules (codegen/linalg.py sets them).
+CLAIMED_MARKS = (CONV_BIAS_ATTR, CONV_ACTIVATION_ATTR)
 # Modules that register recipes besides this one; a missing module is skipped (it is optional).
 RECIPE_MODULES = ("glow_mlir.codegen.conv_recipes",)
 
@@ -124,6 +128,43 @@ class Steps:
         )
         return tiled
 
+    def fuse(self, handle: str, sizes: Sequence[int], interchange: Sequence[int] = ()) -> str:
+        """`structured.fuse`: tiles `handle` (0: not tiled) and pulls its producers into the tile loops;
+        returns the handle of the tiled op. Producers left without uses stay until a canonicalization."""
+        loops = sum(1 for s in sizes if s)
+        fused = self._fresh()
+        names = ", ".join([fused, *[self._fresh() for _ in range(loops)]])
+        order = f" interchange [{', '.join(map(str, interchange))}]" if interchange else ""
+        types = ", ".join(["!transform.any_op"] * (loops + 1))
+        self._lines.append(
+            f"{names} = transform.structured.fuse {handle} tile_sizes [{', '.join(map(str, sizes))}]{order}"
+            f" : (!transform.any_op) -> ({types})"
+        )
+        return fused
+
+    def function_of(self, handle: str) -> str:
+        """The func.func around `handle`'s op (a kernel's own function, once outlined)."""
+        function = self._fresh()
+        self._lines.append(
+            f'{function} = transform.get_parent_op {handle} {{op_name = "func.func"}}'
+            " : (!transform.any_op) -> !transform.any_op"
+        )
+        return function
+
+    def canonicalize(self, handle: str) -> None:
+        self._lines.append(
+            f"transform.apply_patterns to {handle} {{ transform.apply_patterns.canonicalization }} : !transform.any_op"
+        )
+
+    def match(self, handle: str, op_name: str) -> str:
+        """Every `op_name` nested in `handle`."""
+        found = self._fresh()
+        self._lines.append(
+            f'{found} = transform.structured.match ops{{["{op_name}"]}} in {handle}'
+            " : (!transform.any_op) -> !transform.any_op"
+        )
+        return found
+
     def decompose(self, handle: str) -> str:
         result = self._fresh()
         self._lines.append(
@@ -154,10 +195,14 @@ def cpu_schedule(module: ir.Module) -> None:
             if not func.regions[0].blocks:
                 continue
             fastmath.approximate(func)
-            for op in ops.walk_ops(func):
-                fn = table.get(op.name)
-                if fn is None:
-                    continue
+            # A convolution's bias and activation ops go with the convolution's recipe, which may erase them.
+            candidates = [
+                op
+                for op in ops.walk_ops(func)
+                if op.name in table and not any(mark in op.attributes for mark in CLAIMED_MARKS)
+            ]
+            for op in candidates:
+                fn = table[op.name]
                 with op.location, ir.InsertionPoint(op):
                     chosen = fn(op)
                 if chosen is not None:
@@ -188,18 +233,25 @@ def _outline(op: ir.Operation, name: str) -> None:
     arguments. A kernel on tensors takes its `to_tensor` producers and `materialize_in_destination` consumers
     along; constants it uses are cloned in. LLVM inlines the calls back after the vector code is formed.
     """
-    producers = [
-        v.owner
-        for v in op.operands
-        if isinstance(v.owner, ir.OpView | ir.Operation) and v.owner.name == "bufferization.to_tensor"
-    ]
+    # Everything the kernel computes on tensors comes along: its chain of tensor producers (a fused
+    # convolution's bias op, the convolution, the `to_tensor`s), in block order.
+    producers: list[ir.Operation] = []
+    pending = [op]
+    while pending:
+        for value in pending.pop().operands:
+            owner = value.owner
+            if isinstance(owner, ir.OpView | ir.Operation) and isinstance(value.type, ir.RankedTensorType):
+                if not any(owner.operation == p for p in producers):
+                    producers.append(owner.operation)
+                    pending.append(owner.operation)
+    producers.sort(key=functools.cmp_to_key(lambda a, b: -1 if a.is_before_in_block(b) else 1))
     consumers = [
         use.owner
         for result in op.results
         for use in result.uses
         if use.owner.name == "bufferization.materialize_in_destination"
     ]
-    cluster = [p.operation for p in producers] + [op] + [c.operation for c in consumers]
+    cluster = producers + [op] + [c.operation for c in consumers]
     arguments: list[ir.Value] = []
     for member in cluster:
         for inner in [member, *ops.walk_ops(member)]:
@@ -664,7 +716,7 @@ def _innermost_contiguous(op: ir.Operation) -> bool:
     return True
 
 
-def _elementwise_steps(op: ir.Operation) -> Recipe | None:
+def elementwise_recipe(op: ir.Operation) -> Recipe | None:
     """Tiles a linalg op by 1 along its outer loop dims and into vectors along the innermost one."""
     buffers = [v for v in op.operands if isinstance(v.type, ir.MemRefType)]
     if not buffers or any(isinstance(v.type, ir.RankedTensorType) for v in op.operands):
@@ -699,16 +751,16 @@ def _bytes(elt: ir.Type) -> int:
 @recipe("linalg.generic")
 def generic_recipe(op: ir.Operation) -> Recipe | None:
     """Elementwise ops, broadcasts, batched_add, conversions, selects, reductions and fused epilogues."""
-    return _elementwise_steps(op)
+    return elementwise_recipe(op)
 
 
 @recipe("linalg.fill")
 def fill_recipe(op: ir.Operation) -> Recipe | None:
     """splat, and the zero/identity fills ahead of matmuls and reductions."""
-    return _elementwise_steps(op)
+    return elementwise_recipe(op)
 
 
 @recipe("linalg.copy")
 def copy_recipe(op: ir.Operation) -> Recipe | None:
     """copy, insert_tensor and extract_tensor (copies between blocks of buffers)."""
-    return _elementwise_steps(op)
+    return elementwise_recipe(op)
