@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import glow_mlir
+from glow_mlir.codegen.schedule import column_blocks
 from glow_mlir.runtime import llc_path
 
 RNG = np.random.default_rng(17)
@@ -30,7 +31,9 @@ def matmul_model(m: int, n: int, k: int, constant: bool) -> tuple[glow_mlir.Grap
 
 
 @pytest.mark.parametrize("constant", [True, False])
-@pytest.mark.parametrize("m,n,k", [(64, 64, 64), (13, 100, 37), (1, 1000, 96), (49, 160, 40), (16, 512, 128)])
+@pytest.mark.parametrize(
+    "m,n,k", [(64, 64, 64), (13, 100, 37), (1, 1000, 96), (49, 160, 40), (16, 512, 128), (1, 120, 400), (3, 84, 50)]
+)
 def test_matmul_kernels_match_numpy(m: int, n: int, k: int, constant: bool) -> None:
     g, feeds, want = matmul_model(m, n, k, constant)
     with glow_mlir.compile(g, keep_ir=True) as model:
@@ -39,6 +42,16 @@ def test_matmul_kernels_match_numpy(m: int, n: int, k: int, constant: bool) -> N
     assert "vector.fma" in scheduled or "vector.outerproduct" in scheduled
     # Constant weights are packed once, at compile time, into the layout the kernel reads.
     assert ("__glow_packed" in scheduled) == constant
+
+
+@pytest.mark.parametrize("n,nr", [(120, 128), (1000, 128), (10, 128), (84, 64), (512, 128), (7, 32)])
+def test_matmul_column_blocks_are_powers_of_two(n: int, nr: int) -> None:
+    """LLVM scalarizes vectors of other lengths, so every column tile is a power of two and the blocks tile
+    the n columns exactly, in order."""
+    blocks = column_blocks(n, nr)
+    assert all(tile & (tile - 1) == 0 and tile <= nr and size % tile == 0 for _, size, tile in blocks)
+    assert [start for start, _, _ in blocks] == list(np.cumsum([0] + [size for _, size, _ in blocks[:-1]]))
+    assert sum(size for _, size, _ in blocks) == n
 
 
 def test_batch_matmul_kernel() -> None:
