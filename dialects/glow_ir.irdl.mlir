@@ -25,6 +25,17 @@ irdl.dialect @glow_ir {
     irdl.results(view: %view)
   }
 
+  // The block of `src` at offset `start` with the result's shape: a strided view of part of `src` (Glow's
+  // TensorView with offsets). No data moves; an instruction writing through it writes that block of `src`.
+  irdl.operation @block_view {
+    %src = irdl.base "!builtin.memref"
+    %view = irdl.base "!builtin.memref"
+    %start = irdl.base "#builtin.dense_array"
+    irdl.operands(src: %src)
+    irdl.results(view: %view)
+    irdl.attributes {"start" = %start}
+  }
+
   // dest = src.
   irdl.operation @copy {
     %dest = irdl.base "!builtin.memref"

@@ -39,7 +39,6 @@ from glow_mlir.codegen.schedule import (
     Steps,
     constant_data,
     elementwise_recipe,
-    has_identity_layout,
     is_float32,
     on_tensors,
     packed_global,
@@ -128,7 +127,7 @@ def conv_recipe(op: ir.Operation) -> Recipe | None:
     window = _dense_window(_window(op))
     _, _, ow, f = static_shape(y)
     kernels: list[Kernel] = []
-    if weights is None or not all(has_identity_layout(v) for v in (y, *([bias] if bias is not None else []))):
+    if weights is None or not all(_static_strides(v) for v in (y, *([bias] if bias is not None else []))):
         ow_tile, f_tile = register_tile(ow, f)
         kernels.append(_fused_kernel(x, filter_, bias, y, window, bias_op, activation_op, ow_tile, f_tile))
     else:
@@ -253,24 +252,28 @@ def _index(value: int) -> ir.Value:
     return arith.constant(ir.IndexType.get(), value)
 
 
+def _static_strides(value: ir.Value) -> bool:
+    """A memref with static strides and offset (identity-layout buffers, arena views, blocks of them)."""
+    strides, offset = ir.MemRefType(value.type).get_strides_and_offset()
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    return dynamic not in (*strides, offset)
+
+
 def _dynamic_block(
     base: ir.Value, offsets: Sequence[int | ir.Value], sizes: Sequence[int], drop_first: bool = False
 ) -> ir.Value:
-    """The block of identity-layout memref `base` at `offsets` (ints or index values), without its first
-    (unit) dim if `drop_first`."""
-    dims = static_shape(base)
-    strides = [1] * len(dims)
-    for i in range(len(dims) - 2, -1, -1):
-        strides[i] = strides[i + 1] * dims[i + 1]
+    """The block of `base` (static strides) at `offsets` (ints or index values), without its first (unit)
+    dim if `drop_first`."""
+    strides, _ = ir.MemRefType(base.type).get_strides_and_offset()
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
     static_offsets = [o if isinstance(o, int) else dynamic for o in offsets]
     values = [o for o in offsets if not isinstance(o, int)]
     kept = slice(1, None) if drop_first else slice(None)
     layout = ir.StridedLayoutAttr.get(dynamic, strides[kept])
-    result = ir.MemRefType.get(list(sizes)[kept], ir.MemRefType(base.type).element_type, layout=layout)
-    return memref.SubViewOp(
-        result, base, values, [], [], ops.i64_array(static_offsets), ops.i64_array(sizes), ops.i64_array([1] * len(dims))
-    ).result
+    element = ir.MemRefType(base.type).element_type
+    result = ir.MemRefType.get(list(sizes)[kept], element, layout=layout)
+    ones = ops.i64_array([1] * len(strides))
+    return memref.SubViewOp(result, base, values, [], [], ops.i64_array(static_offsets), ops.i64_array(sizes), ones).result
 
 
 @recipe("linalg.depthwise_conv_2d_nhwc_hwc")

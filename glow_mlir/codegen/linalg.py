@@ -213,8 +213,8 @@ def _block(value: ir.Value, start: Sequence[int], sizes: Sequence[int], op: ir.O
         raise _fail(op, f"has a start of rank {len(start)} for buffers of rank {len(dims)}")
     if any(s < 0 or s + n > d for s, n, d in zip(start, sizes, dims, strict=True)):
         raise _fail(op, f"block {list(sizes)} at {list(start)} does not fit in {list(dims)}")
-    strides = _row_major_strides(dims)
-    offset = sum(s * t for s, t in zip(start, strides, strict=True))
+    strides, base = ir.MemRefType(value.type).get_strides_and_offset()
+    offset = base + sum(s * t for s, t in zip(start, strides, strict=True))
     layout = ir.StridedLayoutAttr.get(offset, strides)
     result = ir.MemRefType.get(list(sizes), ops.element_type(value), layout=layout)
     return memref.SubViewOp(
@@ -809,6 +809,12 @@ def _tensor_view(op: ir.Operation) -> None:
     op.results[0].replace_all_uses_with(view)
 
 
+def _block_view(op: ir.Operation) -> None:
+    src = op.operands[0]
+    view = _block(src, ops.ints(op, "start"), ops.shape(op.results[0]), op)
+    op.results[0].replace_all_uses_with(view)
+
+
 def _leftover(op: ir.Operation) -> None:
     raise _fail(op, "must be gone before glow-ir-to-linalg: run glow-allocate first")
 
@@ -817,6 +823,7 @@ _LOWERINGS: dict[str, Lowering] = {
     "alloc_activation": _leftover,
     "dealloc_activation": _leftover,
     "tensor_view": _tensor_view,
+    "block_view": _block_view,
     "copy": _copy,
     "splat": _splat,
     "matmul": _matmul,

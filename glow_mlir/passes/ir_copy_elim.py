@@ -13,6 +13,10 @@ never used again, or into a buffer that is never written again. A copy `copy(D, 
    nobody accesses after it: the instructions that computed S write the output directly (through a view of
    the output when S is a view with another shape), and the activation disappears.
 
+4. S's buffer is an activation that only a splat wrote before the copy (graph CSE shares one splat of zeros
+   between the pads of several layers): the copy becomes that splat into D, which writes D instead of also
+   reading S.
+
 Inputs and constant globals are never written through the new aliases: case 2 lets D alias one only when
 neither is written afterwards, and case 3 needs S to be an activation. The pass repeats until no copy goes.
 """
@@ -26,6 +30,7 @@ from glow_mlir.passes import ir_utils as u
 from glow_mlir.passes.registry import register
 
 COPY = "glow_ir.copy"
+SPLAT = "glow_ir.splat"
 
 
 def _eliminate_one(function: ir.Operation, outputs: set[ir.Value]) -> bool:
@@ -36,33 +41,61 @@ def _eliminate_one(function: ir.Operation, outputs: set[ir.Value]) -> bool:
         if op.name != COPY:
             continue
         dest, src = op.operands
-        at = positions[op]
-        dest_root, src_root = u.root(dest), u.root(src)
-        if dest_root == src_root and dest.type == src.type:
-            positions.erase(op)
+        if _alias_one(op, dest, src, positions, outputs):
             return True
-        dest_alloc = u.producer(dest)
-        if dest_alloc is not None and dest_alloc.name == u.ALLOC:
-            if positions.used_before(dest, at) or dest.type != src.type:
-                continue
-            src_dies = u.is_activation(src_root) and positions.last_access(src_root) == at
-            read_only = not positions.written_after(src_root, at) and not positions.written_after(dest, at)
-            if src_dies or read_only:
-                positions.erase(op)
-                u.retarget(dest_alloc, src, positions)
-                return True
-        elif dest in outputs and u.is_activation(src_root):
-            if positions.used_before(dest, at) or positions.last_access(src_root) != at:
-                continue
-            positions.erase(op)
-            src_alloc = u.producer(src_root)
-            target = dest
-            if dest.type != src_root.type:
-                with ir.InsertionPoint(src_alloc), src_alloc.location:
-                    target = ops.create(u.VIEW, [dest], [src_root.type]).results[0]
-            u.retarget(src_alloc, target, positions)
+        splat = _only_splat(src, positions[op], positions)
+        if splat is not None:
+            with ir.InsertionPoint(op), op.location:
+                ops.create(SPLAT, [dest], [], {name: splat.attributes[name] for name in ("value", "roles")})
+            op.erase()
             return True
     return False
+
+
+def _alias_one(
+    op: ir.Operation, dest: ir.Value, src: ir.Value, positions: u.Positions, outputs: set[ir.Value]
+) -> bool:
+    """Cases 1 to 3: removes copy `op` by making its buffers one, when the rules allow; returns whether it did."""
+    at = positions[op]
+    dest_root, src_root = u.root(dest), u.root(src)
+    if dest_root == src_root and dest.type == src.type and not u.is_partial(dest) and not u.is_partial(src):
+        positions.erase(op)
+        return True
+    dest_alloc = u.producer(dest)
+    if dest_alloc is not None and dest_alloc.name == u.ALLOC:
+        if positions.used_before(dest, at) or dest.type != src.type:
+            return False
+        src_dies = u.is_activation(src_root) and positions.last_access(src_root) == at
+        read_only = not positions.written_after(src_root, at) and not positions.written_after(dest, at)
+        if src_dies or read_only:
+            positions.erase(op)
+            u.retarget(dest_alloc, src, positions)
+            return True
+    elif dest in outputs and u.is_activation(src_root):
+        if positions.used_before(dest, at) or positions.last_access(src_root) != at:
+            return False
+        positions.erase(op)
+        src_alloc = u.producer(src_root)
+        target = dest
+        if dest.type != src_root.type:
+            with ir.InsertionPoint(src_alloc), src_alloc.location:
+                target = ops.create(u.VIEW, [dest], [src_root.type]).results[0]
+        u.retarget(src_alloc, target, positions)
+        return True
+    return False
+
+
+def _only_splat(src: ir.Value, at: int, positions: u.Positions) -> ir.Operation | None:
+    """The splat instruction that alone wrote `src`'s buffer before index `at`, if that is so."""
+    buffer = u.root(src)
+    if u.is_partial(src) or not u.is_activation(buffer):
+        return None
+    writers = [
+        op for op in u.accessing(buffer) if positions[op] < at and any(r == buffer for r, _ in u.writes(op))
+    ]
+    if len(writers) != 1 or writers[0].name != SPLAT:
+        return None
+    return writers[0]
 
 
 def copy_elim_function(function: ir.Operation) -> bool:

@@ -40,7 +40,7 @@ def sink_allocs(function: ir.Operation) -> bool:
     positions = u.Positions(u.body(function))
     changed = False
     # Views of views come later in the block, so sinking in reverse order moves the innermost first.
-    views = [op for op in positions.order if op.name == u.VIEW]
+    views = [op for op in positions.order if op.name in u.VIEWS]
     allocs = [op for op in positions.order if op.name == u.ALLOC]
     for op in [*reversed(views), *allocs]:
         first = min((positions[user] for user in u.users(op.results[0])), default=None)

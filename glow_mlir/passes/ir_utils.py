@@ -16,6 +16,9 @@ from glow_mlir import ops
 ALLOC = "glow_ir.alloc_activation"
 DEALLOC = "glow_ir.dealloc_activation"
 VIEW = "glow_ir.tensor_view"
+BLOCK_VIEW = "glow_ir.block_view"
+# Ops whose result is (part of) the bytes of their operand: accesses through them access the operand's root.
+VIEWS = (VIEW, BLOCK_VIEW)
 GLOBAL = "memref.get_global"
 OUTPUT_ATTR = "glow.output"
 
@@ -51,9 +54,9 @@ def users(value: ir.Value) -> list[ir.Operation]:
 
 
 def root(value: ir.Value) -> ir.Value:
-    """The buffer `value` is, or is a (nested) tensor_view of."""
+    """The buffer `value` is, or is a (nested) view of."""
     op = producer(value)
-    while op is not None and op.name == VIEW:
+    while op is not None and op.name in VIEWS:
         value = op.operands[0]
         op = producer(value)
     return value
@@ -84,15 +87,30 @@ def reads(op: ir.Operation) -> list[ir.Value]:
 
 
 def writes(op: ir.Operation) -> list[tuple[ir.Value, str]]:
-    """(root, role) of each buffer an instruction writes (@out: all of it, @inout: part of it)."""
-    return [(root(v), role) for v, role in operand_roles(op) if role in ("out", "inout")]
+    """(root, role) of each buffer an instruction writes (@out: all of it, @inout: part of it). Writing all
+    of a block_view writes part of its root: @inout."""
+    return [
+        (root(v), "inout" if role == "out" and is_partial(v) else role)
+        for v, role in operand_roles(op)
+        if role in ("out", "inout")
+    ]
+
+
+def is_partial(value: ir.Value) -> bool:
+    """Whether `value` is a view through a block_view: part of its root's bytes."""
+    op = producer(value)
+    while op is not None and op.name in VIEWS:
+        if op.name == BLOCK_VIEW:
+            return True
+        op = producer(op.operands[0])
+    return False
 
 
 def views_and_self(buffer: ir.Value) -> list[ir.Value]:
-    """`buffer` and every (nested) tensor_view of it."""
+    """`buffer` and every (nested) view of it."""
     found = [buffer]
     for user in users(buffer):
-        if user.name == VIEW:
+        if user.name in VIEWS:
             found.extend(views_and_self(user.results[0]))
     return found
 
@@ -185,7 +203,7 @@ def retarget(old: ir.Operation, new: ir.Value, positions: Positions) -> None:
 
 
 def erase_unused_views(block: ir.Block) -> None:
-    """Erases the tensor_views nothing uses (a view's source view may become unused in turn)."""
+    """Erases the views nothing uses (a view's source view may become unused in turn)."""
     for op in reversed(block_ops(block)):
-        if op.name == VIEW and not list(op.results[0].uses):
+        if op.name in VIEWS and not list(op.results[0].uses):
             op.erase()

@@ -5,8 +5,8 @@ is what glow-allocate's plan and every IR optimization rely on. Walking the bloc
 
 1. every `dealloc_activation` ends a buffer from `alloc_activation`, and every such buffer is deallocated
    exactly once;
-2. no instruction reads or writes a buffer, and no `tensor_view` is taken of it, after its dealloc (accesses
-   through views are accesses of the viewed buffer);
+2. no instruction reads or writes a buffer, and no `tensor_view` or `block_view` is taken of it, after its
+   dealloc (accesses through views are accesses of the viewed buffer);
 3. no @in operand reads an activation or an output argument before some instruction wrote it (inputs and
    constant globals hold data from the start). An @inout operand may meet a buffer nothing wrote yet: the
    insert_tensor instructions of a concat each fill a part of a fresh buffer (which parts are covered is not
@@ -56,7 +56,7 @@ def verify_function(function: ir.Operation) -> None:
             if buffer in freed:
                 raise _fail(op, f"deallocates {_name(buffer)} a second time")
             freed.add(buffer)
-        elif op.name == u.VIEW:
+        elif op.name in u.VIEWS:
             source = u.root(op.operands[0])
             if source in freed:
                 raise _fail(op, f"takes a view of {_name(source)} after its dealloc")

@@ -41,6 +41,7 @@ RewriteFn = Callable[[ir.OpView, rewrite.PatternRewriter], None]
 BRIDGE = "builtin.unrealized_conversion_cast"
 ALLOC = "glow_ir.alloc_activation"
 VIEW = "glow_ir.tensor_view"
+BLOCK_VIEW = "glow_ir.block_view"
 # Constant weights are 64-byte aligned, as Glow's, so that vector loads of them are aligned.
 WEIGHT_ALIGNMENT = 64
 # Ops that IRGen takes only once glow-lower has made their padding explicit (for conv_transpose, whose pads
@@ -377,6 +378,6 @@ def buffer_users(buffer: ir.Value) -> list[ir.Operation]:
     for use in buffer.uses:
         user = use.owner.operation
         found.append(user)
-        if user.name == VIEW:
+        if user.name in (VIEW, BLOCK_VIEW):
             found.extend(buffer_users(user.results[0]))
     return found

@@ -69,6 +69,8 @@ COMPILE_PIPELINE = (
     "glow-ir-hoist-dealloc",
     "glow-ir-sink-alloc",
     "glow-ir-dse",
+    # producers write inserted blocks (paddings, concat inputs) in place; last, as block views are partial
+    "glow-ir-optimize-inserts",
     "glow-ir-verify",
     "glow-allocate",
     "glow-ir-to-linalg",

@@ -51,6 +51,7 @@ PASS_MODULES = (
     "glow_mlir.passes.ir_copy_elim",
     "glow_mlir.passes.ir_dse",
     "glow_mlir.passes.ir_live_ranges",
+    "glow_mlir.passes.ir_optimize_inserts",
     "glow_mlir.passes.allocate",
     "glow_mlir.codegen.linalg",
     "glow_mlir.codegen.schedule",

@@ -134,6 +134,25 @@ def _verify_glow_ir(op: ir.Operation) -> None:
             view_type == source_type,
             f"view element type {view_type} must equal its source's {source_type} (a view moves no data)",
         )
+    elif kind == "block_view":
+        view, view_type = _static(op.results[0], ir.MemRefType, "view")
+        source, source_type = buffers[0]
+        start = _ints(op, "start")
+        _require(
+            len(start) == len(source) == len(view)
+            and all(0 <= s and s + n <= d for s, n, d in zip(start, view, source, strict=True)),
+            f"view {list(view)} at {list(start)} must lie inside its source {list(source)}",
+        )
+        _require(
+            view_type == source_type,
+            f"view element type {view_type} must equal its source's {source_type} (a view moves no data)",
+        )
+        strides, offset = ir.MemRefType(op.operands[0].type).get_strides_and_offset()
+        expected = ir.StridedLayoutAttr.get(offset + sum(s * t for s, t in zip(start, strides)), strides)
+        _require(
+            ir.MemRefType(op.results[0].type).layout == expected,
+            f"view layout must be {expected}, the block's place in its source",
+        )
     else:
         roles = ops.roles(op)
         inputs = [b for b, r in zip(buffers, roles, strict=True) if r in ("in", "inout")]

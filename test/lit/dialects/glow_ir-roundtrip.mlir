@@ -21,6 +21,8 @@ func.func @all_instructions(%x: memref<1x3x8x8xf32> {glow.name = "x"}, %y: memre
   "glow_ir.avg_pool"(%p, %c) {roles = ["out", "in"], kernels = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (memref<1x4x3x3xf32>, memref<1x4x6x6xf32>) -> ()
   // CHECK: "glow_ir.tensor_view"(%{{.*}}) : (memref<1x4x3x3xf32>) -> memref<4x9xf32>
   %v = "glow_ir.tensor_view"(%p) : (memref<1x4x3x3xf32>) -> memref<4x9xf32>
+  // CHECK: "glow_ir.block_view"(%{{.*}}) {start = array<i64: 0, 1, 1, 1>} : (memref<1x4x3x3xf32>) -> memref<1x2x2x2xf32, strided<[36, 9, 3, 1], offset: 13>>
+  %blk = "glow_ir.block_view"(%p) {start = array<i64: 0, 1, 1, 1>} : (memref<1x4x3x3xf32>) -> memref<1x2x2x2xf32, strided<[36, 9, 3, 1], offset: 13>>
   %t = "glow_ir.alloc_activation"() : () -> memref<9x4xf32>
   // CHECK: "glow_ir.transpose"(%{{.*}}, %{{.*}}) {roles = ["out", "in"], shuffle = array<i64: 1, 0>}
   "glow_ir.transpose"(%t, %v) {roles = ["out", "in"], shuffle = array<i64: 1, 0>} : (memref<9x4xf32>, memref<4x9xf32>) -> ()

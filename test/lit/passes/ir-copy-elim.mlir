@@ -60,3 +60,26 @@ func.func @kept(%x: memref<4xf32> {glow.name = "x"}, %s: memref<1xf32> {glow.nam
   "glow_ir.dealloc_activation"(%d) {roles = ["out"]} : (memref<4xf32>) -> ()
   return
 }
+
+// Two paddings share one splat of zeros (graph CSE); the first copies it because the second writes into it.
+// That copy becomes a splat of its own: writing zeros instead of reading them too.
+// CHECK-LABEL: func.func @shared_zeros
+// CHECK:      %[[Z:.*]] = "glow_ir.alloc_activation"() : () -> memref<2x4xf32>
+// CHECK-NEXT: "glow_ir.splat"(%[[Z]]) {roles = ["out"], value = 0.000000e+00 : f32}
+// CHECK-NEXT: %[[D:.*]] = "glow_ir.alloc_activation"() : () -> memref<2x4xf32>
+// CHECK-NEXT: "glow_ir.splat"(%[[D]]) {roles = ["out"], value = 0.000000e+00 : f32}
+// CHECK-NOT:  "glow_ir.copy"
+// CHECK:      return
+func.func @shared_zeros(%s: memref<1x2xf32> {glow.name = "s"}, %y: memref<2x4xf32> {glow.name = "y", glow.output}, %z: memref<2x4xf32> {glow.name = "z", glow.output}) {
+  %zeros = "glow_ir.alloc_activation"() : () -> memref<2x4xf32>
+  "glow_ir.splat"(%zeros) {roles = ["out"], value = 0.000000e+00 : f32} : (memref<2x4xf32>) -> ()
+  %d = "glow_ir.alloc_activation"() : () -> memref<2x4xf32>
+  "glow_ir.copy"(%d, %zeros) {roles = ["out", "in"]} : (memref<2x4xf32>, memref<2x4xf32>) -> ()
+  "glow_ir.insert_tensor"(%d, %s) {roles = ["inout", "in"], start = array<i64: 1, 2>} : (memref<2x4xf32>, memref<1x2xf32>) -> ()
+  "glow_ir.element_neg"(%y, %d) {roles = ["out", "in"]} : (memref<2x4xf32>, memref<2x4xf32>) -> ()
+  "glow_ir.dealloc_activation"(%d) {roles = ["out"]} : (memref<2x4xf32>) -> ()
+  "glow_ir.insert_tensor"(%zeros, %s) {roles = ["inout", "in"], start = array<i64: 0, 0>} : (memref<2x4xf32>, memref<1x2xf32>) -> ()
+  "glow_ir.element_exp"(%z, %zeros) {roles = ["out", "in"]} : (memref<2x4xf32>, memref<2x4xf32>) -> ()
+  "glow_ir.dealloc_activation"(%zeros) {roles = ["out"]} : (memref<2x4xf32>) -> ()
+  return
+}
