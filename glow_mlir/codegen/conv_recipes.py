@@ -39,6 +39,7 @@ from glow_mlir.codegen.schedule import (
     Steps,
     constant_data,
     elementwise_recipe,
+    generic_on_tensors,
     is_float32,
     on_tensors,
     packed_global,
@@ -212,10 +213,10 @@ def _fused_kernel(
     tensors = on_tensors([*inputs, y], [False] * len(inputs) + [True])
     init = tensors[-1]
     if bias_op is not None:
-        init = _generic_like(bias_op, [tensors[2]], init)
+        init = generic_on_tensors(bias_op, [tensors[2]], init)
     result = linalg.conv_2d_nhwc_hwcf(tensors[0], tensors[1], outs=[init], **window)
     if activation_op is not None:
-        result = _generic_like(activation_op, [], result)
+        result = generic_on_tensors(activation_op, [], result)
     write_back(result, y)
     root = result.owner.operation
     steps = Steps()
@@ -230,22 +231,6 @@ def _fused_kernel(
     steps.vectorize(steps.decompose(conv))
     steps.vectorize(steps.match(function, "linalg.generic"))
     return Kernel(root, steps.text())
-
-
-def _generic_like(op: ir.Operation, inputs: list[ir.Value], init: ir.Value) -> ir.Value:
-    """Memref linalg.generic `op` (inputs..., output) on tensors `inputs` and `init`: its maps, iterators and
-    a copy of its body."""
-    generic = linalg.GenericOp(
-        result_tensors=[init.type],
-        inputs=inputs,
-        outputs=[init],
-        indexing_maps=op.attributes["indexing_maps"],
-        iterator_types=op.attributes["iterator_types"],
-    )
-    copy = op.clone()
-    copy.regions[0].blocks[0].append_to(generic.regions[0])
-    copy.erase()
-    return generic.result
 
 
 def _index(value: int) -> ir.Value:

@@ -47,6 +47,11 @@ def ir_to_linalg(module: ir.Module) -> None:
             for op in ops.walk_ops(func):
                 if op.name.startswith(ops.GLOW_IR):
                     _lower(op)
+            # A splat that every reader took as a scalar (`_splat_scalar`) fills an activation nobody reads.
+            for op in ops.walk_ops(func):
+                buffer = op.operands[-1] if op.name == "linalg.fill" else None
+                if buffer is not None and _is_arena_view(buffer) and len(list(buffer.uses)) == 1:
+                    op.erase()
             func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
 
 
@@ -290,11 +295,58 @@ def _batched_add(op: ir.Operation) -> None:
 
 
 def _binary(build: Callable[[ir.Value, ir.Value], ir.Value]) -> Lowering:
+    """An elementwise binary instruction. An operand only a splat wrote (ReLU's zeros, as glow-lower writes
+    max(x, splat 0)) becomes the splat's scalar in the body instead of a buffer read per element."""
+
     def lower(op: ir.Operation) -> None:
         dest, lhs, rhs = op.operands
+        scalar = _splat_scalar(rhs) if rhs != dest else None
+        if scalar is not None:
+            _elementwise([lhs], dest, lambda a: build(a[0], _scalar(ops.element_type(rhs), scalar)))
+            return
         _elementwise([lhs, rhs], dest, lambda a: build(a[0], a[1]))
 
     return lower
+
+
+def _is_arena_view(buffer: ir.Value) -> bool:
+    """An activation: a memref.view of the arena (glow-allocate's form of an alloc), not an argument."""
+    owner = buffer.owner
+    return isinstance(owner, ir.Operation | ir.OpView) and owner.name == "memref.view"
+
+
+def _splat_scalar(buffer: ir.Value) -> float | int | None:
+    """The value of the splat (a glow_ir.splat or the linalg.fill it became) that is the only write of
+    `buffer` in its function, if that is so. While a buffer is live no other buffer shares its arena bytes,
+    so only writes through this value can change it."""
+    writers = []
+    for use in buffer.uses:
+        user = use.owner.operation if isinstance(use.owner, ir.OpView) else use.owner
+        if user.name.startswith(ops.GLOW_IR):
+            roles = ops.roles(user)
+            if not roles:  # a view: writes through it are not seen here
+                return None
+            if roles[use.operand_number] != "in":
+                writers.append(user)
+        elif user.name.startswith("linalg."):
+            # The linalg ops of this lowering write their last operand.
+            if use.operand_number == len(user.operands) - 1:
+                writers.append(user)
+        else:
+            return None
+    if len(writers) != 1:
+        return None
+    writer = writers[0]
+    if writer.name == "glow_ir.splat":
+        attr = writer.attributes["value"]
+    elif writer.name == "linalg.fill" and isinstance(writer.operands[0].owner, ir.Operation | ir.OpView):
+        constant = writer.operands[0].owner
+        if constant.name != "arith.constant":
+            return None
+        attr = constant.attributes["value"]
+    else:
+        return None
+    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
 
 
 def _unary(build: Callable[[ir.Value], ir.Value]) -> Lowering:

@@ -49,8 +49,10 @@ from glow_mlir.errors import PipelineError
 from glow_mlir.passes.registry import register
 
 KERNEL_ATTR = "glow.kernel"
-# Marks of ops that the recipe of another op schedules (codegen/linalg.py sets them).
-CLAIMED_MARKS = (CONV_BIAS_ATTR, CONV_ACTIVATION_ATTR)
+# Marks the ops of an elementwise chain that the chain's last op schedules (mark_chains).
+CHAIN_MARK = "glow.chained"
+# Marks of ops that the recipe of another op schedules (codegen/linalg.py sets the conv ones).
+CLAIMED_MARKS = (CONV_BIAS_ATTR, CONV_ACTIVATION_ATTR, CHAIN_MARK)
 # Modules that register recipes besides this one; a missing module is skipped (it is optional).
 RECIPE_MODULES = ("glow_mlir.codegen.conv_recipes",)
 
@@ -195,6 +197,7 @@ def cpu_schedule(module: ir.Module) -> None:
             if not func.regions[0].blocks:
                 continue
             fastmath.approximate(func)
+            mark_chains(func)
             # A convolution's bias and activation ops go with the convolution's recipe, which may erase them.
             candidates = [
                 op
@@ -731,8 +734,9 @@ def _innermost_contiguous(op: ir.Operation) -> bool:
     return True
 
 
-def elementwise_recipe(op: ir.Operation) -> Recipe | None:
-    """Tiles a linalg op by 1 along its outer loop dims and into vectors along the innermost one."""
+def elementwise_recipe_steps(op: ir.Operation) -> tuple[list[int], bool, int] | None:
+    """The tile sizes of the vector recipe for a linalg op on memrefs (1 along the outer loop dims, a vector
+    along the innermost), whether the vector is masked, and its length; None if the recipe does not apply."""
     buffers = [v for v in op.operands if isinstance(v.type, ir.MemRefType)]
     if not buffers or any(isinstance(v.type, ir.RankedTensorType) for v in op.operands):
         return None
@@ -750,10 +754,19 @@ def elementwise_recipe(op: ir.Operation) -> Recipe | None:
     if chosen is None:
         return None
     length, masked = chosen
-    steps = Steps()
     sizes = [*[1 if r > 1 else 0 for r in ranges[:-1]], 0 if length == ranges[-1] else length]
+    return sizes, masked, length
+
+
+def elementwise_recipe(op: ir.Operation) -> Recipe | None:
+    """Tiles a linalg op by 1 along its outer loop dims and into vectors along the innermost one."""
+    chosen = elementwise_recipe_steps(op)
+    if chosen is None:
+        return None
+    sizes, masked, length = chosen
+    steps = Steps()
     handle = steps.tile("$op", sizes)
-    steps.vectorize(handle, [*[1] * (len(ranges) - 1), length] if masked else ())
+    steps.vectorize(handle, [*[1] * (len(sizes) - 1), length] if masked else ())
     return Recipe.of(op, steps.text())
 
 
@@ -765,8 +778,116 @@ def _bytes(elt: ir.Type) -> int:
 
 @recipe("linalg.generic")
 def generic_recipe(op: ir.Operation) -> Recipe | None:
-    """Elementwise ops, broadcasts, batched_add, conversions, selects, reductions and fused epilogues."""
+    """Elementwise ops, broadcasts, batched_add, conversions, selects, reductions and fused epilogues; the
+    last op of an elementwise chain (`mark_chains`) takes the whole chain into one loop nest."""
+    chain = _chain_ending_at(op)
+    if len(chain) > 1:
+        return _chain_recipe(chain)
     return elementwise_recipe(op)
+
+
+def _chainable(op: ir.Operation) -> bool:
+    """An elementwise generic on memrefs that the vector recipe takes without masking: identity maps only
+    (all operands of one shape), parallel loops, pure arithmetic body, whole vectors along the last dim."""
+    if op.name != "linalg.generic" or any(mark in op.attributes for mark in CLAIMED_MARKS):
+        return False
+    if not all(isinstance(v.type, ir.MemRefType) for v in op.operands):
+        return False
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    if any(m != ir.AffineMap.get_identity(m.n_dims) for m in maps):
+        return False
+    kinds = [str(k) for k in ir.ArrayAttr(op.attributes["iterator_types"])]
+    if any("parallel" not in k for k in kinds) or elementwise_recipe_steps(op) is None:
+        return False
+    if list(op.regions[0].blocks[0].arguments[-1].uses):
+        return False
+    return not elementwise_recipe_steps(op)[1]
+
+
+def _continues(previous: ir.Operation, op: ir.Operation) -> bool:
+    """Whether `op` works in place on `previous`'s destination and reads it: the intermediate value is then
+    dead once `op` has read it, and the two can run in one loop nest."""
+    dest = previous.operands[-1]
+    return op.operands[-1] == dest and any(v == dest for v in op.operands[:-1]) and op.operands[-1].type == dest.type
+
+
+def mark_chains(function: ir.Operation) -> None:
+    """Marks every op but the last of each run of consecutive elementwise generics in which each works in
+    place on the previous one's destination (glow-ir-share-buffers makes those: ResNet's add then ReLU)."""
+    previous: ir.Operation | None = None
+    for op in [o.operation for o in function.regions[0].blocks[0].operations]:
+        if _chainable(op) and previous is not None and _continues(previous, op):
+            previous.attributes[CHAIN_MARK] = ir.UnitAttr.get()
+        previous = op if _chainable(op) else None
+
+
+def _chain_ending_at(op: ir.Operation) -> list[ir.Operation]:
+    """The marked ops right before `op` in its block, then `op`: the chain that `op` ends."""
+    siblings = [o.operation for o in op.block.operations]
+    i = next(j for j, o in enumerate(siblings) if o == op)
+    start = i
+    while start > 0 and CHAIN_MARK in siblings[start - 1].attributes:
+        start -= 1
+    return siblings[start : i + 1]
+
+
+def _chain_recipe(chain: list[ir.Operation]) -> Recipe:
+    """The chain on tensors, each op reading the previous one's result instead of the shared destination,
+    tiled as its last op with the others fused into the tile: one pass over memory instead of one per op."""
+    dest = chain[0].operands[-1]
+    sizes = elementwise_recipe_steps(chain[-1])[0]
+    with chain[-1].location, ir.InsertionPoint(chain[-1]):
+        sources: list[ir.Value] = []
+        for value in (v for op in chain for v in op.operands[:-1]):
+            if value != dest and not any(value == known for known in sources):
+                sources.append(value)
+        *source_tensors, result = on_tensors([*sources, dest], [False] * len(sources) + [True])
+        for op in chain:
+            # Destination passing: each op works in place on the value before it (dest's own for the first),
+            # reading dest's elements through its output element, so the chain bufferizes in dest itself.
+            reads_dest = [i for i, v in enumerate(op.operands[:-1]) if v == dest]
+            inputs = [source_tensors[_index_of(sources, v)] for v in op.operands[:-1] if v != dest]
+            result = generic_on_tensors(op, inputs, result, through_output=reads_dest)
+        write_back(result, dest)
+    for op in reversed(chain):
+        op.erase()
+    steps = Steps()
+    fused = steps.fuse("$op", sizes)
+    function = steps.function_of(fused)
+    steps.canonicalize(function)
+    steps.vectorize(steps.match(function, "linalg.generic"))
+    # Forwards each op's vector to the next op on tensors, before bufferization stores and reloads it.
+    steps.canonicalize(function)
+    return Recipe.of(result.owner.operation, steps.text())
+
+
+def _index_of(values: list[ir.Value], value: ir.Value) -> int:
+    return next(i for i, known in enumerate(values) if known == value)
+
+
+def generic_on_tensors(
+    op: ir.Operation, inputs: list[ir.Value], init: ir.Value, through_output: Sequence[int] = ()
+) -> ir.Value:
+    """Memref linalg.generic `op` (inputs..., output) on tensors `inputs` and `init`: its maps, iterators and
+    a copy of its body; returns its result. The inputs at positions `through_output` (which must read the
+    output buffer with the output's map) are dropped and read through the output element instead."""
+    maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
+    kept_maps = [m for i, m in enumerate(maps) if i not in through_output]
+    generic = linalg.GenericOp(
+        result_tensors=[init.type],
+        inputs=inputs,
+        outputs=[init],
+        indexing_maps=ir.ArrayAttr.get(kept_maps),
+        iterator_types=op.attributes["iterator_types"],
+    )
+    copy = op.clone()
+    block = copy.regions[0].blocks[0]
+    for i in sorted(through_output, reverse=True):
+        block.arguments[i].replace_all_uses_with(block.arguments[len(block.arguments) - 1])
+        block.erase_argument(i)
+    block.append_to(generic.regions[0])
+    copy.erase()
+    return generic.result
 
 
 @recipe("linalg.fill")

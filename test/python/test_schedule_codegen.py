@@ -54,6 +54,20 @@ def test_matmul_column_blocks_are_powers_of_two(n: int, nr: int) -> None:
     assert sum(size for _, size, _ in blocks) == n
 
 
+def test_elementwise_chain_runs_as_one_kernel() -> None:
+    """relu(exp(x) + b): exp and the add work in place on one activation, so they run as one loop nest; the
+    ReLU writes the output (a kernel of its own) and takes its splat of zeros as a scalar, not a buffer."""
+    x = RNG.standard_normal((6, 96)).astype(np.float32)
+    b = RNG.standard_normal((6, 96)).astype(np.float32)
+    g = glow_mlir.Graph("chain")
+    g.output("y", g.relu(g.add(g.exp(g.input("x", x.shape)), g.input("b", b.shape))))
+    with glow_mlir.compile(g, keep_ir=True) as model:
+        np.testing.assert_allclose(model.run({"x": x, "b": b})["y"], np.maximum(np.exp(x) + b, 0), rtol=1e-5)
+        scheduled = model.ir("glow-cpu-schedule")
+    assert scheduled.count("call @__glow_kernel") == 2
+    assert "linalg.fill" not in scheduled and "memref.alloc" not in scheduled
+
+
 def test_batch_matmul_kernel() -> None:
     a = RNG.standard_normal((3, 24, 40)).astype(np.float32)
     b = RNG.standard_normal((3, 40, 72)).astype(np.float32)

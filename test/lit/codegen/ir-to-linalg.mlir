@@ -70,3 +70,20 @@ func.func @dense(%x: memref<2x3xf32> {glow.name = "x"}, %m: memref<3x4xf32> {glo
   "glow_ir.insert_tensor"(%y, %r) {roles = ["inout", "in"], start = array<i64: 1, 0>} : (memref<2x4xf32>, memref<1x4xf32>) -> ()
   return
 }
+
+// ReLU as glow-lower writes it, max(x, splat 0): the splat's buffer is only written by the splat, so the max
+// takes 0.0 as a scalar, and the splat, read by nobody then, is gone.
+// CHECK-LABEL: func.func @relu_of_splat
+// CHECK-NOT:   linalg.fill
+// CHECK:       linalg.generic
+// CHECK-SAME:  ins(%arg0 : memref<4x8xf32>) outs(%arg1 : memref<4x8xf32>)
+// CHECK:       arith.maximumf %{{.*}}, %cst
+// CHECK-NOT:   linalg.fill
+// CHECK:       return
+func.func @relu_of_splat(%x: memref<4x8xf32> {glow.name = "x"}, %y: memref<4x8xf32> {glow.name = "y", glow.output}, %arena: memref<128xi8> {glow.arena}) {
+  %c0 = arith.constant 0 : index
+  %z = memref.view %arena[%c0][] : memref<128xi8> to memref<4x8xf32>
+  "glow_ir.splat"(%z) {roles = ["out"], value = 0.000000e+00 : f32} : (memref<4x8xf32>) -> ()
+  "glow_ir.element_max"(%y, %x, %z) {roles = ["out", "in", "in"]} : (memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) -> ()
+  return
+}

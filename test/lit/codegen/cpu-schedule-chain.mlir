@@ -1,0 +1,42 @@
+// glow-cpu-schedule runs an elementwise chain in place on one buffer (an add, then a ReLU as max with a
+// splat, as glow-ir-share-buffers leaves ResNet's shortcut) as one loop nest: one kernel reads the add's
+// operands and the splat and stores each vector once, instead of two passes over the buffer.
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg,glow-cpu-schedule)' | FileCheck %s
+
+// CHECK-LABEL: func.func private @__glow_kernel0(
+// CHECK:         scf.for
+// CHECK:           %[[A:.*]] = vector.load
+// CHECK:           %[[B:.*]] = vector.load
+// CHECK:           %[[SUM:.*]] = arith.addf %[[A]], %[[B]]
+// CHECK:           %[[Z:.*]] = vector.load
+// CHECK:           arith.maximumf %[[SUM]], %[[Z]]
+// CHECK:           vector.store
+// CHECK-NOT:       vector.store
+// CHECK-NOT:   func.func private @__glow_kernel1(
+// CHECK-LABEL: func.func @add_relu(
+// CHECK:         call @__glow_kernel0(
+// CHECK-NOT:     call
+// CHECK:         return
+func.func @add_relu(%a: memref<4x64xf32> {glow.name = "a"}, %b: memref<4x64xf32> {glow.name = "b"}, %z: memref<4x64xf32> {glow.name = "z"}, %y: memref<4x64xf32> {glow.name = "y", glow.output}) {
+  "glow_ir.element_add"(%y, %a, %b) {roles = ["out", "in", "in"]} : (memref<4x64xf32>, memref<4x64xf32>, memref<4x64xf32>) -> ()
+  "glow_ir.element_max"(%y, %y, %z) {roles = ["out", "in", "in"]} : (memref<4x64xf32>, memref<4x64xf32>, memref<4x64xf32>) -> ()
+  return
+}
+
+// The add itself in place on one of its operands (the shortcut dies there): the chain still runs in that
+// buffer, reading it once per element, with no buffer of its own.
+// CHECK-LABEL: func.func private @__glow_kernel1(
+// CHECK-NOT:     memref.alloc
+// CHECK:         scf.for
+// CHECK:           arith.addf
+// CHECK:           arith.maximumf
+// CHECK:           vector.store
+// CHECK-NOT:       vector.store
+// CHECK-NOT:     memref.copy
+// CHECK:         return
+func.func @add_relu_in_place(%b: memref<4x64xf32> {glow.name = "b"}, %z: memref<4x64xf32> {glow.name = "z"}, %y: memref<4x64xf32> {glow.name = "y", glow.output}) {
+  "glow_ir.element_exp"(%y, %b) {roles = ["out", "in"]} : (memref<4x64xf32>, memref<4x64xf32>) -> ()
+  "glow_ir.element_add"(%y, %y, %b) {roles = ["out", "in", "in"]} : (memref<4x64xf32>, memref<4x64xf32>, memref<4x64xf32>) -> ()
+  "glow_ir.element_max"(%y, %y, %z) {roles = ["out", "in", "in"]} : (memref<4x64xf32>, memref<4x64xf32>, memref<4x64xf32>) -> ()
+  return
+}
