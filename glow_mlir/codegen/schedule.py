@@ -117,32 +117,29 @@ class Steps:
 
     def tile(self, handle: str, sizes: Sequence[int], interchange: Sequence[int] = ()) -> str:
         """`tile_using_for` with `sizes` (0: not tiled); returns the handle of the tiled op."""
-        loops = sum(1 for s in sizes if s)
-        if loops == 0:
+        if not any(sizes):
             return handle
-        tiled = self._fresh()
-        names = ", ".join([tiled, *[self._fresh() for _ in range(loops)]])
         order = f" interchange = [{', '.join(map(str, interchange))}]" if interchange else ""
-        types = ", ".join(["!transform.any_op"] * (loops + 1))
-        self._lines.append(
-            f"{names} = transform.structured.tile_using_for {handle} tile_sizes [{', '.join(map(str, sizes))}]"
-            f"{order} : (!transform.any_op) -> ({types})"
-        )
-        return tiled
+        return self._tiling("tile_using_for", handle, sizes, order)
 
     def fuse(self, handle: str, sizes: Sequence[int], interchange: Sequence[int] = ()) -> str:
         """`structured.fuse`: tiles `handle` (0: not tiled) and pulls its producers into the tile loops;
         returns the handle of the tiled op. Producers left without uses stay until a canonicalization."""
-        loops = sum(1 for s in sizes if s)
-        fused = self._fresh()
-        names = ", ".join([fused, *[self._fresh() for _ in range(loops)]])
         order = f" interchange [{', '.join(map(str, interchange))}]" if interchange else ""
+        return self._tiling("fuse", handle, sizes, order)
+
+    def _tiling(self, op: str, handle: str, sizes: Sequence[int], order: str) -> str:
+        """A `transform.structured.<op>` that tiles `handle` with `sizes`: the tiled op's handle, then one
+        loop handle per tiled dim."""
+        loops = sum(1 for s in sizes if s)
+        tiled = self._fresh()
+        names = ", ".join([tiled, *[self._fresh() for _ in range(loops)]])
         types = ", ".join(["!transform.any_op"] * (loops + 1))
         self._lines.append(
-            f"{names} = transform.structured.fuse {handle} tile_sizes [{', '.join(map(str, sizes))}]{order}"
+            f"{names} = transform.structured.{op} {handle} tile_sizes [{', '.join(map(str, sizes))}]{order}"
             f" : (!transform.any_op) -> ({types})"
         )
-        return fused
+        return tiled
 
     def function_of(self, handle: str) -> str:
         """The func.func around `handle`'s op (a kernel's own function, once outlined)."""
