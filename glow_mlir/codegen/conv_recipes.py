@@ -18,7 +18,8 @@ no reduction over channels, so each step is a multiply-add (or max) of `ow x c` 
 smaller (notes: ow >= 16 drops sharply).
 
 A convolution whose filter is a constant reads it repacked at compile time, one contiguous block per channel
-tile (`_packed_conv`); the same direct schedule then runs once per tile.
+tile (`_packed_kernels`); the same direct schedule then runs once per tile, with the convolution's bias
+and activation fused into its output tiles (`_fused_kernel`).
 
 Ops with non-static or non-f32 operands are left to glow-to-llvm's loops (a `None` recipe).
 """
@@ -128,7 +129,7 @@ def conv_recipe(op: ir.Operation) -> Recipe | None:
     window = _dense_window(_window(op))
     _, _, ow, f = static_shape(y)
     kernels: list[Kernel] = []
-    if weights is None or not all(_static_strides(v) for v in (y, *([bias] if bias is not None else []))):
+    if weights is None or not all(_static_strides(v) for v in (y, bias) if v is not None):
         ow_tile, f_tile = register_tile(ow, f)
         kernels.append(_fused_kernel(x, filter_, bias, y, window, bias_op, activation_op, ow_tile, f_tile))
     else:
