@@ -68,6 +68,19 @@ def test_elementwise_chain_runs_as_one_kernel() -> None:
     assert "linalg.fill" not in scheduled and "memref.alloc" not in scheduled
 
 
+def test_reduction_vectors_are_powers_of_two() -> None:
+    """A global average pool's sum over 13x13 pixels of 1000 channels: masked 64-lane vectors, not the
+    40-lane ones that divide 1000 (LLVM scalarizes accumulating vectors of such lengths)."""
+    x = RNG.standard_normal((1, 13, 13, 1000)).astype(np.float32)
+    g = glow_mlir.Graph("pool")
+    g.output("y", g.batched_reduce_add(g.input("x", x.shape), [1, 2]))
+    with glow_mlir.compile(g, keep_ir=True) as model:
+        np.testing.assert_allclose(model.run({"x": x})["y"], x.sum((1, 2)), rtol=1e-4, atol=1e-4)
+        scheduled = model.ir("glow-cpu-schedule")
+    (kernel,) = [k for k in scheduled.split("func.func private")[1:] if "arith.addf" in k]
+    assert "vector<64xf32>" in kernel and "vector<40xf32>" not in kernel
+
+
 def test_batch_matmul_kernel() -> None:
     a = RNG.standard_normal((3, 24, 40)).astype(np.float32)
     b = RNG.standard_normal((3, 40, 72)).astype(np.float32)
