@@ -440,7 +440,9 @@ def _cpu_conv_nhwc(op: ir.Operation) -> None:
     """The CPU backend's convolution: dest = activation(conv(src, filter) + bias), NHWC, filter [KH, KW, I, O].
 
     dest starts as the bias broadcast along N, H and W, the convolution accumulates into it, and the
-    activation then runs in place: three passes over dest, each a linalg op the schedule can vectorize.
+    activation then runs in place: three linalg ops on dest, which glow-cpu-schedule runs as one kernel for
+    group 1 (the marked bias and activation fused into each output tile, codegen/conv_recipes.py) and one by
+    one otherwise.
     Group 1 is `conv_2d_nhwc_hwcf`; a depthwise convolution (one input channel per group) is
     `depthwise_conv_2d_nhwc_hwc`, or `_hwcm` with a channel multiplier, on views of the same buffers; any
     other grouping is one `conv_2d_nhwc_hwcf` per group on channel slices.
