@@ -141,14 +141,15 @@ class Steps:
         )
         return tiled
 
+    def _step(self, op: str) -> str:
+        """Appends `<fresh> = <op>` for a transform op from one handle to one handle; returns the new one."""
+        result = self._fresh()
+        self._lines.append(f"{result} = {op} : (!transform.any_op) -> !transform.any_op")
+        return result
+
     def function_of(self, handle: str) -> str:
         """The func.func around `handle`'s op (a kernel's own function, once outlined)."""
-        function = self._fresh()
-        self._lines.append(
-            f'{function} = transform.get_parent_op {handle} {{op_name = "func.func"}}'
-            " : (!transform.any_op) -> !transform.any_op"
-        )
-        return function
+        return self._step(f'transform.get_parent_op {handle} {{op_name = "func.func"}}')
 
     def canonicalize(self, handle: str) -> None:
         self._lines.append(
@@ -157,19 +158,10 @@ class Steps:
 
     def match(self, handle: str, op_name: str) -> str:
         """Every `op_name` nested in `handle`."""
-        found = self._fresh()
-        self._lines.append(
-            f'{found} = transform.structured.match ops{{["{op_name}"]}} in {handle}'
-            " : (!transform.any_op) -> !transform.any_op"
-        )
-        return found
+        return self._step(f'transform.structured.match ops{{["{op_name}"]}} in {handle}')
 
     def decompose(self, handle: str) -> str:
-        result = self._fresh()
-        self._lines.append(
-            f"{result} = transform.structured.decompose {handle} : (!transform.any_op) -> !transform.any_op"
-        )
-        return result
+        return self._step(f"transform.structured.decompose {handle}")
 
     def vectorize(self, handle: str, vector_sizes: Sequence[int] = ()) -> None:
         """Vectorizes; `vector_sizes` masks tiles that are smaller than the vector (partial tiles)."""
