@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from functools import cache
 from importlib import resources
 
@@ -16,6 +17,14 @@ def dialect_sources() -> tuple[str, ...]:
     """The IRDL text of each dialect, read once from the installed package."""
     folder = resources.files("glow_mlir.dialects")
     return tuple(folder.joinpath(name).read_text() for name in DIALECT_FILES)
+
+
+def copy_module(module: ir.Module) -> ir.Module:
+    """A copy of `module` in a new context of its own (through bytecode), for passes that must leave the
+    original untouched."""
+    data = io.BytesIO()
+    module.operation.write_bytecode(data)
+    return ir.Module.parse(data.getvalue(), context=make_context())
 
 
 def make_context() -> ir.Context:

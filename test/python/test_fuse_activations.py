@@ -5,8 +5,6 @@ stage: the pass keeps what the graph computes (interpreter before and after), th
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import onnx
 import pytest
@@ -15,7 +13,7 @@ from onnx import TensorProto, helper
 
 from glow_mlir import ops, runtime
 from glow_mlir.builder import Graph
-from glow_mlir.context import make_context
+from glow_mlir.context import copy_module, make_context
 from glow_mlir.errors import VerificationError
 from glow_mlir.interpreter import interpret
 from glow_mlir.passes.pipeline import COMPILE_PIPELINE, run_pipeline
@@ -31,14 +29,8 @@ def _random(*shape: int) -> np.ndarray:
     return RNG.standard_normal(shape).astype(np.float32)
 
 
-def _copy(module: ir.Module) -> ir.Module:
-    data = io.BytesIO()
-    module.operation.write_bytecode(data)
-    return ir.Module.parse(data.getvalue(), context=make_context())
-
-
 def _run(module: ir.Module, passes: list[str]) -> ir.Module:
-    copy = _copy(module)
+    copy = copy_module(module)
     with copy.context:
         run_pipeline(copy, passes)
     return copy

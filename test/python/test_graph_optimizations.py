@@ -3,15 +3,13 @@ before and after, and so does the compiled model) while it removes the work it t
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pytest
 from mlir import ir
 
 from glow_mlir import ops, runtime
 from glow_mlir.builder import Graph
-from glow_mlir.context import make_context
+from glow_mlir.context import copy_module, make_context
 from glow_mlir.interpreter import interpret
 from glow_mlir.passes import registry
 from glow_mlir.passes.pipeline import run_pipeline
@@ -40,15 +38,9 @@ def _positive(*shape: int) -> np.ndarray:
     return (RNG.random(shape) + 0.5).astype(np.float32)
 
 
-def _copy(module: ir.Module) -> ir.Module:
-    data = io.BytesIO()
-    module.operation.write_bytecode(data)
-    return ir.Module.parse(data.getvalue(), context=make_context())
-
-
 def _optimized(module: ir.Module, passes: list[str]) -> ir.Module:
     """A copy of `module` after `passes`, checked by glow-verify."""
-    copy = _copy(module)
+    copy = copy_module(module)
     with copy.context:
         run_pipeline(copy, [*passes, "glow-verify"])
     return copy

@@ -4,7 +4,6 @@ arena smaller on the graphs it targets. glow-ir-verify rejects each kind of brok
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 
 import numpy as np
@@ -13,10 +12,10 @@ from mlir import ir
 
 from glow_mlir import ops, runtime
 from glow_mlir.builder import Graph
-from glow_mlir.context import make_context
+from glow_mlir.context import copy_module, make_context
 from glow_mlir.errors import VerificationError
 from glow_mlir.interpreter import interpret
-from glow_mlir.passes.pipeline import run_pipeline
+from glow_mlir.passes.pipeline import COMPILE_PIPELINE, run_pipeline
 
 RNG = np.random.default_rng(5)
 
@@ -28,28 +27,14 @@ IR_PASSES = [
     "glow-ir-sink-alloc",
     "glow-ir-optimize-inserts",
 ]
-# Glow's IR pipeline order, with the verifier last.
-ALL_IR_PASSES = [
-    "glow-ir-copy-elim",
-    "glow-ir-dse",
-    "glow-ir-share-buffers",
-    "glow-ir-copy-elim",
-    "glow-ir-hoist-dealloc",
-    "glow-ir-sink-alloc",
-    "glow-ir-dse",
-    "glow-ir-optimize-inserts",
-]
+# The compile pipeline's IR passes, in its order, between IRGen and allocation (_compile verifies last).
+_IR_STAGE = COMPILE_PIPELINE[COMPILE_PIPELINE.index("glow-irgen") + 1 : COMPILE_PIPELINE.index("glow-allocate")]
+ALL_IR_PASSES = [p for p in _IR_STAGE if p != "glow-ir-verify"]
 FRONT = ["glow-verify", "glow-dce", "glow-lower", "glow-verify", "glow-dce", "glow-irgen", "glow-ir-verify"]
 
 
 def _random(*shape: int) -> np.ndarray:
     return RNG.standard_normal(shape).astype(np.float32)
-
-
-def _copy(module: ir.Module) -> ir.Module:
-    data = io.BytesIO()
-    module.operation.write_bytecode(data)
-    return ir.Module.parse(data.getvalue(), context=make_context())
 
 
 def _chain() -> Graph:
@@ -131,7 +116,7 @@ GRAPHS: dict[str, Callable[[], Graph]] = {
 
 def _compile(g: Graph, passes: list[str]) -> tuple[runtime.CompiledModel, str]:
     """The graph compiled with `passes` between IRGen and allocation; also the IR just before allocation."""
-    module = _copy(g.module)
+    module = copy_module(g.module)
     with module.context:
         run_pipeline(module, [*FRONT, *passes, "glow-ir-verify", "glow-verify"])
         text = str(module)
@@ -235,7 +220,7 @@ def test_hand_written_ir_shrinks_and_keeps_outputs(passes: list[str]) -> None:
 
 @pytest.mark.parametrize("graph", GRAPHS)
 def test_irgen_output_keeps_the_discipline(graph: str) -> None:
-    module = _copy(GRAPHS[graph]().module)
+    module = copy_module(GRAPHS[graph]().module)
     with module.context:
         run_pipeline(module, [*FRONT, "glow-ir-verify"])
 

@@ -3,29 +3,26 @@ bad program order, and makes glow-allocate's arena smaller."""
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 from mlir import ir
 
 from glow_mlir import ops, runtime
 from glow_mlir.builder import Graph
-from glow_mlir.context import make_context
+from glow_mlir.context import copy_module, make_context
 from glow_mlir.interpreter import interpret
 from glow_mlir.passes.pipeline import run_pipeline
-from glow_mlir.passes.schedule import SCHEDULE_PEAK, TOPOLOGICAL_PEAK, peak_live_bytes, tensor_bytes
+from glow_mlir.passes.schedule import (
+    SCHEDULE_PEAK,
+    TOPOLOGICAL_PEAK,
+    peak_live_bytes,
+    tensor_bytes,
+)
 
 RNG = np.random.default_rng(11)
 
 
 def _random(*shape: int) -> np.ndarray:
     return RNG.standard_normal(shape).astype(np.float32)
-
-
-def _copy(module: ir.Module) -> ir.Module:
-    data = io.BytesIO()
-    module.operation.write_bytecode(data)
-    return ir.Module.parse(data.getvalue(), context=make_context())
 
 
 def _interleaved(depth: int) -> Graph:
@@ -49,7 +46,7 @@ def _function(module: ir.Module) -> ir.Operation:
 
 def test_scheduler_lowers_the_peak_of_interleaved_branches() -> None:
     g = _interleaved(3)
-    module = _copy(g.module)
+    module = copy_module(g.module)
     with module.context:
         run_pipeline(module, ["glow-schedule", "glow-verify"])
     function = _function(module)
@@ -71,7 +68,7 @@ def test_schedule_shrinks_the_arena() -> None:
     expected = interpret(g.module, feeds)["y"]
     arenas = []
     for passes in ([], ["glow-schedule"]):
-        module = _copy(g.module)
+        module = copy_module(g.module)
         with module.context:
             pipeline = ["glow-verify", *passes, "glow-lower", "glow-irgen", "glow-ir-verify", "glow-allocate"]
             run_pipeline(module, pipeline)
@@ -107,7 +104,7 @@ def test_good_program_order_is_kept() -> None:
     g = Graph("chain")
     x = g.input("x", (4, 4))
     g.output("y", g.exp(g.tanh(g.sigmoid(x))))
-    module = _copy(g.module)
+    module = copy_module(g.module)
     before = str(module)
     with module.context:
         run_pipeline(module, ["glow-schedule"])
