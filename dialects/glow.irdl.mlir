@@ -1,7 +1,7 @@
 // The high-level `glow` dialect: a strongly typed dataflow graph on tensors with static shapes.
 // Ops print in MLIR's generic form. Attribute names follow Glow's node definitions (NodeGen.cpp).
 // Semantic rules IRDL cannot state (result shapes, broadcast rules, attribute ranges) are checked by
-// the glow-verify pass (glow_mlir/passes/verify.py).
+// the glow-verify pass (glow_mlir/passes/graph/verify.py).
 irdl.dialect @glow {
   // A constant tensor (Glow's Constant); `value` is a dense elements attribute.
   irdl.operation @constant {

@@ -13,7 +13,7 @@ from glow_mlir.frontends.onnx import import_model as import_onnx
 from glow_mlir.interpreter import evaluate, interpret
 from glow_mlir.runtime import CompiledModel, compile
 from glow_mlir.session import InferenceSession
-from glow_mlir.shapes import ShapeError
+from glow_mlir.opdefs.shapes import ShapeError
 
 __all__ = [
     "CompiledModel",

@@ -6,7 +6,7 @@
     g.output("y", g.softmax(y))
     g.module                                      # func.func @mlp, arguments/results named by glow.name
 
-Every method checks its operands at this boundary (shapes and element types through `glow_mlir.shapes`) and
+Every method checks its operands at this boundary (shapes and element types through `glow_mlir.opdefs.shapes`) and
 raises `ValueError` naming the op, its node name and the shapes or types, so a bad model fails where it is
 written rather than deep in the pipeline. Each op gets the location `loc("<node name>")`.
 
@@ -26,7 +26,9 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import func
 
-from glow_mlir import ops, shapes
+from glow_mlir import ops
+
+from glow_mlir.opdefs import shapes
 from glow_mlir.context import make_context
 
 DType = str | type | np.dtype

@@ -20,8 +20,8 @@ from mlir import ir
 from glow_mlir.context import make_context
 from glow_mlir.ops import location_text
 from glow_mlir.errors import GlowError, VerificationError
-from glow_mlir.passes import registry
-from glow_mlir.passes.pipeline import PipelineStats, run_pipeline
+from glow_mlir.pipeline import catalog
+from glow_mlir.pipeline.runner import PipelineStats, run_pipeline
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def list_passes() -> str:
-    rows = registry.passes().values()
+    rows = catalog.passes().values()
     width = max(len(p.name) for p in rows)
     return "\n".join(f"  {p.name:<{width}}  {p.description}" for p in rows) + "\n"
 

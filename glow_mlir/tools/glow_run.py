@@ -21,7 +21,7 @@ import numpy as np
 
 from glow_mlir.errors import GlowError
 from glow_mlir.frontends.onnx.importer import import_model, load
-from glow_mlir.passes.pipeline import COMPILE_PIPELINE
+from glow_mlir.pipeline.runner import COMPILE_PIPELINE
 from glow_mlir.runtime import Buffer, CompiledModel, compile
 
 # --dump-ir also takes the module as imported, before the first pass.

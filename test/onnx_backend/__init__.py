@@ -1,2 +1,2 @@
-"""onnx's backend test suite run through glow_mlir.backend: the cases, a crash-safe parallel runner, and the
+"""onnx's backend test suite run through glow_mlir.onnx_backend: the cases, a crash-safe parallel runner, and the
 updater that rewrites passing.txt and docs/SupportedOps.md (`python test/onnx_backend/update.py`)."""

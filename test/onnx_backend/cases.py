@@ -1,4 +1,4 @@
-"""The cases of onnx's official backend test suite, and running one of them through `glow_mlir.backend`.
+"""The cases of onnx's official backend test suite, and running one of them through `glow_mlir.onnx_backend`.
 
 A case is named `<kind>/<test name>`, e.g. `node/test_abs` or `pytorch-converted/test_Conv2d`. Kinds:
 
@@ -33,7 +33,7 @@ from onnx.backend.test.case.node import collect_testcases
 from onnx.backend.test.case.test_case import TestCase
 from onnx.backend.test.loader import load_model_tests
 
-from glow_mlir.backend import GlowBackend
+from glow_mlir.onnx_backend import GlowBackend
 from glow_mlir.errors import DynamicShapeError, UnsupportedError
 
 KINDS = ("node", "simple", "pytorch-converted", "pytorch-operator")

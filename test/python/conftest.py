@@ -12,6 +12,9 @@ from pathlib import Path
 # (test_compile_cache.py does, in a folder of its own).
 os.environ["GLOW_MLIR_CACHE"] = "0"
 
-TEST_DIR = str(Path(__file__).resolve().parent.parent)
-if TEST_DIR not in sys.path:
-    sys.path.insert(0, TEST_DIR)
+# test/ holds the helper packages; test/python the helper modules shared by tests in its subfolders
+# (onnx_check), which mirror the source tree.
+HERE = Path(__file__).resolve().parent
+for folder in (str(HERE.parent), str(HERE)):
+    if folder not in sys.path:
+        sys.path.insert(0, folder)

@@ -1,4 +1,4 @@
-"""The ONNX backend API of glow_mlir.backend: prepare/run, outputs in graph order, specialization on
+"""The ONNX backend API of glow_mlir.onnx_backend: prepare/run, outputs in graph order, specialization on
 shape-deciding inputs, run_node, devices and errors."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.backend.base import BackendRep
 
-from glow_mlir.backend import GlowBackend
+from glow_mlir.onnx_backend import GlowBackend
 from glow_mlir.errors import GlowError, UnsupportedModelError
 
 rng = np.random.default_rng(0)

@@ -8,8 +8,8 @@ import pytest
 from glow_mlir import ops
 from glow_mlir.builder import Graph
 from glow_mlir.interpreter import interpret
-from glow_mlir.passes.verify import verify
-from glow_mlir.shapes import ShapeError
+from glow_mlir.passes.graph.verify import verify
+from glow_mlir.opdefs.shapes import ShapeError
 
 RNG = np.random.default_rng(0)
 

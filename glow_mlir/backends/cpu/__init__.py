@@ -1,0 +1,1 @@
+"""The CPU backend: NHWC layout, direct convolution and packed-GEMM schedules, vector code, LLVM and JIT."""

@@ -1,0 +1,78 @@
+"""glow-cpu-layout: the CPU backend's post-lowering transform, which moves convolutions and pools to NHWC.
+
+The graph is NCHW (ONNX's and PyTorch's layout), but the CPU kernels vectorize along the channels: a direct
+NHWC convolution reaches the machine's peak where the same schedule on NCHW gets a tenth of it, which is why
+Glow's own CPU backend converts too. Each NCHW op becomes its NHWC counterpart between two transposes:
+
+- convolution / fused_convolution(x, W, b) -> transpose(cpu_conv_nhwc(transpose(x, [0, 2, 3, 1]), W', b),
+  [0, 3, 1, 2]), with W' the filter as [KH, KW, C / group, O]: the transposed constant when W is one (folded
+  here, once), else a glow.transpose of W. A fused_convolution keeps its activation; a convolution gets
+  activation "none".
+- max_pool / avg_pool(x) -> transpose(cpu_*_pool_nhwc(transpose(x, [0, 2, 3, 1])), [0, 3, 1, 2]).
+
+Pads stay attributes: glow-lower expands them in NHWC. Between consecutive layers the transpose back to NCHW
+meets the next layer's transpose to NHWC, through whatever elementwise ops lie between; glow-sink-transpose,
+which runs next, moves them together and cancels them, so only the transposes at the graph's boundary and
+before a flatten remain.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from glow_mlir import ops
+from glow_mlir.passes.graph import utils as g
+from glow_mlir.passes.registry import register
+from glow_mlir.passes.graph.sink_transpose import transpose_to
+
+TO_NHWC = (0, 2, 3, 1)
+TO_NCHW = (0, 3, 1, 2)
+# OIHW -> [KH, KW, I, O].
+FILTER_TO_HWIO = (2, 3, 1, 0)
+
+# NCHW op -> its NHWC counterpart and the attributes carried over.
+WINDOW_ATTRS = ("kernels", "strides", "pads")
+CONV_ATTRS = (*WINDOW_ATTRS, "group", "dilation")
+NHWC_OPS = {
+    "glow.convolution": ("glow.cpu_conv_nhwc", CONV_ATTRS),
+    "glow.fused_convolution": ("glow.cpu_conv_nhwc", (*CONV_ATTRS, "activation", "activationArgs")),
+    "glow.max_pool": ("glow.cpu_max_pool_nhwc", WINDOW_ATTRS),
+    "glow.avg_pool": ("glow.cpu_avg_pool_nhwc", (*WINDOW_ATTRS, "countIncludePads")),
+}
+
+
+def _filter_hwio(weights: ir.Value) -> ir.Value:
+    """The OIHW filter `weights` as [KH, KW, I, O]: a new constant when it is one, else a transpose."""
+    array = g.constant_array(weights)
+    if array is None:
+        return transpose_to(weights, FILTER_TO_HWIO)
+    dims = [ops.shape(weights)[d] for d in FILTER_TO_HWIO]
+    result = ops.tensor_type(dims, ops.element_type(weights))
+    return g.materialize(array.transpose(FILTER_TO_HWIO), result, prefer_splat=False)
+
+
+def to_nhwc(op: ir.Operation) -> ir.Value:
+    """The NHWC form of NCHW op `op` between transposes, built before it; returns the value replacing it."""
+    name, carried = NHWC_OPS[op.name]
+    attributes = {a: op.attributes[a] for a in carried}
+    if op.name == "glow.convolution":
+        attributes |= {"activation": ir.StringAttr.get("none"), "activationArgs": ir.DenseF32ArrayAttr.get([])}
+    n, c, h, w = ops.shape(op.results[0])
+    result = ops.tensor_type([n, h, w, c], ops.element_type(op.results[0]))
+    with ir.InsertionPoint(op), op.location:
+        operands = [transpose_to(op.operands[0], TO_NHWC)]
+        if name == "glow.cpu_conv_nhwc":
+            operands += [_filter_hwio(op.operands[1]), op.operands[2]]
+        return transpose_to(g.make(name, operands, result, attributes), TO_NCHW)
+
+
+def layout_function(function: ir.Operation) -> bool:
+    """Rewrites every NCHW convolution and pool of `function` into NHWC; returns whether any changed."""
+    return g.rewrite_ops(function, lambda op: to_nhwc(op) if op.name in NHWC_OPS else None)
+
+
+@register("glow-cpu-layout")
+def cpu_layout(module: ir.Module) -> None:
+    """Move NCHW convolutions and pools to the CPU backend's NHWC ops between transposes (Glow's
+    post-lowering transform)."""
+    g.run_on_functions(module, layout_function, fixed_point=False)

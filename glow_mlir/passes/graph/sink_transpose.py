@@ -1,0 +1,208 @@
+"""glow-sink-transpose: moves transposes down the graph until they cancel or meet a layout-sensitive op
+(the transpose part of Glow's SinkCode).
+
+Layout conversions (NHWC <-> NCHW around an imported subgraph, Transpose nodes in ONNX models) often come in
+pairs separated by elementwise work. An elementwise op does not care about layout, so op(transpose(x, s))
+equals transpose(op(x), s); sinking every transpose below such ops brings pairs together, where they compose
+into one transpose or cancel. Rewrites:
+
+- transpose(transpose(x, a), b) -> transpose(x, c) with c[i] = a[b[i]], or x when c is the identity
+- transpose(splat) -> a splat of the transposed shape; transpose(constant) -> the transposed constant (when
+  the transpose is the constant's only user, so the data is not stored twice)
+- unary elementwise op(transpose(x, s)) -> transpose(op(x), s)
+- binary elementwise op / select whose operands are all transposes with one shuffle s, splats, constants of
+  one value (as splats), or constants used only there (at least one a transpose) -> transpose(op(inputs untransposed), s)
+- concat(transpose(a, s), transpose(b, s), ..., dim) -> transpose(concat(a, b, ..., s[dim]), s): the
+  channel concat of NHWC layers (SqueezeNet's fire modules) once the layout pass moved them
+- batched_reduce_*(transpose(x, s), axes) -> batched_reduce_*(x, s[axes]), transposed by the order its kept
+  dims had (usually none: a global pool over H and W of an NHWC tensor keeps N and C in order)
+- a transpose that keeps the order of every dim larger than 1 moves no data: it becomes a reshape (the
+  [N, 1, 1, C] -> [N, C, 1, 1] after a global pool, before the flatten)
+
+A transpose is sunk only when the op being crossed is its only user, so sinking never adds a transpose. The
+pass repeats until nothing changes, as Glow runs SinkCode to a fixed point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from mlir import ir
+
+from glow_mlir import ops
+from glow_mlir.passes.graph import utils as g
+from glow_mlir.passes.registry import register
+
+TRANSPOSE = "glow.transpose"
+
+
+def transpose_to(value: ir.Value, shuffle: Sequence[int]) -> ir.Value:
+    """transpose(value, shuffle) at the current insertion point and location."""
+    dims = [ops.shape(value)[s] for s in shuffle]
+    result = ops.tensor_type(dims, ops.element_type(value))
+    return g.make(TRANSPOSE, [value], result, {"shuffle": ops.i64_array(shuffle)})
+
+
+def fold_leaf_transpose(op: ir.Operation) -> ir.Value | None:
+    """The splat or constant equal to transpose `op` of a splat or single-use constant, built before `op`."""
+    source = op.operands[0]
+    inner = g.producer(source)
+    if inner is None:
+        return None
+    result = op.results[0]
+    with ir.InsertionPoint(op), op.location:
+        if inner.name == g.SPLAT:
+            return g.make(g.SPLAT, [], result.type, {"value": inner.attributes["value"]})
+        if inner.name == g.CONSTANT and g.has_one_use(source):
+            array = g.constant_array(source)
+            if array is not None:
+                return g.materialize(array.transpose(ops.ints(op, "shuffle")), result.type, prefer_splat=False)
+    return None
+
+
+def _compose(op: ir.Operation) -> ir.Value | None:
+    inner = g.producer(op.operands[0])
+    if inner is None or inner.name != TRANSPOSE:
+        return None
+    a = ops.ints(inner, "shuffle")
+    b = ops.ints(op, "shuffle")
+    composed = [a[i] for i in b]
+    x = inner.operands[0]
+    if composed == list(range(len(composed))):
+        return x
+    with ir.InsertionPoint(op), op.location:
+        return transpose_to(x, composed)
+
+
+def _sink(op: ir.Operation) -> ir.Value | None:
+    """transpose(op'(untransposed operands), s) for an elementwise `op`, or None when it does not apply."""
+    operands = list(op.operands)
+    transposes = {g.producer(v) for v in operands if g.producer_name(v) == TRANSPOSE}
+    if not transposes:
+        return None
+    shuffles = {tuple(ops.ints(t, "shuffle")) for t in transposes}
+    if len(shuffles) != 1:
+        return None
+    shuffle = list(shuffles.pop())
+    inverse = g.inverse_permutation(shuffle)
+    for t in transposes:
+        # Every use of the transpose must be this op, or the transpose would stay and be computed twice.
+        if len(list(t.results[0].uses)) != sum(1 for v in operands if v == t.results[0]):
+            return None
+    for v in operands:
+        kind = g.producer_name(v)
+        if kind == TRANSPOSE or kind == g.SPLAT or _uniform_splat(v) is not None:
+            continue
+        if kind != g.CONSTANT or not g.has_one_use(v) or g.constant_array(v) is None:
+            return None
+    with ir.InsertionPoint(op), op.location:
+        inner_operands = [_untransposed(v, inverse) for v in operands]
+        dims = ops.shape(inner_operands[0])
+        inner_type = ops.tensor_type(dims, ops.element_type(op.results[0]))
+        inner = g.make(op.name, inner_operands, inner_type, g.attributes(op))
+        return transpose_to(inner, shuffle)
+
+
+def _uniform_splat(value: ir.Value) -> ir.Attribute | None:
+    """The splat `value` attribute of a constant whose elements are all one value (a clip bound that many ops
+    share), which any shape of it can be made from without copying its data; None for anything else."""
+    if g.producer_name(value) != g.CONSTANT:
+        return None
+    scalar = g.uniform_value(value)
+    return None if scalar is None else g.splat_attribute(ops.element_type(value), scalar)
+
+
+def _untransposed(value: ir.Value, inverse: Sequence[int]) -> ir.Value:
+    """The operand that, transposed by the sunk shuffle, gives `value`."""
+    op = g.producer(value)
+    if op.name == TRANSPOSE:
+        return op.operands[0]
+    dims = [ops.shape(value)[i] for i in inverse]
+    result = ops.tensor_type(dims, ops.element_type(value))
+    if op.name == g.SPLAT:
+        return g.make(g.SPLAT, [], result, {"value": op.attributes["value"]})
+    uniform = _uniform_splat(value)
+    if uniform is not None:
+        return g.make(g.SPLAT, [], result, {"value": uniform})
+    array: np.ndarray = g.constant_array(value)
+    return g.materialize(array.transpose(inverse), result, prefer_splat=False)
+
+
+def _only_used_by(transpose: ir.Operation, op: ir.Operation) -> bool:
+    return all(user == op for user in g.users(transpose.results[0]))
+
+
+def _sink_concat(op: ir.Operation) -> ir.Value | None:
+    """concat of transposes with one shuffle, each read only by the concat, as a transposed concat."""
+    inputs = [g.producer(v) for v in op.operands]
+    if any(t is None or t.name != TRANSPOSE or not _only_used_by(t, op) for t in inputs):
+        return None
+    shuffles = {tuple(ops.ints(t, "shuffle")) for t in inputs}
+    if len(shuffles) != 1:
+        return None
+    shuffle = list(shuffles.pop())
+    inner_operands = [t.operands[0] for t in inputs]
+    dim = shuffle[ops.integer(op, "dim")]
+    dims = list(ops.shape(inner_operands[0]))
+    dims[dim] = sum(ops.shape(v)[dim] for v in inner_operands)
+    with ir.InsertionPoint(op), op.location:
+        attributes = ops.concat_attributes([v.type for v in inner_operands], dim)
+        inner = g.make(op.name, inner_operands, ops.tensor_type(dims, ops.element_type(op.results[0])), attributes)
+        return transpose_to(inner, shuffle)
+
+
+def _sink_reduce(op: ir.Operation) -> ir.Value | None:
+    """batched_reduce_*(transpose(x, s), axes) as a reduction of x over s[axes], then the kept dims' order."""
+    t = g.producer(op.operands[0])
+    if t is None or t.name != TRANSPOSE or not _only_used_by(t, op):
+        return None
+    shuffle, axes = ops.ints(t, "shuffle"), ops.ints(op, "axes")
+    inner_axes = sorted(shuffle[a] for a in axes)
+    x = t.operands[0]
+    kept_inner = [d for d in range(len(shuffle)) if d not in inner_axes]
+    # The reduction of transpose(x) keeps its dims in transposed order: shuffle[i] for each kept i.
+    order = [kept_inner.index(shuffle[i]) for i in range(len(shuffle)) if i not in axes]
+    dims = [ops.shape(x)[d] for d in kept_inner]
+    with ir.InsertionPoint(op), op.location:
+        inner_type = ops.tensor_type(dims, ops.element_type(op.results[0]))
+        inner = g.make(op.name, [x], inner_type, g.attributes(op) | {"axes": ops.i64_array(inner_axes)})
+        return inner if order == sorted(order) else transpose_to(inner, order)
+
+
+def _as_reshape(op: ir.Operation) -> ir.Value | None:
+    """A transpose that keeps the dims larger than 1 in order, as the reshape it is."""
+    dims = ops.shape(op.operands[0])
+    moved = [d for d in ops.ints(op, "shuffle") if dims[d] != 1]
+    if moved != sorted(moved):
+        return None
+    with ir.InsertionPoint(op), op.location:
+        return g.make("glow.reshape", [op.operands[0]], op.results[0].type, {"dims": ops.i64_array(ops.shape(op.results[0]))})
+
+
+REDUCTIONS = frozenset(f"glow.batched_reduce_{kind}" for kind in ("add", "max", "min", "prod"))
+
+
+def _rewrite(op: ir.Operation) -> ir.Value | None:
+    if op.name == TRANSPOSE:
+        replacement = _compose(op)
+        if replacement is None:
+            replacement = fold_leaf_transpose(op)
+        return replacement if replacement is not None else _as_reshape(op)
+    if op.name in g.ELEMENTWISE and len(op.results) == 1:
+        return _sink(op)
+    if op.name == "glow.concat":
+        return _sink_concat(op)
+    if op.name in REDUCTIONS:
+        return _sink_reduce(op)
+    return None
+
+
+def sink_function(function: ir.Operation) -> bool:
+    return g.rewrite_ops(function, _rewrite)
+
+
+@register("glow-sink-transpose", fixed_point=True)
+def sink_transpose(module: ir.Module) -> None:
+    """Sink transposes below elementwise ops, compose or cancel transpose pairs, fold transposed constants."""
+    g.run_on_functions(module, sink_function, fixed_point=True)

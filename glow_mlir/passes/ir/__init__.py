@@ -1,0 +1,1 @@
+"""Memory optimizations on the address-only `glow_ir` dialect, its verifier, and static allocation."""

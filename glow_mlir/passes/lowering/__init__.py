@@ -1,0 +1,1 @@
+"""From the graph to instructions: node lowering, the memory-aware scheduler, and IRGen (bufferization)."""

@@ -1,0 +1,1 @@
+"""The pass catalogue and the pipeline runner: the top of the compiler, above every stage."""

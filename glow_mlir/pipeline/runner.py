@@ -1,0 +1,181 @@
+"""Parses and runs pass pipelines that mix glow-mlir's Python passes with upstream MLIR passes.
+
+Upstream's PassManager cannot find Python passes by name, so a pipeline string such as
+`builtin.module(glow-lower,canonicalize,func.func(cse),glow-irgen)` is split into its top-level elements:
+each element naming a registered glow pass runs as that pass, and each run of other elements goes to one
+upstream PassManager. Every element runs on the module.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from mlir import ir
+from mlir.passmanager import PassManager
+
+from glow_mlir.errors import PipelineError
+from glow_mlir.pipeline import catalog
+
+# Graph optimizations in the order of Glow's default graph pipeline (docs/OPTIMIZATIONS.md): local
+# simplifications, then a clean-up that folds, merges and deletes what they left behind.
+SIMPLIFY = (
+    "glow-eliminate-noop",
+    "glow-sink-transpose",
+    "glow-simplify-arithmetic",
+    "glow-merge-reshape",
+    "glow-cse",
+    "glow-merge-concat",
+)
+CLEAN_UP = ("glow-constant-fold", "glow-cse", "glow-dce")
+
+# The compile pipeline, stage by stage (docs/ARCHITECTURE.md draws it), following Glow's driver:
+# fold -> optimize -> lower -> optimize -> fuse -> optimize -> verify, then schedule, IRGen, IR optimizations,
+# allocation.
+COMPILE_PIPELINE = (
+    "glow-verify",
+    # fold: constant weights become constants before anything matches on them
+    "glow-fold-transpose-into-weights",
+    "glow-constant-fold",
+    # optimize, including the folds that need the unlowered ops (pads, batch normalization)
+    *SIMPLIFY,
+    "glow-merge-pad-into-conv",
+    "glow-fold-transpose-into-weights",
+    "glow-fold-batchnorm",
+    *CLEAN_UP,
+    # the CPU backend's layout (Glow's post-lowering transform, run before lowering so that pads stay
+    # attributes and glow-lower expands them in NHWC): convolutions and pools become NHWC ops between
+    # transposes, which sinking then cancels between consecutive layers
+    "glow-cpu-layout",
+    "glow-sink-transpose",
+    # lower to the primitives the CPU backend implements, then optimize what lowering exposed
+    "glow-lower",
+    "glow-verify",
+    *SIMPLIFY,
+    *CLEAN_UP,
+    # fuse: bias adds and activations into the convolution or matmul before them, then optimize again
+    "glow-fuse-activations",
+    *SIMPLIFY,
+    *CLEAN_UP,
+    "glow-verify",
+    "glow-schedule",
+    "glow-irgen",
+    "glow-ir-verify",
+    "glow-ir-copy-elim",
+    "glow-ir-dse",
+    "glow-ir-share-buffers",
+    "glow-ir-copy-elim",
+    "glow-ir-hoist-dealloc",
+    "glow-ir-sink-alloc",
+    "glow-ir-dse",
+    # producers write inserted blocks (paddings, concat inputs) in place; last, as block views are partial
+    "glow-ir-optimize-inserts",
+    "glow-ir-verify",
+    "glow-allocate",
+    "glow-ir-to-linalg",
+    "glow-cpu-schedule",
+    "glow-to-llvm",
+)
+
+
+def split_pipeline(text: str) -> list[str]:
+    """The top-level elements of a pipeline string, with an outer `builtin.module(...)` removed."""
+    text = text.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module(") : -1]
+    elements: list[str] = []
+    depth = 0
+    current = ""
+    for ch in text:
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+            if depth < 0:
+                raise PipelineError(f"unbalanced ')' or '}}' in pass pipeline '{text}'")
+        if ch == "," and depth == 0:
+            elements.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    if depth != 0:
+        raise PipelineError(f"unbalanced '(' or '{{' in pass pipeline '{text}'")
+    if current.strip():
+        elements.append(current.strip())
+    return elements
+
+
+@dataclass
+class PassRecord:
+    """What one pipeline element did: for the compile report and `glow-opt --glow-stats`."""
+
+    name: str
+    seconds: float
+    ops_before: int
+    ops_after: int
+
+
+@dataclass
+class PipelineStats:
+    records: list[PassRecord] = field(default_factory=list)
+
+
+def count_ops(module: ir.Module) -> int:
+    count = 0
+
+    def visit(_: ir.Operation) -> ir.WalkResult:
+        nonlocal count
+        count += 1
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return count - 1  # the module itself
+
+
+def run_pipeline(
+    module: ir.Module,
+    pipeline: str | Sequence[str],
+    *,
+    after_each: Callable[[str, ir.Module], None] | None = None,
+    stats: PipelineStats | None = None,
+) -> None:
+    """Runs `pipeline` (a string or a sequence of element strings) on `module` in place.
+
+    `after_each(name, module)` is called after every element (glow-opt's --print-ir-after-all).
+    Raises `PipelineError` for an unknown pass or a failed upstream pass; glow passes raise their own errors.
+    """
+    elements = split_pipeline(pipeline) if isinstance(pipeline, str) else list(pipeline)
+    for element in elements:
+        name = element.split("{", 1)[0].strip()
+        # Looked up before the clock starts: the first lookup imports every pass module.
+        glow_pass = catalog.get(name)
+        before = count_ops(module) if stats is not None else 0
+        start = time.perf_counter()
+        if glow_pass is not None:
+            if "{" in element:
+                raise PipelineError(f"pass '{name}' takes no options, got '{element}'")
+            with module.context, ir.Location.unknown():
+                glow_pass.run(module)
+        else:
+            _run_upstream(module, element)
+        if stats is not None:
+            stats.records.append(PassRecord(name, time.perf_counter() - start, before, count_ops(module)))
+        if after_each is not None:
+            after_each(element, module)
+
+
+def _run_upstream(module: ir.Module, element: str) -> None:
+    try:
+        pm = PassManager.parse(f"builtin.module({element})", context=module.context)
+    except (ValueError, ir.MLIRError) as e:
+        raise PipelineError(f"unknown pass or bad pipeline element '{element}': {e}") from None
+    try:
+        pm.run(module.operation)
+    except ir.MLIRError as e:
+        raise PipelineError(f"pass '{element}' failed: {_diagnostics(e)}") from None
+
+
+def _diagnostics(error: ir.MLIRError) -> str:
+    notes = "; ".join(f"{d.location}: {d.message}" for d in error.error_diagnostics)
+    return notes or str(error)

