@@ -2,51 +2,8 @@
 // Ops print in MLIR's generic form. Attribute names follow Glow's node definitions (NodeGen.cpp).
 // Semantic rules IRDL cannot state (result shapes, broadcast rules, attribute ranges) are checked by
 // the glow-verify pass (glow_mlir/passes/graph/verify.py).
+// Generated from the op definitions (glow_mlir/opdefs) by `python -m glow_mlir.opdefs.irdl`: do not edit.
 irdl.dialect @glow {
-  // A constant tensor (Glow's Constant); `value` is a dense elements attribute.
-  irdl.operation @constant {
-    %result = irdl.base "!builtin.tensor"
-    %value = irdl.any
-    irdl.results(result: %result)
-    irdl.attributes {"value" = %value}
-  }
-
-  // A tensor with every element equal to `value` (an f32 attribute for floats, an integer one for integers and i1).
-  irdl.operation @splat {
-    %result = irdl.base "!builtin.tensor"
-    %value = irdl.any
-    irdl.results(result: %result)
-    irdl.attributes {"value" = %value}
-  }
-
-  // result[n, j] = sum_k input[n, k] * weights[k, j] + bias[j].
-  irdl.operation @fully_connected {
-    %input = irdl.base "!builtin.tensor"
-    %weights = irdl.base "!builtin.tensor"
-    %bias = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    irdl.operands(input: %input, weights: %weights, bias: %bias)
-    irdl.results(result: %result)
-  }
-
-  // 2-D matrix product.
-  irdl.operation @matmul {
-    %lhs = irdl.base "!builtin.tensor"
-    %rhs = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    irdl.operands(lhs: %lhs, rhs: %rhs)
-    irdl.results(result: %result)
-  }
-
-  // result[b, ...] = batch[b, ...] + slice[...].
-  irdl.operation @batched_add {
-    %batch = irdl.base "!builtin.tensor"
-    %slice = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    irdl.operands(batch: %batch, slice: %slice)
-    irdl.results(result: %result)
-  }
-
   // Elementwise add; both operands and the result have one shape.
   irdl.operation @add {
     %lhs = irdl.base "!builtin.tensor"
@@ -141,154 +98,84 @@ irdl.dialect @glow {
     irdl.results(result: %result)
   }
 
-  // Softmax over the last dimension.
-  irdl.operation @softmax {
+  // Elementwise natural logarithm.
+  irdl.operation @log {
     %input = irdl.base "!builtin.tensor"
     %result = irdl.base "!builtin.tensor"
     irdl.operands(input: %input)
     irdl.results(result: %result)
   }
 
-  // 2-D convolution, NCHW input, OIHW filter (I = C / group); pads are [top, left, bottom, right].
-  irdl.operation @convolution {
-    %input = irdl.base "!builtin.tensor"
-    %filter = irdl.base "!builtin.tensor"
-    %bias = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %kernels = irdl.base "#builtin.dense_array"
-    %strides = irdl.base "#builtin.dense_array"
-    %pads = irdl.base "#builtin.dense_array"
-    %group = irdl.base "#builtin.integer"
-    %dilation = irdl.base "#builtin.dense_array"
-    irdl.operands(input: %input, filter: %filter, bias: %bias)
-    irdl.results(result: %result)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "group" = %group, "dilation" = %dilation}
-  }
-
-  // 2-D max pooling, NCHW; padding never wins the max.
-  irdl.operation @max_pool {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %kernels = irdl.base "#builtin.dense_array"
-    %strides = irdl.base "#builtin.dense_array"
-    %pads = irdl.base "#builtin.dense_array"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads}
-  }
-
-  // 2-D average pooling, NCHW.
-  irdl.operation @avg_pool {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %kernels = irdl.base "#builtin.dense_array"
-    %strides = irdl.base "#builtin.dense_array"
-    %pads = irdl.base "#builtin.dense_array"
-    %countIncludePads = irdl.base "#builtin.integer"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "countIncludePads" = %countIncludePads}
-  }
-
-  // Inference batch normalization along dimension `channelIdx`.
-  irdl.operation @batch_normalization {
-    %input = irdl.base "!builtin.tensor"
-    %scale = irdl.base "!builtin.tensor"
-    %bias = irdl.base "!builtin.tensor"
-    %mean = irdl.base "!builtin.tensor"
-    %var = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %epsilon = irdl.base "#builtin.float"
-    %momentum = irdl.base "#builtin.float"
-    %channelIdx = irdl.base "#builtin.integer"
-    irdl.operands(input: %input, scale: %scale, bias: %bias, mean: %mean, var: %var)
-    irdl.results(result: %result)
-    irdl.attributes {"epsilon" = %epsilon, "momentum" = %momentum, "channelIdx" = %channelIdx}
-  }
-
-  // Same elements in row-major order, new shape `dims`.
-  irdl.operation @reshape {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %dims = irdl.base "#builtin.dense_array"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-    irdl.attributes {"dims" = %dims}
-  }
-
-  // result.dims[i] = input.dims[shuffle[i]].
-  irdl.operation @transpose {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %shuffle = irdl.base "#builtin.dense_array"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-    irdl.attributes {"shuffle" = %shuffle}
-  }
-
-  // Concatenation along `dim`. Inputs come in up to 8 groups of equal-typed inputs (IRDL variadics are homogeneous); operandSegmentSizes gives each group's length.
-  irdl.operation @concat {
-    %in0 = irdl.base "!builtin.tensor"
-    %in1 = irdl.base "!builtin.tensor"
-    %in2 = irdl.base "!builtin.tensor"
-    %in3 = irdl.base "!builtin.tensor"
-    %in4 = irdl.base "!builtin.tensor"
-    %in5 = irdl.base "!builtin.tensor"
-    %in6 = irdl.base "!builtin.tensor"
-    %in7 = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %dim = irdl.base "#builtin.integer"
-    irdl.operands(in0: variadic %in0, in1: variadic %in1, in2: variadic %in2, in3: variadic %in3, in4: variadic %in4, in5: variadic %in5, in6: variadic %in6, in7: variadic %in7)
-    irdl.results(result: %result)
-    irdl.attributes {"dim" = %dim}
-  }
-
-  // The block of the result's shape that starts at `start`.
-  irdl.operation @slice {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %start = irdl.base "#builtin.dense_array"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-    irdl.attributes {"start" = %start}
-  }
-
-  // `big` with `small` written into it at offset `start`.
-  irdl.operation @insert_tensor {
-    %big = irdl.base "!builtin.tensor"
-    %small = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %start = irdl.base "#builtin.dense_array"
-    irdl.operands(big: %big, small: %small)
-    irdl.results(result: %result)
-    irdl.attributes {"start" = %start}
-  }
-
-  // Numpy broadcast of `input` to the result shape, its dims aligned at `axis`.
-  irdl.operation @broadcast {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %axis = irdl.base "#builtin.integer"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-    irdl.attributes {"axis" = %axis}
-  }
-
-  // Elementwise conversion to the result's element type (Glow's ConvertTo): float->int truncates toward zero, x->i1 is x != 0, i1->x is 0 or 1.
-  irdl.operation @convert_to {
+  // Elementwise absolute value.
+  irdl.operation @abs {
     %input = irdl.base "!builtin.tensor"
     %result = irdl.base "!builtin.tensor"
     irdl.operands(input: %input)
     irdl.results(result: %result)
   }
 
-  // Elementwise `cond ? lhs : rhs`; cond is i1; all three operands and the result have one shape.
-  irdl.operation @select {
-    %cond = irdl.base "!builtin.tensor"
+  // Elementwise negation.
+  irdl.operation @neg {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise round down.
+  irdl.operation @floor {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise round up.
+  irdl.operation @ceil {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise round half to even.
+  irdl.operation @round {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise error function.
+  irdl.operation @erf {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise sine.
+  irdl.operation @sin {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise cosine.
+  irdl.operation @cos {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise `lhs ** rhs` (floats); operands of one shape.
+  irdl.operation @pow {
     %lhs = irdl.base "!builtin.tensor"
     %rhs = irdl.base "!builtin.tensor"
     %result = irdl.base "!builtin.tensor"
-    irdl.operands(cond: %cond, lhs: %lhs, rhs: %rhs)
+    irdl.operands(lhs: %lhs, rhs: %rhs)
     irdl.results(result: %result)
   }
 
@@ -363,8 +250,18 @@ irdl.dialect @glow {
     irdl.results(result: %result)
   }
 
-  // Elementwise `lhs ** rhs` (floats); operands of one shape.
-  irdl.operation @pow {
+  // result[n, j] = sum_k input[n, k] * weights[k, j] + bias[j].
+  irdl.operation @fully_connected {
+    %input = irdl.base "!builtin.tensor"
+    %weights = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input, weights: %weights, bias: %bias)
+    irdl.results(result: %result)
+  }
+
+  // 2-D matrix product.
+  irdl.operation @matmul {
     %lhs = irdl.base "!builtin.tensor"
     %rhs = irdl.base "!builtin.tensor"
     %result = irdl.base "!builtin.tensor"
@@ -372,87 +269,35 @@ irdl.dialect @glow {
     irdl.results(result: %result)
   }
 
-  // Elementwise natural logarithm.
-  irdl.operation @log {
-    %input = irdl.base "!builtin.tensor"
+  // result[b] = lhs[b] x rhs[b] for lhs [B, M, K] and rhs [B, K, N].
+  irdl.operation @batch_matmul {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
     %result = irdl.base "!builtin.tensor"
-    irdl.operands(input: %input)
+    irdl.operands(lhs: %lhs, rhs: %rhs)
     irdl.results(result: %result)
   }
 
-  // Elementwise absolute value.
-  irdl.operation @abs {
-    %input = irdl.base "!builtin.tensor"
+  // result[b, ...] = batch[b, ...] + slice[...].
+  irdl.operation @batched_add {
+    %batch = irdl.base "!builtin.tensor"
+    %slice = irdl.base "!builtin.tensor"
     %result = irdl.base "!builtin.tensor"
-    irdl.operands(input: %input)
+    irdl.operands(batch: %batch, slice: %slice)
     irdl.results(result: %result)
   }
 
-  // Elementwise negation.
-  irdl.operation @neg {
-    %input = irdl.base "!builtin.tensor"
+  // activation(lhs x rhs + bias), bias [N] added to every row: a fully connected layer with its activation, one kernel.
+  irdl.operation @fused_matmul {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
     %result = irdl.base "!builtin.tensor"
-    irdl.operands(input: %input)
+    %activation = irdl.base "#builtin.string"
+    %activationArgs = irdl.base "#builtin.dense_array"
+    irdl.operands(lhs: %lhs, rhs: %rhs, bias: %bias)
     irdl.results(result: %result)
-  }
-
-  // Elementwise round down.
-  irdl.operation @floor {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-  }
-
-  // Elementwise round up.
-  irdl.operation @ceil {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-  }
-
-  // Elementwise round half to even.
-  irdl.operation @round {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-  }
-
-  // Elementwise error function.
-  irdl.operation @erf {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-  }
-
-  // Elementwise sine.
-  irdl.operation @sin {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-  }
-
-  // Elementwise cosine.
-  irdl.operation @cos {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-  }
-
-  // numpy.take(data, indices, axis): result shape data[:axis] + indices + data[axis+1:]; negative indices count from the end.
-  irdl.operation @gather {
-    %data = irdl.base "!builtin.tensor"
-    %indices = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %axis = irdl.base "#builtin.integer"
-    irdl.operands(data: %data, indices: %indices)
-    irdl.results(result: %result)
-    irdl.attributes {"axis" = %axis}
+    irdl.attributes {"activation" = %activation, "activationArgs" = %activationArgs}
   }
 
   // The sum over the dimensions `axes` (sorted, unique), which the result drops.
@@ -517,13 +362,69 @@ irdl.dialect @glow {
     irdl.attributes {"axis" = %axis, "keepDims" = %keepDims}
   }
 
-  // result[b] = lhs[b] x rhs[b] for lhs [B, M, K] and rhs [B, K, N].
-  irdl.operation @batch_matmul {
-    %lhs = irdl.base "!builtin.tensor"
-    %rhs = irdl.base "!builtin.tensor"
+  // Softmax over the last dimension.
+  irdl.operation @softmax {
+    %input = irdl.base "!builtin.tensor"
     %result = irdl.base "!builtin.tensor"
-    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.operands(input: %input)
     irdl.results(result: %result)
+  }
+
+  // 2-D convolution, NCHW input, OIHW filter (I = C / group); pads are [top, left, bottom, right].
+  irdl.operation @convolution {
+    %input = irdl.base "!builtin.tensor"
+    %filter = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %group = irdl.base "#builtin.integer"
+    %dilation = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input, filter: %filter, bias: %bias)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "group" = %group, "dilation" = %dilation}
+  }
+
+  // 2-D max pooling, NCHW; padding never wins the max.
+  irdl.operation @max_pool {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads}
+  }
+
+  // 2-D average pooling, NCHW.
+  irdl.operation @avg_pool {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %countIncludePads = irdl.base "#builtin.integer"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "countIncludePads" = %countIncludePads}
+  }
+
+  // Inference batch normalization along dimension `channelIdx`.
+  irdl.operation @batch_normalization {
+    %input = irdl.base "!builtin.tensor"
+    %scale = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %mean = irdl.base "!builtin.tensor"
+    %var = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %epsilon = irdl.base "#builtin.float"
+    %momentum = irdl.base "#builtin.float"
+    %channelIdx = irdl.base "#builtin.integer"
+    irdl.operands(input: %input, scale: %scale, bias: %bias, mean: %mean, var: %var)
+    irdl.results(result: %result)
+    irdl.attributes {"epsilon" = %epsilon, "momentum" = %momentum, "channelIdx" = %channelIdx}
   }
 
   // 2-D transposed convolution, NCHW input, filter [C, O / group, KH, KW] (ONNX's layout); pads [top, left, bottom, right] crop the full output.
@@ -542,7 +443,7 @@ irdl.dialect @glow {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "group" = %group, "dilation" = %dilation}
   }
 
-  // activation(convolution(input, filter, bias)), one kernel (Glow's fused activation): attributes as glow.convolution. `activation` is "none", "relu", "clip" (activationArgs = [min, max]), "sigmoid", "tanh" or "leaky_relu" (activationArgs = [alpha]); activationArgs is an array<f32>.
+  // activation(convolution(input, filter, bias)), one kernel (Glow's fused activation): attributes as glow.convolution.
   irdl.operation @fused_convolution {
     %input = irdl.base "!builtin.tensor"
     %filter = irdl.base "!builtin.tensor"
@@ -560,20 +461,120 @@ irdl.dialect @glow {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs}
   }
 
-  // activation(lhs x rhs + bias), bias [N] added to every row: a fully connected layer with its activation, one kernel. `activation` is "none", "relu", "clip" (activationArgs = [min, max]), "sigmoid", "tanh" or "leaky_relu" (activationArgs = [alpha]); activationArgs is an array<f32>.
-  irdl.operation @fused_matmul {
-    %lhs = irdl.base "!builtin.tensor"
-    %rhs = irdl.base "!builtin.tensor"
-    %bias = irdl.base "!builtin.tensor"
+  // A constant tensor (Glow's Constant); `value` is a dense elements attribute.
+  irdl.operation @constant {
     %result = irdl.base "!builtin.tensor"
-    %activation = irdl.base "#builtin.string"
-    %activationArgs = irdl.base "#builtin.dense_array"
-    irdl.operands(lhs: %lhs, rhs: %rhs, bias: %bias)
+    %value = irdl.any
     irdl.results(result: %result)
-    irdl.attributes {"activation" = %activation, "activationArgs" = %activationArgs}
+    irdl.attributes {"value" = %value}
   }
 
-  // CPU backend: the fused convolution in NHWC, filter [KH, KW, C / group, O], bias [O]; pads [top, left, bottom, right]. `activation` is "none", "relu", "clip" (activationArgs = [min, max]), "sigmoid", "tanh" or "leaky_relu" (activationArgs = [alpha]); activationArgs is an array<f32>.
+  // A tensor with every element equal to `value` (an f32 attribute for floats, an integer one for integers and i1).
+  irdl.operation @splat {
+    %result = irdl.base "!builtin.tensor"
+    %value = irdl.any
+    irdl.results(result: %result)
+    irdl.attributes {"value" = %value}
+  }
+
+  // Same elements in row-major order, new shape `dims`.
+  irdl.operation @reshape {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dims = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"dims" = %dims}
+  }
+
+  // result.dims[i] = input.dims[shuffle[i]].
+  irdl.operation @transpose {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %shuffle = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"shuffle" = %shuffle}
+  }
+
+  // Concatenation along `dim`. Inputs come in up to 8 groups of equal-typed inputs (IRDL variadics are homogeneous); operandSegmentSizes gives each group's length.
+  irdl.operation @concat {
+    %in0 = irdl.base "!builtin.tensor"
+    %in1 = irdl.base "!builtin.tensor"
+    %in2 = irdl.base "!builtin.tensor"
+    %in3 = irdl.base "!builtin.tensor"
+    %in4 = irdl.base "!builtin.tensor"
+    %in5 = irdl.base "!builtin.tensor"
+    %in6 = irdl.base "!builtin.tensor"
+    %in7 = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %dim = irdl.base "#builtin.integer"
+    irdl.operands(in0: variadic %in0, in1: variadic %in1, in2: variadic %in2, in3: variadic %in3, in4: variadic %in4, in5: variadic %in5, in6: variadic %in6, in7: variadic %in7)
+    irdl.results(result: %result)
+    irdl.attributes {"dim" = %dim}
+  }
+
+  // The block of the result's shape that starts at `start`.
+  irdl.operation @slice {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %start = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"start" = %start}
+  }
+
+  // `big` with `small` written into it at offset `start`.
+  irdl.operation @insert_tensor {
+    %big = irdl.base "!builtin.tensor"
+    %small = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %start = irdl.base "#builtin.dense_array"
+    irdl.operands(big: %big, small: %small)
+    irdl.results(result: %result)
+    irdl.attributes {"start" = %start}
+  }
+
+  // Numpy broadcast of `input` to the result shape, its dims aligned at `axis`.
+  irdl.operation @broadcast {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axis = irdl.base "#builtin.integer"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"axis" = %axis}
+  }
+
+  // numpy.take(data, indices, axis): result shape data[:axis] + indices + data[axis+1:]; negative indices count from the end.
+  irdl.operation @gather {
+    %data = irdl.base "!builtin.tensor"
+    %indices = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axis = irdl.base "#builtin.integer"
+    irdl.operands(data: %data, indices: %indices)
+    irdl.results(result: %result)
+    irdl.attributes {"axis" = %axis}
+  }
+
+  // Elementwise conversion to the result's element type (Glow's ConvertTo): float->int truncates toward zero, x->i1 is x != 0, i1->x is 0 or 1.
+  irdl.operation @convert_to {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise `cond ? lhs : rhs`; cond is i1; all three operands and the result have one shape.
+  irdl.operation @select {
+    %cond = irdl.base "!builtin.tensor"
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(cond: %cond, lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // CPU backend: the fused convolution in NHWC, filter [KH, KW, C / group, O], bias [O]; pads [top, left, bottom, right].
   irdl.operation @cpu_conv_nhwc {
     %input = irdl.base "!builtin.tensor"
     %filter = irdl.base "!builtin.tensor"

@@ -1,79 +1,8 @@
-// The low-level `glow_ir` dialect: Glow's instruction-based, address-only IR on memrefs.
-// Instructions have no results: each writes into buffers passed as operands. The `roles` attribute of an
-// instruction is fixed by this definition (irdl.is) and names each operand's role, as Glow's @in/@out/@inout.
-// alloc_activation / dealloc_activation bracket every intermediate buffer; tensor_view reinterprets one.
+// The low-level, address-only `glow_ir` dialect (Glow's IR): instructions read and write memref buffers and
+// return nothing. The `roles` attribute of each instruction is fixed by this definition (irdl.is) and names
+// each operand's role, as Glow's @in/@out/@inout.
+// Generated from the op definitions (glow_mlir/opdefs) by `python -m glow_mlir.opdefs.irdl`: do not edit.
 irdl.dialect @glow_ir {
-  // A new activation buffer; its lifetime ends at its dealloc_activation.
-  irdl.operation @alloc_activation {
-    %buffer = irdl.base "!builtin.memref"
-    irdl.results(buffer: %buffer)
-  }
-
-  // Ends the lifetime of an activation buffer.
-  irdl.operation @dealloc_activation {
-    %buffer = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out"]
-    irdl.operands(buffer: %buffer)
-    irdl.attributes {"roles" = %roles}
-  }
-
-  // The same bytes as `src`, reinterpreted with the result's (contiguous) shape. No data moves.
-  irdl.operation @tensor_view {
-    %src = irdl.base "!builtin.memref"
-    %view = irdl.base "!builtin.memref"
-    irdl.operands(src: %src)
-    irdl.results(view: %view)
-  }
-
-  // The block of `src` at offset `start` with the result's shape: a strided view of part of `src` (Glow's
-  // TensorView with offsets). No data moves; an instruction writing through it writes that block of `src`.
-  irdl.operation @block_view {
-    %src = irdl.base "!builtin.memref"
-    %view = irdl.base "!builtin.memref"
-    %start = irdl.base "#builtin.dense_array"
-    irdl.operands(src: %src)
-    irdl.results(view: %view)
-    irdl.attributes {"start" = %start}
-  }
-
-  // dest = src.
-  irdl.operation @copy {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"roles" = %roles}
-  }
-
-  // Every element of dest = value (f32 attribute for floats, integer attribute for integers and i1).
-  irdl.operation @splat {
-    %dest = irdl.base "!builtin.memref"
-    %value = irdl.any
-    %roles = irdl.is ["out"]
-    irdl.operands(dest: %dest)
-    irdl.attributes {"value" = %value, "roles" = %roles}
-  }
-
-  // dest = lhs x rhs (2-D).
-  irdl.operation @matmul {
-    %dest = irdl.base "!builtin.memref"
-    %lhs = irdl.base "!builtin.memref"
-    %rhs = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in", "in"]
-    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
-    irdl.attributes {"roles" = %roles}
-  }
-
-  // dest[b, ...] = batch[b, ...] + slice[...].
-  irdl.operation @batched_add {
-    %dest = irdl.base "!builtin.memref"
-    %batch = irdl.base "!builtin.memref"
-    %slice = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in", "in"]
-    irdl.operands(dest: %dest, batch: %batch, slice: %slice)
-    irdl.attributes {"roles" = %roles}
-  }
-
   // dest = lhs add rhs, elementwise, one shape.
   irdl.operation @element_add {
     %dest = irdl.base "!builtin.memref"
@@ -170,8 +99,8 @@ irdl.dialect @glow_ir {
     irdl.attributes {"roles" = %roles}
   }
 
-  // Softmax over the last dimension.
-  irdl.operation @softmax {
+  // dest = log(src), elementwise.
+  irdl.operation @element_log {
     %dest = irdl.base "!builtin.memref"
     %src = irdl.base "!builtin.memref"
     %roles = irdl.is ["out", "in"]
@@ -179,85 +108,8 @@ irdl.dialect @glow_ir {
     irdl.attributes {"roles" = %roles}
   }
 
-  // 2-D NCHW convolution with no padding (the graph makes padding explicit before IRGen).
-  irdl.operation @convolution {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %filter = irdl.base "!builtin.memref"
-    %bias = irdl.base "!builtin.memref"
-    %kernels = irdl.base "#builtin.dense_array"
-    %strides = irdl.base "#builtin.dense_array"
-    %group = irdl.base "#builtin.integer"
-    %dilation = irdl.base "#builtin.dense_array"
-    %roles = irdl.is ["out", "in", "in", "in"]
-    irdl.operands(dest: %dest, src: %src, filter: %filter, bias: %bias)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "roles" = %roles}
-  }
-
-  // 2-D NCHW max pooling, no padding.
-  irdl.operation @max_pool {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %kernels = irdl.base "#builtin.dense_array"
-    %strides = irdl.base "#builtin.dense_array"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
-  }
-
-  // 2-D NCHW average pooling over full windows, no padding.
-  irdl.operation @avg_pool {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %kernels = irdl.base "#builtin.dense_array"
-    %strides = irdl.base "#builtin.dense_array"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
-  }
-
-  // dest.dims[i] = src.dims[shuffle[i]].
-  irdl.operation @transpose {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %shuffle = irdl.base "#builtin.dense_array"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"shuffle" = %shuffle, "roles" = %roles}
-  }
-
-  // Writes src into dest at offset start; the rest of dest is kept.
-  irdl.operation @insert_tensor {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %start = irdl.base "#builtin.dense_array"
-    %roles = irdl.is ["inout", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"start" = %start, "roles" = %roles}
-  }
-
-  // dest = the block of src of dest's shape at offset start.
-  irdl.operation @extract_tensor {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %start = irdl.base "#builtin.dense_array"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"start" = %start, "roles" = %roles}
-  }
-
-  // Numpy broadcast of src to dest's shape, src's dims aligned at axis.
-  irdl.operation @broadcast {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %axis = irdl.base "#builtin.integer"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"axis" = %axis, "roles" = %roles}
-  }
-
-  // dest = src converted to dest's element type (rules as glow.convert_to).
-  irdl.operation @convert_to {
+  // dest = abs(src), elementwise.
+  irdl.operation @element_abs {
     %dest = irdl.base "!builtin.memref"
     %src = irdl.base "!builtin.memref"
     %roles = irdl.is ["out", "in"]
@@ -265,88 +117,70 @@ irdl.dialect @glow_ir {
     irdl.attributes {"roles" = %roles}
   }
 
-  // dest = cond ? lhs : rhs, elementwise.
-  irdl.operation @element_select {
+  // dest = neg(src), elementwise.
+  irdl.operation @element_neg {
     %dest = irdl.base "!builtin.memref"
-    %cond = irdl.base "!builtin.memref"
-    %lhs = irdl.base "!builtin.memref"
-    %rhs = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in", "in", "in"]
-    irdl.operands(dest: %dest, cond: %cond, lhs: %lhs, rhs: %rhs)
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
     irdl.attributes {"roles" = %roles}
   }
 
-  // dest (i1) = lhs == rhs, elementwise.
-  irdl.operation @element_cmp_eq {
+  // dest = floor(src), elementwise.
+  irdl.operation @element_floor {
     %dest = irdl.base "!builtin.memref"
-    %lhs = irdl.base "!builtin.memref"
-    %rhs = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in", "in"]
-    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
     irdl.attributes {"roles" = %roles}
   }
 
-  // dest (i1) = lhs != rhs, elementwise.
-  irdl.operation @element_cmp_neq {
+  // dest = ceil(src), elementwise.
+  irdl.operation @element_ceil {
     %dest = irdl.base "!builtin.memref"
-    %lhs = irdl.base "!builtin.memref"
-    %rhs = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in", "in"]
-    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
     irdl.attributes {"roles" = %roles}
   }
 
-  // dest (i1) = lhs < rhs, elementwise.
-  irdl.operation @element_cmp_lt {
+  // dest = round(src), elementwise.
+  irdl.operation @element_round {
     %dest = irdl.base "!builtin.memref"
-    %lhs = irdl.base "!builtin.memref"
-    %rhs = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in", "in"]
-    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
     irdl.attributes {"roles" = %roles}
   }
 
-  // dest (i1) = lhs <= rhs, elementwise.
-  irdl.operation @element_cmp_lte {
+  // dest = erf(src), elementwise.
+  irdl.operation @element_erf {
     %dest = irdl.base "!builtin.memref"
-    %lhs = irdl.base "!builtin.memref"
-    %rhs = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in", "in"]
-    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
     irdl.attributes {"roles" = %roles}
   }
 
-  // dest = lhs and rhs, elementwise.
-  irdl.operation @element_and {
+  // dest = sin(src), elementwise.
+  irdl.operation @element_sin {
     %dest = irdl.base "!builtin.memref"
-    %lhs = irdl.base "!builtin.memref"
-    %rhs = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in", "in"]
-    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
     irdl.attributes {"roles" = %roles}
   }
 
-  // dest = lhs or rhs, elementwise.
-  irdl.operation @element_or {
+  // dest = cos(src), elementwise.
+  irdl.operation @element_cos {
     %dest = irdl.base "!builtin.memref"
-    %lhs = irdl.base "!builtin.memref"
-    %rhs = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in", "in"]
-    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
     irdl.attributes {"roles" = %roles}
   }
 
-  // dest = lhs xor rhs, elementwise.
-  irdl.operation @element_xor {
-    %dest = irdl.base "!builtin.memref"
-    %lhs = irdl.base "!builtin.memref"
-    %rhs = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in", "in"]
-    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
-    irdl.attributes {"roles" = %roles}
-  }
-
-  // dest = lhs pow rhs, elementwise.
+  // dest = lhs pow rhs, elementwise, one shape.
   irdl.operation @element_pow {
     %dest = irdl.base "!builtin.memref"
     %lhs = irdl.base "!builtin.memref"
@@ -356,7 +190,77 @@ irdl.dialect @glow_ir {
     irdl.attributes {"roles" = %roles}
   }
 
-  // dest = not src, elementwise (i1).
+  // dest = lhs cmp_eq rhs, elementwise, one shape.
+  irdl.operation @element_cmp_eq {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs cmp_neq rhs, elementwise, one shape.
+  irdl.operation @element_cmp_neq {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs cmp_lt rhs, elementwise, one shape.
+  irdl.operation @element_cmp_lt {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs cmp_lte rhs, elementwise, one shape.
+  irdl.operation @element_cmp_lte {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs and rhs, elementwise, one shape.
+  irdl.operation @element_and {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs or rhs, elementwise, one shape.
+  irdl.operation @element_or {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs xor rhs, elementwise, one shape.
+  irdl.operation @element_xor {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = not(src), elementwise.
   irdl.operation @element_not {
     %dest = irdl.base "!builtin.memref"
     %src = irdl.base "!builtin.memref"
@@ -365,96 +269,47 @@ irdl.dialect @glow_ir {
     irdl.attributes {"roles" = %roles}
   }
 
-  // dest = natural logarithm of src, elementwise.
-  irdl.operation @element_log {
+  // dest = lhs x rhs (2-D).
+  irdl.operation @matmul {
     %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"roles" = %roles}
-  }
-
-  // dest = absolute value of src, elementwise.
-  irdl.operation @element_abs {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"roles" = %roles}
-  }
-
-  // dest = negation of src, elementwise.
-  irdl.operation @element_neg {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"roles" = %roles}
-  }
-
-  // dest = round down of src, elementwise.
-  irdl.operation @element_floor {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"roles" = %roles}
-  }
-
-  // dest = round up of src, elementwise.
-  irdl.operation @element_ceil {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"roles" = %roles}
-  }
-
-  // dest = round half to even of src, elementwise.
-  irdl.operation @element_round {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"roles" = %roles}
-  }
-
-  // dest = error function of src, elementwise.
-  irdl.operation @element_erf {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"roles" = %roles}
-  }
-
-  // dest = sine of src, elementwise.
-  irdl.operation @element_sin {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"roles" = %roles}
-  }
-
-  // dest = cosine of src, elementwise.
-  irdl.operation @element_cos {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"roles" = %roles}
-  }
-
-  // dest = numpy.take(data, indices, axis).
-  irdl.operation @gather {
-    %dest = irdl.base "!builtin.memref"
-    %data = irdl.base "!builtin.memref"
-    %indices = irdl.base "!builtin.memref"
-    %axis = irdl.base "#builtin.integer"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
     %roles = irdl.is ["out", "in", "in"]
-    irdl.operands(dest: %dest, data: %data, indices: %indices)
-    irdl.attributes {"axis" = %axis, "roles" = %roles}
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest[b] = lhs[b] x rhs[b] (3-D).
+  irdl.operation @batch_matmul {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest[b, ...] = batch[b, ...] + slice[...].
+  irdl.operation @batched_add {
+    %dest = irdl.base "!builtin.memref"
+    %batch = irdl.base "!builtin.memref"
+    %slice = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, batch: %batch, slice: %slice)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = activation(lhs x rhs + bias).
+  irdl.operation @fused_matmul {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %activation = irdl.base "#builtin.string"
+    %activationArgs = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs, bias: %bias)
+    irdl.attributes {"activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
   }
 
   // dest = the sum of src over `axes`, which dest drops.
@@ -519,14 +374,50 @@ irdl.dialect @glow_ir {
     irdl.attributes {"axis" = %axis, "keepDims" = %keepDims, "roles" = %roles}
   }
 
-  // dest[b] = lhs[b] x rhs[b] (3-D).
-  irdl.operation @batch_matmul {
+  // Softmax over the last dimension.
+  irdl.operation @softmax {
     %dest = irdl.base "!builtin.memref"
-    %lhs = irdl.base "!builtin.memref"
-    %rhs = irdl.base "!builtin.memref"
-    %roles = irdl.is ["out", "in", "in"]
-    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
     irdl.attributes {"roles" = %roles}
+  }
+
+  // 2-D NCHW convolution with no padding (the graph makes padding explicit before IRGen).
+  irdl.operation @convolution {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %filter = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %group = irdl.base "#builtin.integer"
+    %dilation = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, src: %src, filter: %filter, bias: %bias)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "roles" = %roles}
+  }
+
+  // 2-D NCHW max pooling, no padding.
+  irdl.operation @max_pool {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
+  }
+
+  // 2-D NCHW average pooling over full windows, no padding.
+  irdl.operation @avg_pool {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
   }
 
   // 2-D NCHW transposed convolution with no cropping (the graph makes pads a slice before IRGen); filter [C, O / group, KH, KW].
@@ -544,7 +435,7 @@ irdl.dialect @glow_ir {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "roles" = %roles}
   }
 
-  // dest = activation(convolution(src, filter, bias)), NCHW, no padding. `activation` is "none", "relu", "clip" (activationArgs = [min, max]), "sigmoid", "tanh" or "leaky_relu" (activationArgs = [alpha]); activationArgs is an array<f32>.
+  // dest = activation(convolution(src, filter, bias)), NCHW, no padding.
   irdl.operation @fused_convolution {
     %dest = irdl.base "!builtin.memref"
     %src = irdl.base "!builtin.memref"
@@ -561,20 +452,128 @@ irdl.dialect @glow_ir {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
   }
 
-  // dest = activation(lhs x rhs + bias). `activation` is "none", "relu", "clip" (activationArgs = [min, max]), "sigmoid", "tanh" or "leaky_relu" (activationArgs = [alpha]); activationArgs is an array<f32>.
-  irdl.operation @fused_matmul {
+  // Every element of dest = value (f32 attribute for floats, integer attribute for integers and i1).
+  irdl.operation @splat {
     %dest = irdl.base "!builtin.memref"
-    %lhs = irdl.base "!builtin.memref"
-    %rhs = irdl.base "!builtin.memref"
-    %bias = irdl.base "!builtin.memref"
-    %activation = irdl.base "#builtin.string"
-    %activationArgs = irdl.base "#builtin.dense_array"
-    %roles = irdl.is ["out", "in", "in", "in"]
-    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs, bias: %bias)
-    irdl.attributes {"activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
+    %value = irdl.any
+    %roles = irdl.is ["out"]
+    irdl.operands(dest: %dest)
+    irdl.attributes {"value" = %value, "roles" = %roles}
   }
 
-  // CPU backend: dest = activation(convolution(src, filter, bias)) in NHWC, filter [KH, KW, C / group, O], no padding. `activation` is "none", "relu", "clip" (activationArgs = [min, max]), "sigmoid", "tanh" or "leaky_relu" (activationArgs = [alpha]); activationArgs is an array<f32>.
+  // dest.dims[i] = src.dims[shuffle[i]].
+  irdl.operation @transpose {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %shuffle = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"shuffle" = %shuffle, "roles" = %roles}
+  }
+
+  // dest = the block of src of dest's shape at offset start.
+  irdl.operation @extract_tensor {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %start = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"start" = %start, "roles" = %roles}
+  }
+
+  // Numpy broadcast of src to dest's shape, src's dims aligned at axis.
+  irdl.operation @broadcast {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %axis = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"axis" = %axis, "roles" = %roles}
+  }
+
+  // dest = numpy.take(data, indices, axis).
+  irdl.operation @gather {
+    %dest = irdl.base "!builtin.memref"
+    %data = irdl.base "!builtin.memref"
+    %indices = irdl.base "!builtin.memref"
+    %axis = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, data: %data, indices: %indices)
+    irdl.attributes {"axis" = %axis, "roles" = %roles}
+  }
+
+  // dest = src converted to dest's element type (rules as glow.convert_to).
+  irdl.operation @convert_to {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = cond ? lhs : rhs, elementwise.
+  irdl.operation @element_select {
+    %dest = irdl.base "!builtin.memref"
+    %cond = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, cond: %cond, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // A new activation buffer; its lifetime ends at its dealloc_activation.
+  irdl.operation @alloc_activation {
+    %buffer = irdl.base "!builtin.memref"
+    irdl.results(buffer: %buffer)
+  }
+
+  // Ends the lifetime of an activation buffer.
+  irdl.operation @dealloc_activation {
+    %buffer = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out"]
+    irdl.operands(buffer: %buffer)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // The same bytes as `src`, reinterpreted with the result's (contiguous) shape. No data moves.
+  irdl.operation @tensor_view {
+    %src = irdl.base "!builtin.memref"
+    %view = irdl.base "!builtin.memref"
+    irdl.operands(src: %src)
+    irdl.results(view: %view)
+  }
+
+  // The block of `src` at offset `start` with the result's shape: a strided view of part of `src` (Glow's TensorView with offsets). No data moves; an instruction writing through it writes that block of `src`.
+  irdl.operation @block_view {
+    %src = irdl.base "!builtin.memref"
+    %view = irdl.base "!builtin.memref"
+    %start = irdl.base "#builtin.dense_array"
+    irdl.operands(src: %src)
+    irdl.results(view: %view)
+    irdl.attributes {"start" = %start}
+  }
+
+  // dest = src.
+  irdl.operation @copy {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // Writes src into dest at offset start; the rest of dest is kept.
+  irdl.operation @insert_tensor {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %start = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["inout", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"start" = %start, "roles" = %roles}
+  }
+
+  // CPU backend: dest = activation(convolution(src, filter, bias)) in NHWC, filter [KH, KW, C / group, O], no padding.
   irdl.operation @cpu_conv_nhwc {
     %dest = irdl.base "!builtin.memref"
     %src = irdl.base "!builtin.memref"

@@ -28,7 +28,8 @@ from mlir.dialects import func
 
 from glow_mlir import ops
 
-from glow_mlir.opdefs import shapes
+from glow_mlir.opdefs import OpDef, glow_op, glow_ops, shapes, types
+from glow_mlir.opdefs.base import Trait
 from glow_mlir.context import make_context
 
 DType = str | type | np.dtype
@@ -179,77 +180,10 @@ class Graph:
     def batched_add(self, batch: TensorLike, slice: TensorLike, name: str | None = None) -> Tensor:
         return self._simple("batched_add", shapes.batched_add, [batch, slice], name)
 
-    # Elementwise.
-
-    def add(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("add", shapes.elementwise, [lhs, rhs], name)
-
-    def sub(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("sub", shapes.elementwise, [lhs, rhs], name)
-
-    def mul(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("mul", shapes.elementwise, [lhs, rhs], name)
-
-    def div(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("div", shapes.elementwise, [lhs, rhs], name)
-
-    def max(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("max", shapes.elementwise, [lhs, rhs], name)
-
-    def min(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("min", shapes.elementwise, [lhs, rhs], name)
-
-    def relu(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("relu", shapes.unary, [input], name)
-
-    def sigmoid(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("sigmoid", shapes.unary, [input], name)
-
-    def tanh(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("tanh", shapes.unary, [input], name)
-
-    def exp(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("exp", shapes.unary, [input], name)
-
-    def sqrt(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("sqrt", shapes.unary, [input], name)
+    # Elementwise ops are methods generated from their definitions (`_elementwise_method`, below).
 
     def softmax(self, input: TensorLike, name: str | None = None) -> Tensor:
         return self._simple("softmax", shapes.softmax, [input], name)
-
-    def pow(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        """Elementwise `lhs ** rhs` on floats."""
-        return self._simple("pow", shapes.elementwise, [lhs, rhs], name)
-
-    def log(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("log", shapes.unary, [input], name)
-
-    def abs(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("abs", shapes.unary, [input], name)
-
-    def neg(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("neg", shapes.unary, [input], name)
-
-    def floor(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("floor", shapes.unary, [input], name)
-
-    def ceil(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("ceil", shapes.unary, [input], name)
-
-    def round(self, input: TensorLike, name: str | None = None) -> Tensor:
-        """Elementwise rounding, halves to even (ONNX's Round)."""
-        return self._simple("round", shapes.unary, [input], name)
-
-    def erf(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("erf", shapes.unary, [input], name)
-
-    def sin(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("sin", shapes.unary, [input], name)
-
-    def cos(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("cos", shapes.unary, [input], name)
-
-    # Types, comparisons, logic and selection.
 
     def convert_to(self, input: TensorLike, dtype: DType, name: str | None = None) -> Tensor:
         """Elementwise conversion to `dtype`: float->int truncates toward zero, x->bool is x != 0."""
@@ -258,42 +192,6 @@ class Graph:
         with self._scope:
             elt = _element_type(dtype, f"glow.convert_to '{node}'")
         return self._create("convert_to", node, operands, operands[0].shape, {}, elt)
-
-    def select(self, cond: TensorLike, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        """Elementwise `cond ? lhs : rhs` with a bool `cond`."""
-        return self._simple("select", shapes.select, [cond, lhs, rhs], name)
-
-    def cmp_eq(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        """Elementwise `lhs == rhs` as bool."""
-        return self._simple("cmp_eq", shapes.elementwise, [lhs, rhs], name)
-
-    def cmp_neq(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        """Elementwise `lhs != rhs` as bool."""
-        return self._simple("cmp_neq", shapes.elementwise, [lhs, rhs], name)
-
-    def cmp_lt(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        """Elementwise `lhs < rhs` as bool."""
-        return self._simple("cmp_lt", shapes.elementwise, [lhs, rhs], name)
-
-    def cmp_lte(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        """Elementwise `lhs <= rhs` as bool."""
-        return self._simple("cmp_lte", shapes.elementwise, [lhs, rhs], name)
-
-    def logical_and(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        """`glow.and` of two bool tensors."""
-        return self._simple("and", shapes.elementwise, [lhs, rhs], name)
-
-    def logical_or(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        """`glow.or` of two bool tensors."""
-        return self._simple("or", shapes.elementwise, [lhs, rhs], name)
-
-    def logical_xor(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        """`glow.xor` of two bool tensors."""
-        return self._simple("xor", shapes.elementwise, [lhs, rhs], name)
-
-    def logical_not(self, input: TensorLike, name: str | None = None) -> Tensor:
-        """`glow.not` of a bool tensor."""
-        return self._simple("not", shapes.unary, [input], name)
 
     # Reductions.
 
@@ -416,11 +314,10 @@ class Graph:
         node = self._node_name("cpu_conv_nhwc", name)
         operands = self._tensors([input, filter, bias], "cpu_conv_nhwc", node)
         kernels = operands[1].shape[:2]
-        dims = self._rule(
-            "cpu_conv_nhwc", node, shapes.conv_nhwc, *(t.shape for t in operands),
-            kernels=kernels, strides=tuple(strides), pads=tuple(pads), dilation=tuple(dilation), group=group,
-        )
         extra = self._activation("cpu_conv_nhwc", node, activation, activation_args)
+        window = {"kernels": kernels, "strides": tuple(strides), "pads": tuple(pads), "dilation": tuple(dilation)}
+        attrs = window | {"group": group, "activation": activation, "activationArgs": tuple(activation_args)}
+        dims = self._rule("cpu_conv_nhwc", node, glow_op("cpu_conv_nhwc").shape, [t.shape for t in operands], attrs, None)
         with self._scope:
             attributes = {
                 "kernels": ops.i64_array(kernels),
@@ -441,7 +338,7 @@ class Graph:
         name: str | None = None,
     ) -> Tensor:
         """The CPU backend's max pooling, NHWC; strides default to the kernel size."""
-        return self._pool("cpu_max_pool_nhwc", input, kernels, strides, pads, {}, name, shapes.pool_nhwc)
+        return self._pool("cpu_max_pool_nhwc", input, kernels, strides, pads, {}, name, None)
 
     def cpu_avg_pool_nhwc(
         self,
@@ -455,7 +352,7 @@ class Graph:
         """The CPU backend's average pooling, NHWC; strides default to the kernel size."""
         with self._scope:
             extra = {"countIncludePads": ops.boolean(count_include_pads)}
-        return self._pool("cpu_avg_pool_nhwc", input, kernels, strides, pads, extra, name, shapes.pool_nhwc)
+        return self._pool("cpu_avg_pool_nhwc", input, kernels, strides, pads, extra, name, None)
 
     def batch_normalization(
         self,
@@ -627,7 +524,7 @@ class Graph:
         pads: Sequence[int],
         extra: dict[str, ir.Attribute],
         name: str | None,
-        rule: Callable[..., shapes.Shape] = shapes.pool,
+        rule: Callable[..., shapes.Shape] | None = shapes.pool,
     ) -> Tensor:
         """A pooling op whose result shape is `rule` (NCHW's or NHWC's) of its input and window."""
         strides = tuple(kernels if strides is None else strides)
@@ -638,10 +535,11 @@ class Graph:
                 "pads": ops.i64_array(pads),
                 **extra,
             }
-        return self._simple(
-            op, rule, [input], name, (), attributes,
-            {"kernels": tuple(kernels), "strides": strides, "pads": tuple(pads)},
-        )
+        window = {"kernels": tuple(kernels), "strides": strides, "pads": tuple(pads)}
+        if rule is None:
+            # A backend's pool: its definition's rule.
+            return self._simple(op, lambda x: glow_op(op).shape([x], window, None), [input], name, (), attributes)
+        return self._simple(op, rule, [input], name, (), attributes, window)
 
     def _simple(
         self,
@@ -681,7 +579,7 @@ class Graph:
         with self._scope:
             operand_types = [str(ops.element_type(t.value)) for t in operands]
             asked = None if result_type is None else str(result_type)
-            elt = ir.Type.parse(self._rule(op, node, shapes.element_type, op, operand_types, asked))
+            elt = ir.Type.parse(self._rule(op, node, glow_op(op).types, operand_types, asked))
         with self._scope, ir.Location.name(node):
             # After `module` was read the block ends in func.return; later ops go before it.
             at_end = ir.InsertionPoint(self._block)
@@ -721,17 +619,17 @@ def _element_type(dtype: DType, what: str) -> ir.Type:
 
     MLIR spellings are matched first because numpy reads some of them differently ("i8" is its int64).
     """
-    if isinstance(dtype, str) and dtype in shapes.ELEMENT_TYPES:
+    if isinstance(dtype, str) and dtype in types.ELEMENT_TYPES:
         return ir.Type.parse(dtype)
     try:
         return ops.mlir_type(dtype)
     except ValueError as e:
-        raise ValueError(f"{what}: {e} or MLIR spellings ({', '.join(shapes.ELEMENT_TYPES)})") from None
+        raise ValueError(f"{what}: {e} or MLIR spellings ({', '.join(types.ELEMENT_TYPES)})") from None
 
 
 def _splat_value(value: float, elt: ir.Type, node: str) -> ir.Attribute:
     """The `value` attribute of a splat of element type `elt`: f32 for floats, i64 for integers and i1."""
-    if str(elt) in shapes.FLOATS:
+    if str(elt) in types.FLOATS:
         return ops.f32(value)
     bits = ir.IntegerType(elt).width
     low, high = (0, 1) if bits == 1 else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
@@ -748,3 +646,28 @@ def _splat_value(value: float, elt: ir.Type, node: str) -> ir.Attribute:
 
 def _named(name: str) -> ir.DictAttr:
     return ir.DictAttr.get({"glow.name": ir.StringAttr.get(name)})
+
+
+def _elementwise_method(definition: OpDef) -> Callable[..., Tensor]:
+    """The Graph method of an elementwise op, `g.<name>(*operands, name=None)`, from its definition."""
+    arity = len(definition.operands)
+
+    def method(self: Graph, *operands: TensorLike, name: str | None = None) -> Tensor:
+        if len(operands) == arity + 1 and isinstance(operands[-1], str):
+            *operands, name = operands  # type: ignore[assignment]
+        if len(operands) != arity:
+            raise TypeError(f"Graph.{definition.method_name} takes {arity} operands, got {len(operands)}")
+        return self._simple(
+            definition.name, lambda *s: definition.shape(s, {}, None), list(operands), name  # type: ignore[arg-type]
+        )
+
+    method.__name__ = definition.method_name
+    method.__doc__ = f"`{definition.full_name}`: {definition.doc}"
+    return method
+
+
+# Every elementwise op without attributes is a Graph method named by its definition; convert_to, which also
+# takes the result type, is written out above.
+for _definition in list(glow_ops().values()):
+    if _definition.has(Trait.ELEMENTWISE) and not _definition.attrs and not hasattr(Graph, _definition.method_name):
+        setattr(Graph, _definition.method_name, _elementwise_method(_definition))

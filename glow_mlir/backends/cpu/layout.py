@@ -21,6 +21,7 @@ from __future__ import annotations
 from mlir import ir
 
 from glow_mlir import ops
+from glow_mlir.backends.cpu import ops as cpu_ops  # noqa: F401  (defines the NHWC ops this pass creates)
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.registry import register
 from glow_mlir.passes.graph.sink_transpose import transpose_to

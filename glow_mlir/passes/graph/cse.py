@@ -18,13 +18,11 @@ from collections.abc import Hashable
 
 from mlir import ir
 
-from glow_mlir import ops
+from glow_mlir import opdefs, ops
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.registry import register
 
-COMMUTATIVE = frozenset(
-    f"glow.{name}" for name in "add mul max min cmp_eq cmp_neq and or xor".split()
-)
+COMMUTATIVE = opdefs.with_trait(opdefs.Trait.COMMUTATIVE)
 
 
 def cse_function(function: ir.Operation) -> bool:

@@ -11,8 +11,9 @@ Rewrites, in this order for each producer:
   is constant along every dim but the producer's channel dim -> the producer with bias b + c[channel]
   (computed in float64), when the producer's bias is a constant;
 - matmul(x, W) + batched_add(., b) -> glow.fused_matmul(x, W, b) (float only);
-- activation: relu (max(x, 0), or glow.relu before lowering), clip (min(max(x, lo), hi); max(min(x, hi), lo)
-  with lo <= hi; max or min alone as a half-open clip), sigmoid, tanh, leaky_relu -> the fused producer with
+- activation: an op defined as an activation (glow.relu, glow.sigmoid, glow.tanh, ...: `activation=True` in
+  glow_mlir/opdefs), relu as max(x, 0), clip (min(max(x, lo), hi); max(min(x, hi), lo) with lo <= hi; max or
+  min alone as a half-open clip), leaky_relu -> the fused producer with
   `activation` / `activationArgs` set, also through a transpose or reshape of the producer's result (which
   then follows the fused op). A clip or leaky_relu argument must be exact in f32 (activationArgs is an
   array<f32>); relu and clip keep max's and min's NaN propagation.
@@ -31,11 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 from mlir import ir
 
-from glow_mlir import ops
+from glow_mlir import opdefs, ops
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.registry import register
 
 NONE = "none"
+# The ops that are activations themselves (their definitions say `activation=True`): relu, sigmoid, tanh, ...
+ACTIVATION_OPS = frozenset(f"glow.{name}" for name, op in opdefs.glow_ops().items() if op.activation)
 MATMUL = "glow.matmul"
 BATCHED_ADD = "glow.batched_add"
 
@@ -220,10 +223,8 @@ def _match_activation(y: ir.Value) -> Match | None:
     user = _single_user(y)
     if user is None:
         return None
-    if user.name in ("glow.sigmoid", "glow.tanh"):
+    if user.name in ACTIVATION_OPS:
         return user.name.removeprefix(ops.GLOW), [], user
-    if user.name == "glow.relu":
-        return "relu", [], user
     if user.name not in ("glow.max", "glow.min"):
         return None
     first = _bound(user, y)

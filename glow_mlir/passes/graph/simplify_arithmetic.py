@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
-from glow_mlir import ops
+from glow_mlir import opdefs, ops
 from glow_mlir.errors import GlowError
 from glow_mlir.interpreter import evaluate
 from glow_mlir.passes.graph import utils as g
@@ -33,8 +33,8 @@ NEUTRAL = {
     "glow.mul": (1, (0, 1)),
     "glow.div": (1, (1,)),
 }
-IDEMPOTENT = frozenset(("glow.max", "glow.min", "glow.and", "glow.or"))
-INVOLUTION = frozenset(("glow.neg", "glow.not"))
+IDEMPOTENT = opdefs.with_trait(opdefs.Trait.IDEMPOTENT)
+INVOLUTION = opdefs.with_trait(opdefs.Trait.INVOLUTION)
 
 
 def simplify_function(function: ir.Operation) -> bool:

@@ -15,21 +15,16 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from mlir import ir
 
-from glow_mlir import ops
+from glow_mlir import opdefs, ops
 
 CONSTANT = "glow.constant"
 SPLAT = "glow.splat"
 
-# Shape-preserving elementwise ops: every result element depends on the operand elements at its own index.
-UNARY_ELEMENTWISE = frozenset(
-    f"glow.{name}"
-    for name in "relu sigmoid tanh exp sqrt log abs neg floor ceil round erf sin cos not convert_to".split()
-)
-BINARY_ELEMENTWISE = frozenset(
-    f"glow.{name}"
-    for name in "add sub mul div max min pow cmp_eq cmp_neq cmp_lt cmp_lte and or xor".split()
-)
-ELEMENTWISE = UNARY_ELEMENTWISE | BINARY_ELEMENTWISE | {"glow.select"}
+# Shape-preserving elementwise ops (every result element depends on the operand elements at its own index),
+# from the op definitions.
+UNARY_ELEMENTWISE = opdefs.elementwise(1)
+BINARY_ELEMENTWISE = opdefs.elementwise(2)
+ELEMENTWISE = opdefs.elementwise()
 
 
 def body(function: ir.Operation) -> ir.Block:

@@ -13,73 +13,22 @@ rule with a `VerificationError` naming the op, its location and the rule.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from mlir import ir
 
-from glow_mlir import ops
+from glow_mlir import ops, opdefs
 
-from glow_mlir.opdefs import shapes
+from glow_mlir.opdefs import shapes, types
+from glow_mlir.opdefs.base import Attr, Attrs, ShapeRule, TypeRule
 from glow_mlir.errors import VerificationError
 from glow_mlir.passes.registry import register
 from glow_mlir.opdefs.shapes import Shape, ShapeError
 
 # A static tensor or buffer as the rules see it: its shape and its element type's MLIR spelling.
 Typed = tuple[Shape, str]
-
-# glow_ir instruction -> the glow op whose shape rule it follows.
-_IR_RULES = {
-    "copy": "copy",
-    "matmul": "matmul",
-    "batched_add": "batched_add",
-    "element_add": "add",
-    "element_sub": "sub",
-    "element_mul": "mul",
-    "element_div": "div",
-    "element_max": "max",
-    "element_min": "min",
-    "sigmoid": "sigmoid",
-    "tanh": "tanh",
-    "element_exp": "exp",
-    "element_sqrt": "sqrt",
-    "softmax": "softmax",
-    "convolution": "convolution",
-    "max_pool": "max_pool",
-    "avg_pool": "avg_pool",
-    "transpose": "transpose",
-    "insert_tensor": "insert_tensor",
-    "extract_tensor": "slice",
-    "broadcast": "broadcast",
-    "convert_to": "convert_to",
-    "element_select": "select",
-    "element_cmp_eq": "cmp_eq",
-    "element_cmp_neq": "cmp_neq",
-    "element_cmp_lt": "cmp_lt",
-    "element_cmp_lte": "cmp_lte",
-    "element_and": "and",
-    "element_or": "or",
-    "element_xor": "xor",
-    "element_not": "not",
-    "element_pow": "pow",
-    "element_log": "log",
-    "element_abs": "abs",
-    "element_neg": "neg",
-    "element_floor": "floor",
-    "element_ceil": "ceil",
-    "element_round": "round",
-    "element_erf": "erf",
-    "element_sin": "sin",
-    "element_cos": "cos",
-    "gather": "gather",
-    "batched_reduce_add": "batched_reduce_add",
-    "batched_reduce_max": "batched_reduce_max",
-    "batched_reduce_min": "batched_reduce_min",
-    "batched_reduce_prod": "batched_reduce_prod",
-    "arg_max": "arg_max",
-    "arg_min": "arg_min",
-    "batch_matmul": "batch_matmul",
-    "conv_transpose": "conv_transpose",
-}
-
+T = TypeVar("T")
 
 @register("glow-verify")
 def verify(module: ir.Module) -> None:
@@ -97,21 +46,78 @@ def verify(module: ir.Module) -> None:
 def _verify_glow(op: ir.Operation) -> None:
     operands = [_static(v, ir.RankedTensorType, f"operand {i}") for i, v in enumerate(op.operands)]
     result = _static(op.results[0], ir.RankedTensorType, "result")
-    _check(op, op.name.removeprefix(ops.GLOW), operands, result, "result")
+    definition = _definition(lambda: opdefs.glow_op(op.name))
+    attrs = _attributes(op, definition.attrs)
+    _check(op, definition.types, definition.shape, attrs, operands, result, "result")
 
 
-def _check(op: ir.Operation, kind: str, operands: list[Typed], result: Typed, what: str) -> None:
+def _definition(lookup: Callable[[], T]) -> T:
+    try:
+        return lookup()
+    except KeyError as e:
+        raise ShapeError(f"is not a defined op: {e.args[0]}") from None
+
+
+def _attributes(op: ir.Operation, kinds: Sequence[tuple[str, Attr]]) -> Attrs:
+    """The op's attributes as the rules read them, each checked to be of its kind."""
+    values: Attrs = {}
+    for name, kind in kinds:
+        if name not in op.attributes:
+            # Optional flags (countIncludePads) may be absent; every other attribute IRDL already requires.
+            continue
+        values[name] = _read(op, name, kind)
+    return values
+
+
+def _read(op: ir.Operation, name: str, kind: Attr) -> object:
+    match kind:
+        case Attr.INTS:
+            return tuple(_ints(op, name))
+        case Attr.INT:
+            return _int(op, name)
+        case Attr.FLOAT:
+            return _float(op, name)
+        case Attr.BOOL:
+            return _flag(op, name)
+        case Attr.STRING:
+            attr = op.attributes[name]
+            _require(isinstance(attr, ir.StringAttr), f"attribute '{name}' must be a string, got {attr}")
+            return ir.StringAttr(attr).value
+        case Attr.FLOATS:
+            attr = op.attributes[name]
+            _require(isinstance(attr, ir.DenseF32ArrayAttr), f"attribute '{name}' must be array<f32: ...>, got {attr}")
+            return tuple(ir.DenseF32ArrayAttr(attr))
+    return op.attributes[name]
+
+
+def _check(
+    op: ir.Operation,
+    type_rule: TypeRule,
+    shape_rule: ShapeRule,
+    attrs: Attrs,
+    operands: list[Typed],
+    result: Typed,
+    what: str,
+) -> None:
     """`result` (the glow result or glow_ir destination) must have the element type and shape that the rules
-    of glow op `kind` give for `operands` and `op`'s attributes."""
+    of the op's definition give for `operands` and `op`'s attributes."""
     stated_shape, stated_type = result
-    expected_type = shapes.element_type(kind, [t for _, t in operands], stated_type)
+    expected_type = type_rule([t for _, t in operands], stated_type)
     _require(
         stated_type == expected_type,
         f"{what} element type {stated_type} must equal the type rule's {expected_type}",
     )
-    if kind == "splat":
+    name = op.name.split(".", 1)[1]
+    if name == "splat":
         _splat_value(op, stated_type)
-    _same_shape(stated_shape, _expected(op, kind, [s for s, _ in operands], stated_shape), what)
+    elif name == "constant":
+        value = op.attributes["value"]
+        _require(
+            isinstance(value, ir.DenseElementsAttr) and value.type == op.results[0].type,
+            f"value must be a dense elements attribute of the result type {op.results[0].type}",
+        )
+    expected = shape_rule([s for s, _ in operands], attrs, stated_shape)
+    _same_shape(stated_shape, expected, what)
 
 
 def _verify_glow_ir(op: ir.Operation) -> None:
@@ -159,103 +165,14 @@ def _verify_glow_ir(op: ir.Operation) -> None:
         roles = ops.roles(op)
         inputs = [b for b, r in zip(buffers, roles, strict=True) if r in ("in", "inout")]
         dest = next(b for b, r in zip(buffers, roles, strict=True) if r in ("out", "inout"))
-        _check(op, _IR_RULES.get(kind, kind), inputs, dest, "destination")
-
-
-def _expected(op: ir.Operation, kind: str, s: list[Shape], result: Shape) -> Shape:
-    """The result shape the rule of glow op `kind` gives for operand shapes `s` and `op`'s attributes.
-
-    `result` is the stated result shape; it is an input to the rules whose result shape is not an attribute
-    (slice sizes, broadcast target, splat and constant).
-    """
-    match kind:
-        case "constant":
-            value = op.attributes["value"]
-            _require(
-                isinstance(value, ir.DenseElementsAttr) and value.type == op.results[0].type,
-                f"value must be a dense elements attribute of the result type {op.results[0].type}",
-            )
-            return result
-        case "splat":
-            return shapes.tensor(result)
-        case "fully_connected":
-            return shapes.fully_connected(*s)
-        case "matmul":
-            return shapes.matmul(*s)
-        case "fused_matmul":
-            _activation(op)
-            return shapes.fused_matmul(*s)
-        case "batched_add":
-            return shapes.batched_add(*s)
-        case (
-            "add" | "sub" | "mul" | "div" | "max" | "min" | "pow" | "cmp_eq" | "cmp_neq" | "cmp_lt" | "cmp_lte"
-            | "and" | "or" | "xor"
-        ):
-            return shapes.elementwise(*s)
-        case (
-            "relu" | "sigmoid" | "tanh" | "exp" | "sqrt" | "copy" | "convert_to" | "not" | "log" | "abs" | "neg"
-            | "floor" | "ceil" | "round" | "erf" | "sin" | "cos"
-        ):
-            return shapes.unary(*s)
-        case "select":
-            return shapes.select(*s)
-        case "gather":
-            return shapes.gather(*s, _int(op, "axis"))
-        case "batched_reduce_add" | "batched_reduce_max" | "batched_reduce_min" | "batched_reduce_prod":
-            return shapes.batched_reduce(*s, _ints(op, "axes"))
-        case "arg_max" | "arg_min":
-            return shapes.arg_reduce(*s, _int(op, "axis"), _flag(op, "keepDims"))
-        case "batch_matmul":
-            return shapes.batch_matmul(*s)
-        case "conv_transpose":
-            return shapes.conv_transpose(
-                *s, kernels=_ints(op, "kernels"), strides=_ints(op, "strides"), pads=_pads(op),
-                dilation=_ints(op, "dilation"), group=_int(op, "group"),
-            )
-        case "softmax":
-            return shapes.softmax(*s)
-        case "fused_convolution":
-            _activation(op)
-            return _expected(op, "convolution", s, result)
-        case "convolution":
-            return shapes.convolution(
-                *s, kernels=_ints(op, "kernels"), strides=_ints(op, "strides"), pads=_pads(op),
-                dilation=_ints(op, "dilation"), group=_int(op, "group"),
-            )
-        case "max_pool" | "avg_pool":
-            if ops.has_attr(op, "countIncludePads"):
-                _flag(op, "countIncludePads")
-            return shapes.pool(*s, kernels=_ints(op, "kernels"), strides=_ints(op, "strides"), pads=_pads(op))
-        case "cpu_conv_nhwc":
-            _activation(op)
-            return shapes.conv_nhwc(
-                *s, kernels=_ints(op, "kernels"), strides=_ints(op, "strides"), pads=_pads(op),
-                dilation=_ints(op, "dilation"), group=_int(op, "group"),
-            )
-        case "cpu_max_pool_nhwc" | "cpu_avg_pool_nhwc":
-            if ops.has_attr(op, "countIncludePads"):
-                _flag(op, "countIncludePads")
-            return shapes.pool_nhwc(
-                *s, kernels=_ints(op, "kernels"), strides=_ints(op, "strides"), pads=_pads(op)
-            )
-        case "batch_normalization":
-            _float(op, "momentum")
-            return shapes.batch_normalization(
-                *s, channel_idx=_int(op, "channelIdx"), epsilon=_float(op, "epsilon")
-            )
-        case "reshape":
-            return shapes.reshape(*s, _ints(op, "dims"))
-        case "transpose":
-            return shapes.transpose(*s, _ints(op, "shuffle"))
-        case "concat":
-            return shapes.concat(s, _int(op, "dim"))
-        case "slice":
-            return shapes.slice(*s, _ints(op, "start"), result)
-        case "insert_tensor":
-            return shapes.insert_tensor(*s, _ints(op, "start"))
-        case "broadcast":
-            return shapes.broadcast(*s, result, _int(op, "axis"))
-    raise ShapeError("has no shape rule in glow-verify")
+        instr = _definition(lambda: opdefs.ir_op(op.name))
+        graph = opdefs.graph_rules_of(instr)
+        type_rule = instr.types or (graph.types if graph else None)
+        shape_rule = instr.shape or (graph.shape if graph else None)
+        if type_rule is None or shape_rule is None:
+            raise ShapeError("has no shape or type rule in its definition")
+        kinds = graph.attrs if graph is not None else instr.attr_kinds
+        _check(op, type_rule, shape_rule, _attributes(op, kinds), inputs, dest, "destination")
 
 
 def _require(condition: bool, rule: str) -> None:
@@ -268,9 +185,9 @@ def _static(value: ir.Value, kind: type[ir.ShapedType], what: str) -> Typed:
     the convention's element types."""
     t = value.type
     _require(
-        isinstance(t, kind) and t.has_static_shape and str(t.element_type) in shapes.ELEMENT_TYPES,
+        isinstance(t, kind) and t.has_static_shape and str(t.element_type) in types.ELEMENT_TYPES,
         f"{what} must be a static-shaped {'tensor' if kind is ir.RankedTensorType else 'memref'} of "
-        f"{', '.join(shapes.ELEMENT_TYPES)}, got {t}",
+        f"{', '.join(types.ELEMENT_TYPES)}, got {t}",
     )
     return shapes.tensor(t.shape, f"{what} shape"), str(t.element_type)
 
@@ -283,11 +200,6 @@ def _ints(op: ir.Operation, name: str) -> list[int]:
     attr = op.attributes[name]
     _require(isinstance(attr, ir.DenseI64ArrayAttr), f"attribute '{name}' must be array<i64: ...>, got {attr}")
     return list(attr)
-
-
-def _pads(op: ir.Operation) -> list[int]:
-    # glow_ir convolution and pooling have no pads: the graph made padding explicit before IRGen.
-    return _ints(op, "pads") if ops.has_attr(op, "pads") else [0, 0, 0, 0]
 
 
 def _int(op: ir.Operation, name: str) -> int:
@@ -308,19 +220,9 @@ def _float(op: ir.Operation, name: str) -> float:
     return attr.value
 
 
-def _activation(op: ir.Operation) -> None:
-    """A fused activation: a string `activation` of shapes.ACTIVATIONS and its f32 `activationArgs`."""
-    name, args = op.attributes["activation"], op.attributes["activationArgs"]
-    _require(isinstance(name, ir.StringAttr), f"attribute 'activation' must be a string, got {name}")
-    _require(
-        isinstance(args, ir.DenseF32ArrayAttr), f"attribute 'activationArgs' must be array<f32: ...>, got {args}"
-    )
-    shapes.activation(name.value, list(args))
-
-
 def _splat_value(op: ir.Operation, elt: str) -> None:
     """A splat's value: an f32 attribute for float results, an integer one within range for integers and i1."""
-    if elt in shapes.FLOATS:
+    if elt in types.FLOATS:
         _float(op, "value")
         return
     attr = op.attributes["value"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from glow_mlir import ops
+from glow_mlir import opdefs, ops
 
 ALLOC = "glow_ir.alloc_activation"
 DEALLOC = "glow_ir.dealloc_activation"
@@ -25,15 +25,7 @@ OUTPUT_ATTR = "glow.output"
 # Instructions computing each destination element from the source elements at the same index only (a
 # linalg.generic with identity maps, or a copy): the destination may be one of its @in buffers, provided the
 # two operands have the same type, so the in-place kernel reads each element before it overwrites it.
-IN_PLACE = frozenset(
-    f"glow_ir.{name}"
-    for name in (
-        "copy splat batched_add element_add element_sub element_mul element_div element_max element_min "
-        "element_pow element_cmp_eq element_cmp_neq element_cmp_lt element_cmp_lte element_and element_or "
-        "element_xor element_not element_select sigmoid tanh element_exp element_sqrt element_log element_abs "
-        "element_neg element_floor element_ceil element_round element_erf element_sin element_cos convert_to"
-    ).split()
-)
+IN_PLACE = opdefs.in_place()
 
 
 def body(function: ir.Operation) -> ir.Block:

@@ -26,13 +26,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from functools import cache
 
 from mlir import ir, rewrite
 from mlir.dialects import builtin, func, memref
 
-from glow_mlir import ops
-from glow_mlir.context import DIALECT_FILES, dialect_sources
+from glow_mlir import opdefs, ops
 from glow_mlir.errors import GlowError, VerificationError
 from glow_mlir.passes.registry import register
 
@@ -44,14 +42,6 @@ VIEW = "glow_ir.tensor_view"
 BLOCK_VIEW = "glow_ir.block_view"
 # Constant weights are 64-byte aligned, as Glow's, so that vector loads of them are aligned.
 WEIGHT_ALIGNMENT = 64
-# Ops that IRGen takes only once glow-lower has made their padding explicit (for conv_transpose, whose pads
-# crop its output, a slice of the unpadded op).
-PADDED_OPS = (
-    "glow.convolution", "glow.fused_convolution", "glow.max_pool", "glow.avg_pool", "glow.conv_transpose",
-    "glow.cpu_conv_nhwc", "glow.cpu_max_pool_nhwc", "glow.cpu_avg_pool_nhwc",
-)
-
-
 def irgen(module: ir.Module) -> None:
     """Converts every function of `module` from `glow` on tensors to `glow_ir` on memrefs, in place."""
     functions = ops.functions(module)
@@ -86,9 +76,10 @@ def _check_convertible(function: ir.Operation) -> None:
         if not isinstance(t, ir.RankedTensorType):
             rule = f"has a non-tensor argument or result {t}: glow-irgen takes glow functions on tensors"
             raise VerificationError("func.func", ops.location_text(function), rule)
+    table, padded = rewrites(), padded_ops()
     for op in ops.walk_ops(function):
-        if op.name in REWRITES or op.name == CONSTANT:
-            if op.name in PADDED_OPS and any(ops.ints(op, "pads")):
+        if op.name in table or op.name == CONSTANT:
+            if op.name in padded and any(ops.ints(op, "pads")):
                 rule = f"has pads {ops.ints(op, 'pads')}: glow-irgen needs explicit padding (run glow-lower first)"
                 raise VerificationError(op.name, ops.location_text(op), rule)
         elif op.name.startswith(ops.GLOW):
@@ -165,29 +156,13 @@ def _alloc(tensor: ir.Type) -> ir.Value:
     return ops.create(ALLOC, results=[_memref_of(tensor)]).results[0]
 
 
-@cache
 def instruction_roles() -> dict[str, tuple[str, ...]]:
-    """Each `glow_ir` instruction's operand roles, read from the dialect definition, the one place they are fixed."""
-    source = dialect_sources()[DIALECT_FILES.index("glow_ir.irdl.mlir")]
-    found: dict[str, tuple[str, ...]] = {}
-    with ir.Context():
-        definitions = ir.Module.parse(source)
-        dialect = definitions.body.operations[0]
-        prefix = ir.StringAttr(dialect.attributes["sym_name"]).value + "."
-        for definition in dialect.regions[0].blocks[0].operations:
-            name = prefix + ir.StringAttr(definition.attributes["sym_name"]).value
-            for constraint in definition.regions[0].blocks[0].operations:
-                if constraint.name != "irdl.attributes":
-                    continue
-                names = [ir.StringAttr(a).value for a in ir.ArrayAttr(constraint.attributes["attributeValueNames"])]
-                if "roles" in names:
-                    expected = constraint.operands[names.index("roles")].owner.attributes["expected"]
-                    found[name] = tuple(ir.StringAttr(r).value for r in ir.ArrayAttr(expected))
-    return found
+    """Each `glow_ir` instruction's operand roles, as its definition (glow_mlir/opdefs) fixes them."""
+    return {instr.full_name: instr.role_list for instr in opdefs.ir_ops().values() if instr.role_list}
 
 
 def _emit(name: str, operands: Sequence[ir.Value], attributes: dict[str, ir.Attribute] | None = None) -> None:
-    roles = ir.ArrayAttr.get([ir.StringAttr.get(r) for r in instruction_roles()[name]])
+    roles = ir.ArrayAttr.get([ir.StringAttr.get(r) for r in opdefs.ir_op(name).role_list])
     ops.create(name, operands, attributes=(attributes or {}) | {"roles": roles})
 
 
@@ -267,57 +242,34 @@ def _constant_rewrite(symbols: ir.SymbolTable) -> RewriteFn:
     return rewrite_constant
 
 
-REWRITES: dict[str, RewriteFn] = {
-    "glow.splat": _instruction("glow_ir.splat", ["value"]),
-    "glow.matmul": _instruction("glow_ir.matmul"),
-    "glow.batched_add": _instruction("glow_ir.batched_add"),
-    "glow.add": _instruction("glow_ir.element_add"),
-    "glow.sub": _instruction("glow_ir.element_sub"),
-    "glow.mul": _instruction("glow_ir.element_mul"),
-    "glow.div": _instruction("glow_ir.element_div"),
-    "glow.max": _instruction("glow_ir.element_max"),
-    "glow.min": _instruction("glow_ir.element_min"),
-    "glow.sigmoid": _instruction("glow_ir.sigmoid"),
-    "glow.tanh": _instruction("glow_ir.tanh"),
-    "glow.exp": _instruction("glow_ir.element_exp"),
-    "glow.sqrt": _instruction("glow_ir.element_sqrt"),
-    "glow.softmax": _instruction("glow_ir.softmax"),
-    "glow.convolution": _instruction("glow_ir.convolution", ["kernels", "strides", "group", "dilation"]),
-    "glow.fused_convolution": _instruction(
-        "glow_ir.fused_convolution", ["kernels", "strides", "group", "dilation", "activation", "activationArgs"]
-    ),
-    "glow.fused_matmul": _instruction("glow_ir.fused_matmul", ["activation", "activationArgs"]),
-    "glow.max_pool": _instruction("glow_ir.max_pool", ["kernels", "strides"]),
-    "glow.avg_pool": _instruction("glow_ir.avg_pool", ["kernels", "strides"]),
-    "glow.transpose": _instruction("glow_ir.transpose", ["shuffle"]),
-    "glow.broadcast": _instruction("glow_ir.broadcast", ["axis"]),
-    "glow.slice": _instruction("glow_ir.extract_tensor", ["start"]),
-    "glow.convert_to": _instruction("glow_ir.convert_to"),
-    "glow.select": _instruction("glow_ir.element_select"),
-    **{f"glow.{op}": _instruction(f"glow_ir.element_{op}") for op in ("cmp_eq", "cmp_neq", "cmp_lt", "cmp_lte")},
-    **{f"glow.{op}": _instruction(f"glow_ir.element_{op}") for op in ("and", "or", "xor", "not", "pow")},
-    **{
-        f"glow.{op}": _instruction(f"glow_ir.element_{op}")
-        for op in ("log", "abs", "neg", "floor", "ceil", "round", "erf", "sin", "cos")
-    },
-    "glow.gather": _instruction("glow_ir.gather", ["axis"]),
-    **{
-        f"glow.batched_reduce_{op}": _instruction(f"glow_ir.batched_reduce_{op}", ["axes"])
-        for op in ("add", "max", "min", "prod")
-    },
-    "glow.arg_max": _instruction("glow_ir.arg_max", ["axis", "keepDims"]),
-    "glow.arg_min": _instruction("glow_ir.arg_min", ["axis", "keepDims"]),
-    "glow.batch_matmul": _instruction("glow_ir.batch_matmul"),
-    "glow.conv_transpose": _instruction("glow_ir.conv_transpose", ["kernels", "strides", "group", "dilation"]),
-    "glow.cpu_conv_nhwc": _instruction(
-        "glow_ir.cpu_conv_nhwc", ["kernels", "strides", "group", "dilation", "activation", "activationArgs"]
-    ),
-    "glow.cpu_max_pool_nhwc": _instruction("glow_ir.cpu_max_pool_nhwc", ["kernels", "strides"]),
-    "glow.cpu_avg_pool_nhwc": _instruction("glow_ir.cpu_avg_pool_nhwc", ["kernels", "strides"]),
+# Ops whose rewrite is not one instruction from their operands: a view, several inserts, a copy then an insert.
+_SPECIAL: dict[str, RewriteFn] = {
     "glow.reshape": _rewrite_reshape,
     "glow.concat": _rewrite_concat,
     "glow.insert_tensor": _rewrite_insert_tensor,
 }
+
+
+def rewrites() -> dict[str, RewriteFn]:
+    """The rewrite of every glow op IRGen takes: one instruction for each op whose definition names one (it
+    keeps the attributes the instruction lists), and the special rewrites."""
+    table = {
+        op.full_name: _instruction(op.ir.full_name, op.ir.attrs)
+        for op in opdefs.glow_ops().values()
+        if op.ir is not None
+    }
+    return table | _SPECIAL
+
+
+def padded_ops() -> frozenset[str]:
+    """Ops that IRGen takes only once glow-lower has made their padding explicit (for conv_transpose, whose
+    pads crop its output, a slice of the unpadded op): those with `pads` whose instruction has none."""
+    return frozenset(
+        op.full_name
+        for op in opdefs.glow_ops().values()
+        if op.ir is not None and "pads" in dict(op.attrs) and "pads" not in op.ir.attrs
+    )
+
 
 # glow.constant is not in REWRITES because its rewrite needs the module's symbol table.
 CONSTANT = "glow.constant"
@@ -325,7 +277,7 @@ CONSTANT = "glow.constant"
 
 def _patterns(symbols: ir.SymbolTable) -> rewrite.RewritePatternSet:
     patterns = rewrite.RewritePatternSet()
-    for name, fn in [*REWRITES.items(), (CONSTANT, _constant_rewrite(symbols))]:
+    for name, fn in [*rewrites().items(), (CONSTANT, _constant_rewrite(symbols))]:
         patterns.add(name, fn)
     return patterns
 

@@ -183,7 +183,7 @@ def test_constants_become_uniquely_named_aligned_globals() -> None:
         assert [ir.FlatSymbolRefAttr(op.attributes["name"]).value for op in loads] == names
 
 
-def test_instruction_roles_come_from_the_dialect() -> None:
+def test_instruction_roles_come_from_the_definitions() -> None:
     roles = instruction_roles()
     assert roles["glow_ir.insert_tensor"] == ("inout", "in")
     assert roles["glow_ir.convolution"] == ("out", "in", "in", "in")

@@ -165,7 +165,7 @@ def test_lowered_graph_holds_only_irgen_ops_and_keeps_locations() -> None:
     with g.context:
         lower(module)
     names = _op_names(module)
-    assert set(names) <= set(irgen.REWRITES) | {irgen.CONSTANT}
+    assert set(names) <= set(irgen.rewrites()) | {irgen.CONSTANT}
     for op in ops.walk_ops(module.operation):
         if op.name.startswith(ops.GLOW):
             assert op.location.is_a_name(), f"{op.name} lost its node name: {op.location}"

@@ -1,0 +1,115 @@
+"""The CPU backend's own ops (Glow's `CPUSpecificNodes.h`): convolution and pooling in NHWC.
+
+glow-cpu-layout (`glow_mlir.backends.cpu.layout`) turns NCHW convolutions and pools into these between
+transposes. They are glow.fused_convolution, glow.max_pool and glow.avg_pool with the channels last, so
+their rules and evaluators are those ops' with the layout moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mlir import ir
+
+from glow_mlir.opdefs import reference as ref
+from glow_mlir.opdefs import shapes
+from glow_mlir.opdefs import types as t
+from glow_mlir.opdefs.base import Array, Attr, Attrs, Evaluator, IrDef, OpDef, Shape, define
+from glow_mlir.opdefs.nn import ACTIVATION, CONV, CONV_IR_ATTRS, CONV_OPERANDS, POOL_IR_ATTRS, POOL_OPERANDS, WINDOW
+
+
+def conv_nhwc(
+    input: Shape,
+    filter: Shape,
+    bias: Shape,
+    *,
+    kernels: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilation: Sequence[int],
+    group: int,
+) -> Shape:
+    """The CPU backend's convolution: NHWC input, filter [KH, KW, C / group, O], bias [O] -> [N, OH, OW, O].
+
+    The rules are convolution's, with the channels last: this op is glow.convolution in another layout.
+    """
+    shapes.rank(input, 4, "input (NHWC)")
+    shapes.rank(filter, 4, "filter (KH, KW, C / group, O)")
+    shapes.require(group >= 1, f"group must be >= 1, got {group}")
+    n, h, w, c = input
+    kh, kw, i, o = filter
+    shapes.require(
+        c == i * group,
+        f"input channels must equal filter dim 2 * group: input {shapes.fmt(input)}, filter {shapes.fmt(filter)}, "
+        f"group {group}",
+    )
+    shapes.require(o % group == 0, f"group {group} must divide the filter's output channels: filter {shapes.fmt(filter)}")
+    shapes.require(bias == (o,), f"bias must have shape [{o}] (filter dim 3), got {shapes.fmt(bias)}")
+    shapes.require(
+        tuple(kernels) == (kh, kw), f"kernels {shapes.fmt(kernels)} must equal the filter's HW: filter {shapes.fmt(filter)}"
+    )
+    oh, ow = shapes.window_dims((n, c, h, w), kernels, strides, pads, dilation)
+    return (n, oh, ow, o)
+
+
+def pool_nhwc(input: Shape, *, kernels: Sequence[int], strides: Sequence[int], pads: Sequence[int]) -> Shape:
+    """The CPU backend's max / avg pooling over NHWC input -> [N, OH, OW, C], with pool's rules."""
+    shapes.rank(input, 4, "input (NHWC)")
+    n, h, w, c = input
+    return _nchw_to_nhwc(shapes.pool((n, c, h, w), kernels=kernels, strides=strides, pads=pads))
+
+
+def _nchw_to_nhwc(shape: Shape) -> Shape:
+    return (shape[0], shape[2], shape[3], shape[1])
+
+
+# The CPU backend's NHWC ops are the NCHW ops with the layout moved: NHWC <-> NCHW and filter
+# [KH, KW, I, O] -> OIHW around the NCHW evaluators, which read the same attributes.
+_TO_NCHW = (0, 3, 1, 2)
+_TO_NHWC = (0, 2, 3, 1)
+
+
+def cpu_conv_nhwc(op: ir.Operation, a: list[Array]) -> Array:
+    x, f, b = a
+    y = ref.convolution(op, [x.transpose(_TO_NCHW), f.transpose(3, 2, 0, 1), b])
+    return ref.activation(op, y).transpose(_TO_NHWC)
+
+
+def nhwc_pool(pool: Evaluator) -> Evaluator:
+    return lambda op, a: pool(op, [a[0].transpose(_TO_NCHW)]).transpose(_TO_NHWC)
+
+
+def _pool_shape(o: Sequence[Shape], a: Attrs, _: Shape | None) -> Shape:
+    return pool_nhwc(*o, kernels=a["kernels"], strides=a["strides"], pads=shapes.pads_of(a))
+
+
+define(OpDef(
+    "cpu_conv_nhwc",
+    "CPU backend: the fused convolution in NHWC, filter [KH, KW, C / group, O], bias [O]; pads [top, left, "
+    "bottom, right].",
+    ("input", "filter", "bias"), attrs=(*CONV, *ACTIVATION), backend="cpu",
+    shape=lambda o, a, r: shapes.fused(a, conv_nhwc(
+        *o, kernels=a["kernels"], strides=a["strides"], pads=shapes.pads_of(a), dilation=a["dilation"],
+        group=a["group"],
+    )),
+    types=t.FLOAT, evaluate=cpu_conv_nhwc,
+    ir=IrDef(
+        "cpu_conv_nhwc", CONV_OPERANDS, attrs=(*CONV_IR_ATTRS, "activation", "activationArgs"),
+        graph="cpu_conv_nhwc",
+        doc="CPU backend: dest = activation(convolution(src, filter, bias)) in NHWC, filter [KH, KW, C / group, "
+        "O], no padding.",
+    ),
+))
+define(OpDef(
+    "cpu_max_pool_nhwc", "CPU backend: glow.max_pool in NHWC.", ("input",), attrs=WINDOW, backend="cpu",
+    shape=_pool_shape, types=t.FLOAT, evaluate=nhwc_pool(ref.max_pool),
+    ir=IrDef("cpu_max_pool_nhwc", POOL_OPERANDS, attrs=POOL_IR_ATTRS, graph="cpu_max_pool_nhwc",
+             doc="CPU backend: max pooling in NHWC, no padding."),
+))
+define(OpDef(
+    "cpu_avg_pool_nhwc", "CPU backend: glow.avg_pool in NHWC.", ("input",),
+    attrs=(*WINDOW, ("countIncludePads", Attr.BOOL)), backend="cpu", shape=_pool_shape, types=t.FLOAT,
+    evaluate=nhwc_pool(ref.avg_pool),
+    ir=IrDef("cpu_avg_pool_nhwc", POOL_OPERANDS, attrs=POOL_IR_ATTRS, graph="cpu_avg_pool_nhwc",
+             doc="CPU backend: average pooling over full windows in NHWC, no padding."),
+))

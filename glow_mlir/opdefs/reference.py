@@ -1,0 +1,279 @@
+"""The numpy meaning of every `glow` op: the evaluators the op definitions name, read by the interpreter.
+
+Written as plainly as numpy allows, not for speed: NCHW/OIHW convolution with groups, strides, dilation and
+pads; transposed convolution as the scatter of every input element through the kernel; pooling where padding
+never wins a max; batch normalization in inference form; softmax over the last dim. Every evaluator is
+`(op, operands) -> result`, reading attributes from the op by name; `glow_mlir.interpreter.evaluate` types
+the operands and rounds the result to the op's element type. Integers wrap and divide truncating toward zero
+(C, ONNX); float sums, products and transcendental functions are computed in float64.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from mlir import ir
+
+from glow_mlir import ops
+from glow_mlir.errors import UnsupportedError
+from glow_mlir.opdefs.base import activations
+
+Array = np.ndarray
+Evaluator = Callable[[ir.Operation, list[Array]], Array]
+
+
+def dtype(value: ir.Value) -> np.dtype:
+    return ops.numpy_dtype(ops.element_type(value))
+
+
+def constant(op: ir.Operation, _: list[Array]) -> Array:
+    attr = op.attributes["value"]
+    if not isinstance(attr, ir.DenseElementsAttr):
+        raise UnsupportedError(f"{ops.location_text(op)}: constant value {attr.type} is not a dense elements attr")
+    shape = ops.shape(op.results[0])
+    if attr.is_splat and isinstance(attr.get_splat_value(), ir.BoolAttr):
+        # The bindings' buffer of an i1 splat holds one packed byte, which numpy would read as many bits.
+        return np.full(shape, ir.BoolAttr(attr.get_splat_value()).value, np.bool_)
+    return np.array(attr).reshape(shape)
+
+
+def splat(op: ir.Operation, _: list[Array]) -> Array:
+    attr = op.attributes["value"]
+    value = ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
+    return np.full(ops.shape(op.results[0]), value, dtype(op.results[0]))
+
+
+def wide(x: Array) -> Array:
+    """`x` in the type products and sums accumulate in: float64, or int64 (wrapping as narrower ints do)."""
+    return x.astype(np.float64 if x.dtype.kind == "f" else np.int64)
+
+
+def fully_connected(_: ir.Operation, a: list[Array]) -> Array:
+    x, w, b = a
+    return wide(x) @ wide(w) + b
+
+
+def matmul(_: ir.Operation, a: list[Array]) -> Array:
+    return wide(a[0]) @ wide(a[1])
+
+
+def softmax(_: ir.Operation, a: list[Array]) -> Array:
+    x = a[0].astype(np.float64)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _windows(x: Array, kernels: list[int], strides: list[int], dilation: list[int]) -> Array:
+    """View [N, C, OH, OW, KH, KW] of every (dilated) window of an already padded NCHW array."""
+    kh, kw = kernels
+    sh, sw = strides
+    dh, dw = dilation
+    n, c, h, w = x.shape
+    oh = (h - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (w - (dw * (kw - 1) + 1)) // sw + 1
+    s = x.strides
+    return np.lib.stride_tricks.as_strided(
+        x, (n, c, oh, ow, kh, kw), (s[0], s[1], s[2] * sh, s[3] * sw, s[2] * dh, s[3] * dw), writeable=False
+    )
+
+
+def _pad(x: Array, pads: list[int], value: float) -> Array:
+    top, left, bottom, right = pads
+    return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=value)
+
+
+def convolution(op: ir.Operation, a: list[Array]) -> Array:
+    x, f, b = a
+    group = ops.integer(op, "group")
+    windows = _windows(
+        _pad(x.astype(np.float64), ops.ints(op, "pads"), 0.0), ops.ints(op, "kernels"), ops.ints(op, "strides"),
+        ops.ints(op, "dilation"),
+    )
+    n, c, oh, ow, kh, kw = windows.shape
+    o = f.shape[0]
+    # Split channels into groups: windows [N, G, C/G, OH, OW, KH, KW], filter [G, O/G, C/G, KH, KW].
+    windows = windows.reshape(n, group, c // group, oh, ow, kh, kw)
+    filters = f.astype(np.float64).reshape(group, o // group, c // group, kh, kw)
+    out = np.einsum("ngcyxij,gocij->ngoyx", windows, filters).reshape(n, o, oh, ow)
+    return out + b.reshape(1, o, 1, 1)
+
+
+def _pool_windows(op: ir.Operation, x: Array, pad_value: float) -> Array:
+    return _windows(
+        _pad(x, ops.ints(op, "pads"), pad_value), ops.ints(op, "kernels"), ops.ints(op, "strides"), [1, 1]
+    )
+
+
+def max_pool(op: ir.Operation, a: list[Array]) -> Array:
+    # -inf padding never wins: glow-verify ensures every window holds a real element.
+    return _pool_windows(op, a[0], -np.inf).max(axis=(4, 5))
+
+
+def avg_pool(op: ir.Operation, a: list[Array]) -> Array:
+    sums = _pool_windows(op, a[0].astype(np.float64), 0.0).sum(axis=(4, 5))
+    if ops.integer(op, "countIncludePads"):
+        kh, kw = ops.ints(op, "kernels")
+        return sums / (kh * kw)
+    ones = np.ones((1, 1) + a[0].shape[2:])
+    counts = _pool_windows(op, ones, 0.0).sum(axis=(4, 5))
+    return sums / counts
+
+
+def activation(op: ir.Operation, y: Array) -> Array:
+    """`y` through the fused activation that `op`'s `activation` and `activationArgs` attributes name."""
+    name = ir.StringAttr(op.attributes["activation"]).value
+    if name == "none":
+        return y
+    args = list(ir.DenseF32ArrayAttr(op.attributes["activationArgs"]))
+    return activations()[name].evaluate(y, args)
+
+
+def fused_convolution(op: ir.Operation, a: list[Array]) -> Array:
+    return activation(op, convolution(op, a))
+
+
+def fused_matmul(op: ir.Operation, a: list[Array]) -> Array:
+    lhs, rhs, bias = a
+    return activation(op, wide(lhs) @ wide(rhs) + bias)
+
+
+def batch_normalization(op: ir.Operation, a: list[Array]) -> Array:
+    x, scale, bias, mean, var = (v.astype(np.float64) for v in a)
+    axis = ops.integer(op, "channelIdx")
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    eps = ops.floating(op, "epsilon")
+    scale, bias, mean, var = (v.reshape(shape) for v in (scale, bias, mean, var))
+    return (x - mean) / np.sqrt(var + eps) * scale + bias
+
+
+def concat(op: ir.Operation, a: list[Array]) -> Array:
+    return np.concatenate(a, axis=ops.integer(op, "dim"))
+
+
+def _block(start: list[int], sizes: tuple[int, ...]) -> tuple[slice, ...]:
+    return tuple(slice(s, s + n) for s, n in zip(start, sizes, strict=True))
+
+
+def slice_(op: ir.Operation, a: list[Array]) -> Array:
+    return a[0][_block(ops.ints(op, "start"), ops.shape(op.results[0]))]
+
+
+def insert_tensor(op: ir.Operation, a: list[Array]) -> Array:
+    big, small = a
+    out = big.copy()
+    out[_block(ops.ints(op, "start"), small.shape)] = small
+    return out
+
+
+def broadcast(op: ir.Operation, a: list[Array]) -> Array:
+    x = a[0]
+    target = ops.shape(op.results[0])
+    axis = ops.integer(op, "axis")
+    aligned = (1,) * axis + x.shape + (1,) * (len(target) - axis - x.ndim)
+    return np.broadcast_to(x.reshape(aligned), target)
+
+
+def sigmoid(_: ir.Operation, a: list[Array]) -> Array:
+    x = a[0].astype(np.float64)
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def divide(a: Array, b: Array) -> Array:
+    """Float division, or integer division truncating toward zero (C, ONNX) where numpy would floor.
+
+    An integer division by zero gives 0 here: compiled code leaves it undefined, so no test may rely on it.
+    """
+    if a.dtype.kind == "f":
+        return np.divide(a, b)
+    divisor = np.where(b == 0, np.ones_like(b), b)
+    floored = a // divisor
+    inexact_negative = (a % divisor != 0) & ((a < 0) != (divisor < 0))
+    return np.where(b == 0, np.zeros_like(a), floored + inexact_negative.astype(a.dtype))
+
+
+def convert_to(op: ir.Operation, a: list[Array]) -> Array:
+    x = a[0]
+    target = dtype(op.results[0])
+    if target == np.bool_:
+        return x != 0
+    if target.kind == "i" and x.dtype.kind == "f":
+        # numpy's cast truncates toward zero, as the convention asks; NaN and out-of-range values are
+        # undefined in compiled code, so their result here is whatever numpy gives.
+        return np.trunc(x).astype(target)
+    return x.astype(target)
+
+
+def gather(op: ir.Operation, a: list[Array]) -> Array:
+    data, indices = a
+    axis = ops.integer(op, "axis")
+    size = data.shape[axis]
+    if np.any((indices < -size) | (indices >= size)):
+        raise ValueError(
+            f"{ops.location_text(op)}: glow.gather indices must lie in [{-size}, {size - 1}] for axis {axis} of "
+            f"data {list(data.shape)}, got {indices.min()}..{indices.max()}"
+        )
+    # Negative indices count from the end, as numpy.take (and ONNX Gather) has them.
+    return np.take(data, indices.astype(np.int64), axis=axis)
+
+
+def reduce(fn: Callable[..., Array], widen: bool) -> Callable[[ir.Operation, list[Array]], Array]:
+    """A batched_reduce evaluator; sums and products accumulate in float64 / int64 (`widen`)."""
+
+    def run(op: ir.Operation, a: list[Array]) -> Array:
+        x = wide(a[0]) if widen else a[0]
+        return fn(x, axis=tuple(ops.ints(op, "axes")))
+
+    return run
+
+
+def arg_reduce(fn: Callable[..., Array]) -> Callable[[ir.Operation, list[Array]], Array]:
+    """arg_max / arg_min: numpy's argmax/argmin return the first occurrence, as the op defines."""
+
+    def run(op: ir.Operation, a: list[Array]) -> Array:
+        axis = ops.integer(op, "axis")
+        index = fn(a[0], axis=axis).astype(np.int64)
+        return np.expand_dims(index, axis) if ops.integer(op, "keepDims") else index
+
+    return run
+
+
+def batch_matmul(_: ir.Operation, a: list[Array]) -> Array:
+    return np.matmul(wide(a[0]), wide(a[1]))
+
+
+def conv_transpose(op: ir.Operation, a: list[Array]) -> Array:
+    """Each input element scattered through its kernel into the full output, which the pads then crop."""
+    x, f, b = (v.astype(np.float64) for v in a)
+    group = ops.integer(op, "group")
+    sh, sw = ops.ints(op, "strides")
+    dh, dw = ops.ints(op, "dilation")
+    top, left, bottom, right = ops.ints(op, "pads")
+    n, c, h, w = x.shape
+    _, o_per_group, kh, kw = f.shape
+    full = np.zeros((n, group, o_per_group, (h - 1) * sh + dh * (kh - 1) + 1, (w - 1) * sw + dw * (kw - 1) + 1))
+    xg = x.reshape(n, group, c // group, h, w)
+    fg = f.reshape(group, c // group, o_per_group, kh, kw)
+    for i in range(kh):
+        for j in range(kw):
+            # Tap (i, j) sends input (y, x) to output (y * stride + i * dilation, x * stride + j * dilation).
+            tap = np.einsum("ngchw,gco->ngohw", xg, fg[:, :, :, i, j])
+            full[:, :, :, i * dh : i * dh + (h - 1) * sh + 1 : sh, j * dw : j * dw + (w - 1) * sw + 1 : sw] += tap
+    full = full.reshape(n, group * o_per_group, full.shape[3], full.shape[4])
+    cropped = full[:, :, top : full.shape[2] - bottom, left : full.shape[3] - right]
+    return cropped + b.reshape(1, -1, 1, 1)
+
+
+def binary(fn: Callable[[Array, Array], Array]) -> Callable[[ir.Operation, list[Array]], Array]:
+    return lambda _, a: fn(a[0], a[1])
+
+
+def unary(fn: Callable[[Array], Array]) -> Callable[[ir.Operation, list[Array]], Array]:
+    return lambda _, a: fn(a[0])
+
+
+def in_float64(fn: Callable[[Array], Array]) -> Callable[[ir.Operation, list[Array]], Array]:
+    """A transcendental function computed in float64, rounded once to the result type by `evaluate`."""
+    return lambda _, a: fn(a[0].astype(np.float64))

@@ -1,0 +1,108 @@
+"""Element-type rules: which element types an op's operands take and what its result has.
+
+Types are spelled as MLIR spells them ("f32", "i1", "i64"), following the convention of
+docs/ARCHITECTURE.md: integers are signed (ONNX's unsigned types stop at the importer) and i1 is the
+boolean. A rule takes the operands' element types and, where the operands leave it open (constant, splat,
+convert_to), the type asked for; it returns the result's element type or raises `ShapeError` naming the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from glow_mlir.opdefs.base import TypeRule
+from glow_mlir.opdefs.shapes import ShapeError
+
+FLOATS = ("f32", "f64", "f16")
+BOOL = "i1"
+INTEGERS = ("i8", "i16", "i32", "i64")
+NUMBERS = FLOATS + INTEGERS
+ELEMENT_TYPES = FLOATS + (BOOL,) + INTEGERS
+INDICES = ("i32", "i64")
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ShapeError(message)
+
+
+def _known(operands: Sequence[str]) -> None:
+    for i, t in enumerate(operands):
+        _require(t in ELEMENT_TYPES, f"operand {i} element type {t} must be one of {', '.join(ELEMENT_TYPES)}")
+
+
+def _same(operands: Sequence[str], allowed: Sequence[str], kind: str) -> str:
+    """The one element type all `operands` share, which must be in `allowed` (described as `kind`)."""
+    _known(operands)
+    _require(len(set(operands)) <= 1, f"operands must have one element type, got {', '.join(operands)}")
+    _require(
+        all(t in allowed for t in operands),
+        f"element type must be {kind} ({', '.join(allowed)}), got {operands[0] if operands else 'none'}",
+    )
+    return operands[0]
+
+
+def _taking(rule: TypeRule, allowed: Sequence[str]) -> TypeRule:
+    """`rule`, marked with the operand types it takes (read by `is_float_only`)."""
+    rule.takes = tuple(allowed)  # type: ignore[attr-defined]
+    return rule
+
+
+def same(allowed: Sequence[str], kind: str) -> TypeRule:
+    """All data operands share one type of `allowed`, which the result has."""
+    return _taking(lambda operands, _: _same(operands, allowed, kind), allowed)
+
+
+def predicate(allowed: Sequence[str], kind: str) -> TypeRule:
+    """Operands of one type of `allowed`; the result is boolean (comparisons, is_nan)."""
+
+    def rule(operands: Sequence[str], _: str | None) -> str:
+        _same(operands, allowed, kind)
+        return BOOL
+
+    return _taking(rule, allowed)
+
+
+def index_of(allowed: Sequence[str], kind: str) -> TypeRule:
+    """An operand of `allowed`; the result is an i64 index (arg_max, arg_min)."""
+
+    def rule(operands: Sequence[str], _: str | None) -> str:
+        _same(operands, allowed, kind)
+        return "i64"
+
+    return _taking(rule, allowed)
+
+
+def asked(operands: Sequence[str], result: str | None) -> str:
+    """The result has the type asked for (constant, splat, convert_to), any of the convention."""
+    _known(operands)
+    _require(result in ELEMENT_TYPES, f"result element type {result} must be one of {', '.join(ELEMENT_TYPES)}")
+    return result  # type: ignore[return-value]
+
+
+def select(operands: Sequence[str], _: str | None) -> str:
+    """`cond ? lhs : rhs`: an i1 condition and two choices of one type."""
+    _known(operands)
+    cond, lhs, rhs = operands
+    _require(cond == BOOL, f"cond must be {BOOL}, got {cond}")
+    return _same((lhs, rhs), ELEMENT_TYPES, "an element type")
+
+
+def gather(operands: Sequence[str], _: str | None) -> str:
+    """Data of any type, i32 or i64 indices; the result has the data's type."""
+    _known(operands)
+    data, indices = operands
+    _require(indices in INDICES, f"indices must be {' or '.join(INDICES)}, got {indices}")
+    return data
+
+
+FLOAT = same(FLOATS, "a float")
+# i1 is left out: arithmetic and ordering on booleans (true as -1 in signed i1) would silently miscompute.
+NUMBER = same(NUMBERS, "an integer or float")
+ANY = same(ELEMENT_TYPES, "an element type")
+LOGIC = same((BOOL,), "boolean")
+
+
+def is_float_only(rule: TypeRule) -> bool:
+    """Whether `rule` takes floating-point data only (its instruction's lowering may assume floats)."""
+    return getattr(rule, "takes", None) == FLOATS
