@@ -27,10 +27,9 @@ from mlir import ir
 from mlir.dialects import func
 
 from glow_mlir import ops
-
-from glow_mlir.opdefs import OpDef, glow_op, glow_ops, shapes, types
-from glow_mlir.opdefs.base import Trait
 from glow_mlir.context import make_context
+from glow_mlir.opdefs import OpDef, glow_op, glow_ops, shapes, types
+from glow_mlir.opdefs.base import Attrs, Trait
 
 DType = str | type | np.dtype
 T = TypeVar("T")
@@ -153,14 +152,14 @@ class Graph:
     def fully_connected(
         self, input: TensorLike, weights: TensorLike, bias: TensorLike, name: str | None = None
     ) -> Tensor:
-        return self._simple("fully_connected", shapes.fully_connected, [input, weights, bias], name)
+        return self._op("fully_connected", [input, weights, bias], name)
 
     def matmul(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("matmul", shapes.matmul, [lhs, rhs], name)
+        return self._op("matmul", [lhs, rhs], name)
 
     def batch_matmul(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
         """[B, M, K] x [B, K, N] -> [B, M, N]."""
-        return self._simple("batch_matmul", shapes.batch_matmul, [lhs, rhs], name)
+        return self._op("batch_matmul", [lhs, rhs], name)
 
     def fused_matmul(
         self,
@@ -173,25 +172,22 @@ class Graph:
     ) -> Tensor:
         """`activation` of lhs [M, K] x rhs [K, N] + bias [N], one op: a fully connected layer with its
         activation (what glow-fuse-activations makes of matmul + batched_add + activation)."""
-        node = self._node_name("fused_matmul", name)
-        attributes = self._activation("fused_matmul", node, activation, activation_args)
-        return self._simple("fused_matmul", shapes.fused_matmul, [lhs, rhs, bias], node, (), attributes)
+        return self._op("fused_matmul", [lhs, rhs, bias], name, _activation(activation, activation_args))
 
     def batched_add(self, batch: TensorLike, slice: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("batched_add", shapes.batched_add, [batch, slice], name)
+        return self._op("batched_add", [batch, slice], name)
 
     # Elementwise ops are methods generated from their definitions (`_elementwise_method`, below).
 
     def softmax(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._simple("softmax", shapes.softmax, [input], name)
+        return self._op("softmax", [input], name)
 
     def convert_to(self, input: TensorLike, dtype: DType, name: str | None = None) -> Tensor:
         """Elementwise conversion to `dtype`: float->int truncates toward zero, x->bool is x != 0."""
         node = self._node_name("convert_to", name)
-        operands = self._tensors([input], "convert_to", node)
         with self._scope:
             elt = _element_type(dtype, f"glow.convert_to '{node}'")
-        return self._create("convert_to", node, operands, operands[0].shape, {}, elt)
+        return self._op("convert_to", [input], node=node, result_type=elt)
 
     # Reductions.
 
@@ -233,8 +229,7 @@ class Graph:
         name: str | None = None,
     ) -> Tensor:
         """2-D convolution, NCHW input, OIHW filter; the kernel size is the filter's HW."""
-        return self._window_op("convolution", shapes.convolution, input, filter, bias, strides, pads, dilation,
-                               group, name)
+        return self._window_op("convolution", [input, filter, bias], strides, pads, dilation, group, name)
 
     def fused_convolution(
         self,
@@ -249,12 +244,12 @@ class Graph:
         activation_args: Sequence[float] = (),
         name: str | None = None,
     ) -> Tensor:
-        """`activation` ("none", "relu", "clip" [min, max], "sigmoid", "tanh", "leaky_relu" [alpha]) of a
-        convolution as `convolution` builds it, one op (what glow-fuse-activations makes)."""
-        node = self._node_name("fused_convolution", name)
-        extra = self._activation("fused_convolution", node, activation, activation_args)
-        return self._window_op("fused_convolution", shapes.convolution, input, filter, bias, strides, pads,
-                               dilation, group, node, extra)
+        """`activation` (one of the defined activations, e.g. "relu", "clip" [min, max], "leaky_relu" [alpha])
+        of a convolution as `convolution` builds it, one op (what glow-fuse-activations makes)."""
+        return self._window_op(
+            "fused_convolution", [input, filter, bias], strides, pads, dilation, group, name,
+            _activation(activation, activation_args),
+        )
 
     def conv_transpose(
         self,
@@ -268,8 +263,7 @@ class Graph:
         name: str | None = None,
     ) -> Tensor:
         """2-D transposed convolution, NCHW input, filter [C, O/group, KH, KW]; pads crop the full output."""
-        return self._window_op("conv_transpose", shapes.conv_transpose, input, filter, bias, strides, pads,
-                               dilation, group, name)
+        return self._window_op("conv_transpose", [input, filter, bias], strides, pads, dilation, group, name)
 
     def max_pool(
         self,
@@ -280,7 +274,7 @@ class Graph:
         name: str | None = None,
     ) -> Tensor:
         """2-D max pooling, NCHW; strides default to the kernel size."""
-        return self._pool("max_pool", input, kernels, strides, pads, {}, name)
+        return self._op("max_pool", [input], name, _window(kernels, strides, pads))
 
     def avg_pool(
         self,
@@ -292,9 +286,8 @@ class Graph:
         name: str | None = None,
     ) -> Tensor:
         """2-D average pooling, NCHW; strides default to the kernel size."""
-        with self._scope:
-            extra = {"countIncludePads": ops.boolean(count_include_pads)}
-        return self._pool("avg_pool", input, kernels, strides, pads, extra, name)
+        attrs = _window(kernels, strides, pads) | {"countIncludePads": count_include_pads}
+        return self._op("avg_pool", [input], name, attrs)
 
     def cpu_conv_nhwc(
         self,
@@ -310,24 +303,11 @@ class Graph:
         name: str | None = None,
     ) -> Tensor:
         """The CPU backend's convolution: NHWC input, filter [KH, KW, C / group, O], bias [O], then the fused
-        `activation` ("none", "relu", "clip" [min, max], "sigmoid", "tanh", "leaky_relu" [alpha])."""
-        node = self._node_name("cpu_conv_nhwc", name)
-        operands = self._tensors([input, filter, bias], "cpu_conv_nhwc", node)
-        kernels = operands[1].shape[:2]
-        extra = self._activation("cpu_conv_nhwc", node, activation, activation_args)
-        window = {"kernels": kernels, "strides": tuple(strides), "pads": tuple(pads), "dilation": tuple(dilation)}
-        attrs = window | {"group": group, "activation": activation, "activationArgs": tuple(activation_args)}
-        dims = self._rule("cpu_conv_nhwc", node, glow_op("cpu_conv_nhwc").shape, [t.shape for t in operands], attrs, None)
-        with self._scope:
-            attributes = {
-                "kernels": ops.i64_array(kernels),
-                "strides": ops.i64_array(strides),
-                "pads": ops.i64_array(pads),
-                "group": ops.i64(group),
-                "dilation": ops.i64_array(dilation),
-                **extra,
-            }
-        return self._create("cpu_conv_nhwc", node, operands, dims, attributes)
+        `activation` (one of the defined activations)."""
+        return self._window_op(
+            "cpu_conv_nhwc", [input, filter, bias], strides, pads, dilation, group, name,
+            _activation(activation, activation_args), kernel_dims=(0, 2),
+        )
 
     def cpu_max_pool_nhwc(
         self,
@@ -338,7 +318,7 @@ class Graph:
         name: str | None = None,
     ) -> Tensor:
         """The CPU backend's max pooling, NHWC; strides default to the kernel size."""
-        return self._pool("cpu_max_pool_nhwc", input, kernels, strides, pads, {}, name, None)
+        return self._op("cpu_max_pool_nhwc", [input], name, _window(kernels, strides, pads))
 
     def cpu_avg_pool_nhwc(
         self,
@@ -350,9 +330,8 @@ class Graph:
         name: str | None = None,
     ) -> Tensor:
         """The CPU backend's average pooling, NHWC; strides default to the kernel size."""
-        with self._scope:
-            extra = {"countIncludePads": ops.boolean(count_include_pads)}
-        return self._pool("cpu_avg_pool_nhwc", input, kernels, strides, pads, extra, name, None)
+        attrs = _window(kernels, strides, pads) | {"countIncludePads": count_include_pads}
+        return self._op("cpu_avg_pool_nhwc", [input], name, attrs)
 
     def batch_normalization(
         self,
@@ -367,64 +346,39 @@ class Graph:
         name: str | None = None,
     ) -> Tensor:
         """Inference batch normalization along dim `channel_idx`."""
-        node = self._node_name("batch_normalization", name)
-        operands = self._tensors([input, scale, bias, mean, var], "batch_normalization", node)
-        dims = self._rule(
-            "batch_normalization", node, shapes.batch_normalization, *(t.shape for t in operands),
-            channel_idx=channel_idx, epsilon=epsilon,
-        )
-        with self._scope:
-            attributes = {
-                "epsilon": ops.f32(epsilon),
-                "momentum": ops.f32(momentum),
-                "channelIdx": ops.i64(channel_idx),
-            }
-            return self._create("batch_normalization", node, operands, dims, attributes)
+        attrs = {"epsilon": epsilon, "momentum": momentum, "channelIdx": channel_idx}
+        return self._op("batch_normalization", [input, scale, bias, mean, var], name, attrs)
 
     # Data movement.
 
     def reshape(self, input: TensorLike, dims: Sequence[int], name: str | None = None) -> Tensor:
-        with self._scope:
-            attributes = {"dims": ops.i64_array(dims)}
-        return self._simple("reshape", shapes.reshape, [input], name, (tuple(dims),), attributes)
+        return self._op("reshape", [input], name, {"dims": tuple(dims)})
 
     def transpose(self, input: TensorLike, shuffle: Sequence[int], name: str | None = None) -> Tensor:
-        with self._scope:
-            attributes = {"shuffle": ops.i64_array(shuffle)}
-        return self._simple("transpose", shapes.transpose, [input], name, (tuple(shuffle),), attributes)
+        return self._op("transpose", [input], name, {"shuffle": tuple(shuffle)})
 
     def slice(
         self, input: TensorLike, start: Sequence[int], sizes: Sequence[int], name: str | None = None
     ) -> Tensor:
         """The block of shape `sizes` at offset `start`."""
-        with self._scope:
-            attributes = {"start": ops.i64_array(start)}
-        return self._simple("slice", shapes.slice, [input], name, (tuple(start), tuple(sizes)), attributes)
+        return self._op("slice", [input], name, {"start": tuple(start)}, stated=sizes)
 
     def insert_tensor(
         self, big: TensorLike, small: TensorLike, start: Sequence[int], name: str | None = None
     ) -> Tensor:
         """`big` with `small` written into it at offset `start`."""
-        with self._scope:
-            attributes = {"start": ops.i64_array(start)}
-        return self._simple("insert_tensor", shapes.insert_tensor, [big, small], name, (tuple(start),), attributes)
+        return self._op("insert_tensor", [big, small], name, {"start": tuple(start)})
 
     def broadcast(self, input: TensorLike, shape: Sequence[int], axis: int, name: str | None = None) -> Tensor:
         """`input` broadcast to `shape`, its dims aligned at `axis` (Glow's BroadcastNode)."""
-        with self._scope:
-            attributes = {"axis": ops.i64(axis)}
-        return self._simple("broadcast", shapes.broadcast, [input], name, (tuple(shape), axis), attributes)
+        return self._op("broadcast", [input], name, {"axis": axis}, stated=shape)
 
     def gather(self, data: TensorLike, indices: TensorLike, axis: int = 0, name: str | None = None) -> Tensor:
         """numpy.take(data, indices, axis) with i32 or i64 indices; a negative axis counts from the end."""
         node = self._node_name("gather", name)
         operands = self._tensors([data, indices], "gather", node)
         rank = len(operands[0].shape)
-        axis = axis + rank if axis < 0 else axis
-        dims = self._rule("gather", node, shapes.gather, operands[0].shape, operands[1].shape, axis)
-        with self._scope:
-            attributes = {"axis": ops.i64(axis)}
-        return self._create("gather", node, operands, dims, attributes)
+        return self._op("gather", operands, node=node, attrs={"axis": axis + rank if axis < 0 else axis})
 
     def concat(self, inputs: Sequence[TensorLike], dim: int, name: str | None = None) -> Tensor:
         """Concatenation along `dim`; nests concats when the inputs form more than 8 runs of one type."""
@@ -451,48 +405,51 @@ class Graph:
 
     # Shared machinery.
 
+    def _op(
+        self,
+        op: str,
+        inputs: Sequence[TensorLike],
+        name: str | None = None,
+        attrs: Attrs | None = None,
+        *,
+        node: str | None = None,
+        stated: Sequence[int] | None = None,
+        result_type: ir.Type | None = None,
+    ) -> Tensor:
+        """Appends `glow.<op>` of `inputs` with attribute values `attrs`, everything read from its definition:
+        the result shape from its shape rule (`stated` is the result shape where the op's attributes do not
+        give it: slice sizes, broadcast target), each attribute made by its kind."""
+        definition = glow_op(op)
+        node = node or self._node_name(op, name)
+        operands = self._tensors(inputs, op, node)
+        attrs = attrs or {}
+        given = None if stated is None else self._rule(op, node, shapes.tensor, stated)
+        dims = self._rule(op, node, definition.shape, [t.shape for t in operands], attrs, given)
+        with self._scope:
+            attributes = {key: definition.attr_kind(key).make(value) for key, value in attrs.items()}
+        return self._create(op, node, operands, dims, attributes, result_type)
+
     def _window_op(
         self,
         op: str,
-        rule: Callable[..., shapes.Shape],
-        input: TensorLike,
-        filter: TensorLike,
-        bias: TensorLike,
+        inputs: list[TensorLike],
         strides: Sequence[int],
         pads: Sequence[int],
         dilation: Sequence[int],
         group: int,
         name: str | None,
-        extra: dict[str, ir.Attribute] | None = None,
+        extra: Attrs | None = None,
+        kernel_dims: tuple[int, int] = (2, 4),
     ) -> Tensor:
-        """convolution / conv_transpose / fused_convolution (with its `extra` activation attributes): the kernel
-        size is the filter's HW."""
+        """A convolution (with a fused op's `extra` activation attributes): the kernel size is the filter's
+        dims `kernel_dims` (HW of OIHW, or of the NHWC backend's [KH, KW, I, O])."""
         node = self._node_name(op, name)
-        operands = self._tensors([input, filter, bias], op, node)
-        kernels = operands[1].shape[2:]
-        dims = self._rule(
-            op, node, rule, *(t.shape for t in operands),
-            kernels=kernels, strides=tuple(strides), pads=tuple(pads), dilation=tuple(dilation), group=group,
-        )
-        with self._scope:
-            attributes = {
-                "kernels": ops.i64_array(kernels),
-                "strides": ops.i64_array(strides),
-                "pads": ops.i64_array(pads),
-                "group": ops.i64(group),
-                "dilation": ops.i64_array(dilation),
-                **(extra or {}),
-            }
-        return self._create(op, node, operands, dims, attributes)
-
-    def _activation(self, op: str, node: str, activation: str, args: Sequence[float]) -> dict[str, ir.Attribute]:
-        """The `activation` / `activationArgs` attributes of a fused op, checked by `shapes.activation`."""
-        self._rule(op, node, shapes.activation, activation, tuple(args))
-        with self._scope:
-            return {
-                "activation": ir.StringAttr.get(activation),
-                "activationArgs": ir.DenseF32ArrayAttr.get([float(a) for a in args]),
-            }
+        operands = self._tensors(inputs, op, node)
+        attrs = {
+            "kernels": operands[1].shape[kernel_dims[0] : kernel_dims[1]], "strides": tuple(strides), "pads": tuple(pads),
+            "group": group, "dilation": tuple(dilation), **(extra or {}),
+        }
+        return self._op(op, operands, node=node, attrs=attrs)
 
     def _reduce(self, op: str, input: TensorLike, axes: Sequence[int], name: str | None) -> Tensor:
         """A batched_reduce op; axes are made non-negative and sorted, as the op's attribute requires."""
@@ -500,62 +457,14 @@ class Graph:
         operands = self._tensors([input], op, node)
         rank = len(operands[0].shape)
         normalized = tuple(sorted(a + rank if a < 0 else a for a in axes))
-        dims = self._rule(op, node, shapes.batched_reduce, operands[0].shape, normalized)
-        with self._scope:
-            attributes = {"axes": ops.i64_array(normalized)}
-        return self._create(op, node, operands, dims, attributes)
+        return self._op(op, operands, node=node, attrs={"axes": normalized})
 
     def _arg_reduce(self, op: str, input: TensorLike, axis: int, keep_dims: bool, name: str | None) -> Tensor:
         node = self._node_name(op, name)
         operands = self._tensors([input], op, node)
         rank = len(operands[0].shape)
-        axis = axis + rank if axis < 0 else axis
-        dims = self._rule(op, node, shapes.arg_reduce, operands[0].shape, axis, keep_dims)
-        with self._scope:
-            attributes = {"axis": ops.i64(axis), "keepDims": ops.boolean(keep_dims)}
-        return self._create(op, node, operands, dims, attributes)
-
-    def _pool(
-        self,
-        op: str,
-        input: TensorLike,
-        kernels: Sequence[int],
-        strides: Sequence[int] | None,
-        pads: Sequence[int],
-        extra: dict[str, ir.Attribute],
-        name: str | None,
-        rule: Callable[..., shapes.Shape] | None = shapes.pool,
-    ) -> Tensor:
-        """A pooling op whose result shape is `rule` (NCHW's or NHWC's) of its input and window."""
-        strides = tuple(kernels if strides is None else strides)
-        with self._scope:
-            attributes = {
-                "kernels": ops.i64_array(kernels),
-                "strides": ops.i64_array(strides),
-                "pads": ops.i64_array(pads),
-                **extra,
-            }
-        window = {"kernels": tuple(kernels), "strides": strides, "pads": tuple(pads)}
-        if rule is None:
-            # A backend's pool: its definition's rule.
-            return self._simple(op, lambda x: glow_op(op).shape([x], window, None), [input], name, (), attributes)
-        return self._simple(op, rule, [input], name, (), attributes, window)
-
-    def _simple(
-        self,
-        op: str,
-        rule: Callable[..., shapes.Shape],
-        inputs: list[TensorLike],
-        name: str | None,
-        args: tuple[object, ...] = (),
-        attributes: dict[str, ir.Attribute] | None = None,
-        kwargs: dict[str, object] | None = None,
-    ) -> Tensor:
-        """An op whose result shape is `rule(*operand shapes, *args, **kwargs)`."""
-        node = self._node_name(op, name)
-        operands = self._tensors(inputs, op, node)
-        dims = self._rule(op, node, rule, *(t.shape for t in operands), *args, **(kwargs or {}))
-        return self._create(op, node, operands, dims, attributes or {})
+        attrs = {"axis": axis + rank if axis < 0 else axis, "keepDims": keep_dims}
+        return self._op(op, operands, node=node, attrs=attrs)
 
     def _rule(self, op: str, node: str, rule: Callable[..., T], *args: object, **kwargs: object) -> T:
         """`rule(*args, **kwargs)`, its error prefixed with the op and node name."""
@@ -627,6 +536,16 @@ def _element_type(dtype: DType, what: str) -> ir.Type:
         raise ValueError(f"{what}: {e} or MLIR spellings ({', '.join(types.ELEMENT_TYPES)})") from None
 
 
+def _activation(activation: str, args: Sequence[float]) -> Attrs:
+    """The attribute values of a fused activation; the op's shape rule checks them (`shapes.activation`)."""
+    return {"activation": activation, "activationArgs": tuple(float(a) for a in args)}
+
+
+def _window(kernels: Sequence[int], strides: Sequence[int] | None, pads: Sequence[int]) -> Attrs:
+    """A pool's window attributes; strides default to the kernel size."""
+    return {"kernels": tuple(kernels), "strides": tuple(kernels if strides is None else strides), "pads": tuple(pads)}
+
+
 def _splat_value(value: float, elt: ir.Type, node: str) -> ir.Attribute:
     """The `value` attribute of a splat of element type `elt`: f32 for floats, i64 for integers and i1."""
     if str(elt) in types.FLOATS:
@@ -657,9 +576,7 @@ def _elementwise_method(definition: OpDef) -> Callable[..., Tensor]:
             *operands, name = operands  # type: ignore[assignment]
         if len(operands) != arity:
             raise TypeError(f"Graph.{definition.method_name} takes {arity} operands, got {len(operands)}")
-        return self._simple(
-            definition.name, lambda *s: definition.shape(s, {}, None), list(operands), name  # type: ignore[arg-type]
-        )
+        return self._op(definition.name, operands, name)
 
     method.__name__ = definition.method_name
     method.__doc__ = f"`{definition.full_name}`: {definition.doc}"

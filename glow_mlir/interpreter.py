@@ -16,8 +16,8 @@ import numpy as np
 from mlir import ir
 
 from glow_mlir import ops
-from glow_mlir.opdefs import glow_ops
 from glow_mlir.errors import UnsupportedError
+from glow_mlir.opdefs import glow_ops
 
 Array = np.ndarray
 

@@ -13,7 +13,15 @@ renders the dialect files from them. docs/NewOperators.md says how to add an op.
 from __future__ import annotations
 
 from glow_mlir.opdefs import math, nn, tensor  # noqa: F401  (importing a category defines its ops)
-from glow_mlir.opdefs.base import Activation, IrDef, OpDef, Trait, activations, glow_ops, ir_ops
+from glow_mlir.opdefs.base import (
+    Activation,
+    IrDef,
+    OpDef,
+    Trait,
+    activations,
+    glow_ops,
+    ir_ops,
+)
 
 __all__ = ["Activation", "IrDef", "OpDef", "Trait", "activations", "glow_op", "glow_ops", "ir_op", "ir_ops"]
 

@@ -20,7 +20,17 @@ from glow_mlir.opdefs import reference as ref
 from glow_mlir.opdefs import scalar as s
 from glow_mlir.opdefs import shapes
 from glow_mlir.opdefs import types as t
-from glow_mlir.opdefs.base import Activation, Attr, Evaluator, IrDef, OpDef, Trait, TypeRule, define, define_activation
+from glow_mlir.opdefs.base import (
+    Activation,
+    Attr,
+    Evaluator,
+    IrDef,
+    OpDef,
+    Trait,
+    TypeRule,
+    define,
+    define_activation,
+)
 
 ELEMENTWISE = Trait.ELEMENTWISE
 COMMUTATIVE = Trait.COMMUTATIVE

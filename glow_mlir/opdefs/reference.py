@@ -10,7 +10,6 @@ the operands and rounds the result to the op's element type. Integers wrap and d
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np

@@ -14,6 +14,7 @@ from math import factorial, pi, sqrt
 from mlir import ir
 from mlir.dialects import arith, math
 
+
 def is_float(elt: ir.Type) -> bool:
     return isinstance(elt, ir.FloatType)
 

@@ -14,8 +14,25 @@ from mlir import ir
 from glow_mlir.opdefs import reference as ref
 from glow_mlir.opdefs import shapes
 from glow_mlir.opdefs import types as t
-from glow_mlir.opdefs.base import Array, Attr, Attrs, Evaluator, IrDef, OpDef, Shape, define
-from glow_mlir.opdefs.nn import ACTIVATION, CONV, CONV_IR_ATTRS, CONV_OPERANDS, POOL_IR_ATTRS, POOL_OPERANDS, WINDOW
+from glow_mlir.opdefs.base import (
+    Array,
+    Attr,
+    Attrs,
+    Evaluator,
+    IrDef,
+    OpDef,
+    Shape,
+    define,
+)
+from glow_mlir.opdefs.nn import (
+    ACTIVATION,
+    CONV,
+    CONV_IR_ATTRS,
+    CONV_OPERANDS,
+    POOL_IR_ATTRS,
+    POOL_OPERANDS,
+    WINDOW,
+)
 
 
 def conv_nhwc(

@@ -18,13 +18,12 @@ from typing import TypeVar
 
 from mlir import ir
 
-from glow_mlir import ops, opdefs
-
+from glow_mlir import opdefs, ops
+from glow_mlir.errors import VerificationError
 from glow_mlir.opdefs import shapes, types
 from glow_mlir.opdefs.base import Attr, Attrs, ShapeRule, TypeRule
-from glow_mlir.errors import VerificationError
-from glow_mlir.passes.registry import register
 from glow_mlir.opdefs.shapes import Shape, ShapeError
+from glow_mlir.passes.registry import register
 
 # A static tensor or buffer as the rules see it: its shape and its element type's MLIR spelling.
 Typed = tuple[Shape, str]
