@@ -33,7 +33,8 @@ from glow_mlir.passes.ir import dse  # noqa: F401
 from glow_mlir.passes.ir import live_ranges  # noqa: F401
 from glow_mlir.passes.ir import optimize_inserts  # noqa: F401
 from glow_mlir.passes.ir import allocate  # noqa: F401
-from glow_mlir.codegen import linalg  # noqa: F401
+from glow_mlir.codegen import to_linalg  # noqa: F401
+from glow_mlir.backends.cpu import lowerings  # noqa: F401
 from glow_mlir.backends.cpu import schedule  # noqa: F401
 from glow_mlir.backends.cpu import llvm  # noqa: F401
 # isort: on

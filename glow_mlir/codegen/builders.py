@@ -1,0 +1,243 @@
+"""Building blocks of glow-ir-to-linalg's lowerings, shared by every category of instruction.
+
+linalg.generic and elementwise builders, constants of any element type, views of a buffer (reshape, block),
+scf loop nests, the checks of window attributes and NCHW ranks, and the lowering factories of elementwise
+instructions (`binary`, `unary`, `float_only`). The scalar bodies that go into them are codegen/scalar.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mlir import ir
+from mlir.dialects import arith, linalg, memref, scf
+
+from glow_mlir import ops
+from glow_mlir.codegen.table import Lowering, fail
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Builders and helpers
+
+
+def identity_map(rank: int) -> ir.AffineMap:
+    return ir.AffineMap.get_identity(rank)
+
+
+def generic(
+    inputs: Sequence[ir.Value],
+    dest: ir.Value,
+    maps: Sequence[ir.AffineMap],
+    body: Callable[[list[ir.Value]], ir.Value],
+    reductions: Sequence[int] = (),
+) -> ir.Operation:
+    """A linalg.generic writing `dest` (returned); `body` gets the input elements, then dest's element.
+
+    `maps` gives one map per input, then dest's. The loop dims listed in `reductions` are reduction
+    iterators (dest's map must drop them); all others are parallel, one per dim of dest by default.
+    """
+    loops = maps[-1].n_dims
+    kinds = ["reduction" if d in reductions else "parallel" for d in range(loops)]
+    generic = linalg.GenericOp(
+        result_tensors=[],
+        inputs=list(inputs),
+        outputs=[dest],
+        indexing_maps=ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
+        iterator_types=ir.ArrayAttr.get([ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in kinds]),
+    )
+    block = generic.regions[0].blocks.append(*[ops.element_type(v) for v in (*inputs, dest)])
+    with ir.InsertionPoint(block):
+        linalg.YieldOp([body(list(block.arguments))])
+    return generic.operation
+
+
+def elementwise(
+    inputs: Sequence[ir.Value], dest: ir.Value, body: Callable[[list[ir.Value]], ir.Value]
+) -> ir.Operation:
+    identity = identity_map(len(ops.shape(dest)))
+    return generic(inputs, dest, [identity] * (len(inputs) + 1), body)
+
+
+def is_float(elt: ir.Type) -> bool:
+    return isinstance(elt, ir.FloatType)
+
+
+def width(elt: ir.Type) -> int:
+    return ir.FloatType(elt).width if is_float(elt) else ir.IntegerType(elt).width
+
+
+def is_bool(elt: ir.Type) -> bool:
+    return isinstance(elt, ir.IntegerType) and ir.IntegerType(elt).width == 1
+
+
+def scalar(elt: ir.Type, value: float) -> ir.Value:
+    """A constant of `elt`; integer types take int(value) (an i1 true may come in as -1, its signed value)."""
+    if isinstance(elt, ir.IntegerType):
+        return arith.ConstantOp(elt, ir.IntegerAttr.get(elt, int(value))).result
+    return arith.ConstantOp(elt, ir.FloatAttr.get(elt, value)).result
+
+
+def lowest(elt: ir.Type) -> ir.Value:
+    """The identity of max: -inf, or the most negative integer."""
+    return scalar(elt, float("-inf") if is_float(elt) else -(1 << (width(elt) - 1)))
+
+
+def highest(elt: ir.Type) -> ir.Value:
+    """The identity of min: +inf, or the largest integer."""
+    return scalar(elt, float("inf") if is_float(elt) else (1 << (width(elt) - 1)) - 1)
+
+
+def index(value: int) -> ir.Value:
+    return arith.ConstantOp(ir.IndexType.get(), ir.IntegerAttr.get(ir.IndexType.get(), value)).result
+
+
+def fill(dest: ir.Value, value: float) -> None:
+    linalg.fill(scalar(ops.element_type(dest), value), outs=[dest])
+
+
+def row_major_strides(dims: Sequence[int]) -> list[int]:
+    strides = [1] * len(dims)
+    for i in range(len(dims) - 2, -1, -1):
+        strides[i] = strides[i + 1] * dims[i + 1]
+    return strides
+
+
+def reshape(value: ir.Value, dims: Sequence[int]) -> ir.Value:
+    """The same contiguous bytes with shape `dims`: a reinterpret_cast, which expand-strided-metadata folds."""
+    dims = [int(d) for d in dims]
+    result = ops.memref_type(dims, ops.element_type(value))
+    return memref.ReinterpretCastOp(
+        result, value, [], [], [], ops.i64_array([0]), ops.i64_array(dims), ops.i64_array(row_major_strides(dims))
+    ).result
+
+
+def block(value: ir.Value, start: Sequence[int], sizes: Sequence[int], op: ir.Operation) -> ir.Value:
+    """The block of `value` of shape `sizes` at offset `start`, as a strided subview."""
+    dims = ops.shape(value)
+    if len(start) != len(dims) or len(sizes) != len(dims):
+        raise fail(op, f"has a start of rank {len(start)} for buffers of rank {len(dims)}")
+    if any(s < 0 or s + n > d for s, n, d in zip(start, sizes, dims, strict=True)):
+        raise fail(op, f"block {list(sizes)} at {list(start)} does not fit in {list(dims)}")
+    strides, base = ir.MemRefType(value.type).get_strides_and_offset()
+    offset = base + sum(s * t for s, t in zip(start, strides, strict=True))
+    layout = ir.StridedLayoutAttr.get(offset, strides)
+    result = ir.MemRefType.get(list(sizes), ops.element_type(value), layout=layout)
+    return memref.SubViewOp(
+        result,
+        value,
+        [],
+        [],
+        [],
+        ops.i64_array(start),
+        ops.i64_array(sizes),
+        ops.i64_array([1] * len(dims)),
+    ).result
+
+
+def loop_nest(bounds: Sequence[int], body: Callable[[list[ir.Value]], None]) -> None:
+    """Nested scf.for loops over [0, bound) for each bound; `body` gets the induction variables."""
+    if not bounds:
+        body([])
+        return
+    loop = scf.ForOp(index(0), index(bounds[0]), index(1))
+    with ir.InsertionPoint(loop.body):
+        loop_nest(bounds[1:], lambda ivs: body([loop.induction_variable, *ivs]))
+        scf.YieldOp([])
+
+
+def reduce_loop(
+    upper: int, init: ir.Value, step: Callable[[ir.Value, ir.Value], ir.Value]
+) -> ir.Value:
+    """A scf.for over [0, upper) carrying one value: `step(j, carried)` returns the next one."""
+    loop = scf.ForOp(index(0), index(upper), index(1), [init])
+    with ir.InsertionPoint(loop.body):
+        scf.YieldOp([step(loop.induction_variable, loop.inner_iter_args[0])])
+    return loop.results[0]
+
+
+def pair(op: ir.Operation, name: str) -> list[int]:
+    values = ops.ints(op, name)
+    if len(values) != 2 or any(v < 1 for v in values):
+        raise fail(op, f"needs two positive '{name}', got {values}")
+    return values
+
+
+def rank4(op: ir.Operation, value: ir.Value) -> tuple[int, int, int, int]:
+    dims = ops.shape(value)
+    if len(dims) != 4:
+        raise fail(op, f"needs NCHW buffers, got {list(dims)}")
+    return dims[0], dims[1], dims[2], dims[3]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Lowering factories
+
+
+def binary(build: Callable[[ir.Value, ir.Value], ir.Value]) -> Lowering:
+    """An elementwise binary instruction. An operand only a splat wrote (ReLU's zeros, as glow-lower writes
+    max(x, splat 0)) becomes the splat's scalar in the body instead of a buffer read per element."""
+
+    def lower(op: ir.Operation) -> None:
+        dest, lhs, rhs = op.operands
+        splat = _splat_scalar(rhs) if rhs != dest else None
+        if splat is not None:
+            elementwise([lhs], dest, lambda a: build(a[0], scalar(ops.element_type(rhs), splat)))
+            return
+        elementwise([lhs, rhs], dest, lambda a: build(a[0], a[1]))
+
+    return lower
+
+
+def _splat_scalar(buffer: ir.Value) -> float | int | None:
+    """The value of the splat (a glow_ir.splat or the linalg.fill it became) that is the only write of
+    `buffer` in its function, if that is so. While a buffer is live no other buffer shares its arena bytes,
+    so only writes through this value can change it."""
+    writers = []
+    for use in buffer.uses:
+        user = use.owner.operation if isinstance(use.owner, ir.OpView) else use.owner
+        if user.name.startswith(ops.GLOW_IR):
+            roles = ops.roles(user)
+            if not roles:  # a view: writes through it are not seen here
+                return None
+            if roles[use.operand_number] != "in":
+                writers.append(user)
+        elif user.name.startswith("linalg."):
+            # The linalg ops of this lowering write their last operand.
+            if use.operand_number == len(user.operands) - 1:
+                writers.append(user)
+        else:
+            return None
+    if len(writers) != 1:
+        return None
+    writer = writers[0]
+    if writer.name == "glow_ir.splat":
+        attr = writer.attributes["value"]
+    elif writer.name == "linalg.fill" and isinstance(writer.operands[0].owner, ir.Operation | ir.OpView):
+        constant = writer.operands[0].owner
+        if constant.name != "arith.constant":
+            return None
+        attr = constant.attributes["value"]
+    else:
+        return None
+    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
+
+
+def unary(build: Callable[[ir.Value], ir.Value]) -> Lowering:
+    def lower(op: ir.Operation) -> None:
+        dest, src = op.operands
+        elementwise([src], dest, lambda a: build(a[0]))
+
+    return lower
+
+
+def float_only(lowering: Lowering) -> Lowering:
+    """`lowering`, for instructions defined on floating-point buffers only (docs/ARCHITECTURE.md)."""
+
+    def lower(op: ir.Operation) -> None:
+        for i, value in enumerate(op.operands):
+            elt = ops.element_type(value)
+            if not is_float(elt):
+                raise fail(op, f"takes floating-point buffers only, operand {i} has element type {elt}")
+        lowering(op)
+
+    return lower

@@ -1,0 +1,254 @@
+"""glow-ir-to-linalg's lowerings of math instructions: elementwise arithmetic, comparisons, logic and unary
+math, matmuls, reductions, arg_max/arg_min, softmax, and the fused activations.
+
+The elementwise instructions are one linalg.generic each around a scalar body of codegen/scalar.py; their
+entries form one block below. Search-shaped instructions (arg_max/arg_min, softmax) are scf loops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mlir import ir
+from mlir.dialects import arith, linalg, math, memref, scf
+
+from glow_mlir import ops
+from glow_mlir.codegen.builders import (
+    binary,
+    elementwise,
+    fill,
+    float_only,
+    generic,
+    highest,
+    identity_map,
+    index,
+    is_float,
+    loop_nest,
+    lowest,
+    reduce_loop,
+    scalar,
+    unary,
+)
+from glow_mlir.codegen.scalar import (
+    ACTIVATIONS,
+    Scalar2,
+    absolute,
+    add,
+    compare,
+    div,
+    erf,
+    logical,
+    logical_not,
+    maximum,
+    minimum,
+    mul,
+    negate,
+    sigmoid,
+    sub,
+)
+from glow_mlir.codegen.table import Lowering, fail, lowering, register_lowerings
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Matmuls
+
+
+@lowering("matmul")
+def _matmul(op: ir.Operation) -> None:
+    dest, lhs, rhs = op.operands
+    fill(dest, 0.0)
+    linalg.matmul(lhs, rhs, outs=[dest])
+
+
+@lowering("batched_add")
+def _batched_add(op: ir.Operation) -> None:
+    dest, batch, slice_ = op.operands
+    rank, slice_dims = len(ops.shape(dest)), ops.shape(slice_)
+    # The slice lines up with the trailing dims of the batch (Glow: slice dims == batch dims[1:]).
+    if ops.shape(dest)[rank - len(slice_dims) :] != slice_dims or len(slice_dims) >= rank:
+        raise fail(op, f"slice {list(slice_dims)} does not match the batch {list(ops.shape(dest))}")
+    slice_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in range(rank - len(slice_dims), rank)])
+    generic([batch, slice_], dest, [identity_map(rank), slice_map, identity_map(rank)], lambda a: add(a[0], a[1]))
+
+
+@lowering("batch_matmul")
+def _batch_matmul(op: ir.Operation) -> None:
+    dest, lhs, rhs = op.operands
+    fill(dest, 0.0)
+    linalg.batch_matmul(lhs, rhs, outs=[dest])
+
+
+@lowering("fused_matmul")
+@float_only
+def _fused_matmul(op: ir.Operation) -> None:
+    """dest = activation(lhs x rhs + bias): dest starts as the bias in every row, the product accumulates into
+    it, then the activation runs in place."""
+    dest, lhs, rhs, bias = op.operands
+    _, columns = ops.shape(dest)
+    if ops.shape(bias) != (columns,):
+        raise fail(op, f"bias {list(ops.shape(bias))} is not [{columns}]")
+    bias_map = ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)])
+    generic([bias], dest, [bias_map, identity_map(2)], lambda a: a[0])
+    linalg.matmul(lhs, rhs, outs=[dest])
+    activate(op, dest)
+
+
+def activate(op: ir.Operation, dest: ir.Value) -> ir.Operation | None:
+    """Applies `op`'s fused activation to `dest` in place: one linalg.generic (returned), none for "none"."""
+    activation = ACTIVATIONS[ir.StringAttr(op.attributes["activation"]).value]
+    if activation is None:
+        return None
+    args = list(ir.DenseF32ArrayAttr(op.attributes["activationArgs"]))
+    return elementwise([], dest, lambda a: activation(a[0], args))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Softmax, reductions and searches
+
+
+@lowering("softmax")
+@float_only
+def _softmax(op: ir.Operation) -> None:
+    dest, src = op.operands
+    dims = ops.shape(src)
+    if not dims:
+        raise fail(op, "needs a buffer of rank 1 or more")
+    elt, last = ops.element_type(src), dims[-1]
+
+    def row(ivs: list[ir.Value]) -> None:
+        def at(j: ir.Value) -> list[ir.Value]:
+            return [*ivs, j]
+
+        # Subtracting the row's max keeps exp from overflowing; the divide normalizes in place in dest.
+        row_max = reduce_loop(
+            last, scalar(elt, float("-inf")), lambda j, m: arith.maximumf(m, memref.load(src, at(j)))
+        )
+
+        def exp_and_sum(j: ir.Value, total: ir.Value) -> ir.Value:
+            e = math.exp(arith.subf(memref.load(src, at(j)), row_max))
+            memref.store(e, dest, at(j))
+            return arith.addf(total, e)
+
+        total = reduce_loop(last, scalar(elt, 0.0), exp_and_sum)
+
+        def normalize(j: list[ir.Value]) -> None:
+            memref.store(arith.divf(memref.load(dest, at(*j)), total), dest, at(*j))
+
+        loop_nest([last], normalize)
+
+    loop_nest(list(dims[:-1]), row)
+
+
+def _batched_reduce(identity: Callable[[ir.Type], ir.Value], combine: Scalar2) -> Lowering:
+    """dest = combine-reduction of src over `axes`: dest starts as the identity, then accumulates."""
+
+    def lower(op: ir.Operation) -> None:
+        dest, src = op.operands
+        axes, dims = ops.ints(op, "axes"), ops.shape(src)
+        if axes != sorted(set(axes)) or any(not 0 <= a < len(dims) for a in axes):
+            raise fail(op, f"axes {axes} are not sorted, unique dims of a rank-{len(dims)} source")
+        kept = [d for d in range(len(dims)) if d not in axes]
+        if ops.shape(dest) != tuple(dims[d] for d in kept):
+            raise fail(op, f"destination {list(ops.shape(dest))} is not {list(dims)} without axes {axes}")
+        linalg.fill(identity(ops.element_type(dest)), outs=[dest])
+        dest_map = ir.AffineMap.get(len(dims), 0, [ir.AffineDimExpr.get(d) for d in kept])
+        generic([src], dest, [identity_map(len(dims)), dest_map], lambda a: combine(a[1], a[0]), reductions=axes)
+
+    return lower
+
+
+def _first_better(v: ir.Value, best: ir.Value, on_float: arith.CmpFPredicate, on_int: arith.CmpIPredicate) -> ir.Value:
+    """Whether `v` replaces `best` in a first-occurrence search; a NaN wins over any number, as in numpy."""
+    if not is_float(v.type):
+        return arith.cmpi(on_int, v, best)
+    strictly = arith.cmpf(on_float, v, best)
+    nan_over_number = arith.andi(
+        arith.cmpf(arith.CmpFPredicate.UNO, v, v), arith.cmpf(arith.CmpFPredicate.ORD, best, best)
+    )
+    return arith.ori(strictly, nan_over_number)
+
+
+def _arg_search(on_float: arith.CmpFPredicate, on_int: arith.CmpIPredicate) -> Lowering:
+    """dest (i64) = the index of the first element along `axis` that no later one is strictly better than."""
+
+    def lower(op: ir.Operation) -> None:
+        dest, src = op.operands
+        axis, keep = ops.integer(op, "axis"), bool(ops.integer(op, "keepDims"))
+        dims = ops.shape(src)
+        if not 0 <= axis < len(dims):
+            raise fail(op, f"axis {axis} is out of range for a source of rank {len(dims)}")
+        outer = [d for i, d in enumerate(dims) if i != axis]
+        expected = (*dims[:axis], 1, *dims[axis + 1 :]) if keep else tuple(outer)
+        i64 = ir.IntegerType.get_signless(64)
+        if ops.shape(dest) != expected or ops.element_type(dest) != i64:
+            raise fail(op, f"destination {dest.type} is not an i64 buffer of shape {list(expected)}")
+
+        def search(ivs: list[ir.Value]) -> None:
+            def at(j: ir.Value) -> list[ir.Value]:
+                return [*ivs[:axis], j, *ivs[axis:]]
+
+            zero = index(0)
+            loop = scf.ForOp(index(1), index(dims[axis]), index(1), [memref.load(src, at(zero)), zero])
+            with ir.InsertionPoint(loop.body):
+                best, best_at = loop.inner_iter_args
+                v = memref.load(src, at(loop.induction_variable))
+                better = _first_better(v, best, on_float, on_int)
+                scf.YieldOp([arith.select(better, v, best), arith.select(better, loop.induction_variable, best_at)])
+            memref.store(arith.index_cast(i64, loop.results[1]), dest, at(zero) if keep else ivs)
+
+        loop_nest(outer, search)
+
+    return lower
+
+
+register_lowerings(
+    {
+        "batched_reduce_add": _batched_reduce(lambda elt: scalar(elt, 0), add),
+        "batched_reduce_max": _batched_reduce(lowest, maximum),
+        "batched_reduce_min": _batched_reduce(highest, minimum),
+        "batched_reduce_prod": _batched_reduce(lambda elt: scalar(elt, 1), mul),
+        "arg_max": _arg_search(arith.CmpFPredicate.OGT, arith.CmpIPredicate.sgt),
+        "arg_min": _arg_search(arith.CmpFPredicate.OLT, arith.CmpIPredicate.slt),
+    }
+)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Elementwise instructions: one entry each, a scalar body of codegen/scalar.py in `binary` (an
+# operand that only a splat wrote becomes a scalar) or `unary`, in `float_only` where the instruction is
+# defined on floating-point buffers only.
+
+
+register_lowerings(
+    {
+        "element_add": binary(add),
+        "element_sub": binary(sub),
+        "element_mul": binary(mul),
+        "element_div": binary(div),
+        "element_max": binary(maximum),
+        "element_min": binary(minimum),
+        "sigmoid": float_only(unary(sigmoid)),
+        "tanh": float_only(unary(math.tanh)),
+        "element_exp": float_only(unary(math.exp)),
+        "element_sqrt": float_only(unary(math.sqrt)),
+        "element_cmp_eq": binary(compare(arith.CmpFPredicate.OEQ, arith.CmpIPredicate.eq)),
+        "element_cmp_neq": binary(compare(arith.CmpFPredicate.UNE, arith.CmpIPredicate.ne)),
+        "element_cmp_lt": binary(compare(arith.CmpFPredicate.OLT, arith.CmpIPredicate.slt)),
+        "element_cmp_lte": binary(compare(arith.CmpFPredicate.OLE, arith.CmpIPredicate.sle)),
+        "element_and": logical(arith.andi),
+        "element_or": logical(arith.ori),
+        "element_xor": logical(arith.xori),
+        "element_not": logical_not,
+        "element_pow": float_only(binary(math.powf)),
+        "element_log": float_only(unary(math.log)),
+        "element_abs": unary(absolute),
+        "element_neg": unary(negate),
+        "element_floor": float_only(unary(math.floor)),
+        "element_ceil": float_only(unary(math.ceil)),
+        # Round half to even, as ONNX Round and numpy.round.
+        "element_round": float_only(unary(math.roundeven)),
+        "element_erf": float_only(unary(erf)),
+        "element_sin": float_only(unary(math.sin)),
+        "element_cos": float_only(unary(math.cos)),
+    }
+)

@@ -1,0 +1,68 @@
+"""glow-ir-to-linalg: rewrites every `glow_ir` instruction into linalg, arith, math and scf on memrefs.
+
+This is Glow's per-instruction kernel selection done with MLIR's structured ops instead of a hand-written
+library: each instruction writes into buffers that are already placed (function arguments, `memref.view`s
+into the arena, `memref.get_global` constants), so each becomes one or a few linalg ops on those same
+memrefs. Nothing is allocated on the heap: the memory plan of glow-allocate stays the whole memory story, and
+the only allocations are `memref.alloca`s of the window operands of pooling ops, which linalg reads for their
+shape only. Code is plain loops for now; tiling and vectorization are later stages.
+
+Element types follow docs/ARCHITECTURE.md: each lowering picks its arith op from the buffers' element type
+(addf/addi, divf/divsi, maximumf/maxsi, ...), so one instruction serves f16/f32/f64 and i8..i64 alike;
+float-only instructions reject integer buffers with a located error. Scatter- and search-shaped instructions
+(conv_transpose, arg_max/arg_min, softmax) are scf loops; erf, which LLVM has no intrinsic for, is
+generated arithmetic (`erf` in codegen/scalar.py).
+
+This module is the pass: it looks each instruction up in the table of lowerings (codegen/table.py). The
+lowerings live by category, as onnx-mlir's Conversion/ONNXToKrnl/{Math,NN,Tensor}: codegen/math.py,
+codegen/nn.py and codegen/tensor.py, on the building blocks of codegen/builders.py and the scalar bodies of
+codegen/scalar.py; a backend registers the lowerings of its own instructions (the CPU backend's NHWC ones:
+glow_mlir/backends/cpu/lowerings.py, imported by the pass catalogue).
+
+The function also gets `llvm.emit_c_interface`, so that the runtime can call `_mlir_ciface_<name>` with memref
+descriptors.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from glow_mlir import ops
+from glow_mlir.codegen import math, nn, tensor  # noqa: F401  (importing a category registers its lowerings)
+from glow_mlir.codegen.table import LOWERINGS
+from glow_mlir.errors import UnsupportedError
+from glow_mlir.passes.registry import register
+
+
+@register("glow-ir-to-linalg")
+def ir_to_linalg(module: ir.Module) -> None:
+    """Rewrite glow_ir instructions into linalg/arith/math/scf on memrefs (needs glow-allocate first)."""
+    with module.context:
+        for func in ops.functions(module):
+            if not func.regions[0].blocks:
+                continue
+            for op in ops.walk_ops(func):
+                if op.name.startswith(ops.GLOW_IR):
+                    _lower(op)
+            # A splat that every reader took as a scalar (`binary`, codegen/builders.py) fills an activation
+            # nobody reads.
+            for op in ops.walk_ops(func):
+                buffer = op.operands[-1] if op.name == "linalg.fill" else None
+                if buffer is not None and _is_arena_view(buffer) and len(list(buffer.uses)) == 1:
+                    op.erase()
+            func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+
+
+def _lower(op: ir.Operation) -> None:
+    lowering = LOWERINGS.get(op.name[len(ops.GLOW_IR) :])
+    if lowering is None:
+        raise UnsupportedError(f"{ops.location_text(op)}: glow-ir-to-linalg cannot lower '{op.name}'")
+    with op.location, ir.InsertionPoint(op):
+        lowering(op)
+    op.erase()
+
+
+def _is_arena_view(buffer: ir.Value) -> bool:
+    """An activation: a memref.view of the arena (glow-allocate's form of an alloc), not an argument."""
+    owner = buffer.owner
+    return isinstance(owner, ir.Operation | ir.OpView) and owner.name == "memref.view"
