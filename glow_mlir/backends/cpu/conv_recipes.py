@@ -1,4 +1,4 @@
-"""Schedules of the CPU backend's NHWC convolutions and pools, for glow-cpu-schedule (codegen/schedule.py).
+"""Schedules of the CPU backend's NHWC convolutions and pools, for glow-cpu-schedule (schedule.py).
 
 glow-ir-to-linalg lowers `glow_ir.cpu_conv_nhwc` to `linalg.conv_2d_nhwc_hwcf` (or a depthwise form) on
 memrefs and the NHWC pools to `linalg.pooling_nhwc_max` / `_sum`. Each recipe here re-emits its op on
@@ -33,11 +33,11 @@ from mlir import ir
 from mlir.dialects import arith, linalg, memref, scf
 
 from glow_mlir import ops
-from glow_mlir.codegen.linalg import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
-from glow_mlir.backends.cpu.schedule import (
+from glow_mlir.backends.cpu import transform as steps
+from glow_mlir.backends.cpu.lowerings import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
+from glow_mlir.backends.cpu.recipes import (
     Kernel,
     Recipe,
-    Steps,
     constant_data,
     elementwise_recipe,
     generic_on_tensors,
@@ -107,11 +107,11 @@ def _window(op: ir.Operation) -> dict[str, ir.Attribute]:
     return {"strides": op.attributes["strides"], "dilations": op.attributes["dilations"]}
 
 
-def _steps(tile_sizes: Sequence[int], interchange: Sequence[int] = ()) -> str:
-    steps = Steps()
-    tiled = steps.tile("$op", tile_sizes, interchange)
-    steps.vectorize(steps.decompose(tiled))
-    return steps.text()
+def _steps(tile_sizes: Sequence[int], interchange: Sequence[int] = ()) -> steps.Build:
+    def build(handle: ir.Value) -> None:
+        steps.vectorize(steps.decompose(steps.tile(handle, tile_sizes, interchange)))
+
+    return build
 
 
 @recipe("linalg.conv_2d_nhwc_hwcf")
@@ -220,18 +220,19 @@ def _fused_kernel(
         result = generic_on_tensors(activation_op, [], result)
     write_back(result, y)
     root = result.owner.operation
-    steps = Steps()
     if bias_op is None and activation_op is None:
-        steps.vectorize(steps.decompose(steps.tile("$op", [1, 1, ow_tile, f_tile, 1, 1, 1], CHANNELS_OUTER)))
-        return Kernel(root, steps.text())
+        return Kernel(root, _steps([1, 1, ow_tile, f_tile, 1, 1, 1], CHANNELS_OUTER))
     extra = [] if activation_op is not None else [0, 0, 0]
-    fused = steps.fuse("$op", [1, 1, ow_tile, f_tile, *extra], CHANNELS_OUTER[: 4 + len(extra)])
-    function = steps.function_of(fused)
-    steps.canonicalize(function)
-    conv = steps.tile(steps.match(function, "linalg.conv_2d_nhwc_hwcf"), [0, 0, 0, 0, 1, 1, 1])
-    steps.vectorize(steps.decompose(conv))
-    steps.vectorize(steps.match(function, "linalg.generic"))
-    return Kernel(root, steps.text())
+
+    def build(handle: ir.Value) -> None:
+        fused = steps.fuse(handle, [1, 1, ow_tile, f_tile, *extra], CHANNELS_OUTER[: 4 + len(extra)])
+        function = steps.function_of(fused)
+        steps.canonicalize(function)
+        conv = steps.tile(steps.match(function, "linalg.conv_2d_nhwc_hwcf"), [0, 0, 0, 0, 1, 1, 1])
+        steps.vectorize(steps.decompose(conv))
+        steps.vectorize(steps.match(function, "linalg.generic"))
+
+    return Kernel(root, build)
 
 
 def _index(value: int) -> ir.Value:

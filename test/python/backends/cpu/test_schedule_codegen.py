@@ -12,9 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mlir import ir
 
 import glow_mlir
-from glow_mlir.backends.cpu.schedule import column_blocks
+from glow_mlir.backends.cpu import transform as steps
+from glow_mlir.backends.cpu.matmul_recipes import column_blocks
+from glow_mlir.context import make_context
 from glow_mlir.runtime import llc_path
 
 RNG = np.random.default_rng(17)
@@ -89,6 +92,85 @@ def test_batch_matmul_kernel() -> None:
     with glow_mlir.compile(g, keep_ir=True) as model:
         np.testing.assert_allclose(model.run({"a": a, "b": b})["y"], a @ b, rtol=1e-4, atol=1e-4)
         assert "vector.fma" in model.ir("glow-cpu-schedule")
+
+
+# The textual form of what `test_transform_builders_match_the_textual_form` builds (the schedule's transform IR
+# was once written as such text).
+BUILT_AS_TEXT = """module attributes {transform.with_named_sequence} {
+transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {
+%k0 = transform.structured.match ops{["linalg.fill"]} attributes{glow.kernel = "k0"} in %root
+  : (!transform.any_op) -> !transform.any_op
+%t:3 = transform.structured.tile_using_for %k0 tile_sizes [8, 0, 4] interchange = [2, 0, 1]
+  : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+%f:2 = transform.structured.fuse %t#0 tile_sizes [1, 0, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+%g:2 = transform.structured.fuse %f#0 tile_sizes [0, 2] interchange [1, 0]
+  : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+%fn = transform.get_parent_op %g#0 {op_name = "func.func"} : (!transform.any_op) -> !transform.any_op
+transform.apply_patterns to %fn { transform.apply_patterns.canonicalization } : !transform.any_op
+%m = transform.structured.match ops{["linalg.generic"]} in %fn : (!transform.any_op) -> !transform.any_op
+%d = transform.structured.decompose %m : (!transform.any_op) -> !transform.any_op
+transform.structured.vectorize %d vector_sizes [1, 16] : !transform.any_op
+transform.structured.vectorize %m : !transform.any_op
+%bufferized = transform.bufferization.one_shot_bufferize %root {bufferize_function_boundaries = false}
+  : (!transform.any_op) -> !transform.any_op
+%f0 = transform.structured.match ops{["func.func"]} in %bufferized : (!transform.any_op) -> !transform.any_op
+transform.apply_patterns to %f0 {
+  transform.apply_patterns.vector.reduction_to_contract
+  transform.apply_patterns.vector.transfer_permutation_patterns
+  transform.apply_patterns.memref.fold_memref_alias_ops
+  transform.apply_patterns.canonicalization
+} : !transform.any_op
+transform.apply_cse to %f0 : !transform.any_op
+%f1 = transform.structured.hoist_redundant_vector_transfers %f0 : (!transform.any_op) -> !transform.any_op
+transform.apply_patterns to %f1 {
+  transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+  transform.apply_patterns.vector.drop_unit_dims_with_shape_cast
+  transform.apply_patterns.canonicalization
+} : !transform.any_op
+transform.apply_cse to %f1 : !transform.any_op
+%f2 = transform.structured.hoist_redundant_vector_transfers %f1 : (!transform.any_op) -> !transform.any_op
+transform.apply_patterns to %f2 {
+  transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+  transform.apply_patterns.vector.transfer_permutation_patterns
+  transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel"
+  transform.apply_patterns.vector.lower_masked_transfers
+  transform.apply_patterns.vector.lower_masks
+  transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+  transform.apply_patterns.vector.lower_outerproduct
+  transform.apply_patterns.canonicalization
+} : !transform.any_op
+%f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
+transform.yield
+}
+}"""
+
+
+def test_transform_builders_match_the_textual_form() -> None:
+    """The typed builders of backends/cpu/transform.py make, op for op and attribute for attribute, the
+    transform IR of its textual form (compared in generic form, which prints every attribute)."""
+    with make_context(), ir.Location.unknown():
+        payload = ir.Module.parse(
+            "func.func @f(%b: memref<8x64xf32>) {\n"
+            "  %z = arith.constant 0.0 : f32\n"
+            "  linalg.fill ins(%z : f32) outs(%b : memref<8x64xf32>)\n"
+            "  return\n}"
+        )
+        fill = payload.body.operations[0].regions[0].blocks[0].operations[1].operation
+
+        def build(handle: ir.Value) -> None:
+            tiled = steps.tile(steps.tile(handle, [0, 0]), [8, 0, 4], [2, 0, 1])
+            function = steps.function_of(steps.fuse(steps.fuse(tiled, [1, 0, 0]), [0, 2], [1, 0]))
+            steps.canonicalize(function)
+            generics = steps.match(function, "linalg.generic")
+            steps.vectorize(steps.decompose(generics), [1, 16])
+            steps.vectorize(generics)
+
+        built = steps.sequence([(fill, "k0", build)], on_tensors=True)
+        assert built.operation.verify()
+        want = ir.Module.parse(BUILT_AS_TEXT)
+        assert built.operation.get_asm(print_generic_op_form=True) == want.operation.get_asm(
+            print_generic_op_form=True
+        )
 
 
 def unary(op: str, x: np.ndarray) -> np.ndarray:

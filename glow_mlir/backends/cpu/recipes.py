@@ -1,0 +1,346 @@
+"""The recipe contract of glow-cpu-schedule, its registry, and the helpers recipe modules share.
+
+A recipe module (matmul_recipes.py, elementwise_recipes.py, conv_recipes.py beside this one) registers
+its recipes here; the pass (schedule.py) imports every recipe module and applies what they decide:
+
+- A recipe is a function registered for one payload op name with `@recipe("linalg.matmul")`. The pass calls
+  it once for every op of that name, in program order, as `fn(op) -> Recipe | None`. `None` leaves the op as
+  it is: glow-to-llvm lowers it to loops, which is always correct.
+- A recipe may rewrite the payload before it answers (the matmul recipe packs constant weights and replaces
+  the matmul by generics over the packed layout), with the insertion point and location of its choice. It
+  must leave the function valid and must not touch ops other than its own and the ones it creates.
+- A `Recipe` is a list of `Kernel(op, build)`. The pass matches each kernel's op in one transform named
+  sequence and calls `build(handle)` there, with the op's handle and the insertion point inside the
+  sequence; `build` adds the kernel's transform ops with the step builders of transform.py.
+- All kernels' steps run first, in program order. Then, if the function holds any
+  `bufferization.to_tensor` (a kernel emitted on tensors, because some transforms, e.g. `decompose` of
+  convolutions, work on tensors only: see `on_tensors`), `one_shot_bufferize` runs once. Then comes the
+  shared vector tail of docs/notes (transform.vector_tail), which is why recipe steps stop at `vectorize`.
+- Kernels emitted on tensors: `on_tensors(inputs, output)` wraps memref operands as tensors and
+  `write_back(result, output)` stores a tensor result into its memref in place (both `restrict`, so
+  bufferization reuses the buffers and allocates nothing).
+
+The shared helpers: views of operands on tensors, shapes and divisors, constant weights read and packed into
+new globals, and the vector recipe of any linalg op on memrefs (`elementwise_recipe`), which the elementwise
+recipes and a convolution's unfused bias and activation use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import bufferization, linalg, memref
+
+from glow_mlir import ops
+from glow_mlir.backends.cpu import transform as steps
+from glow_mlir.backends.cpu.lowerings import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
+
+# Marks the ops of an elementwise chain that the chain's last op schedules (elementwise_recipes.mark_chains).
+CHAIN_MARK = "glow.chained"
+# Marks of ops that the recipe of another op schedules (lowerings.py sets the conv ones).
+CLAIMED_MARKS = (CONV_BIAS_ATTR, CONV_ACTIVATION_ATTR, CHAIN_MARK)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One payload op and the builder of the transform steps that schedule it (called on its handle)."""
+
+    op: ir.Operation
+    build: steps.Build
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a recipe decided: the kernels (payload ops and their steps) that replace or schedule its op."""
+
+    kernels: tuple[Kernel, ...]
+
+    @staticmethod
+    def of(op: ir.Operation, build: steps.Build) -> Recipe:
+        """A recipe of one kernel."""
+        return Recipe((Kernel(op, build),))
+
+
+RecipeFn = Callable[[ir.Operation], Recipe | None]
+_RECIPES: dict[str, RecipeFn] = {}
+
+
+def recipe(op_name: str) -> Callable[[RecipeFn], RecipeFn]:
+    """Registers `fn` as the recipe of payload ops named `op_name` (one recipe per name)."""
+
+    def wrap(fn: RecipeFn) -> RecipeFn:
+        if op_name in _RECIPES:
+            raise ValueError(f"a recipe for '{op_name}' is registered twice")
+        _RECIPES[op_name] = fn
+        return fn
+
+    return wrap
+
+
+def recipes() -> dict[str, RecipeFn]:
+    """Every registered recipe, by payload op name (those of the recipe modules imported so far)."""
+    return dict(_RECIPES)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Kernels on tensors
+
+
+def on_tensors(values: Sequence[ir.Value], writable: Sequence[bool] | None = None) -> list[ir.Value]:
+    """Each memref in `values` seen as a tensor (`bufferization.to_tensor restrict`; an output to be written
+    in place with `write_back` must be `writable`). Build the kernel on these, then `write_back` its result."""
+    flags = writable or [False] * len(values)
+    tensors = []
+    for value, flag in zip(values, flags, strict=True):
+        t = ir.MemRefType(value.type)
+        tensor_type = ir.RankedTensorType.get(t.shape, t.element_type)
+        tensors.append(bufferization.to_tensor(tensor_type, value, restrict=True, writable=flag))
+    return tensors
+
+
+def write_back(result: ir.Value, dest: ir.Value) -> None:
+    """Stores a kernel's tensor result into memref `dest` in place (`materialize_in_destination restrict`)."""
+    bufferization.materialize_in_destination(None, result, dest, restrict=True, writable=True)
+
+
+def generic_on_tensors(
+    op: ir.Operation, inputs: list[ir.Value], init: ir.Value, through_output: Sequence[int] = ()
+) -> ir.Value:
+    """Memref linalg.generic `op` (inputs..., output) on tensors `inputs` and `init`: its maps, iterators and
+    a copy of its body; returns its result. The inputs at positions `through_output` (which must read the
+    output buffer with the output's map) are dropped and read through the output element instead."""
+    maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
+    kept_maps = [m for i, m in enumerate(maps) if i not in through_output]
+    generic = linalg.GenericOp(
+        result_tensors=[init.type],
+        inputs=inputs,
+        outputs=[init],
+        indexing_maps=ir.ArrayAttr.get(kept_maps),
+        iterator_types=op.attributes["iterator_types"],
+    )
+    copy = op.clone()
+    block = copy.regions[0].blocks[0]
+    for i in sorted(through_output, reverse=True):
+        block.arguments[i].replace_all_uses_with(block.arguments[len(block.arguments) - 1])
+        block.erase_argument(i)
+    block.append_to(generic.regions[0])
+    copy.erase()
+    return generic.result
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Shapes and divisors
+
+
+def static_shape(value: ir.Value) -> tuple[int, ...] | None:
+    """The shape of a memref or tensor with only static dims, else None."""
+    t = ir.ShapedType(value.type)
+    if not t.has_static_shape:
+        return None
+    return tuple(t.shape)
+
+
+def is_float32(value: ir.Value) -> bool:
+    """Whether a memref or tensor holds f32, the element type the register-tiled kernels are written for."""
+    return ir.ShapedType(value.type).element_type == ir.F32Type.get()
+
+
+def has_identity_layout(value: ir.Value) -> bool:
+    """A memref whose layout is the plain row-major one (function arguments, arena views, globals)."""
+    layout = ir.MemRefType(value.type).layout
+    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(layout.value.n_dims)
+
+
+def largest_divisor(n: int, at_most: int, multiple_of: int = 1) -> int:
+    """The largest d <= at_most that divides n and is a multiple of `multiple_of` (n itself if it fits)."""
+    for d in range(min(n, at_most), 0, -1):
+        if n % d == 0 and d % multiple_of == 0:
+            return d
+    return multiple_of if n % multiple_of == 0 else 1
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Constant weights, read at compile time and packed into new globals
+
+
+def constant_data(value: ir.Value) -> np.ndarray | None:
+    """The data of a memref that is a `memref.get_global` of a constant global with a dense f32 value."""
+    owner = value.owner
+    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+        owner = owner.operation
+    if not isinstance(owner, ir.Operation) or owner.name != "memref.get_global":
+        return None
+    name = ir.FlatSymbolRefAttr(owner.attributes["name"]).value
+    glob = _global(owner, name)
+    if glob is None or "constant" not in glob.attributes or "initial_value" not in glob.attributes:
+        return None
+    attr = glob.attributes["initial_value"]
+    if not isinstance(attr, ir.DenseFPElementsAttr):
+        return None
+    shape = static_shape(value)
+    if attr.is_splat:
+        return np.full(shape, ir.FloatAttr(attr.get_splat_value()).value, np.float32)
+    return np.array(attr, dtype=np.float32).reshape(shape)
+
+
+def _module_of(op: ir.Operation) -> ir.Operation:
+    """The builtin.module that holds `op` (where globals live)."""
+    while op.name != "builtin.module":
+        op = op.parent
+    return op
+
+
+def _global(user: ir.Operation, name: str) -> ir.Operation | None:
+    """The memref.global named `name` in `user`'s module."""
+    for candidate in _module_of(user).regions[0].blocks[0].operations:
+        if candidate.name == "memref.global" and ir.StringAttr(candidate.attributes["sym_name"]).value == name:
+            return candidate.operation
+    return None
+
+
+def packed_global(user: ir.Operation, data: np.ndarray, hint: str) -> ir.Value:
+    """A new private constant global holding `data` (64-byte aligned), and its get_global at the insertion
+    point."""
+    module = _module_of(user)
+    names = {
+        ir.StringAttr(o.attributes["sym_name"]).value
+        for o in module.regions[0].blocks[0].operations
+        if "sym_name" in o.attributes
+    }
+    name = hint
+    while name in names:
+        name += "_"
+    t = ops.memref_type(data.shape, ir.F32Type.get())
+    with ir.InsertionPoint.at_block_begin(module.regions[0].blocks[0]):
+        memref.GlobalOp(
+            sym_name=name,
+            type_=t,
+            sym_visibility="private",
+            initial_value=ir.DenseElementsAttr.get(
+                np.ascontiguousarray(data, np.float32), type=ops.tensor_type(data.shape, ir.F32Type.get())
+            ),
+            constant=True,
+            alignment=64,
+        )
+    return memref.get_global(t, name)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The vector recipe of elementwise ops, broadcasts, reductions, fills and copies: tiles of about one cache line
+
+
+# Bytes one vector tile covers: four zmm registers per operand is long enough to hide the loop overhead and
+# short enough that a chain of ops keeps its values in registers.
+TILE_BYTES = 256
+# Element types the vector code is generated for (i1 buffers are accessed as bytes by glow-to-llvm's fix-up,
+# which works on scalar loads and stores only; f16 arithmetic has no native AVX-512F instructions).
+_VECTOR_TYPES = ("f32", "f64", "i8", "i16", "i32", "i64")
+# Body ops a vectorized generic may hold: pure scalar arithmetic (no loads, stores or linalg.index).
+_VECTOR_BODY_DIALECTS = ("arith.", "math.")
+
+
+def _loop_ranges(op: ir.Operation) -> list[int] | None:
+    """The static trip count of each loop dim of a linalg op, read off its indexing maps and operands (fill
+    and copy, which print no maps, iterate over their output)."""
+    if "indexing_maps" not in op.attributes:
+        return list(static_shape(op.operands[-1]) or []) or None
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    ranges: list[int | None] = [None] * maps[0].n_dims
+    for value, amap in zip(op.operands, maps, strict=True):
+        shape = static_shape(value) if isinstance(value.type, ir.ShapedType) else None
+        if shape is None:
+            return None
+        for size, expr in zip(shape, amap.results, strict=True):
+            if isinstance(expr, ir.AffineDimExpr):
+                ranges[expr.position] = size
+    return None if any(r is None for r in ranges) else [int(r) for r in ranges]  # type: ignore[arg-type]
+
+
+def _vector_tile(size: int, elt_bytes: int, reduction: bool) -> tuple[int, bool] | None:
+    """The vector length along the innermost loop dim of `size` iterations: the largest multiple of 8 that
+    divides it within TILE_BYTES, else a masked vector (TILE_BYTES, or the size rounded up to 8 if smaller);
+    None below 8 iterations. An op with reduction loops takes powers of two only (masked: the size rounded
+    up to one): LLVM scalarizes its accumulating vectors of other lengths (SqueezeNet's average pool over
+    1000 channels took 40-lane vectors and ran 6 times slower than over 1024); elementwise ops measured the
+    same either way.
+
+    Only the innermost dim is vectorized (outer dims tile by 1) and lengths stay multiples of 8: vectors of
+    several odd-sized dims make LLVM's x86 shuffle combining fail an assertion (seen on a 1x3x4x4 bias).
+    """
+    budget = max(8, TILE_BYTES // elt_bytes)
+    if size < 8:
+        return None
+    if reduction:
+        length = budget
+        while length > 8 and size % length:
+            length //= 2
+        if size % length == 0 and (length >= 16 or size <= 16):
+            return length, False
+        return min(budget, 1 << (size - 1).bit_length()), True
+    divisor = largest_divisor(size, budget, multiple_of=8)
+    if size % divisor == 0 and divisor % 8 == 0 and (divisor >= 16 or size <= 16):
+        return divisor, False
+    return min(budget, -(-size // 8) * 8), True
+
+
+def _innermost_contiguous(op: ir.Operation) -> bool:
+    """Whether every operand either walks the innermost loop dim along its own last dim or ignores it."""
+    if "indexing_maps" not in op.attributes:
+        return True
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    inner = maps[0].n_dims - 1
+    for amap in maps:
+        uses = [i for i, e in enumerate(amap.results) if isinstance(e, ir.AffineDimExpr) and e.position == inner]
+        if uses and uses != [len(amap.results) - 1]:
+            return False
+    return True
+
+
+def elementwise_recipe_steps(op: ir.Operation) -> tuple[list[int], bool, int] | None:
+    """The tile sizes of the vector recipe for a linalg op on memrefs (1 along the outer loop dims, a vector
+    along the innermost), whether the vector is masked, and its length; None if the recipe does not apply."""
+    buffers = [v for v in op.operands if isinstance(v.type, ir.MemRefType)]
+    if not buffers or any(isinstance(v.type, ir.RankedTensorType) for v in op.operands):
+        return None
+    types = {str(ir.MemRefType(v.type).element_type) for v in buffers}
+    if not types <= set(_VECTOR_TYPES) or not _innermost_contiguous(op):
+        return None
+    for inner in ops.walk_ops(op):
+        if not inner.name.startswith(_VECTOR_BODY_DIALECTS) and inner.name != "linalg.yield":
+            return None
+    ranges = _loop_ranges(op)
+    if not ranges or 0 in ranges:
+        return None
+    widest = max(_bytes(ir.MemRefType(v.type).element_type) for v in buffers)
+    reduction = "indexing_maps" in op.attributes and any(
+        "reduction" in str(k) for k in ir.ArrayAttr(op.attributes["iterator_types"])
+    )
+    chosen = _vector_tile(ranges[-1], widest, reduction)
+    if chosen is None:
+        return None
+    length, masked = chosen
+    sizes = [*[1 if r > 1 else 0 for r in ranges[:-1]], 0 if length == ranges[-1] else length]
+    return sizes, masked, length
+
+
+def elementwise_recipe(op: ir.Operation) -> Recipe | None:
+    """Tiles a linalg op by 1 along its outer loop dims and into vectors along the innermost one."""
+    chosen = elementwise_recipe_steps(op)
+    if chosen is None:
+        return None
+    sizes, masked, length = chosen
+    vector_sizes = [*[1] * (len(sizes) - 1), length] if masked else []
+
+    def build(handle: ir.Value) -> None:
+        steps.vectorize(steps.tile(handle, sizes), vector_sizes)
+
+    return Recipe.of(op, build)
+
+
+def _bytes(elt: ir.Type) -> int:
+    """The size of one element in bytes (at least 1)."""
+    width = ir.FloatType(elt).width if isinstance(elt, ir.FloatType) else ir.IntegerType(elt).width
+    return max(1, width // 8)

@@ -1,0 +1,145 @@
+"""The transform IR of glow-cpu-schedule, built with the bindings' typed transform-dialect builders.
+
+A recipe schedules its kernel by building transform ops on the handle of the kernel's payload op (a
+`Build`, called with the insertion point inside the named sequence); the step builders here take handles
+(ir.Values) and return the handles they make, so that recipes chain them. `sequence` puts every kernel's
+steps into one `transform.named_sequence`, bufferizes when kernels were emitted on tensors, and ends with
+the shared vector tail. Every transform op the schedule uses has a builder in the pinned bindings (22.1.8),
+so no transform IR is written as text. Recipe modules import this module as `steps` (`steps.tile(handle,
+sizes)`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mlir import ir
+from mlir.dialects import transform
+from mlir.dialects.transform import bufferization, structured, vector
+from mlir.dialects.transform import memref as memref_transform
+
+# The attribute by which the named sequence matches each kernel's payload op (its value: the kernel's tag).
+KERNEL_ATTR = "glow.kernel"
+
+Build = Callable[[ir.Value], None]
+"""Builds a kernel's transform steps on the handle of its payload op, at the current insertion point."""
+
+
+def _any_op() -> ir.Type:
+    return transform.AnyOpType.get()
+
+
+def tile(handle: ir.Value, sizes: Sequence[int], interchange: Sequence[int] = ()) -> ir.Value:
+    """`tile_using_for` with `sizes` (0: not tiled); returns the handle of the tiled op."""
+    if not any(sizes):
+        return handle
+    tiled = structured.TileUsingForOp(handle, sizes=list(sizes), interchange=list(interchange) or None)
+    return tiled.results[0]
+
+
+def fuse(handle: ir.Value, sizes: Sequence[int], interchange: Sequence[int] = ()) -> ir.Value:
+    """`structured.fuse`: tiles `handle` (0: not tiled) and pulls its producers into the tile loops; returns
+    the handle of the tiled op. Producers left without uses stay until a canonicalization."""
+    fused = structured.FuseOp(handle, tile_sizes=list(sizes), tile_interchange=list(interchange))
+    if not interchange:
+        # The builder always sets `static_tile_interchange` (empty here), which the op's textual form leaves
+        # out; both mean no interchange. Dropped so that the op keeps exactly the attributes it always had.
+        del fused.attributes["static_tile_interchange"]
+    return fused.results[0]
+
+
+def function_of(handle: ir.Value) -> ir.Value:
+    """The func.func around `handle`'s op (a kernel's own function, once outlined)."""
+    return transform.GetParentOp(_any_op(), handle, op_name="func.func").result
+
+
+def canonicalize(handle: ir.Value) -> None:
+    """Applies the canonicalization patterns to `handle`'s ops."""
+    with ir.InsertionPoint(transform.ApplyPatternsOp(handle).patterns):
+        transform.ApplyCanonicalizationPatternsOp()
+
+
+def match(handle: ir.Value, op_name: str) -> ir.Value:
+    """Every `op_name` nested in `handle`."""
+    return structured.MatchOp.match_op_names(handle, [op_name]).result
+
+
+def decompose(handle: ir.Value) -> ir.Value:
+    """`structured.decompose`: a 2-D window op with a unit KH tile becomes its 1-D form (on tensors only)."""
+    return structured.DecomposeOp(handle).result
+
+
+def vectorize(handle: ir.Value, vector_sizes: Sequence[int] = ()) -> None:
+    """Vectorizes; `vector_sizes` masks tiles that are smaller than the vector (partial tiles)."""
+    structured.VectorizeOp(handle, list(vector_sizes) or None)
+
+
+def _hoist(handle: ir.Value) -> ir.Value:
+    """`hoist_redundant_vector_transfers`, which consumes `handle`: returns the handle to use after it."""
+    return structured.HoistRedundantVectorTransfersOp(_any_op(), handle).result
+
+
+def vector_tail(root: ir.Value) -> None:
+    """The shared clean-up and lowering of vector code (docs: /work/shared/notes, "A working vector tail").
+
+    Hoisting only sees through canonical, CSE'd IR with views folded away, so it runs after each clean-up.
+    """
+    functions = match(root, "func.func")
+    with ir.InsertionPoint(transform.ApplyPatternsOp(functions).patterns):
+        vector.ApplyVectorReductionToContractPatternsOp()
+        vector.ApplyTransferPermutationPatternsOp()
+        memref_transform.ApplyFoldMemrefAliasOpsPatternsOp()
+        transform.ApplyCanonicalizationPatternsOp()
+    transform.ApplyCommonSubexpressionEliminationOp(functions)
+    functions = _hoist(functions)
+    with ir.InsertionPoint(transform.ApplyPatternsOp(functions).patterns):
+        vector.ApplyCastAwayVectorLeadingOneDimPatternsOp()
+        vector.ApplyDropUnitDimWithShapeCastPatternsOp()
+        transform.ApplyCanonicalizationPatternsOp()
+    transform.ApplyCommonSubexpressionEliminationOp(functions)
+    functions = _hoist(functions)
+    with ir.InsertionPoint(transform.ApplyPatternsOp(functions).patterns):
+        vector.ApplyLowerContractionPatternsOp(lowering_strategy=vector.VectorContractLowering.OuterProduct)
+        vector.ApplyTransferPermutationPatternsOp()
+        vector.ApplyLowerMultiReductionPatternsOp(
+            lowering_strategy=vector.VectorMultiReductionLowering.InnerParallel
+        )
+        vector.ApplyLowerMaskedTransfersPatternsOp()
+        vector.ApplyLowerMasksPatternsOp()
+        vector.ApplyLowerTransferPatternsOp(max_transfer_rank=1)
+        vector.ApplyLowerOuterProductPatternsOp()
+        transform.ApplyCanonicalizationPatternsOp()
+    _hoist(functions)
+
+
+def sequence(kernels: Sequence[tuple[ir.Operation, str, Build]], on_tensors: bool) -> ir.Module:
+    """The transform module: match each kernel (its payload op, tagged `KERNEL_ATTR = tag`) and build its
+    steps, in order; bufferize once if kernels were emitted on tensors; then the vector tail.
+
+    Bufferizing consumes the root handle, so the sequence's argument is then marked consumed.
+    """
+    with ir.Location.unknown():
+        module = ir.Module.create()
+        module.operation.attributes["transform.with_named_sequence"] = ir.UnitAttr.get()
+        mode = "transform.consumed" if on_tensors else "transform.readonly"
+        with ir.InsertionPoint(module.body):
+            named = transform.NamedSequenceOp(
+                "__transform_main", [_any_op()], [], arg_attrs=[{mode: ir.UnitAttr.get()}]
+            )
+    root = named.bodyTarget
+    with ir.Location.unknown(), ir.InsertionPoint(named.body):
+        for op, tag, build in kernels:
+            # The kernel's steps carry its payload op's location, which failures then name.
+            with op.location:
+                handle = structured.MatchOp(
+                    _any_op(),
+                    root,
+                    ops=ir.ArrayAttr.get([ir.StringAttr.get(op.name)]),
+                    op_attrs=ir.DictAttr.get({KERNEL_ATTR: ir.StringAttr.get(tag)}),
+                ).result
+                build(handle)
+        if on_tensors:
+            root = bufferization.OneShotBufferizeOp(root, bufferize_function_boundaries=False).result
+        vector_tail(root)
+        transform.YieldOp([])
+    return module
