@@ -1,10 +1,13 @@
 """glow-opt: runs a pass pipeline over an MLIR file that may hold `glow` and `glow_ir` ops.
 
     glow-opt FILE|- [--pass-pipeline='builtin.module(glow-lower,canonicalize,...)']
+             [--split-input-file] [--verify-diagnostics]
              [--list-passes] [--print-ir-after-all] [--glow-stats] [-o FILE]
 
 One pipeline string may mix glow-mlir passes (from the pass registry) with any upstream MLIR pass. Parse,
-verify and pass errors print as `file:line:col: error: ...` and exit with status 1.
+verify and pass errors print as `file:line:col: error: ...` and exit with status 1. As in mlir-opt,
+--split-input-file runs each part of the input between `// -----` lines on its own, and --verify-diagnostics
+checks the diagnostics against the input's `// expected-error {{...}}` comments instead of printing them.
 """
 
 from __future__ import annotations
@@ -13,21 +16,34 @@ import argparse
 import os
 import sys
 import tempfile
+import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mlir import ir
 
 from glow_mlir.context import make_context
-from glow_mlir.ops import location_text
-from glow_mlir.errors import GlowError, VerificationError
+from glow_mlir.errors import GlowError
 from glow_mlir.pipeline import catalog
 from glow_mlir.pipeline.runner import PipelineStats, run_pipeline
+from glow_mlir.tools import diagnostics
+from glow_mlir.tools.diagnostics import Chunk, Diagnostic
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="glow-opt", description=__doc__.splitlines()[0])
     p.add_argument("input", nargs="?", default="-", help="input .mlir file, or - for standard input")
     p.add_argument("--pass-pipeline", default="", help="e.g. 'builtin.module(glow-lower,canonicalize)'")
+    p.add_argument(
+        "--split-input-file",
+        action="store_true",
+        help=f"run each part of the input between '{diagnostics.SPLIT_MARKER}' lines on its own",
+    )
+    p.add_argument(
+        "--verify-diagnostics",
+        action="store_true",
+        help="check diagnostics against the input's expected-error/warning/note comments",
+    )
     p.add_argument("--list-passes", action="store_true", help="list glow-mlir's passes and exit")
     p.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass, to stderr")
     p.add_argument("--glow-stats", action="store_true", help="print op counts and time per pass, to stderr")
@@ -36,17 +52,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def list_passes() -> str:
-    rows = catalog.passes().values()
-    width = max(len(p.name) for p in rows)
-    return "\n".join(f"  {p.name:<{width}}  {p.description}" for p in rows) + "\n"
-
-
-def _format_mlir_error(error: ir.MLIRError) -> str:
-    lines = []
-    for d in error.error_diagnostics:
-        lines.append(f"{location_text(d.location)}: error: {d.message}")
-        lines.extend(f"{location_text(n.location)}: note: {n.message}" for n in d.notes)
-    return "\n".join(lines) or str(error)
+    """Each pass's name, then its whole description indented below it, passes separated by a blank line."""
+    entries = (f"{p.name}\n{textwrap.indent(p.doc or p.description, '    ')}\n" for p in catalog.passes().values())
+    return "\n".join(entries)
 
 
 def _write_atomically(path: str, text: str) -> None:
@@ -62,30 +70,32 @@ def _write_atomically(path: str, text: str) -> None:
         raise
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.list_passes:
-        sys.stdout.write(list_passes())
-        return 0
+@dataclass
+class _Outcome:
+    """What running one chunk gave: the output module's text (None when it failed) and every diagnostic."""
+
+    output: str | None
+    diagnostics: list[Diagnostic]
+
+
+def _run_chunk(chunk: Chunk, source: str, args: argparse.Namespace) -> _Outcome:
+    """Parses `chunk` into a fresh module in a fresh context and runs the pipeline on it."""
+    found: list[Diagnostic] = []
+
+    def collect(d: ir.Diagnostic) -> bool:
+        # Diagnostics that no MLIRError captures (warnings, remarks) come here, to be printed or checked.
+        found.extend(diagnostics.from_mlir(d, source))
+        return True
+
+    def print_after(name: str, m: ir.Module) -> None:
+        print(f"// -----// IR Dump After {name} //----- //\n{m}", file=sys.stderr)
+
     ctx = make_context()
-    with ctx:
-        try:
-            if args.input == "-":
-                module = ir.Module.parse(sys.stdin.read())
-            elif not os.path.isfile(args.input):
-                print(f"glow-opt: error: cannot read '{args.input}': no such file", file=sys.stderr)
-                return 1
-            else:
-                module = ir.Module.parseFile(args.input)
-        except ir.MLIRError as e:
-            print(_format_mlir_error(e), file=sys.stderr)
-            return 1
-
-        def print_after(name: str, m: ir.Module) -> None:
-            print(f"// -----// IR Dump After {name} //----- //\n{m}", file=sys.stderr)
-
-        stats = PipelineStats() if args.glow_stats else None
-        try:
+    handler = ctx.attach_diagnostic_handler(collect)
+    stats = PipelineStats() if args.glow_stats else None
+    try:
+        with ctx:
+            module = ir.Module.parse(chunk.padded())
             if args.pass_pipeline:
                 run_pipeline(
                     module,
@@ -94,24 +104,53 @@ def main(argv: Sequence[str] | None = None) -> int:
                     stats=stats,
                 )
             module.operation.verify()
-        except VerificationError as e:
-            print(f"{e.location}: error: '{e.op_name}' {e.rule}", file=sys.stderr)
-            return 1
-        except GlowError as e:
-            print(f"glow-opt: error: {e}", file=sys.stderr)
-            return 1
-        except ir.MLIRError as e:
-            print(_format_mlir_error(e), file=sys.stderr)
-            return 1
-        if stats is not None:
-            for r in stats.records:
-                print(f"{r.name:<28} ops {r.ops_before:>6} -> {r.ops_after:<6} {r.seconds * 1e3:9.2f} ms", file=sys.stderr)
-        text = str(module)
-    if args.output == "-":
-        sys.stdout.write(text)
+            output = str(module)
+    except ir.MLIRError as e:
+        return _Outcome(None, found + diagnostics.from_mlir_error(e, source))
+    except GlowError as e:
+        return _Outcome(None, found + diagnostics.from_glow_error(e, source))
+    finally:
+        handler.detach()
+    if stats is not None:
+        for r in stats.records:
+            print(f"{r.name:<28} ops {r.ops_before:>6} -> {r.ops_after:<6} {r.seconds * 1e3:9.2f} ms", file=sys.stderr)
+    return _Outcome(output, found)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.list_passes:
+        sys.stdout.write(list_passes())
+        return 0
+    if args.input == "-":
+        text = sys.stdin.read()
+    elif not os.path.isfile(args.input):
+        print(f"glow-opt: error: cannot read '{args.input}': no such file", file=sys.stderr)
+        return 1
     else:
-        _write_atomically(args.output, text)
-    return 0
+        with open(args.input) as f:
+            text = f.read()
+    chunks = diagnostics.split_input(text) if args.split_input_file else [Chunk(1, text)]
+    outputs: list[str] = []
+    failed = False
+    for chunk in chunks:
+        outcome = _run_chunk(chunk, args.input, args)
+        if args.verify_diagnostics:
+            problems = diagnostics.check(outcome.diagnostics, diagnostics.expectations(chunk), args.input)
+        else:
+            problems = [str(d) for d in outcome.diagnostics]
+            failed |= outcome.output is None
+        for line in problems:
+            print(line, file=sys.stderr)
+        failed |= args.verify_diagnostics and bool(problems)
+        outputs.append(outcome.output or "")
+    result = f"{diagnostics.SPLIT_MARKER}\n".join(outputs)
+    if args.output == "-":
+        sys.stdout.write(result)
+    elif not failed:
+        # An output file is written whole or not at all.
+        _write_atomically(args.output, result)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from glow_mlir.pipeline import catalog
+from glow_mlir.tools import diagnostics
 
 GLOW_OPT = str(Path(sys.executable).parent / "glow-opt")
 
@@ -28,10 +29,22 @@ def glow_opt(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
 def test_list_passes_lists_every_registered_pass() -> None:
     result = glow_opt("--list-passes")
     assert result.returncode == 0
-    listed = {line.split()[0] for line in result.stdout.splitlines() if line.strip()}
-    assert listed == set(catalog.passes())
+    # A pass's name starts a line; its description is indented below it.
+    listed = [line for line in result.stdout.splitlines() if line and not line[0].isspace()]
+    assert listed == list(catalog.passes())
     for name in ("glow-verify", "glow-dce", "glow-lower", "glow-irgen", "glow-allocate", "glow-ir-to-linalg", "glow-to-llvm"):
         assert name in listed
+
+
+def test_list_passes_shows_whole_descriptions() -> None:
+    result = glow_opt("--list-passes")
+    assert result.returncode == 0
+    for p in catalog.passes().values():
+        assert p.doc.splitlines()[0] == p.description
+        indented = "\n".join(f"    {line}" if line else "" for line in p.doc.splitlines())
+        assert f"{p.name}\n{indented}\n" in result.stdout
+    # A pass whose docstring runs over several lines is listed whole, not cut to its first line.
+    assert any(len(p.doc.splitlines()) > 1 for p in catalog.passes().values())
 
 
 def test_pipeline_mixes_glow_and_upstream_passes() -> None:
@@ -90,3 +103,32 @@ def test_missing_input_file() -> None:
     result = glow_opt("/no/such/file.mlir")
     assert result.returncode == 1
     assert "cannot read" in result.stderr
+
+
+def test_expectations_match_warnings_and_notes_by_line_and_kind() -> None:
+    chunk = diagnostics.Chunk(
+        10,
+        "op a\n"
+        "// expected-warning @-1 {{slow}}\n"
+        "// expected-note @below {{here}}\n"
+        "// expected-remark {{never}}\n"
+        "op b\n",
+    )
+    expected = diagnostics.expectations(chunk)
+    assert [(e.severity, e.line) for e in expected] == [("warning", 10), ("note", 14), ("remark", 13)]
+    found = [
+        diagnostics.Diagnostic("warning", "a slow op", "f.mlir:10:1", 10),
+        diagnostics.Diagnostic("note", "defined here", "f.mlir:14:1", 14),
+        diagnostics.Diagnostic("note", "see current operation: op b", "f.mlir:14:1", 14),
+        diagnostics.Diagnostic("error", "slow", "f.mlir:10:1", 10),
+    ]
+    assert diagnostics.check(found, expected, "f.mlir") == [
+        "f.mlir:10:1: error: unexpected error: slow",
+        'f.mlir:13: error: expected remark "never" was not produced',
+    ]
+
+
+def test_split_input_keeps_line_numbers() -> None:
+    chunks = diagnostics.split_input("a\n// -----\nb\nc\n  // -----  \nd")
+    assert [(c.first_line, c.text) for c in chunks] == [(1, "a\n"), (3, "b\nc\n"), (6, "d")]
+    assert chunks[2].padded().split("\n").index("d") + 1 == 6
