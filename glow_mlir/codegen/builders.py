@@ -2,7 +2,7 @@
 
 linalg.generic and elementwise builders, constants of any element type, views of a buffer (reshape, block),
 scf loop nests, the checks of window attributes and NCHW ranks, and the lowering factories of elementwise
-instructions (`binary`, `unary`, `float_only`). The scalar bodies that go into them are codegen/scalar.py.
+instructions (`binary`, `float_only`). The scalar bodies that go into them are stated by the op definitions (glow_mlir/opdefs/scalar.py).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from mlir import ir
 from mlir.dialects import arith, linalg, memref, scf
 
 from glow_mlir import ops
+from glow_mlir.opdefs.scalar import constant as scalar
+from glow_mlir.opdefs.scalar import highest, is_bool, is_float, lowest, width  # noqa: F401  (re-exported)
 from glow_mlir.codegen.table import Lowering, fail
 
 
@@ -58,33 +60,16 @@ def elementwise(
     return generic(inputs, dest, [identity] * (len(inputs) + 1), body)
 
 
-def is_float(elt: ir.Type) -> bool:
-    return isinstance(elt, ir.FloatType)
 
 
-def width(elt: ir.Type) -> int:
-    return ir.FloatType(elt).width if is_float(elt) else ir.IntegerType(elt).width
 
 
-def is_bool(elt: ir.Type) -> bool:
-    return isinstance(elt, ir.IntegerType) and ir.IntegerType(elt).width == 1
 
 
-def scalar(elt: ir.Type, value: float) -> ir.Value:
-    """A constant of `elt`; integer types take int(value) (an i1 true may come in as -1, its signed value)."""
-    if isinstance(elt, ir.IntegerType):
-        return arith.ConstantOp(elt, ir.IntegerAttr.get(elt, int(value))).result
-    return arith.ConstantOp(elt, ir.FloatAttr.get(elt, value)).result
 
 
-def lowest(elt: ir.Type) -> ir.Value:
-    """The identity of max: -inf, or the most negative integer."""
-    return scalar(elt, float("-inf") if is_float(elt) else -(1 << (width(elt) - 1)))
 
 
-def highest(elt: ir.Type) -> ir.Value:
-    """The identity of min: +inf, or the largest integer."""
-    return scalar(elt, float("inf") if is_float(elt) else (1 << (width(elt) - 1)) - 1)
 
 
 def index(value: int) -> ir.Value:
@@ -222,12 +207,6 @@ def _splat_scalar(buffer: ir.Value) -> float | int | None:
     return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
 
 
-def unary(build: Callable[[ir.Value], ir.Value]) -> Lowering:
-    def lower(op: ir.Operation) -> None:
-        dest, src = op.operands
-        elementwise([src], dest, lambda a: build(a[0]))
-
-    return lower
 
 
 def float_only(lowering: Lowering) -> Lowering:

@@ -1,8 +1,8 @@
 """glow-ir-to-linalg's lowerings of math instructions: elementwise arithmetic, comparisons, logic and unary
 math, matmuls, reductions, arg_max/arg_min, softmax, and the fused activations.
 
-The elementwise instructions are one linalg.generic each around a scalar body of codegen/scalar.py; their
-entries form one block below. Search-shaped instructions (arg_max/arg_min, softmax) are scf loops.
+The elementwise instructions are derived from the op definitions: one linalg.generic each around the scalar
+body their op states (glow_mlir/opdefs), checked by its element-type rule. Search-shaped instructions (arg_max/arg_min, softmax) are scf loops.
 """
 
 from __future__ import annotations
@@ -22,30 +22,16 @@ from glow_mlir.codegen.builders import (
     highest,
     identity_map,
     index,
+    is_bool,
     is_float,
     loop_nest,
     lowest,
     reduce_loop,
     scalar,
-    unary,
 )
-from glow_mlir.codegen.scalar import (
-    ACTIVATIONS,
-    Scalar2,
-    absolute,
-    add,
-    compare,
-    div,
-    erf,
-    logical,
-    logical_not,
-    maximum,
-    minimum,
-    mul,
-    negate,
-    sigmoid,
-    sub,
-)
+from glow_mlir.opdefs import glow_ops, types
+from glow_mlir.opdefs.base import OpDef, Trait, activations
+from glow_mlir.opdefs.scalar import Scalar2, add, maximum, minimum, mul
 from glow_mlir.codegen.table import Lowering, fail, lowering, register_lowerings
 
 
@@ -95,11 +81,12 @@ def _fused_matmul(op: ir.Operation) -> None:
 
 def activate(op: ir.Operation, dest: ir.Value) -> ir.Operation | None:
     """Applies `op`'s fused activation to `dest` in place: one linalg.generic (returned), none for "none"."""
-    activation = ACTIVATIONS[ir.StringAttr(op.attributes["activation"]).value]
-    if activation is None:
+    name = ir.StringAttr(op.attributes["activation"]).value
+    if name == "none":
         return None
+    activation = activations()[name]
     args = list(ir.DenseF32ArrayAttr(op.attributes["activationArgs"]))
-    return elementwise([], dest, lambda a: activation(a[0], args))
+    return elementwise([], dest, lambda a: activation.scalar(a[0], args))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -214,41 +201,43 @@ register_lowerings(
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Elementwise instructions: one entry each, a scalar body of codegen/scalar.py in `binary` (an
-# operand that only a splat wrote becomes a scalar) or `unary`, in `float_only` where the instruction is
-# defined on floating-point buffers only.
+# Elementwise instructions, derived from the op definitions: one linalg.generic around the op's scalar body
+# (glow_mlir/opdefs), after the operand checks its element-type rule implies.
+
+
+def _elementwise_lowering(definition: OpDef) -> Lowering:
+    """The lowering of elementwise op `definition`'s instruction. A binary one goes through `binary`, where an
+    operand only a splat wrote becomes a scalar in the body."""
+    body = definition.scalar
+    assert body is not None
+    takes = getattr(definition.types, "takes", None)
+
+    def lower(op: ir.Operation) -> None:
+        dest, *inputs = op.operands
+        result = ops.element_type(dest)
+        if takes == types.FLOATS:
+            _require_all(op, is_float, "floating-point")
+        elif takes == (types.BOOL,):
+            _require_all(op, is_bool, "i1")
+        if len(inputs) == 2:
+            binary(lambda a, b: body([a, b], result))(op)
+        else:
+            elementwise(inputs, dest, lambda a: body(a[: len(inputs)], result))
+
+    return lower
+
+
+def _require_all(op: ir.Operation, kind: Callable[[ir.Type], bool], what: str) -> None:
+    for i, value in enumerate(op.operands):
+        elt = ops.element_type(value)
+        if not kind(elt):
+            raise fail(op, f"takes {what} buffers only, operand {i} has element type {elt}")
 
 
 register_lowerings(
     {
-        "element_add": binary(add),
-        "element_sub": binary(sub),
-        "element_mul": binary(mul),
-        "element_div": binary(div),
-        "element_max": binary(maximum),
-        "element_min": binary(minimum),
-        "sigmoid": float_only(unary(sigmoid)),
-        "tanh": float_only(unary(math.tanh)),
-        "element_exp": float_only(unary(math.exp)),
-        "element_sqrt": float_only(unary(math.sqrt)),
-        "element_cmp_eq": binary(compare(arith.CmpFPredicate.OEQ, arith.CmpIPredicate.eq)),
-        "element_cmp_neq": binary(compare(arith.CmpFPredicate.UNE, arith.CmpIPredicate.ne)),
-        "element_cmp_lt": binary(compare(arith.CmpFPredicate.OLT, arith.CmpIPredicate.slt)),
-        "element_cmp_lte": binary(compare(arith.CmpFPredicate.OLE, arith.CmpIPredicate.sle)),
-        "element_and": logical(arith.andi),
-        "element_or": logical(arith.ori),
-        "element_xor": logical(arith.xori),
-        "element_not": logical_not,
-        "element_pow": float_only(binary(math.powf)),
-        "element_log": float_only(unary(math.log)),
-        "element_abs": unary(absolute),
-        "element_neg": unary(negate),
-        "element_floor": float_only(unary(math.floor)),
-        "element_ceil": float_only(unary(math.ceil)),
-        # Round half to even, as ONNX Round and numpy.round.
-        "element_round": float_only(unary(math.roundeven)),
-        "element_erf": float_only(unary(erf)),
-        "element_sin": float_only(unary(math.sin)),
-        "element_cos": float_only(unary(math.cos)),
+        op.ir.name: _elementwise_lowering(op)
+        for op in glow_ops().values()
+        if op.has(Trait.ELEMENTWISE) and op.ir is not None
     }
 )

@@ -28,7 +28,7 @@ from glow_mlir.codegen.builders import (
     scalar,
 )
 from glow_mlir.codegen.math import activate
-from glow_mlir.codegen.scalar import add, mul
+from glow_mlir.opdefs.scalar import add, mul
 from glow_mlir.codegen.table import fail, lowering, register_lowerings
 
 

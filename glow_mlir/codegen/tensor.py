@@ -12,8 +12,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, memref
 
 from glow_mlir import ops
-from glow_mlir.codegen.builders import block, elementwise, fill, generic, identity_map, is_bool, reshape, scalar, width
-from glow_mlir.codegen.scalar import convert
+from glow_mlir.codegen.builders import block, fill, generic, identity_map, reshape, scalar, width
 from glow_mlir.codegen.table import fail, lowering
 
 
@@ -88,21 +87,6 @@ def _broadcast(op: ir.Operation) -> None:
             raise fail(op, f"cannot broadcast {list(src_dims)} to {list(dest_dims)} at axis {axis}")
     rank = len(dest_dims)
     generic([src], dest, [ir.AffineMap.get(rank, 0, exprs), identity_map(rank)], lambda a: a[0])
-
-
-@lowering("convert_to")
-def _convert_to(op: ir.Operation) -> None:
-    dest, src = op.operands
-    to = ops.element_type(dest)
-    elementwise([src], dest, lambda a: convert(a[0], to))
-
-
-@lowering("element_select")
-def _select(op: ir.Operation) -> None:
-    dest, cond, lhs, rhs = op.operands
-    if not is_bool(ops.element_type(cond)):
-        raise fail(op, f"needs an i1 condition, got element type {ops.element_type(cond)}")
-    elementwise([cond, lhs, rhs], dest, lambda a: arith.select(a[0], a[1], a[2]))
 
 
 @lowering("gather")

@@ -11,12 +11,12 @@ Element types follow docs/ARCHITECTURE.md: each lowering picks its arith op from
 (addf/addi, divf/divsi, maximumf/maxsi, ...), so one instruction serves f16/f32/f64 and i8..i64 alike;
 float-only instructions reject integer buffers with a located error. Scatter- and search-shaped instructions
 (conv_transpose, arg_max/arg_min, softmax) are scf loops; erf, which LLVM has no intrinsic for, is
-generated arithmetic (`erf` in codegen/scalar.py).
+generated arithmetic (`erf` in glow_mlir/opdefs/scalar.py).
 
 This module is the pass: it looks each instruction up in the table of lowerings (codegen/table.py). The
 lowerings live by category, as onnx-mlir's Conversion/ONNXToKrnl/{Math,NN,Tensor}: codegen/math.py,
 codegen/nn.py and codegen/tensor.py, on the building blocks of codegen/builders.py and the scalar bodies of
-codegen/scalar.py; a backend registers the lowerings of its own instructions (the CPU backend's NHWC ones:
+the op definitions (glow_mlir/opdefs); a backend registers the lowerings of its own instructions (the CPU backend's NHWC ones:
 glow_mlir/backends/cpu/lowerings.py, imported by the pass catalogue).
 
 The function also gets `llvm.emit_c_interface`, so that the runtime can call `_mlir_ciface_<name>` with memref
