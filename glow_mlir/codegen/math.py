@@ -7,7 +7,7 @@ body their op states (glow_mlir/opdefs), checked by its element-type rule. Searc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from mlir import ir
 from mlir.dialects import arith, linalg, math, memref, scf
@@ -215,10 +215,11 @@ def _elementwise_lowering(definition: OpDef) -> Lowering:
     def lower(op: ir.Operation) -> None:
         dest, *inputs = op.operands
         result = ops.element_type(dest)
+        # The inputs, which the rule constrains (a predicate's i1 destination is not a float).
         if takes == types.FLOATS:
-            _require_all(op, is_float, "floating-point")
+            _require_all(op, inputs, is_float, "floating-point")
         elif takes == (types.BOOL,):
-            _require_all(op, is_bool, "i1")
+            _require_all(op, op.operands, is_bool, "i1")
         if len(inputs) == 2:
             binary(lambda a, b: body([a, b], result))(op)
         else:
@@ -227,10 +228,13 @@ def _elementwise_lowering(definition: OpDef) -> Lowering:
     return lower
 
 
-def _require_all(op: ir.Operation, kind: Callable[[ir.Type], bool], what: str) -> None:
-    for i, value in enumerate(op.operands):
+def _require_all(
+    op: ir.Operation, values: Sequence[ir.Value], kind: Callable[[ir.Type], bool], what: str
+) -> None:
+    for value in values:
         elt = ops.element_type(value)
         if not kind(elt):
+            i = list(op.operands).index(value)
             raise fail(op, f"takes {what} buffers only, operand {i} has element type {elt}")
 
 
