@@ -215,6 +215,14 @@ irdl.dialect @glow {
     irdl.results(result: %result)
   }
 
+  // Elementwise `input != input` as i1: true where the float input is NaN.
+  irdl.operation @is_nan {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
   // Elementwise logical and of i1 tensors of one shape.
   irdl.operation @and {
     %lhs = irdl.base "!builtin.tensor"

@@ -230,6 +230,15 @@ irdl.dialect @glow_ir {
     irdl.attributes {"roles" = %roles}
   }
 
+  // dest = is_nan(src), elementwise.
+  irdl.operation @element_is_nan {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
   // dest = lhs and rhs, elementwise, one shape.
   irdl.operation @element_and {
     %dest = irdl.base "!builtin.memref"

@@ -142,6 +142,8 @@ binary("cmp_lt", _compare_doc.format("<"), t.predicate(t.NUMBERS, "an integer or
        s.compare(arith.CmpFPredicate.OLT, arith.CmpIPredicate.slt))
 binary("cmp_lte", _compare_doc.format("<="), t.predicate(t.NUMBERS, "an integer or float"), np.less_equal,
        s.compare(arith.CmpFPredicate.OLE, arith.CmpIPredicate.sle))
+unary("is_nan", "Elementwise `input != input` as i1: true where the float input is NaN.",
+      t.predicate(t.FLOATS, "a float"), ref.unary(np.isnan), lambda x: arith.cmpf(arith.CmpFPredicate.UNO, x, x))
 
 # Logic on i1.
 binary("and", "Elementwise logical and of i1 tensors of one shape.", t.LOGIC, np.logical_and, arith.andi,

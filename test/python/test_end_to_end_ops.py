@@ -153,6 +153,20 @@ def test_erf(elt: str) -> None:
 
 
 @pytest.mark.parametrize("elt", FLOATS)
+def test_is_nan(elt: str) -> None:
+    x = sample(elt, 4, 6)
+    x[0, :5] = [np.nan, np.inf, -np.inf, 0.0, -np.nan]
+    x[2, 3] = np.nan
+    run(lambda g, x: g.is_nan(x), x=x)
+
+
+def test_is_nan_refuses_integers() -> None:
+    g = glow_mlir.Graph("bad")
+    with pytest.raises(ValueError, match="glow.is_nan .*must be a float"):
+        g.is_nan(g.input("x", (3,), "i32"))
+
+
+@pytest.mark.parametrize("elt", FLOATS)
 def test_pow(elt: str) -> None:
     base, exponent = sample(elt, 3, 5, low=0.5, high=2.0), sample(elt, 3, 5, low=-2.0, high=2.0)
     base[0, :2], exponent[0, :2] = [-2.0, -0.5], [3.0, 2.0]

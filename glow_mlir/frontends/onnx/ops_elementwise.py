@@ -22,7 +22,7 @@ _LOGICAL = {"And": "logical_and", "Or": "logical_or", "Xor": "logical_xor"}
 _UNARY = {
     "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Sqrt": "sqrt", "Log": "log",
     "Abs": "abs", "Neg": "neg", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Erf": "erf", "Sin": "sin",
-    "Cos": "cos", "Not": "logical_not",
+    "Cos": "cos", "Not": "logical_not", "IsNaN": "is_nan",
 }
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 from onnx import helper
-from onnx_check import check_node, model, rand
+from onnx_check import check, check_node, model, rand
 
 from glow_mlir.onnx_backend import GlowBackend
 
@@ -32,6 +32,26 @@ def test_unary(op: str, shape: tuple[int, ...]) -> None:
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
 def test_unary_integer(op: str, dtype: type) -> None:
     check_node(op, {"x": rand(3, 4, low=-5, high=5, dtype=dtype)})
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_is_nan(dtype: type) -> None:
+    x = rand(3, 5, dtype=dtype)
+    x[0] = [np.nan, np.inf, -np.inf, 0.0, -np.nan]
+    check_node("IsNaN", {"x": x})
+
+
+def test_where_is_nan_of_softmax() -> None:
+    """The exporters' spelling of sdpa attention's softmax: Where(IsNaN(softmax), 0, softmax)."""
+    nodes = [
+        helper.make_node("Softmax", ["x"], ["p"], axis=-1),
+        helper.make_node("IsNaN", ["p"], ["nan"]),
+        helper.make_node("Where", ["nan", "zero", "p"], ["y"]),
+    ]
+    x = rand(2, 4, 8)
+    x[0, 1] = -np.inf  # a fully masked row: softmax is NaN there, and Where makes it 0
+    m = model(nodes, {"x": x}, ["y"], initializers={"zero": np.zeros((), np.float32)})
+    check(m, {"x": x})
 
 
 def test_not() -> None:
