@@ -40,7 +40,7 @@ from glow_mlir import cache as glow_cache
 from glow_mlir import ops
 from glow_mlir.context import make_context
 from glow_mlir.errors import UnsupportedError
-from glow_mlir.pipeline.runner import COMPILE_PIPELINE, PipelineStats, run_pipeline
+from glow_mlir.pipeline.runner import COMPILE_PIPELINE, PipelineStats, run_pipeline, stage_name
 
 # The pipeline element after which the ABI is read; what follows it lowers the function to LLVM.
 ABI_STAGE = "glow-allocate"
@@ -305,7 +305,7 @@ class _Recorder:
 
     def after(self, element: str, module: ir.Module) -> None:
         if self.keep_ir:
-            self.stages[element] = str(module)
+            self.stages[stage_name(element)] = str(module)
 
 
 def _finish(

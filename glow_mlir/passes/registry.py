@@ -12,9 +12,9 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mlir import ir
 
-PassFn = Callable[[ir.Module], None]
+# Called with the module and the pass's options as keyword arguments (strings), if it declares any.
+PassFn = Callable[..., None]
 
 
 @dataclass(frozen=True)
@@ -27,12 +27,16 @@ class Pass:
     fixed_point: bool = False
     # The whole docstring, dedented (`glow-opt --list-passes`).
     doc: str = ""
+    # The options it takes, as `name{option=value}` in a pipeline (mlir-opt's syntax).
+    options: tuple[str, ...] = ()
 
 
 _PASSES: dict[str, Pass] = {}
 
 
-def register(name: str, *, fixed_point: bool = False) -> Callable[[PassFn], PassFn]:
+def register(
+    name: str, *, fixed_point: bool = False, options: tuple[str, ...] = ()
+) -> Callable[[PassFn], PassFn]:
     """Registers `fn` as pass `name`; `fn`'s docstring is the pass's text, its first line the description."""
 
     def wrap(fn: PassFn) -> PassFn:
@@ -40,7 +44,7 @@ def register(name: str, *, fixed_point: bool = False) -> Callable[[PassFn], Pass
             raise ValueError(f"pass '{name}' is registered twice")
         doc = inspect.cleandoc(fn.__doc__) if fn.__doc__ else ""
         description = doc.splitlines()[0] if doc else ""
-        _PASSES[name] = Pass(name, description, fn, fixed_point, doc)
+        _PASSES[name] = Pass(name, description, fn, fixed_point, doc, options)
         return fn
 
     return wrap

@@ -16,6 +16,9 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from glow_mlir.errors import PipelineError
+from glow_mlir.backends.base import Backend
+from glow_mlir.backends.cpu.backend import CPU
+from glow_mlir.passes.registry import Pass
 from glow_mlir.pipeline import catalog
 
 # Graph optimizations in the order of Glow's default graph pipeline (docs/OPTIMIZATIONS.md): local
@@ -30,53 +33,61 @@ SIMPLIFY = (
 )
 CLEAN_UP = ("glow-constant-fold", "glow-cse", "glow-dce")
 
-# The compile pipeline, stage by stage (docs/ARCHITECTURE.md draws it), following Glow's driver:
-# fold -> optimize -> lower -> optimize -> fuse -> optimize -> verify, then schedule, IRGen, IR optimizations,
-# allocation.
-COMPILE_PIPELINE = (
-    "glow-verify",
-    # fold: constant weights become constants before anything matches on them
-    "glow-fold-transpose-into-weights",
-    "glow-constant-fold",
-    # optimize, including the folds that need the unlowered ops (pads, batch normalization)
-    *SIMPLIFY,
-    "glow-merge-pad-into-conv",
-    "glow-fold-transpose-into-weights",
-    "glow-fold-batchnorm",
-    *CLEAN_UP,
-    # the CPU backend's layout (Glow's post-lowering transform, run before lowering so that pads stay
-    # attributes and glow-lower expands them in NHWC): convolutions and pools become NHWC ops between
-    # transposes, which sinking then cancels between consecutive layers
-    "glow-cpu-layout",
-    "glow-sink-transpose",
-    # lower to the primitives the CPU backend implements, then optimize what lowering exposed
-    "glow-lower",
-    "glow-verify",
-    *SIMPLIFY,
-    *CLEAN_UP,
-    # fuse: bias adds and activations into the convolution or matmul before them, then optimize again
-    "glow-fuse-activations",
-    *SIMPLIFY,
-    *CLEAN_UP,
-    "glow-verify",
-    "glow-schedule",
-    "glow-irgen",
-    "glow-ir-verify",
-    "glow-ir-copy-elim",
-    "glow-ir-dse",
-    "glow-ir-share-buffers",
-    "glow-ir-copy-elim",
-    "glow-ir-hoist-dealloc",
-    "glow-ir-sink-alloc",
-    "glow-ir-dse",
-    # producers write inserted blocks (paddings, concat inputs) in place; last, as block views are partial
-    "glow-ir-optimize-inserts",
-    "glow-ir-verify",
-    "glow-allocate",
-    "glow-ir-to-linalg",
-    "glow-cpu-schedule",
-    "glow-to-llvm",
-)
+def compile_pipeline(backend: Backend) -> tuple[str, ...]:
+    """The compile pipeline for `backend`, stage by stage (docs/ARCHITECTURE.md draws it), following Glow's
+    driver: fold -> optimize -> the backend's layout -> lower -> optimize -> fuse -> optimize -> verify, then
+    schedule, IRGen, IR optimizations, allocation, linalg, and the backend's code generation."""
+    return (
+        "glow-verify",
+        # fold: constant weights become constants before anything matches on them
+        "glow-fold-transpose-into-weights",
+        "glow-constant-fold",
+        # optimize, including the folds that need the unlowered ops (pads, batch normalization)
+        *SIMPLIFY,
+        "glow-merge-pad-into-conv",
+        "glow-fold-transpose-into-weights",
+        "glow-fold-batchnorm",
+        *CLEAN_UP,
+        # the backend's layout (Glow's post-lowering transform, run before lowering so that pads stay
+        # attributes and glow-lower expands them in the backend's layout): for the CPU, convolutions and pools
+        # become NHWC ops between transposes, which sinking then cancels between consecutive layers
+        *backend.layout,
+        # lower to the primitives the backend implements, then optimize what lowering exposed
+        f"glow-lower{{backend={backend.name}}}",
+        "glow-verify",
+        *SIMPLIFY,
+        *CLEAN_UP,
+        # fuse: bias adds and activations into the convolution or matmul before them, then optimize again
+        "glow-fuse-activations",
+        *SIMPLIFY,
+        *CLEAN_UP,
+        "glow-verify",
+        "glow-schedule",
+        "glow-irgen",
+        "glow-ir-verify",
+        "glow-ir-copy-elim",
+        "glow-ir-dse",
+        "glow-ir-share-buffers",
+        "glow-ir-copy-elim",
+        "glow-ir-hoist-dealloc",
+        "glow-ir-sink-alloc",
+        "glow-ir-dse",
+        # producers write inserted blocks (paddings, concat inputs) in place; last, as block views are partial
+        "glow-ir-optimize-inserts",
+        "glow-ir-verify",
+        "glow-allocate",
+        "glow-ir-to-linalg",
+        *backend.codegen,
+    )
+
+
+# The compile pipeline of the default backend, the CPU.
+COMPILE_PIPELINE = compile_pipeline(CPU)
+
+
+def stage_name(element: str) -> str:
+    """The pass a pipeline element runs: `glow-lower{backend=cpu}` -> `glow-lower`."""
+    return element.split("{", 1)[0].strip()
 
 
 def split_pipeline(text: str) -> list[str]:
@@ -147,22 +158,38 @@ def run_pipeline(
     """
     elements = split_pipeline(pipeline) if isinstance(pipeline, str) else list(pipeline)
     for element in elements:
-        name = element.split("{", 1)[0].strip()
+        name = stage_name(element)
         # Looked up before the clock starts: the first lookup imports every pass module.
         glow_pass = catalog.get(name)
         before = count_ops(module) if stats is not None else 0
         start = time.perf_counter()
         if glow_pass is not None:
-            if "{" in element:
-                raise PipelineError(f"pass '{name}' takes no options, got '{element}'")
+            options = _options(glow_pass, element)
             with module.context, ir.Location.unknown():
-                glow_pass.run(module)
+                glow_pass.run(module, **options)
         else:
             _run_upstream(module, element)
         if stats is not None:
             stats.records.append(PassRecord(name, time.perf_counter() - start, before, count_ops(module)))
         if after_each is not None:
             after_each(element, module)
+
+
+def _options(glow_pass: Pass, element: str) -> dict[str, str]:
+    """The options of pipeline element `name{key=value key=value}`, each one the pass declares."""
+    if "{" not in element:
+        return {}
+    text = element.split("{", 1)[1]
+    if not text.endswith("}"):
+        raise PipelineError(f"bad options in pipeline element '{element}'")
+    options: dict[str, str] = {}
+    for item in text[:-1].split():
+        key, eq, value = item.partition("=")
+        if not eq or key not in glow_pass.options:
+            allowed = ", ".join(glow_pass.options) or "none"
+            raise PipelineError(f"pass '{glow_pass.name}' has no option '{item}' (options: {allowed})")
+        options[key] = value
+    return options
 
 
 def _run_upstream(module: ir.Module, element: str) -> None:

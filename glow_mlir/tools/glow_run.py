@@ -21,7 +21,7 @@ import numpy as np
 
 from glow_mlir.errors import GlowError
 from glow_mlir.frontends.onnx.importer import import_model, load
-from glow_mlir.pipeline.runner import COMPILE_PIPELINE
+from glow_mlir.pipeline.runner import COMPILE_PIPELINE, stage_name
 from glow_mlir.runtime import Buffer, CompiledModel, compile
 
 # --dump-ir also takes the module as imported, before the first pass.
@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=int, default=1, metavar="N", help="runs to time (median; default 1)")
     p.add_argument("--stats", action="store_true",
                    help="print the compile report: memory plan, and op counts and time per pass")
-    stages = ", ".join(dict.fromkeys((IMPORT_STAGE, *COMPILE_PIPELINE)))
+    stages = ", ".join(dict.fromkeys((IMPORT_STAGE, *map(stage_name, COMPILE_PIPELINE))))
     p.add_argument("--dump-ir", metavar="STAGE", help=f"print the IR after a pipeline stage ({stages})")
     return p
 
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> None:
     static = _arrays(args.static_input, "--static-input")
     if args.iterations < 1:
         raise UsageError("--iterations must be at least 1")
-    stages = (IMPORT_STAGE, *COMPILE_PIPELINE)
+    stages = (IMPORT_STAGE, *map(stage_name, COMPILE_PIPELINE))
     if args.dump_ir is not None and args.dump_ir not in stages:
         raise UsageError(f"--dump-ir: no stage '{args.dump_ir}'; stages: {', '.join(dict.fromkeys(stages))}")
 

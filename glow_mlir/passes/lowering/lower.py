@@ -28,16 +28,13 @@ import numpy as np
 from mlir import ir
 
 from glow_mlir import ops
+from glow_mlir.backends.base import DEFAULT, get_backend, lower_everything
+from glow_mlir.errors import PipelineError
 from glow_mlir.passes.registry import register
 
 # A rule builds the replacement of `op` at the current insertion point and location and returns the value
 # that replaces op's result, or None when the op is already primitive (e.g. a convolution with no padding).
 Rule = Callable[[ir.Operation], ir.Value | None]
-
-
-def lower_everything(op: ir.Operation) -> bool:
-    """The CPU backend's choice: it implements only the primitives, so every op that has a rule is lowered."""
-    return True
 
 
 def lower(module: ir.Module, should_lower: Callable[[ir.Operation], bool] = lower_everything) -> None:
@@ -54,11 +51,15 @@ def lower(module: ir.Module, should_lower: Callable[[ir.Operation], bool] = lowe
                 op.erase()
 
 
-@register("glow-lower")
-def lower_pass(module: ir.Module) -> None:
-    """Lowers FC, batch norm, relu and padding (and conv_transpose cropping) into glow primitives (the CPU
-    backend lowers everything)."""
-    lower(module)
+@register("glow-lower", options=("backend",))
+def lower_pass(module: ir.Module, backend: str = DEFAULT) -> None:
+    """Lowers FC, batch norm, relu and padding (and conv_transpose cropping) into glow primitives, each op the
+    backend (option `backend`, default cpu) does not keep whole."""
+    try:
+        chosen = get_backend(backend)
+    except KeyError as e:
+        raise PipelineError(f"glow-lower: {e.args[0]}") from None
+    lower(module, chosen.should_lower)
 
 
 def _make(
