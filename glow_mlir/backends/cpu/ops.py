@@ -1,4 +1,5 @@
-"""The CPU backend's own ops (Glow's `CPUSpecificNodes.h`): convolution and pooling in NHWC.
+"""The CPU backend's own ops (Glow's `CPUSpecificNodes.h`): convolution and pooling in NHWC, with their
+definitions and the glow-lower rules that make their padding explicit.
 
 glow-cpu-layout (`glow_mlir.backends.cpu.layout`) turns NCHW convolutions and pools into these between
 transposes. They are glow.fused_convolution, glow.max_pool and glow.avg_pool with the channels last, so
@@ -32,6 +33,12 @@ from glow_mlir.opdefs.nn import (
     POOL_IR_ATTRS,
     POOL_OPERANDS,
     WINDOW,
+)
+from glow_mlir.passes.lowering.lower import (
+    lower_padded_avg_pool,
+    lower_padded_convolution,
+    lower_padded_max_pool,
+    register_rules,
 )
 
 
@@ -130,3 +137,11 @@ define(OpDef(
     ir=IrDef("cpu_avg_pool_nhwc", POOL_OPERANDS, attrs=POOL_IR_ATTRS, graph="cpu_avg_pool_nhwc",
              doc="CPU backend: average pooling over full windows in NHWC, no padding."),
 ))
+
+# H and W of NHWC: glow-lower pads these ops along them.
+NHWC_HW = (1, 2)
+register_rules({
+    "glow.cpu_conv_nhwc": lambda op: lower_padded_convolution(op, NHWC_HW),
+    "glow.cpu_max_pool_nhwc": lambda op: lower_padded_max_pool(op, NHWC_HW),
+    "glow.cpu_avg_pool_nhwc": lambda op: lower_padded_avg_pool(op, NHWC_HW),
+})

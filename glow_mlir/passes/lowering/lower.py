@@ -11,8 +11,8 @@ Like Glow's `lower()`, every rule replaces one node by a small graph of simpler 
   -inf for max_pool so that padding never wins), the input inserted into it, and the op with zero pads; an
   avg_pool that does not count padding is then multiplied by a constant `k*k / (real elements in the window)`
   per output position
-- the CPU backend's NHWC ops (glow.cpu_conv_nhwc, cpu_max_pool_nhwc, cpu_avg_pool_nhwc) likewise, with the
-  padding inserted along their H and W dims
+- a backend's own ops likewise, by the rules it registers (`register_rules`): the CPU backend's NHWC ops
+  insert their padding along their H and W dims
 - conv_transpose with padding -> conv_transpose with zero pads (its full output) and a slice that crops it,
   since a transposed convolution's pads remove output rather than add input
 
@@ -107,9 +107,8 @@ def _lower_relu(op: ir.Operation) -> ir.Value:
     return _make("glow.max", [x, _splat(x.type, 0.0)], op.results[0].type)
 
 
-# The H and W dims of the two layouts: NCHW (the graph's) and NHWC (the CPU backend's glow.cpu_*_nhwc ops).
+# The H and W dims of NCHW, the graph's layout; a backend's ops in another layout pass theirs.
 NCHW_HW = (2, 3)
-NHWC_HW = (1, 2)
 
 
 def _pad(x: ir.Value, pads: Sequence[int], fill: float, hw: tuple[int, int] = NCHW_HW) -> ir.Value:
@@ -129,7 +128,7 @@ def _unpadded(op: ir.Operation, operands: Sequence[ir.Value], **changes: ir.Attr
     return _make(op.name, operands, op.results[0].type, attributes)
 
 
-def _lower_convolution(op: ir.Operation, hw: tuple[int, int] = NCHW_HW) -> ir.Value | None:
+def lower_padded_convolution(op: ir.Operation, hw: tuple[int, int] = NCHW_HW) -> ir.Value | None:
     pads = ops.ints(op, "pads")
     if not any(pads):
         return None
@@ -137,14 +136,14 @@ def _lower_convolution(op: ir.Operation, hw: tuple[int, int] = NCHW_HW) -> ir.Va
     return _unpadded(op, [_pad(x, pads, 0.0, hw), weights, bias])
 
 
-def _lower_max_pool(op: ir.Operation, hw: tuple[int, int] = NCHW_HW) -> ir.Value | None:
+def lower_padded_max_pool(op: ir.Operation, hw: tuple[int, int] = NCHW_HW) -> ir.Value | None:
     pads = ops.ints(op, "pads")
     if not any(pads):
         return None
     return _unpadded(op, [_pad(op.operands[0], pads, float("-inf"), hw)])
 
 
-def _lower_avg_pool(op: ir.Operation, hw: tuple[int, int] = NCHW_HW) -> ir.Value | None:
+def lower_padded_avg_pool(op: ir.Operation, hw: tuple[int, int] = NCHW_HW) -> ir.Value | None:
     pads = ops.ints(op, "pads")
     if not any(pads):
         return None
@@ -198,12 +197,17 @@ RULES: dict[str, Rule] = {
     "glow.fully_connected": _lower_fully_connected,
     "glow.batch_normalization": _lower_batch_normalization,
     "glow.relu": _lower_relu,
-    "glow.convolution": _lower_convolution,
-    "glow.fused_convolution": _lower_convolution,
-    "glow.max_pool": _lower_max_pool,
-    "glow.avg_pool": _lower_avg_pool,
+    "glow.convolution": lower_padded_convolution,
+    "glow.fused_convolution": lower_padded_convolution,
+    "glow.max_pool": lower_padded_max_pool,
+    "glow.avg_pool": lower_padded_avg_pool,
     "glow.conv_transpose": _lower_conv_transpose,
-    "glow.cpu_conv_nhwc": lambda op: _lower_convolution(op, NHWC_HW),
-    "glow.cpu_max_pool_nhwc": lambda op: _lower_max_pool(op, NHWC_HW),
-    "glow.cpu_avg_pool_nhwc": lambda op: _lower_avg_pool(op, NHWC_HW),
 }
+
+
+def register_rules(rules: dict[str, Rule]) -> None:
+    """Adds a backend's rules for its own ops (the CPU backend's NHWC ops make their padding explicit too)."""
+    for name, rule in rules.items():
+        if name in RULES:
+            raise ValueError(f"'{name}' has two lowering rules")
+        RULES[name] = rule
