@@ -55,6 +55,70 @@ class Tensor:
 TensorLike = Tensor | np.ndarray
 
 
+def _method(function: Callable[..., Tensor], name: str, doc: str) -> Callable[..., Tensor]:
+    """`function` named and documented as the Graph method `name`."""
+    function.__name__ = name
+    function.__qualname__ = f"Graph.{name}"
+    function.__doc__ = doc
+    return function
+
+
+def _conv_method(op: str, doc: str) -> Callable[..., Tensor]:
+    """The Graph method of a convolution without a fused activation (`glow.<op>`): the kernel size is the
+    filter's dims 2 and 3."""
+
+    def method(
+        self: Graph, input: TensorLike, filter: TensorLike, bias: TensorLike, strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0), dilation: Sequence[int] = (1, 1), group: int = 1,
+        name: str | None = None,
+    ) -> Tensor:
+        return self._window_op(op, [input, filter, bias], strides, pads, dilation, group, name)
+
+    return _method(method, op, doc)
+
+
+def _fused_conv_method(op: str, doc: str, kernel_dims: tuple[int, int] = (2, 4)) -> Callable[..., Tensor]:
+    """The Graph method of a convolution with a fused activation (`glow.<op>`): the kernel size is the filter's
+    dims `kernel_dims`."""
+
+    def method(
+        self: Graph, input: TensorLike, filter: TensorLike, bias: TensorLike, strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0), dilation: Sequence[int] = (1, 1), group: int = 1,
+        activation: str = "none", activation_args: Sequence[float] = (), name: str | None = None,
+    ) -> Tensor:
+        return self._window_op(
+            op, [input, filter, bias], strides, pads, dilation, group, name,
+            _activation(activation, activation_args), kernel_dims=kernel_dims,
+        )
+
+    return _method(method, op, doc)
+
+
+def _max_pool_method(op: str, doc: str) -> Callable[..., Tensor]:
+    """The Graph method of a max pool (`glow.<op>`)."""
+
+    def method(
+        self: Graph, input: TensorLike, kernels: Sequence[int], strides: Sequence[int] | None = None,
+        pads: Sequence[int] = (0, 0, 0, 0), name: str | None = None,
+    ) -> Tensor:
+        return self._op(op, [input], name, _window(kernels, strides, pads))
+
+    return _method(method, op, doc)
+
+
+def _avg_pool_method(op: str, doc: str) -> Callable[..., Tensor]:
+    """The Graph method of an average pool (`glow.<op>`)."""
+
+    def method(
+        self: Graph, input: TensorLike, kernels: Sequence[int], strides: Sequence[int] | None = None,
+        pads: Sequence[int] = (0, 0, 0, 0), count_include_pads: bool = True, name: str | None = None,
+    ) -> Tensor:
+        attrs = _window(kernels, strides, pads) | {"countIncludePads": count_include_pads}
+        return self._op(op, [input], name, attrs)
+
+    return _method(method, op, doc)
+
+
 class Graph:
     """One `func.func` of `glow` ops being built; owns its own MLIR context."""
 
@@ -217,121 +281,34 @@ class Graph:
 
     # Convolution, pooling, normalization.
 
-    def convolution(
-        self,
-        input: TensorLike,
-        filter: TensorLike,
-        bias: TensorLike,
-        strides: Sequence[int] = (1, 1),
-        pads: Sequence[int] = (0, 0, 0, 0),
-        dilation: Sequence[int] = (1, 1),
-        group: int = 1,
-        name: str | None = None,
-    ) -> Tensor:
-        """2-D convolution, NCHW input, OIHW filter; the kernel size is the filter's HW."""
-        return self._window_op("convolution", [input, filter, bias], strides, pads, dilation, group, name)
-
-    def fused_convolution(
-        self,
-        input: TensorLike,
-        filter: TensorLike,
-        bias: TensorLike,
-        strides: Sequence[int] = (1, 1),
-        pads: Sequence[int] = (0, 0, 0, 0),
-        dilation: Sequence[int] = (1, 1),
-        group: int = 1,
-        activation: str = "none",
-        activation_args: Sequence[float] = (),
-        name: str | None = None,
-    ) -> Tensor:
+    # The window ops share parameter lists (a convolution and its transposed or CPU form, a pool and its CPU
+    # NHWC form): each list is written once, in the method factories below the class.
+    convolution = _conv_method(
+        "convolution", "2-D convolution, NCHW input, OIHW filter; the kernel size is the filter's HW."
+    )
+    fused_convolution = _fused_conv_method(
+        "fused_convolution",
         """`activation` (one of the defined activations, e.g. "relu", "clip" [min, max], "leaky_relu" [alpha])
-        of a convolution as `convolution` builds it, one op (what glow-fuse-activations makes)."""
-        return self._window_op(
-            "fused_convolution", [input, filter, bias], strides, pads, dilation, group, name,
-            _activation(activation, activation_args),
-        )
-
-    def conv_transpose(
-        self,
-        input: TensorLike,
-        filter: TensorLike,
-        bias: TensorLike,
-        strides: Sequence[int] = (1, 1),
-        pads: Sequence[int] = (0, 0, 0, 0),
-        dilation: Sequence[int] = (1, 1),
-        group: int = 1,
-        name: str | None = None,
-    ) -> Tensor:
-        """2-D transposed convolution, NCHW input, filter [C, O/group, KH, KW]; pads crop the full output."""
-        return self._window_op("conv_transpose", [input, filter, bias], strides, pads, dilation, group, name)
-
-    def max_pool(
-        self,
-        input: TensorLike,
-        kernels: Sequence[int],
-        strides: Sequence[int] | None = None,
-        pads: Sequence[int] = (0, 0, 0, 0),
-        name: str | None = None,
-    ) -> Tensor:
-        """2-D max pooling, NCHW; strides default to the kernel size."""
-        return self._op("max_pool", [input], name, _window(kernels, strides, pads))
-
-    def avg_pool(
-        self,
-        input: TensorLike,
-        kernels: Sequence[int],
-        strides: Sequence[int] | None = None,
-        pads: Sequence[int] = (0, 0, 0, 0),
-        count_include_pads: bool = True,
-        name: str | None = None,
-    ) -> Tensor:
-        """2-D average pooling, NCHW; strides default to the kernel size."""
-        attrs = _window(kernels, strides, pads) | {"countIncludePads": count_include_pads}
-        return self._op("avg_pool", [input], name, attrs)
-
-    def cpu_conv_nhwc(
-        self,
-        input: TensorLike,
-        filter: TensorLike,
-        bias: TensorLike,
-        strides: Sequence[int] = (1, 1),
-        pads: Sequence[int] = (0, 0, 0, 0),
-        dilation: Sequence[int] = (1, 1),
-        group: int = 1,
-        activation: str = "none",
-        activation_args: Sequence[float] = (),
-        name: str | None = None,
-    ) -> Tensor:
+        of a convolution as `convolution` builds it, one op (what glow-fuse-activations makes).""",
+    )
+    conv_transpose = _conv_method(
+        "conv_transpose",
+        "2-D transposed convolution, NCHW input, filter [C, O/group, KH, KW]; pads crop the full output.",
+    )
+    max_pool = _max_pool_method("max_pool", "2-D max pooling, NCHW; strides default to the kernel size.")
+    avg_pool = _avg_pool_method("avg_pool", "2-D average pooling, NCHW; strides default to the kernel size.")
+    cpu_conv_nhwc = _fused_conv_method(
+        "cpu_conv_nhwc",
         """The CPU backend's convolution: NHWC input, filter [KH, KW, C / group, O], bias [O], then the fused
-        `activation` (one of the defined activations)."""
-        return self._window_op(
-            "cpu_conv_nhwc", [input, filter, bias], strides, pads, dilation, group, name,
-            _activation(activation, activation_args), kernel_dims=(0, 2),
-        )
-
-    def cpu_max_pool_nhwc(
-        self,
-        input: TensorLike,
-        kernels: Sequence[int],
-        strides: Sequence[int] | None = None,
-        pads: Sequence[int] = (0, 0, 0, 0),
-        name: str | None = None,
-    ) -> Tensor:
-        """The CPU backend's max pooling, NHWC; strides default to the kernel size."""
-        return self._op("cpu_max_pool_nhwc", [input], name, _window(kernels, strides, pads))
-
-    def cpu_avg_pool_nhwc(
-        self,
-        input: TensorLike,
-        kernels: Sequence[int],
-        strides: Sequence[int] | None = None,
-        pads: Sequence[int] = (0, 0, 0, 0),
-        count_include_pads: bool = True,
-        name: str | None = None,
-    ) -> Tensor:
-        """The CPU backend's average pooling, NHWC; strides default to the kernel size."""
-        attrs = _window(kernels, strides, pads) | {"countIncludePads": count_include_pads}
-        return self._op("cpu_avg_pool_nhwc", [input], name, attrs)
+        `activation` (one of the defined activations).""",
+        kernel_dims=(0, 2),
+    )
+    cpu_max_pool_nhwc = _max_pool_method(
+        "cpu_max_pool_nhwc", "The CPU backend's max pooling, NHWC; strides default to the kernel size."
+    )
+    cpu_avg_pool_nhwc = _avg_pool_method(
+        "cpu_avg_pool_nhwc", "The CPU backend's average pooling, NHWC; strides default to the kernel size."
+    )
 
     def batch_normalization(
         self,

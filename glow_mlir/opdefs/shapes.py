@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple, TypedDict, Unpack
 
 from glow_mlir.opdefs.base import activations
 
@@ -102,18 +103,30 @@ def batched_add(batch: Shape, slice: Shape) -> Shape:
     return batch
 
 
-def window_dims(
-    input: Shape, kernels: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilation: Sequence[int]
-) -> tuple[int, int]:
-    """Output H and W of a 2-D window sweep over NCHW `input`; shared by convolution and pooling."""
+def _window_lengths(
+    kernels: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilation: Sequence[int]
+) -> None:
+    """A 2-D window's attributes: two kernels, strides and dilations, four pads."""
     _length(kernels, 2, "kernels")
     _length(strides, 2, "strides")
     _length(pads, 4, "pads [top, left, bottom, right]")
     _length(dilation, 2, "dilation")
-    require(all(k >= 1 for k in kernels), f"kernels must be >= 1, got {fmt(kernels)}")
+
+
+def _window_steps(strides: Sequence[int], pads: Sequence[int], dilation: Sequence[int]) -> None:
+    """A window moves by strides >= 1 over an input padded by pads >= 0, its taps dilation >= 1 apart."""
     require(all(s >= 1 for s in strides), f"strides must be >= 1, got {fmt(strides)}")
     require(all(p >= 0 for p in pads), f"pads must be >= 0, got {fmt(pads)}")
     require(all(d >= 1 for d in dilation), f"dilation must be >= 1, got {fmt(dilation)}")
+
+
+def window_dims(
+    input: Shape, kernels: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilation: Sequence[int]
+) -> tuple[int, int]:
+    """Output H and W of a 2-D window sweep over NCHW `input`; shared by convolution and pooling."""
+    _window_lengths(kernels, strides, pads, dilation)
+    require(all(k >= 1 for k in kernels), f"kernels must be >= 1, got {fmt(kernels)}")
+    _window_steps(strides, pads, dilation)
     top, left, bottom, right = pads
     out = []
     for size, pad, k, s, d in (
@@ -130,34 +143,58 @@ def window_dims(
     return out[0], out[1]
 
 
-def convolution(
-    input: Shape,
-    filter: Shape,
-    bias: Shape,
-    *,
-    kernels: Sequence[int],
-    strides: Sequence[int],
-    pads: Sequence[int],
-    dilation: Sequence[int],
-    group: int,
+class ConvAttrs(TypedDict):
+    """The attributes a convolution's shape rule takes (convolution, conv_transpose, the CPU backend's NHWC
+    convolution), as keywords."""
+
+    kernels: Sequence[int]
+    strides: Sequence[int]
+    pads: Sequence[int]
+    dilation: Sequence[int]
+    group: int
+
+
+class ConvLayout(NamedTuple):
+    """Where a convolution's input and filter keep their dims, and how its messages name the filter's."""
+
+    input: str  # the input's dims in order: "NCHW"
+    filter: str  # the filter's dims in order: "OIHW", with I = C / group
+    filter_name: str  # the filter's layout as messages write it
+    filter_in: str  # the filter's I dim as messages write it
+
+
+NCHW_OIHW = ConvLayout("NCHW", "OIHW", "OIHW", "I")
+
+
+def grouped_convolution(
+    input: Shape, filter: Shape, bias: Shape, layout: ConvLayout, **attrs: Unpack[ConvAttrs]
 ) -> Shape:
-    """NCHW input, OIHW filter with I = C / group, bias [O] -> [N, O, OH, OW]."""
-    rank(input, 4, "input (NCHW)")
-    rank(filter, 4, "filter (OIHW)")
+    """Convolution's rules in any `layout`: input [N, C, H, W] and filter [O, C / group, KH, KW] in its
+    order, bias [O] -> [N, O, OH, OW] (NCHW whatever the layout: a layout's rule reorders it)."""
+    kernels, group = attrs["kernels"], attrs["group"]
+    rank(input, 4, f"input ({layout.input})")
+    rank(filter, 4, f"filter ({layout.filter_name})")
     require(group >= 1, f"group must be >= 1, got {group}")
-    n, c = input[0], input[1]
-    o, i, kh, kw = filter
+    n, c, h, w = (input[layout.input.index(d)] for d in "NCHW")
+    o, i, kh, kw = (filter[layout.filter.index(d)] for d in "OIHW")
     require(
         c == i * group,
-        f"input channels must equal filter I * group: input {fmt(input)}, filter {fmt(filter)}, group {group}",
+        f"input channels must equal filter {layout.filter_in} * group: input {fmt(input)}, filter {fmt(filter)}, "
+        f"group {group}",
     )
     require(o % group == 0, f"group {group} must divide the filter's output channels: filter {fmt(filter)}")
-    require(bias == (o,), f"bias must have shape [{o}] (filter dim 0), got {fmt(bias)}")
+    o_dim = layout.filter.index("O")
+    require(bias == (o,), f"bias must have shape [{o}] (filter dim {o_dim}), got {fmt(bias)}")
     require(
         tuple(kernels) == (kh, kw), f"kernels {fmt(kernels)} must equal the filter's HW: filter {fmt(filter)}"
     )
-    oh, ow = window_dims(input, kernels, strides, pads, dilation)
+    oh, ow = window_dims((n, c, h, w), kernels, attrs["strides"], attrs["pads"], attrs["dilation"])
     return (n, o, oh, ow)
+
+
+def convolution(input: Shape, filter: Shape, bias: Shape, **attrs: Unpack[ConvAttrs]) -> Shape:
+    """NCHW input, OIHW filter with I = C / group, bias [O] -> [N, O, OH, OW]."""
+    return grouped_convolution(input, filter, bias, NCHW_OIHW, **attrs)
 
 
 def pool(input: Shape, *, kernels: Sequence[int], strides: Sequence[int], pads: Sequence[int]) -> Shape:
@@ -254,12 +291,9 @@ def concat(inputs: Sequence[Shape], dim: int) -> Shape:
 def slice(input: Shape, start: Sequence[int], sizes: Sequence[int]) -> Shape:
     """The block of shape `sizes` at offset `start`, within the input's bounds."""
     result = tensor(sizes, "slice sizes")
-    require(
-        len(start) == len(input) == len(result),
+    _block_within(
+        input, start, result,
         f"start {fmt(start)} and sizes {fmt(result)} must have the input's rank: input {fmt(input)}",
-    )
-    require(
-        all(s >= 0 and s + n <= d for s, n, d in zip(start, result, input, strict=True)),
         f"block at start {fmt(start)} of sizes {fmt(result)} must lie within input {fmt(input)}",
     )
     return result
@@ -267,15 +301,19 @@ def slice(input: Shape, start: Sequence[int], sizes: Sequence[int]) -> Shape:
 
 def insert_tensor(big: Shape, small: Shape, start: Sequence[int]) -> Shape:
     """`small` written into `big` at `start`, within `big`'s bounds; the result has `big`'s shape."""
-    require(
-        len(start) == len(big) == len(small),
+    _block_within(
+        big, start, small,
         f"start {fmt(start)}, big {fmt(big)} and small {fmt(small)} must have one rank",
-    )
-    require(
-        all(s >= 0 and s + n <= d for s, n, d in zip(start, small, big, strict=True)),
         f"small {fmt(small)} at start {fmt(start)} must lie within big {fmt(big)}",
     )
     return big
+
+
+def _block_within(outer: Shape, start: Sequence[int], sizes: Shape, rank_message: str, bounds_message: str) -> None:
+    """The block of shape `sizes` at offset `start` lies within `outer`, all three of one rank (slice and
+    insert_tensor's rule; each names its operands in its own messages)."""
+    require(len(start) == len(outer) == len(sizes), rank_message)
+    require(all(s >= 0 and s + n <= d for s, n, d in zip(start, sizes, outer, strict=True)), bounds_message)
 
 
 def broadcast(input: Shape, target: Sequence[int], axis: int) -> Shape:
@@ -339,28 +377,18 @@ def batch_matmul(lhs: Shape, rhs: Shape) -> Shape:
     return (lhs[0], lhs[1], rhs[2])
 
 
-def conv_transpose(
-    input: Shape,
-    filter: Shape,
-    bias: Shape,
-    *,
-    kernels: Sequence[int],
-    strides: Sequence[int],
-    pads: Sequence[int],
-    dilation: Sequence[int],
-    group: int,
-) -> Shape:
+def conv_transpose(input: Shape, filter: Shape, bias: Shape, **attrs: Unpack[ConvAttrs]) -> Shape:
     """NCHW input, filter [C, O/group, KH, KW], bias [O] -> [N, O, OH, OW].
 
     Each spatial output dim is (in - 1) * stride - pad_begin - pad_end + dilation * (k - 1) + 1: the full
     scatter of every input element through the kernel, cropped by the pads.
     """
+    kernels, strides, pads, dilation, group = (
+        attrs["kernels"], attrs["strides"], attrs["pads"], attrs["dilation"], attrs["group"]
+    )
     rank(input, 4, "input (NCHW)")
     rank(filter, 4, "filter (C, O/group, KH, KW)")
-    _length(kernels, 2, "kernels")
-    _length(strides, 2, "strides")
-    _length(pads, 4, "pads [top, left, bottom, right]")
-    _length(dilation, 2, "dilation")
+    _window_lengths(kernels, strides, pads, dilation)
     require(group >= 1, f"group must be >= 1, got {group}")
     n, c = input[0], input[1]
     require(
@@ -373,9 +401,7 @@ def conv_transpose(
         tuple(kernels) == tuple(filter[2:]),
         f"kernels {fmt(kernels)} must equal the filter's HW: filter {fmt(filter)}",
     )
-    require(all(s >= 1 for s in strides), f"strides must be >= 1, got {fmt(strides)}")
-    require(all(p >= 0 for p in pads), f"pads must be >= 0, got {fmt(pads)}")
-    require(all(d >= 1 for d in dilation), f"dilation must be >= 1, got {fmt(dilation)}")
+    _window_steps(strides, pads, dilation)
     full = [(size - 1) * s + d * (k - 1) + 1 for size, s, d, k in zip(input[2:], strides, dilation, kernels)]
     top, left, bottom, right = pads
     out = (full[0] - top - bottom, full[1] - left - right)

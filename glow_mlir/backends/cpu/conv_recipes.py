@@ -26,6 +26,7 @@ Ops with non-static or non-f32 operands are left to glow-to-llvm's loops (a `Non
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -126,18 +127,32 @@ def conv_recipe(op: ir.Operation) -> Recipe | None:
     x, filter_, y = op.operands
     bias = bias_op.operands[0] if bias_op is not None else None
     weights = constant_data(filter_)
-    window = _dense_window(_window(op))
+    conv = _Conv(x, filter_, bias, y, _dense_window(_window(op)), bias_op, activation_op)
     _, _, ow, f = static_shape(y)
     kernels: list[Kernel] = []
     if weights is None or not all(_static_strides(v) for v in (y, bias) if v is not None):
         ow_tile, f_tile = register_tile(ow, f)
-        kernels.append(_fused_kernel(x, filter_, bias, y, window, bias_op, activation_op, ow_tile, f_tile))
+        kernels.append(_fused_kernel(conv, ow_tile, f_tile))
     else:
-        kernels += _packed_kernels(x, weights, bias, y, window, bias_op, activation_op, op)
+        kernels += _packed_kernels(conv, weights, op)
     for part in (activation_op, op, bias_op):
         if part is not None:
             part.erase()
     return Recipe(tuple(kernels))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Conv:
+    """A CPU convolution being scheduled: its memref operands (x, filter, bias or None, output y), its window
+    (strides, dilations) and the bias and activation ops of glow-ir-to-linalg fused into it (or None)."""
+
+    x: ir.Value
+    filter: ir.Value
+    bias: ir.Value | None
+    y: ir.Value
+    window: dict[str, list[int]]
+    bias_op: ir.Operation | None
+    activation_op: ir.Operation | None
 
 
 def _epilogue(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None]:
@@ -150,17 +165,8 @@ def _epilogue(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | Non
     return before, after
 
 
-def _packed_kernels(
-    x: ir.Value,
-    weights: np.ndarray,
-    bias: ir.Value | None,
-    y: ir.Value,
-    window: dict[str, list[int]],
-    bias_op: ir.Operation | None,
-    activation_op: ir.Operation | None,
-    user: ir.Operation,
-) -> list[Kernel]:
-    """A convolution with constant weights on a filter packed per channel tile, one tile per loop step.
+def _packed_kernels(conv: _Conv, weights: np.ndarray, user: ir.Operation) -> list[Kernel]:
+    """Convolution `conv` with constant weights on a filter packed per channel tile, one tile per loop step.
 
     HWCF puts consecutive C steps of one channel tile F * 4 bytes apart: a new page per step once F >= 1024,
     which the prefetcher does not follow, so ResNet-50's 7x7 layers ran at 55-65 GFLOP/s streaming their
@@ -169,8 +175,8 @@ def _packed_kernels(
     [KH, KW, C, f] slice and the output's (and bias's) f channels. Channels beyond the last multiple of 16
     (SqueezeNet's 1000) get a kernel of their own with a narrower tile instead of 8-lane vectors throughout.
     """
-    n, _, _, c = static_shape(x)
-    _, oh, ow, f = static_shape(y)
+    n, _, _, c = static_shape(conv.x)
+    _, oh, ow, f = static_shape(conv.y)
     kh, kw = weights.shape[:2]
     main = f - f % LANES if f > LANES else f
     kernels = []
@@ -186,36 +192,26 @@ def _packed_kernels(
             tile = loop.induction_variable
             filter_ = _dynamic_block(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, c, f_tile], drop_first=True)
             channel = arith.addi(arith.muli(tile, _index(f_tile)), _index(f0))
-            out = _dynamic_block(y, [0, 0, 0, channel], [n, oh, ow, f_tile])
-            tile_bias = _dynamic_block(bias, [channel], [f_tile]) if bias is not None else None
-            kernels.append(
-                _fused_kernel(x, filter_, tile_bias, out, window, bias_op, activation_op, ow_tile, f_tile)
-            )
+            out = _dynamic_block(conv.y, [0, 0, 0, channel], [n, oh, ow, f_tile])
+            tile_bias = _dynamic_block(conv.bias, [channel], [f_tile]) if conv.bias is not None else None
+            tile_conv = dataclasses.replace(conv, filter=filter_, bias=tile_bias, y=out)
+            kernels.append(_fused_kernel(tile_conv, ow_tile, f_tile))
             scf.YieldOp([])
     return kernels
 
 
-def _fused_kernel(
-    x: ir.Value,
-    filter_: ir.Value,
-    bias: ir.Value | None,
-    y: ir.Value,
-    window: dict[str, list[int]],
-    bias_op: ir.Operation | None,
-    activation_op: ir.Operation | None,
-    ow_tile: int,
-    f_tile: int,
-) -> Kernel:
+def _fused_kernel(conv: _Conv, ow_tile: int, f_tile: int) -> Kernel:
     """y = activation(conv(x, filter) + bias) on tensors, as one kernel: each [1, 1, ow, f] output tile starts
     from the bias, accumulates in registers and gets the activation before it is stored, so the output is
     written once instead of three times (bias broadcast, convolution, activation as separate passes).
-    `bias_op` and `activation_op` (the memref ops of glow-ir-to-linalg, kept) give their bodies."""
-    inputs = [x, filter_, *([bias] if bias is not None else [])]
+    `conv.bias_op` and `conv.activation_op` (the memref ops of glow-ir-to-linalg, kept) give their bodies."""
+    x, y, bias_op, activation_op = conv.x, conv.y, conv.bias_op, conv.activation_op
+    inputs = [x, conv.filter, *([conv.bias] if conv.bias is not None else [])]
     tensors = on_tensors([*inputs, y], [False] * len(inputs) + [True])
     init = tensors[-1]
     if bias_op is not None:
         init = generic_on_tensors(bias_op, [tensors[2]], init)
-    result = linalg.conv_2d_nhwc_hwcf(tensors[0], tensors[1], outs=[init], **window)
+    result = linalg.conv_2d_nhwc_hwcf(tensors[0], tensors[1], outs=[init], **conv.window)
     if activation_op is not None:
         result = generic_on_tensors(activation_op, [], result)
     write_back(result, y)
@@ -228,8 +224,8 @@ def _fused_kernel(
         fused = steps.fuse(handle, [1, 1, ow_tile, f_tile, *extra], CHANNELS_OUTER[: 4 + len(extra)])
         function = steps.function_of(fused)
         steps.canonicalize(function)
-        conv = steps.tile(steps.match(function, "linalg.conv_2d_nhwc_hwcf"), [0, 0, 0, 0, 1, 1, 1])
-        steps.vectorize(steps.decompose(conv))
+        tiled = steps.tile(steps.match(function, "linalg.conv_2d_nhwc_hwcf"), [0, 0, 0, 0, 1, 1, 1])
+        steps.vectorize(steps.decompose(tiled))
         steps.vectorize(steps.match(function, "linalg.generic"))
 
     return Kernel(root, build)

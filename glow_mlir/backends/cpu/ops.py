@@ -9,6 +9,7 @@ their rules and evaluators are those ops' with the layout moved.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Unpack
 
 from mlir import ir
 
@@ -42,38 +43,16 @@ from glow_mlir.passes.lowering.lower import (
 )
 
 
-def conv_nhwc(
-    input: Shape,
-    filter: Shape,
-    bias: Shape,
-    *,
-    kernels: Sequence[int],
-    strides: Sequence[int],
-    pads: Sequence[int],
-    dilation: Sequence[int],
-    group: int,
-) -> Shape:
+# The CPU convolution's layout: NHWC input, filter [KH, KW, C / group, O].
+NHWC_HWIO = shapes.ConvLayout("NHWC", "HWIO", "KH, KW, C / group, O", "dim 2")
+
+
+def conv_nhwc(input: Shape, filter: Shape, bias: Shape, **attrs: Unpack[shapes.ConvAttrs]) -> Shape:
     """The CPU backend's convolution: NHWC input, filter [KH, KW, C / group, O], bias [O] -> [N, OH, OW, O].
 
     The rules are convolution's, with the channels last: this op is glow.convolution in another layout.
     """
-    shapes.rank(input, 4, "input (NHWC)")
-    shapes.rank(filter, 4, "filter (KH, KW, C / group, O)")
-    shapes.require(group >= 1, f"group must be >= 1, got {group}")
-    n, h, w, c = input
-    kh, kw, i, o = filter
-    shapes.require(
-        c == i * group,
-        f"input channels must equal filter dim 2 * group: input {shapes.fmt(input)}, filter {shapes.fmt(filter)}, "
-        f"group {group}",
-    )
-    shapes.require(o % group == 0, f"group {group} must divide the filter's output channels: filter {shapes.fmt(filter)}")
-    shapes.require(bias == (o,), f"bias must have shape [{o}] (filter dim 3), got {shapes.fmt(bias)}")
-    shapes.require(
-        tuple(kernels) == (kh, kw), f"kernels {shapes.fmt(kernels)} must equal the filter's HW: filter {shapes.fmt(filter)}"
-    )
-    oh, ow = shapes.window_dims((n, c, h, w), kernels, strides, pads, dilation)
-    return (n, oh, ow, o)
+    return _nchw_to_nhwc(shapes.grouped_convolution(input, filter, bias, NHWC_HWIO, **attrs))
 
 
 def pool_nhwc(input: Shape, *, kernels: Sequence[int], strides: Sequence[int], pads: Sequence[int]) -> Shape:

@@ -85,31 +85,40 @@ def vector_tail(root: ir.Value) -> None:
     Hoisting only sees through canonical, CSE'd IR with views folded away, so it runs after each clean-up.
     """
     functions = match(root, "func.func")
-    with ir.InsertionPoint(transform.ApplyPatternsOp(functions).patterns):
-        vector.ApplyVectorReductionToContractPatternsOp()
-        vector.ApplyTransferPermutationPatternsOp()
-        memref_transform.ApplyFoldMemrefAliasOpsPatternsOp()
-        transform.ApplyCanonicalizationPatternsOp()
-    transform.ApplyCommonSubexpressionEliminationOp(functions)
-    functions = _hoist(functions)
-    with ir.InsertionPoint(transform.ApplyPatternsOp(functions).patterns):
-        vector.ApplyCastAwayVectorLeadingOneDimPatternsOp()
-        vector.ApplyDropUnitDimWithShapeCastPatternsOp()
-        transform.ApplyCanonicalizationPatternsOp()
-    transform.ApplyCommonSubexpressionEliminationOp(functions)
-    functions = _hoist(functions)
-    with ir.InsertionPoint(transform.ApplyPatternsOp(functions).patterns):
-        vector.ApplyLowerContractionPatternsOp(lowering_strategy=vector.VectorContractLowering.OuterProduct)
-        vector.ApplyTransferPermutationPatternsOp()
-        vector.ApplyLowerMultiReductionPatternsOp(
+    functions = _clean_up(
+        functions,
+        vector.ApplyVectorReductionToContractPatternsOp,
+        vector.ApplyTransferPermutationPatternsOp,
+        memref_transform.ApplyFoldMemrefAliasOpsPatternsOp,
+    )
+    functions = _clean_up(
+        functions, vector.ApplyCastAwayVectorLeadingOneDimPatternsOp, vector.ApplyDropUnitDimWithShapeCastPatternsOp
+    )
+    _clean_up(
+        functions,
+        lambda: vector.ApplyLowerContractionPatternsOp(lowering_strategy=vector.VectorContractLowering.OuterProduct),
+        vector.ApplyTransferPermutationPatternsOp,
+        lambda: vector.ApplyLowerMultiReductionPatternsOp(
             lowering_strategy=vector.VectorMultiReductionLowering.InnerParallel
-        )
-        vector.ApplyLowerMaskedTransfersPatternsOp()
-        vector.ApplyLowerMasksPatternsOp()
-        vector.ApplyLowerTransferPatternsOp(max_transfer_rank=1)
-        vector.ApplyLowerOuterProductPatternsOp()
+        ),
+        vector.ApplyLowerMaskedTransfersPatternsOp,
+        vector.ApplyLowerMasksPatternsOp,
+        lambda: vector.ApplyLowerTransferPatternsOp(max_transfer_rank=1),
+        vector.ApplyLowerOuterProductPatternsOp,
+        cse=False,
+    )
+
+
+def _clean_up(functions: ir.Value, *patterns: Callable[[], object], cse: bool = True) -> ir.Value:
+    """One step of the vector tail: `patterns` (each builds one pattern op) and canonicalization applied to
+    `functions`, then CSE (unless not `cse`), then hoisting; returns the handle to use after it."""
+    with ir.InsertionPoint(transform.ApplyPatternsOp(functions).patterns):
+        for pattern in patterns:
+            pattern()
         transform.ApplyCanonicalizationPatternsOp()
-    _hoist(functions)
+    if cse:
+        transform.ApplyCommonSubexpressionEliminationOp(functions)
+    return _hoist(functions)
 
 
 def sequence(kernels: Sequence[tuple[ir.Operation, str, Build]], on_tensors: bool) -> ir.Module:

@@ -83,13 +83,22 @@ def _window_attrs(ctx: NodeContext, n: int, kernel: Sequence[int]) -> tuple[list
     return strides, dilations
 
 
-@handles("Conv")
-@float16_in_float32
-def conv(ctx: NodeContext) -> list[Value]:
+def _conv_node(
+    ctx: NodeContext,
+) -> tuple[Value, Value, Value | None, int, list[int], list[int], list[int]]:
+    """What Conv and ConvTranspose read alike: (x, w, b or None, the number of spatial dims, kernel_shape
+    (default: the filter's spatial dims), strides, dilations)."""
     x, w, b = ctx.input(0), ctx.input(1), ctx.optional(2)
     n = _spatial(ctx, x)
     kernel = list(ctx.attr("kernel_shape", shape(w)[2:]))
     strides, dilations = _window_attrs(ctx, n, kernel)
+    return x, w, b, n, kernel, strides, dilations
+
+
+@handles("Conv")
+@float16_in_float32
+def conv(ctx: NodeContext) -> list[Value]:
+    x, w, b, n, kernel, strides, dilations = _conv_node(ctx)
     begin, end = _window_pads(ctx, shape(x)[2:], kernel, strides, dilations)
     if b is None:
         b = np.zeros(shape(w)[0], dtype(x))
@@ -104,10 +113,7 @@ def conv(ctx: NodeContext) -> list[Value]:
 @handles("ConvTranspose")
 @float16_in_float32
 def conv_transpose(ctx: NodeContext) -> list[Value]:
-    x, w, b = ctx.input(0), ctx.input(1), ctx.optional(2)
-    n = _spatial(ctx, x)
-    kernel = list(ctx.attr("kernel_shape", shape(w)[2:]))
-    strides, dilations = _window_attrs(ctx, n, kernel)
+    x, w, b, n, kernel, strides, dilations = _conv_node(ctx)
     group = ctx.attr("group", 1)
     adjust = list(ctx.attr("output_padding", [0] * n))
     auto = ctx.attr("auto_pad", "NOTSET")

@@ -331,14 +331,24 @@ def trilu(ctx: NodeContext) -> list[Value]:
     return [ctx.g.select(ctx.broadcast_to(keep, shape(x)), x, ctx.scalar_like(x, 0))]
 
 
-@handles("DepthToSpace")
-def depth_to_space(ctx: NodeContext) -> list[Value]:
+def _blocks(ctx: NodeContext) -> tuple[Value, int, tuple[int, int, int, int], str]:
+    """What DepthToSpace and SpaceToDepth read alike: (x, blocksize, x's NCHW dims, mode).
+
+    DCR (the default) puts the block offset before the channel, CRD after it; SpaceToDepth has a `mode`
+    from opset 28.
+    """
     x = ctx.input(0)
     b = ctx.attr("blocksize")
     n, c, h, w = shape(x)
     mode = ctx.attr("mode", "DCR")
     if mode not in ("DCR", "CRD"):
         raise ctx.unsupported("mode", f"unknown value '{mode}' (DCR and CRD are defined)")
+    return x, b, (n, c, h, w), mode
+
+
+@handles("DepthToSpace")
+def depth_to_space(ctx: NodeContext) -> list[Value]:
+    x, b, (n, c, h, w), mode = _blocks(ctx)
     if mode == "DCR":
         y = ctx.transpose(ctx.reshape(x, [n, b, b, c // (b * b), h, w]), [0, 3, 4, 1, 5, 2])
     else:
@@ -348,13 +358,7 @@ def depth_to_space(ctx: NodeContext) -> list[Value]:
 
 @handles("SpaceToDepth")
 def space_to_depth(ctx: NodeContext) -> list[Value]:
-    x = ctx.input(0)
-    b = ctx.attr("blocksize")
-    n, c, h, w = shape(x)
-    # Opset 28 adds `mode` (default DCR): DCR puts the block offset before the channel, CRD after it.
-    mode = ctx.attr("mode", "DCR")
-    if mode not in ("DCR", "CRD"):
-        raise ctx.unsupported("mode", f"unknown value '{mode}' (DCR and CRD are defined)")
+    x, b, (n, c, h, w), mode = _blocks(ctx)
     perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
     y = ctx.transpose(ctx.reshape(x, [n, c, h // b, b, w // b, b]), perm)
     return [ctx.reshape(y, [n, c * b * b, h // b, w // b])]

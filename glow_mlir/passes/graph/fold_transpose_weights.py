@@ -27,29 +27,19 @@ PRODUCTS = ("glow.matmul", "glow.fully_connected")
 
 
 def _fold_transposed_leaf(op: ir.Operation) -> ir.Value | None:
-    source = op.operands[0]
-    inner = g.producer(source)
-    if inner is None or inner.name not in (g.SPLAT, g.CONSTANT):
-        return None
-    result = op.results[0]
-    with ir.InsertionPoint(op), op.location:
-        if inner.name == g.SPLAT:
-            return g.make(g.SPLAT, [], result.type, {"value": inner.attributes["value"]})
-        array = g.constant_array(source)
-        if array is None:
-            return None
-        return g.materialize(array.transpose(ops.ints(op, "shuffle")), result.type, prefer_splat=False)
+    # Whatever else reads the constant: a model's weights are transposed once at compile time, not per run.
+    return g.fold_into_leaf(op, lambda array: array.transpose(ops.ints(op, "shuffle")), only_user=False)
 
 
 def _merge_into_product(op: ir.Operation) -> ir.Value | None:
     """The product reading x flattened directly, with W's rows permuted, or None."""
     flat, weights_value = op.operands[0], op.operands[1]
-    reshape = g.producer(flat)
-    if reshape is None or reshape.name != "glow.reshape" or not g.has_one_use(flat):
+    reshape = g.producer_named(flat, "glow.reshape")
+    if reshape is None or not g.has_one_use(flat):
         return None
     transposed = reshape.operands[0]
-    transpose = g.producer(transposed)
-    if transpose is None or transpose.name != TRANSPOSE or not g.has_one_use(transposed):
+    transpose = g.producer_named(transposed, TRANSPOSE)
+    if transpose is None or not g.has_one_use(transposed):
         return None
     weights = g.constant_array(weights_value)
     shuffle = ops.ints(transpose, "shuffle")
@@ -71,19 +61,10 @@ def _merge_into_product(op: ir.Operation) -> ir.Value | None:
         return g.make(op.name, [direct, new_weights, *list(op.operands)[2:]], op.results[0].type, g.attributes(op))
 
 
-def _rewrite(op: ir.Operation) -> ir.Value | None:
-    if op.name == TRANSPOSE:
-        return _fold_transposed_leaf(op)
-    if op.name in PRODUCTS:
-        return _merge_into_product(op)
-    return None
-
-
-def fold_function(function: ir.Operation) -> bool:
-    return g.rewrite_ops(function, _rewrite)
+_REWRITES: dict[str, g.Rewrite] = {TRANSPOSE: _fold_transposed_leaf, **{p: _merge_into_product for p in PRODUCTS}}
 
 
 @register("glow-fold-transpose-into-weights")
 def fold_transpose_into_weights(module: ir.Module) -> None:
     """Fold transposes of constants (Gemm's transposed weights) and flatten-of-transpose into dense weights."""
-    g.run_on_functions(module, fold_function, fixed_point=False)
+    g.rewrite_functions(module, g.by_name(_REWRITES), fixed_point=False)

@@ -44,8 +44,8 @@ def _flattened(op: ir.Operation) -> ir.Value | None:
 
 
 def _slice_of_concat(op: ir.Operation) -> ir.Value | None:
-    concat = g.producer(op.operands[0])
-    if concat is None or concat.name != CONCAT:
+    concat = g.producer_named(op.operands[0], CONCAT)
+    if concat is None:
         return None
     dim = ops.integer(concat, "dim")
     start = ops.ints(op, "start")
@@ -64,19 +64,7 @@ def _slice_of_concat(op: ir.Operation) -> ir.Value | None:
     return None
 
 
-def _rewrite(op: ir.Operation) -> ir.Value | None:
-    if op.name == CONCAT:
-        return _flattened(op)
-    if op.name == "glow.slice":
-        return _slice_of_concat(op)
-    return None
-
-
-def merge_function(function: ir.Operation) -> bool:
-    return g.rewrite_ops(function, _rewrite)
-
-
 @register("glow-merge-concat")
 def merge_concat(module: ir.Module) -> None:
     """Flatten concats of concats on one dim (within the 8-run limit) and slice through concats."""
-    g.run_on_functions(module, merge_function, fixed_point=False)
+    g.rewrite_functions(module, g.by_name({CONCAT: _flattened, "glow.slice": _slice_of_concat}), fixed_point=False)

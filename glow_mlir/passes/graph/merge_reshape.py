@@ -23,40 +23,20 @@ from glow_mlir.passes.registry import register
 RESHAPE = "glow.reshape"
 
 
-def merge_function(function: ir.Operation) -> bool:
-    changed = False
-    for op in g.graph_ops(function):
-        if op.name != RESHAPE:
-            continue
-        source = op.operands[0]
-        result = op.results[0]
-        inner = g.producer(source)
-        if inner is None:
-            continue
-        with ir.InsertionPoint(op), op.location:
-            if inner.name == RESHAPE:
-                original = inner.operands[0]
-                replacement = (
-                    original
-                    if original.type == result.type
-                    else g.make(RESHAPE, [original], result.type, g.attributes(op))
-                )
-            elif inner.name == g.SPLAT:
-                replacement = g.make(g.SPLAT, [], result.type, {"value": inner.attributes["value"]})
-            elif inner.name == g.CONSTANT and g.has_one_use(source):
-                array = g.constant_array(source)
-                if array is None:
-                    continue
-                replacement = g.materialize(array.reshape(ops.shape(result)), result.type, prefer_splat=False)
-            else:
-                continue
-        g.replace(op, replacement)
-        changed = True
-    return changed
+def _merged(op: ir.Operation) -> ir.Value | None:
+    """Reshape `op` of a reshape, splat or single-use constant as one reshape (or its input), splat or
+    constant."""
+    inner = g.producer_named(op.operands[0], RESHAPE)
+    if inner is None:
+        return g.fold_into_leaf(op, lambda array: array.reshape(ops.shape(op.results[0])), only_user=True)
+    original = inner.operands[0]
+    if original.type == op.results[0].type:
+        return original
+    with ir.InsertionPoint(op), op.location:
+        return g.make(RESHAPE, [original], op.results[0].type, g.attributes(op))
 
 
 @register("glow-merge-reshape")
 def merge_reshape(module: ir.Module) -> None:
     """Collapse reshape(reshape(x)) into one reshape (or x) and fold reshapes of constants and splats."""
-    for function in ops.functions(module):
-        merge_function(function)
+    g.rewrite_functions(module, g.by_name({RESHAPE: _merged}), fixed_point=False)

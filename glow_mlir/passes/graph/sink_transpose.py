@@ -46,27 +46,14 @@ def transpose_to(value: ir.Value, shuffle: Sequence[int]) -> ir.Value:
 
 def fold_leaf_transpose(op: ir.Operation) -> ir.Value | None:
     """The splat or constant equal to transpose `op` of a splat or single-use constant, built before `op`."""
-    source = op.operands[0]
-    inner = g.producer(source)
-    if inner is None:
-        return None
-    result = op.results[0]
-    with ir.InsertionPoint(op), op.location:
-        if inner.name == g.SPLAT:
-            return g.make(g.SPLAT, [], result.type, {"value": inner.attributes["value"]})
-        if inner.name == g.CONSTANT and g.has_one_use(source):
-            array = g.constant_array(source)
-            if array is not None:
-                return g.materialize(array.transpose(ops.ints(op, "shuffle")), result.type, prefer_splat=False)
-    return None
+    return g.fold_into_leaf(op, lambda array: array.transpose(ops.ints(op, "shuffle")), only_user=True)
 
 
 def _compose(op: ir.Operation) -> ir.Value | None:
-    inner = g.producer(op.operands[0])
-    if inner is None or inner.name != TRANSPOSE:
+    inner = g.producer_named(op.operands[0], TRANSPOSE)
+    if inner is None:
         return None
-    a = ops.ints(inner, "shuffle")
-    b = ops.ints(op, "shuffle")
+    a, b = ops.ints(inner, "shuffle"), ops.ints(op, "shuffle")
     composed = [a[i] for i in b]
     x = inner.operands[0]
     if composed == list(range(len(composed))):
@@ -198,11 +185,7 @@ def _rewrite(op: ir.Operation) -> ir.Value | None:
     return None
 
 
-def sink_function(function: ir.Operation) -> bool:
-    return g.rewrite_ops(function, _rewrite)
-
-
 @register("glow-sink-transpose", fixed_point=True)
 def sink_transpose(module: ir.Module) -> None:
     """Sink transposes below elementwise ops, compose or cancel transpose pairs, fold transposed constants."""
-    g.run_on_functions(module, sink_function, fixed_point=True)
+    g.rewrite_functions(module, _rewrite, fixed_point=True)

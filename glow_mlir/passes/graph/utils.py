@@ -10,7 +10,7 @@ without a separate glow-dce.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from mlir import ir
@@ -25,6 +25,9 @@ SPLAT = "glow.splat"
 UNARY_ELEMENTWISE = opdefs.elementwise(1)
 BINARY_ELEMENTWISE = opdefs.elementwise(2)
 ELEMENTWISE = opdefs.elementwise()
+
+Rewrite = Callable[[ir.Operation], ir.Value | None]
+"""A rewrite of one op: the value to replace it with (built before it), or None to keep it."""
 
 
 def body(function: ir.Operation) -> ir.Block:
@@ -41,6 +44,12 @@ def producer(value: ir.Value) -> ir.Operation | None:
     owner = value.owner
     # An OpView's `name` may be one of its attributes; the Operation's `name` is always the op's kind.
     return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def producer_named(value: ir.Value, name: str) -> ir.Operation | None:
+    """The op defining `value` if it is a `name` op, else None."""
+    op = producer(value)
+    return op if op is not None and op.name == name else None
 
 
 def producer_name(value: ir.Value) -> str | None:
@@ -165,7 +174,38 @@ def replace(op: ir.Operation, value: ir.Value) -> None:
     erase(op)
 
 
-def rewrite_ops(function: ir.Operation, rewrite: Callable[[ir.Operation], ir.Value | None]) -> bool:
+def fold_into_leaf(
+    op: ir.Operation, rearrange: Callable[[np.ndarray], np.ndarray], *, only_user: bool
+) -> ir.Value | None:
+    """Layout op `op` (a transpose, a reshape) of a splat or constant folded into it, built before `op`: a splat
+    of op's result type, or a constant holding `rearrange(array)`; None for any other operand. With
+    `only_user`, a constant folds only when `op` is its only user, so that its data is not kept twice."""
+    source = op.operands[0]
+    inner = producer(source)
+    if inner is None:
+        return None
+    result = op.results[0]
+    with ir.InsertionPoint(op), op.location:
+        if inner.name == SPLAT:
+            return make(SPLAT, [], result.type, {"value": inner.attributes["value"]})
+        if inner.name == CONSTANT and (has_one_use(source) or not only_user):
+            array = constant_array(source)
+            if array is not None:
+                return materialize(rearrange(array), result.type, prefer_splat=False)
+    return None
+
+
+def by_name(rewrites: Mapping[str, Rewrite]) -> Rewrite:
+    """One rewrite applying `rewrites[op.name]` to the ops it names and keeping every other op."""
+
+    def rewrite(op: ir.Operation) -> ir.Value | None:
+        chosen = rewrites.get(op.name)
+        return None if chosen is None else chosen(op)
+
+    return rewrite
+
+
+def rewrite_ops(function: ir.Operation, rewrite: Rewrite) -> bool:
     """One sweep over the glow ops of `function` in order: each op for which `rewrite(op)` returns a value is
     replaced by it (and what that leaves unused is erased). Returns whether anything changed."""
     changed = False
@@ -213,3 +253,9 @@ def run_on_functions(module: ir.Module, sweep: Callable[[ir.Operation], bool], *
     for function in ops.functions(module):
         while sweep(function) and fixed_point:
             pass
+
+
+def rewrite_functions(module: ir.Module, rewrite: Rewrite, *, fixed_point: bool) -> None:
+    """`rewrite_ops` with `rewrite` over every function, once or to a fixed point (`run_on_functions`): the
+    whole of a pass that rewrites op by op."""
+    run_on_functions(module, lambda function: rewrite_ops(function, rewrite), fixed_point=fixed_point)

@@ -1,0 +1,144 @@
+"""One-process A/B of two glow-mlir trees: `python -m bench.ab --base REV [--models resnet50,bert]`.
+
+Separate processes on this shared machine differ by up to 10 %, so a decision between two versions of the
+compiler is taken in one process. For each model, each tree (the git revision `--base`, extracted with
+`git archive`, and the working tree) compiles the model in a child process with the compile cache on, into a
+cache folder of its own, and also writes the LLVM dialect module it produced (the IR after glow-to-llvm).
+This process then loads both cache entries' shared libraries and times them alternately, round by round,
+on the same inputs, reporting each median and the ratio base/new (> 1: the working tree is faster), whether
+the outputs agree bitwise, and whether the two LLVM modules are the same text: identical code cannot differ
+in speed but by noise, which the ratio then measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench import models
+from glow_mlir import cache
+from glow_mlir.runtime import CompiledModel, _abi_from_json
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Run in the child, with the tree to measure first on sys.path: compile with the cache on, report the entry.
+CHILD = """
+import json, sys
+import onnx
+import glow_mlir
+from glow_mlir import cache
+from glow_mlir.frontends.onnx import import_model
+from glow_mlir.runtime import _bytecode
+graph = import_model(onnx.load(sys.argv[1]))
+module = graph.module
+with glow_mlir.compile(module, cache=True) as model:
+    assert model.report.get("cache") == "stored", model.report.get("cache")
+with glow_mlir.compile(module, keep_ir=True) as model:
+    llvm = model.ir("glow-to-llvm")
+entry = cache.key(_bytecode(module), {"cpu": None, "features": None})
+print(json.dumps({"entry": entry, "llvm": llvm, "file": glow_mlir.__file__}))
+"""
+
+
+def compile_in(tree: Path, onnx_file: Path, cache_dir: Path) -> dict[str, str]:
+    env = os.environ | {"PYTHONPATH": str(tree), "GLOW_MLIR_CACHE_DIR": str(cache_dir), "GLOW_MLIR_CACHE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(onnx_file)], env=env, capture_output=True, text=True, check=False,
+        # `python -c` puts the working directory first on sys.path, before PYTHONPATH and the editable install.
+        cwd=tree,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"compiling {onnx_file.name} in {tree} failed:\n{out.stderr[-4000:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if not result["file"].startswith(str(tree)):
+        raise RuntimeError(f"the child imported glow_mlir from {result['file']}, not from {tree}")
+    return result
+
+
+def load(cache_dir: Path, entry: str) -> CompiledModel:
+    os.environ["GLOW_MLIR_CACHE_DIR"] = str(cache_dir)
+    hit = cache.load(entry)
+    if hit is None:
+        raise RuntimeError(f"no cache entry {entry} in {cache_dir}")
+    library, meta = hit
+    return CompiledModel(None, _abi_from_json(meta["abi"]), meta["report"], {}, library=library)
+
+
+def per_call(model: CompiledModel, feeds: dict[str, np.ndarray], calls: int) -> float:
+    start = time.process_time()
+    for _ in range(calls):
+        model.run(feeds)
+    return (time.process_time() - start) / calls
+
+
+def ab(name: str, base_tree: Path, work: Path, rounds: int, budget: float) -> dict[str, object]:
+    onnx_file = models.onnx_path(name)
+    feeds = models.spec(name).inputs()
+    built = {}
+    for label, tree in (("base", base_tree), ("new", ROOT)):
+        folder = work / label / name
+        built[label] = (folder, compile_in(tree, onnx_file, folder))
+    base = load(built["base"][0], built["base"][1]["entry"])
+    new = load(built["new"][0], built["new"][1]["entry"])
+    outputs_equal = all(
+        np.array_equal(a, b, equal_nan=True)
+        for a, b in zip(base.run(feeds).values(), new.run(feeds).values(), strict=True)
+    )
+    first = per_call(base, feeds, 1)
+    calls = max(3, int(budget / rounds / 2 / max(first, 1e-6)))
+    times: dict[str, list[float]] = {"base": [], "new": []}
+    for _ in range(rounds):
+        times["base"].append(per_call(base, feeds, calls))
+        times["new"].append(per_call(new, feeds, calls))
+    base_ms, new_ms = (statistics.median(times[k]) * 1e3 for k in ("base", "new"))
+    return {
+        "model": name,
+        "base_ms": base_ms,
+        "new_ms": new_ms,
+        "base_over_new": base_ms / new_ms,
+        "outputs_bitwise_equal": outputs_equal,
+        "llvm_identical": built["base"][1]["llvm"] == built["new"][1]["llvm"],
+        "rounds": rounds,
+        "calls_per_round": calls,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", required=True, help="git revision to compare the working tree with")
+    parser.add_argument("--models", default="resnet50,mobilenetv2,bert", help="comma-separated bench models")
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--budget", type=float, default=20.0, help="seconds of timed calls per model")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="glow-ab-") as tmp:
+        work = Path(tmp)
+        base_tree = work / "base-tree"
+        base_tree.mkdir()
+        archive = subprocess.run(["git", "archive", args.base], cwd=ROOT, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(base_tree)], input=archive, check=True)
+        results = []
+        print(f"{'model':<14} {'base ms':>9} {'new ms':>9} {'base/new':>9}  outputs  llvm")
+        for name in args.models.split(","):
+            row = ab(name, base_tree, work, args.rounds, args.budget)
+            results.append(row)
+            print(
+                f"{name:<14} {row['base_ms']:9.3f} {row['new_ms']:9.3f} {row['base_over_new']:9.3f}  "
+                f"{'equal' if row['outputs_bitwise_equal'] else 'DIFFER':<7}  "
+                f"{'identical' if row['llvm_identical'] else 'different'}"
+            )
+    if args.json:
+        args.json.write_text(json.dumps({"base": args.base, "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
