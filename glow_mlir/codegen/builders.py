@@ -8,15 +8,15 @@ instructions (`binary`, `float_only`). The scalar bodies that go into them are s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from mlir import ir
 from mlir.dialects import arith, linalg, memref, scf
 
 from glow_mlir import ops
+from glow_mlir.codegen.table import Lowering, fail
 from glow_mlir.opdefs.scalar import constant as scalar
 from glow_mlir.opdefs.scalar import highest, is_bool, is_float, lowest, width  # noqa: F401  (re-exported)
-from glow_mlir.codegen.table import Lowering, fail
-
 
 # ----------------------------------------------------------------------------------------------------------
 # Builders and helpers
@@ -152,6 +152,26 @@ def rank4(op: ir.Operation, value: ir.Value) -> tuple[int, int, int, int]:
     if len(dims) != 4:
         raise fail(op, f"needs NCHW buffers, got {list(dims)}")
     return dims[0], dims[1], dims[2], dims[3]
+
+
+class Conv(NamedTuple):
+    """What every convolution instruction's lowering reads: its buffers and its window attributes."""
+
+    dest: ir.Value
+    src: ir.Value
+    filter: ir.Value
+    bias: ir.Value
+    kernels: list[int]
+    strides: list[int]
+    dilation: list[int]
+    group: int
+
+
+def conv_operands(op: ir.Operation) -> Conv:
+    """The buffers and window attributes of a convolution instruction (NCHW, transposed or a backend's)."""
+    dest, src, filter_, bias = op.operands
+    window = [pair(op, name) for name in ("kernels", "strides", "dilation")]
+    return Conv(dest, src, filter_, bias, *window, ops.integer(op, "group"))
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from mlir.dialects import arith, linalg, memref
 
 from glow_mlir import ops
 from glow_mlir.codegen.builders import (
+    conv_operands,
     elementwise,
     fill,
     float_only,
@@ -28,14 +29,12 @@ from glow_mlir.codegen.builders import (
     scalar,
 )
 from glow_mlir.codegen.math import activate
-from glow_mlir.opdefs.scalar import add, mul
 from glow_mlir.codegen.table import fail, lowering, register_lowerings
+from glow_mlir.opdefs.scalar import add, mul
 
 
 def _convolution(op: ir.Operation) -> None:
-    dest, src, filter_, bias = op.operands
-    kernels, strides, dilation = pair(op, "kernels"), pair(op, "strides"), pair(op, "dilation")
-    group = ops.integer(op, "group")
+    dest, src, filter_, bias, kernels, strides, dilation, group = conv_operands(op)
     n, c, h, w = rank4(op, src)
     _, f, oh, ow = rank4(op, dest)
     filter_dims = ops.shape(filter_)
@@ -72,9 +71,7 @@ def _fused_convolution(op: ir.Operation) -> None:
 @lowering("conv_transpose")
 @float_only
 def _conv_transpose(op: ir.Operation) -> None:
-    dest, src, filter_, bias = op.operands
-    kernels, strides, dilation = pair(op, "kernels"), pair(op, "strides"), pair(op, "dilation")
-    group = ops.integer(op, "group")
+    dest, src, filter_, bias, kernels, strides, dilation, group = conv_operands(op)
     n, c, h, w = rank4(op, src)
     _, f, oh, ow = rank4(op, dest)
     if group < 1 or c % group or f % group or ops.shape(filter_) != (c, f // group, *kernels):

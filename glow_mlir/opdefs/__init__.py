@@ -12,6 +12,8 @@ renders the dialect files from them. docs/NewOperators.md says how to add an op.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from glow_mlir.opdefs import math, nn, tensor  # noqa: F401  (importing a category defines its ops)
 from glow_mlir.opdefs.base import (
     Activation,
@@ -23,25 +25,26 @@ from glow_mlir.opdefs.base import (
     ir_ops,
 )
 
+T = TypeVar("T")
+
 __all__ = ["Activation", "IrDef", "OpDef", "Trait", "activations", "glow_op", "glow_ops", "ir_op", "ir_ops"]
 
 
 def glow_op(name: str) -> OpDef:
     """The definition of glow op `name` (with or without the `glow.` prefix)."""
-    key = name.removeprefix("glow.")
-    try:
-        return glow_ops()[key]
-    except KeyError:
-        raise KeyError(f"glow.{key} has no op definition (glow_mlir/opdefs)") from None
+    return _lookup(glow_ops(), "glow", name, "op")
 
 
 def ir_op(name: str) -> IrDef:
     """The definition of glow_ir instruction `name` (with or without the `glow_ir.` prefix)."""
-    key = name.removeprefix("glow_ir.")
-    try:
-        return ir_ops()[key]
-    except KeyError:
-        raise KeyError(f"glow_ir.{key} has no instruction definition (glow_mlir/opdefs)") from None
+    return _lookup(ir_ops(), "glow_ir", name, "instruction")
+
+
+def _lookup(table: dict[str, T], dialect: str, name: str, what: str) -> T:
+    key = name.removeprefix(f"{dialect}.")
+    if key not in table:
+        raise KeyError(f"{dialect}.{key} has no {what} definition (glow_mlir/opdefs)")
+    return table[key]
 
 
 def with_trait(trait: Trait) -> frozenset[str]:

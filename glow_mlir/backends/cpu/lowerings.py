@@ -12,11 +12,18 @@ from mlir import ir
 from mlir.dialects import linalg
 
 from glow_mlir import ops
-from glow_mlir.codegen.builders import block, float_only, generic, identity_map, pair, rank4, reshape
+from glow_mlir.codegen.builders import (
+    block,
+    conv_operands,
+    float_only,
+    generic,
+    identity_map,
+    rank4,
+    reshape,
+)
 from glow_mlir.codegen.math import activate
 from glow_mlir.codegen.nn import avg_pool, max_pool
 from glow_mlir.codegen.table import fail, lowering, register_lowerings
-
 
 # Marks on the bias and activation ops of a CPU convolution, which glow-cpu-schedule fuses into the
 # convolution's tiles (backends/cpu/conv_recipes.py) instead of running them as passes of their own.
@@ -37,9 +44,7 @@ def _cpu_conv_nhwc(op: ir.Operation) -> None:
     `depthwise_conv_2d_nhwc_hwc`, or `_hwcm` with a channel multiplier, on views of the same buffers; any
     other grouping is one `conv_2d_nhwc_hwcf` per group on channel slices.
     """
-    dest, src, filter_, bias = op.operands
-    kernels, strides, dilation = pair(op, "kernels"), pair(op, "strides"), pair(op, "dilation")
-    group = ops.integer(op, "group")
+    dest, src, filter_, bias, kernels, strides, dilation, group = conv_operands(op)
     n, h, w, c = rank4(op, src)
     _, oh, ow, f = rank4(op, dest)
     filter_dims = ops.shape(filter_)
