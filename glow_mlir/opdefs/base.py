@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -146,6 +146,15 @@ class Activation:
 
 
 @dataclass(frozen=True)
+class Producer:
+    """How an op takes a fused bias add and activation (glow-fuse-activations): the op it becomes, and its
+    result's channel dim, along which a bias runs (None when a bias add is not folded into it)."""
+
+    fused: str
+    channel_axis: int | None
+
+
+@dataclass(frozen=True)
 class OpDef:
     """One `glow` op, stated once. See the module docstring; `docs/NewOperators.md` says how to add one."""
 
@@ -165,10 +174,11 @@ class OpDef:
     variadic: bool = False
     # The op is a fusable activation (relu, sigmoid, tanh, ...): it is its own `Activation` with no args.
     activation: bool = False
+    # The op takes a fused bias add and activation (a convolution, a fused matmul).
+    producer: Producer | None = None
     # Only this backend creates the op (its layout pass); None for ops of the shared graph.
     backend: str | None = None
     results: tuple[str, ...] = ("result",)
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def full_name(self) -> str:

@@ -26,6 +26,7 @@ from glow_mlir.opdefs.base import (
     Evaluator,
     IrDef,
     OpDef,
+    Producer,
     Trait,
     TypeRule,
     define,
@@ -195,6 +196,7 @@ define(OpDef(
     "one kernel.",
     ("lhs", "rhs", "bias"), attrs=_ACTIVATION_ATTRS,
     shape=lambda o, a, r: shapes.fused(a, shapes.fused_matmul(*o)), types=t.FLOAT, evaluate=ref.fused_matmul,
+    producer=Producer("glow.fused_matmul", None),
     ir=IrDef(
         "fused_matmul", (("dest", "out"), ("lhs", "in"), ("rhs", "in"), ("bias", "in")),
         attrs=("activation", "activationArgs"), doc="dest = activation(lhs x rhs + bias).", graph="fused_matmul",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from glow_mlir.opdefs import reference as ref
 from glow_mlir.opdefs import shapes
 from glow_mlir.opdefs import types as t
-from glow_mlir.opdefs.base import Attr, Attrs, IrDef, OpDef, Shape, define
+from glow_mlir.opdefs.base import Attr, Attrs, IrDef, OpDef, Producer, Shape, define
 
 WINDOW = (("kernels", Attr.INTS), ("strides", Attr.INTS), ("pads", Attr.INTS))
 CONV = (*WINDOW, ("group", Attr.INT), ("dilation", Attr.INTS))
@@ -35,6 +35,7 @@ def pool_shape(operands: list[Shape], a: Attrs, _: Shape | None) -> Shape:
 define(OpDef(
     "convolution", "2-D convolution, NCHW input, OIHW filter (I = C / group); pads are [top, left, bottom, right].",
     ("input", "filter", "bias"), attrs=CONV, shape=conv_shape, types=t.FLOAT, evaluate=ref.convolution,
+    producer=Producer("glow.fused_convolution", 1),
     ir=IrDef(
         "convolution", CONV_OPERANDS, attrs=CONV_IR_ATTRS, graph="convolution",
         doc="2-D NCHW convolution with no padding (the graph makes padding explicit before IRGen).",
@@ -81,6 +82,7 @@ define(OpDef(
     "glow.convolution.",
     ("input", "filter", "bias"), attrs=(*CONV, *ACTIVATION),
     shape=lambda o, a, r: shapes.fused(a, conv_shape(o, a, r)), types=t.FLOAT, evaluate=ref.fused_convolution,
+    producer=Producer("glow.fused_convolution", 1),
     ir=IrDef(
         "fused_convolution", CONV_OPERANDS, attrs=(*CONV_IR_ATTRS, "activation", "activationArgs"),
         graph="fused_convolution", doc="dest = activation(convolution(src, filter, bias)), NCHW, no padding.",

@@ -23,6 +23,7 @@ from glow_mlir.opdefs.base import (
     Evaluator,
     IrDef,
     OpDef,
+    Producer,
     Shape,
     define,
 )
@@ -41,7 +42,6 @@ from glow_mlir.passes.lowering.lower import (
     lower_padded_max_pool,
     register_rules,
 )
-
 
 # The CPU convolution's layout: NHWC input, filter [KH, KW, C / group, O].
 NHWC_HWIO = shapes.ConvLayout("NHWC", "HWIO", "KH, KW, C / group, O", "dim 2")
@@ -95,7 +95,7 @@ define(OpDef(
         *o, kernels=a["kernels"], strides=a["strides"], pads=shapes.pads_of(a), dilation=a["dilation"],
         group=a["group"],
     )),
-    types=t.FLOAT, evaluate=cpu_conv_nhwc,
+    types=t.FLOAT, evaluate=cpu_conv_nhwc, producer=Producer("glow.cpu_conv_nhwc", 3),
     ir=IrDef(
         "cpu_conv_nhwc", CONV_OPERANDS, attrs=(*CONV_IR_ATTRS, "activation", "activationArgs"),
         graph="cpu_conv_nhwc",

@@ -18,21 +18,21 @@ Rewrites, in this order for each producer:
   then follows the fused op). A clip or leaky_relu argument must be exact in f32 (activationArgs is an
   array<f32>); relu and clip keep max's and min's NaN propagation.
 
-The fusable producers are a table (`PRODUCERS`): a convolution becomes glow.fused_convolution, and a fused op
-that has no activation yet (glow.fused_convolution, glow.fused_matmul, the CPU backend's glow.cpu_conv_nhwc)
-gets one. Every intermediate result must have no user outside the pattern, otherwise it would be computed
+The fusable producers are the ops whose definition names a `producer` (glow_mlir/opdefs): a convolution
+becomes glow.fused_convolution, and a fused op that has no activation yet (glow.fused_convolution,
+glow.fused_matmul, the CPU backend's glow.cpu_conv_nhwc) gets one. Every intermediate result must have no user outside the pattern, otherwise it would be computed
 twice. The pass works in one forward sweep; a second run finds nothing more.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from mlir import ir
 
 from glow_mlir import opdefs, ops
+from glow_mlir.opdefs.base import Producer
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.registry import register
 
@@ -43,21 +43,12 @@ MATMUL = "glow.matmul"
 BATCHED_ADD = "glow.batched_add"
 
 
-@dataclass(frozen=True)
-class Producer:
-    """How an op takes a fused activation: the op kind it becomes, and its result's channel dim (the dim its
-    bias runs along; None when a bias add is not folded into it)."""
+def producers() -> dict[str, Producer]:
+    """The ops that take a fused bias add and activation, from their definitions (`producer`): a convolution
+    becomes glow.fused_convolution; a fused op without an activation yet (fused_convolution, fused_matmul, a
+    backend's convolution) gets one."""
+    return {op.full_name: op.producer for op in opdefs.glow_ops().values() if op.producer is not None}
 
-    fused: str
-    channel_axis: int | None
-
-
-PRODUCERS: dict[str, Producer] = {
-    "glow.convolution": Producer("glow.fused_convolution", 1),
-    "glow.fused_convolution": Producer("glow.fused_convolution", 1),
-    "glow.cpu_conv_nhwc": Producer("glow.cpu_conv_nhwc", 3),
-    "glow.fused_matmul": Producer("glow.fused_matmul", None),
-}
 
 # Ops that only move elements, which an elementwise activation with scalar arguments commutes with: the
 # transposes glow-cpu-layout puts after an NHWC convolution, where glow-sink-transpose cannot move them past
@@ -72,12 +63,13 @@ def fuse_function(function: ir.Operation) -> bool:
     """Fuses what follows every producer and matmul of `function`, in program order; returns whether it did."""
     changed = False
     # Rewrites erase only the candidate itself and the ops after it in its pattern, none of them a candidate.
-    for op in [op for op in g.graph_ops(function) if op.name in PRODUCERS or op.name == MATMUL]:
-        changed |= _fuse(op)
+    table = producers()
+    for op in [op for op in g.graph_ops(function) if op.name in table or op.name == MATMUL]:
+        changed |= _fuse(op, table)
     return changed
 
 
-def _fuse(op: ir.Operation) -> bool:
+def _fuse(op: ir.Operation, table: dict[str, Producer]) -> bool:
     """Folds into `op` the bias add, then the activation, that follow it; returns whether anything changed."""
     changed = False
     if op.name == MATMUL:
@@ -87,7 +79,7 @@ def _fuse(op: ir.Operation) -> bool:
         changed = True
     if _activation_of(op) != NONE:
         return changed
-    with_bias = _fold_bias_add(op)
+    with_bias = _fold_bias_add(op, table)
     if with_bias is not None:
         op, changed = with_bias, True
     # An activation commutes with a layout change: act(transpose(y)) = transpose(act(y)).
@@ -105,7 +97,7 @@ def _fuse(op: ir.Operation) -> bool:
         "activationArgs": ir.DenseF32ArrayAttr.get(args),
     }
     with ir.InsertionPoint(last), last.location:
-        fused = g.make(PRODUCERS[op.name].fused, list(op.operands), op.results[0].type, attributes)
+        fused = g.make(table[op.name].fused, list(op.operands), op.results[0].type, attributes)
     if view is not None:
         with ir.InsertionPoint(last), view.location:
             fused = g.make(view.name, [fused], view.results[0].type, g.attributes(view))
@@ -136,9 +128,9 @@ def _fuse_matmul_bias(matmul: ir.Operation) -> ir.Operation | None:
     return g.producer(fused)
 
 
-def _fold_bias_add(op: ir.Operation) -> ir.Operation | None:
+def _fold_bias_add(op: ir.Operation, table: dict[str, Producer]) -> ir.Operation | None:
     """op + (constant per channel) -> op with its constant bias increased by it; returns the new op."""
-    axis = PRODUCERS[op.name].channel_axis
+    axis = table[op.name].channel_axis
     result = op.results[0]
     if axis is None or not g.has_one_use(result):
         return None

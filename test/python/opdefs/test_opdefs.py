@@ -65,3 +65,11 @@ def test_an_undefined_op_is_named() -> None:
 
 def test_activations_cover_the_fusable_ops() -> None:
     assert {"relu", "sigmoid", "tanh", "clip", "leaky_relu"} <= set(opdefs.activations())
+
+
+def test_fusable_producers_become_ops_that_take_an_activation() -> None:
+    producers = {op.full_name: op.producer for op in opdefs.glow_ops().values() if op.producer is not None}
+    assert {"glow.convolution", "glow.fused_convolution", "glow.fused_matmul", "glow.cpu_conv_nhwc"} <= set(producers)
+    for producer in producers.values():
+        fused = opdefs.glow_op(producer.fused)
+        assert {"activation", "activationArgs"} <= set(dict(fused.attrs)), fused.name
