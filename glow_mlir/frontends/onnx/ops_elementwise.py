@@ -76,6 +76,22 @@ def unary(ctx: NodeContext) -> list[Value]:
     return [getattr(ctx.g, _UNARY[ctx.op_type])(ctx.input(0))]
 
 
+@handles("IsInf")
+def is_inf(ctx: NodeContext) -> list[Value]:
+    """x == +inf where detect_positive, or x == -inf where detect_negative (ONNX's function body)."""
+    x = ctx.input(0)
+    if not is_float(x):
+        raise ctx.invalid(f"IsInf takes a float input, got {dtype(x)}")
+    tests = [
+        ctx.g.cmp_eq(x, ctx.scalar_like(x, sign * np.inf))
+        for sign, attr in ((1, "detect_positive"), (-1, "detect_negative"))
+        if ctx.attr(attr, 1)
+    ]
+    if not tests:
+        return [ctx.full(shape(x), 0, np.dtype(np.bool_))]
+    return [tests[0] if len(tests) == 1 else ctx.g.logical_or(*tests)]
+
+
 @handles("Identity")
 def identity(ctx: NodeContext) -> list[Value]:
     return [ctx.input(0)]

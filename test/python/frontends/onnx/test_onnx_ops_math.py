@@ -41,6 +41,14 @@ def test_is_nan(dtype: type) -> None:
     check_node("IsNaN", {"x": x})
 
 
+@pytest.mark.parametrize("detect", [(1, 1), (1, 0), (0, 1), (0, 0)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_is_inf(detect: tuple[int, int], dtype: type) -> None:
+    x = rand(3, 5, dtype=dtype)
+    x[0] = [np.nan, np.inf, -np.inf, 0.0, 65504.0]
+    check_node("IsInf", {"x": x}, {"detect_positive": detect[0], "detect_negative": detect[1]}, opset=20)
+
+
 def test_where_is_nan_of_softmax() -> None:
     """The exporters' spelling of sdpa attention's softmax: Where(IsNaN(softmax), 0, softmax)."""
     nodes = [
