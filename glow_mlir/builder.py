@@ -423,8 +423,9 @@ class Graph:
         node = self._node_name(op, name)
         operands = self._tensors(inputs, op, node)
         attrs = {
-            "kernels": operands[1].shape[kernel_dims[0] : kernel_dims[1]], "strides": tuple(strides), "pads": tuple(pads),
-            "group": group, "dilation": tuple(dilation), **(extra or {}),
+            "kernels": operands[1].shape[kernel_dims[0] : kernel_dims[1]],
+            "strides": tuple(strides), "pads": tuple(pads), "group": group, "dilation": tuple(dilation),
+            **(extra or {}),
         }
         return self._op(op, operands, node=node, attrs=attrs)
 

@@ -2,7 +2,8 @@
 
 linalg.generic and elementwise builders, constants of any element type, views of a buffer (reshape, block),
 scf loop nests, the checks of window attributes and NCHW ranks, and the lowering factories of elementwise
-instructions (`binary`, `float_only`). The scalar bodies that go into them are stated by the op definitions (glow_mlir/opdefs/scalar.py).
+instructions (`binary`, `float_only`). The scalar bodies that go into them are stated by the op
+definitions (glow_mlir/opdefs/scalar.py).
 """
 
 from __future__ import annotations

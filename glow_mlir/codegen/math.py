@@ -2,7 +2,8 @@
 math, matmuls, reductions, arg_max/arg_min, softmax, and the fused activations.
 
 The elementwise instructions are derived from the op definitions: one linalg.generic each around the scalar
-body their op states (glow_mlir/opdefs), checked by its element-type rule. Search-shaped instructions (arg_max/arg_min, softmax) are scf loops.
+body their op states (glow_mlir/opdefs), checked by its element-type rule. Search-shaped instructions
+(arg_max/arg_min, softmax) are scf loops.
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ def _elementwise_lowering(definition: OpDef) -> Lowering:
     operand only a splat wrote becomes a scalar in the body."""
     body = definition.scalar
     assert body is not None
-    takes = getattr(definition.types, "takes", None)
+    takes = types.operand_types(definition.types)
 
     def lower(op: ir.Operation) -> None:
         dest, *inputs = op.operands

@@ -16,8 +16,8 @@ generated arithmetic (`erf` in glow_mlir/opdefs/scalar.py).
 This module is the pass: it looks each instruction up in the table of lowerings (codegen/table.py). The
 lowerings live by category, as onnx-mlir's Conversion/ONNXToKrnl/{Math,NN,Tensor}: codegen/math.py,
 codegen/nn.py and codegen/tensor.py, on the building blocks of codegen/builders.py and the scalar bodies of
-the op definitions (glow_mlir/opdefs); a backend registers the lowerings of its own instructions (the CPU backend's NHWC ones:
-glow_mlir/backends/cpu/lowerings.py, imported by the pass catalogue).
+the op definitions (glow_mlir/opdefs); a backend registers the lowerings of its own instructions (the CPU
+backend's NHWC ones: glow_mlir/backends/cpu/lowerings.py, imported by the pass catalogue).
 
 The function also gets `llvm.emit_c_interface`, so that the runtime can call `_mlir_ciface_<name>` with memref
 descriptors.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from mlir import ir
@@ -198,6 +198,9 @@ class OpDef:
 # How many runs of equal-typed inputs a glow.concat holds (IRDL variadic groups are homogeneous).
 VARIADIC_GROUPS = 8
 
+# What the evaluator of an activation op gets for its op: activations are unary and attribute-free.
+_NO_OP = cast(ir.Operation, None)
+
 _GLOW: dict[str, OpDef] = {}
 _GLOW_IR: dict[str, IrDef] = {}
 _ACTIVATIONS: dict[str, Activation] = {}
@@ -213,11 +216,13 @@ def define(op: OpDef) -> OpDef:
     if op.ir is not None:
         define_ir(op.ir)
     if op.activation:
-        if op.scalar is None:
-            raise ValueError(f"glow.{op.name} is an activation but states no scalar body")
+        if op.scalar is None or len(op.operands) != 1 or op.attrs:
+            rule = "it must be unary, without attributes, with a scalar body"
+            raise ValueError(f"glow.{op.name} is an activation: {rule}")
         scalar, evaluate = op.scalar, op.evaluate
+        # A unary op without attributes reads nothing from its op: its evaluator runs without one.
         define_activation(
-            Activation(op.name, (), lambda x, _: scalar([x], x.type), lambda x, _: evaluate(None, [x]))  # type: ignore[arg-type]
+            Activation(op.name, (), lambda x, _: scalar([x], x.type), lambda x, _: evaluate(_NO_OP, [x]))
         )
     return op
 

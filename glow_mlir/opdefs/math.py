@@ -164,7 +164,9 @@ define_activation(
     )
 )
 define_activation(
-    Activation("leaky_relu", ("alpha",), lambda x, a: s.leaky_relu(x, a[0]), lambda y, a: np.where(y >= 0.0, y, a[0] * y))
+    Activation(
+        "leaky_relu", ("alpha",), lambda x, a: s.leaky_relu(x, a[0]), lambda y, a: np.where(y >= 0.0, y, a[0] * y)
+    )
 )
 
 # Products.

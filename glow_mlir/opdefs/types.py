@@ -9,6 +9,7 @@ convert_to), the type asked for; it returns the result's element type or raises 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from glow_mlir.opdefs.base import TypeRule
 from glow_mlir.opdefs.shapes import ShapeError
@@ -42,10 +43,20 @@ def _same(operands: Sequence[str], allowed: Sequence[str], kind: str) -> str:
     return operands[0]
 
 
+@dataclass(frozen=True)
+class Takes:
+    """A type rule that also says which element types its operands take: codegen checks a float-only or
+    i1-only instruction's buffers before it emits code for them (`operand_types`)."""
+
+    allowed: tuple[str, ...]
+    rule: TypeRule
+
+    def __call__(self, operands: Sequence[str], result: str | None) -> str:
+        return self.rule(operands, result)
+
+
 def _taking(rule: TypeRule, allowed: Sequence[str]) -> TypeRule:
-    """`rule`, marked with the operand types it takes (read by `is_float_only`)."""
-    rule.takes = tuple(allowed)  # type: ignore[attr-defined]
-    return rule
+    return Takes(tuple(allowed), rule)
 
 
 def same(allowed: Sequence[str], kind: str) -> TypeRule:
@@ -103,6 +114,6 @@ ANY = same(ELEMENT_TYPES, "an element type")
 LOGIC = same((BOOL,), "boolean")
 
 
-def is_float_only(rule: TypeRule) -> bool:
-    """Whether `rule` takes floating-point data only (its instruction's lowering may assume floats)."""
-    return getattr(rule, "takes", None) == FLOATS
+def operand_types(rule: TypeRule) -> tuple[str, ...] | None:
+    """The element types `rule` lets operands have, when it says (`Takes`); None for the other rules."""
+    return rule.allowed if isinstance(rule, Takes) else None

@@ -256,7 +256,8 @@ def _dynamic_block(
     element = ir.MemRefType(base.type).element_type
     result = ir.MemRefType.get(list(sizes)[kept], element, layout=layout)
     ones = ops.i64_array([1] * len(strides))
-    return memref.SubViewOp(result, base, values, [], [], ops.i64_array(static_offsets), ops.i64_array(sizes), ones).result
+    offsets = ops.i64_array(static_offsets)
+    return memref.SubViewOp(result, base, values, [], [], offsets, ops.i64_array(sizes), ones).result
 
 
 @recipe("linalg.depthwise_conv_2d_nhwc_hwc")

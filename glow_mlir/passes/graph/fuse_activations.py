@@ -20,8 +20,9 @@ Rewrites, in this order for each producer:
 
 The fusable producers are the ops whose definition names a `producer` (glow_mlir/opdefs): a convolution
 becomes glow.fused_convolution, and a fused op that has no activation yet (glow.fused_convolution,
-glow.fused_matmul, the CPU backend's glow.cpu_conv_nhwc) gets one. Every intermediate result must have no user outside the pattern, otherwise it would be computed
-twice. The pass works in one forward sweep; a second run finds nothing more.
+glow.fused_matmul, the CPU backend's glow.cpu_conv_nhwc) gets one. Every intermediate result must have no
+user outside the pattern, otherwise it would be computed twice. The pass works in one forward sweep; a second
+run finds nothing more.
 """
 
 from __future__ import annotations

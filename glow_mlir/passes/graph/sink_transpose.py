@@ -11,7 +11,8 @@ into one transpose or cancel. Rewrites:
   the transpose is the constant's only user, so the data is not stored twice)
 - unary elementwise op(transpose(x, s)) -> transpose(op(x), s)
 - binary elementwise op / select whose operands are all transposes with one shuffle s, splats, constants of
-  one value (as splats), or constants used only there (at least one a transpose) -> transpose(op(inputs untransposed), s)
+  one value (as splats), or constants used only there (at least one a transpose) -> transpose(op(inputs
+  untransposed), s)
 - concat(transpose(a, s), transpose(b, s), ..., dim) -> transpose(concat(a, b, ..., s[dim]), s): the
   channel concat of NHWC layers (SqueezeNet's fire modules) once the layout pass moved them
 - batched_reduce_*(transpose(x, s), axes) -> batched_reduce_*(x, s[axes]), transposed by the order its kept
@@ -164,7 +165,8 @@ def _as_reshape(op: ir.Operation) -> ir.Value | None:
     if moved != sorted(moved):
         return None
     with ir.InsertionPoint(op), op.location:
-        return g.make("glow.reshape", [op.operands[0]], op.results[0].type, {"dims": ops.i64_array(ops.shape(op.results[0]))})
+        dims = {"dims": ops.i64_array(ops.shape(op.results[0]))}
+        return g.make("glow.reshape", [op.operands[0]], op.results[0].type, dims)
 
 
 REDUCTIONS = frozenset(f"glow.batched_reduce_{kind}" for kind in ("add", "max", "min", "prod"))
