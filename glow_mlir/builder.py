@@ -460,8 +460,8 @@ class Graph:
         attributes: dict[str, ir.Attribute],
         result_type: ir.Type | None = None,
     ) -> Tensor:
-        """Appends `glow.<op>` with a result of shape `dims`, its element type checked and inferred by the op's
-        rule in `shapes.element_type`; `result_type` is the type asked for where the operands leave it open
+        """Appends `glow.<op>` with a result of shape `dims`, its element type checked and inferred by the type
+        rule of the op's definition; `result_type` is the type asked for where the operands leave it open
         (constant, splat, convert_to)."""
         with self._scope:
             operand_types = [str(ops.element_type(t.value)) for t in operands]

@@ -17,7 +17,7 @@ every reader of S reads it there, and the insert and S's buffer disappear. It ap
    instructions, copies and inserts), since a block of P is a strided view.
 
 P then lives from W on instead of from the insert. The pass runs once every buffer-merging optimization is
-done, right before glow-allocate: the others treat a block view's writes as partial (`ir_utils.writes`).
+done, right before glow-allocate: the others treat a block view's writes as partial (`utils.writes`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """glow-ir-share-buffers: lets an elementwise instruction write its result over an operand that dies there
 (Glow's ShareBuffers, for the in-place case).
 
-IRGen gives every result a fresh activation. When an elementwise instruction (`ir_utils.IN_PLACE`: the
+IRGen gives every result a fresh activation. When an elementwise instruction (`utils.IN_PLACE`: the
 arithmetic, logic, comparison and unary math instructions, select, convert_to, batched_add, copy) reads an
 activation for the last time and writes a fresh buffer of the same type, it can write into the operand
 instead: each output element is computed from the operand elements at its index, read before being

@@ -13,7 +13,7 @@ is what glow-allocate's plan and every IR optimization rely on. Walking the bloc
    tracked);
 4. no instruction writes an input argument or a constant global;
 5. an instruction whose @out or @inout buffer is also one of its @in buffers must be an elementwise
-   instruction (`ir_utils.IN_PLACE`) writing through @out with both operands of one type: any other kernel
+   instruction (`utils.IN_PLACE`) writing through @out with both operands of one type: any other kernel
    would read elements it already overwrote.
 
 It changes nothing and raises `VerificationError` naming the instruction, its location and the broken rule,

@@ -271,7 +271,7 @@ def padded_ops() -> frozenset[str]:
     )
 
 
-# glow.constant is not in REWRITES because its rewrite needs the module's symbol table.
+# glow.constant is not in `rewrites()` because its rewrite needs the module's symbol table.
 CONSTANT = "glow.constant"
 
 
