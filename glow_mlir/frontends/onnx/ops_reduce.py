@@ -88,3 +88,43 @@ def arg_reduce(ctx: NodeContext) -> list[Value]:
     reversed_x = ctx.g.gather(x, np.arange(size - 1, -1, -1, dtype=np.int64), axis)
     index = method(reversed_x, axis, keep)
     return [ctx.g.sub(ctx.scalar_like(index, size - 1), index)]
+
+
+def _along(ctx: NodeContext, x: Value, axis: int) -> np.ndarray:
+    """0, 1, ..., n-1 along `axis` of `x` (n = that dim), broadcast to x's shape: the index of each element."""
+    n = shape(x)[axis]
+    aligned = [1] * rank(x)
+    aligned[axis] = n
+    return np.ascontiguousarray(np.broadcast_to(np.arange(n, dtype=np.int64).reshape(aligned), shape(x)))
+
+
+@handles("Hardmax")
+def hardmax(ctx: NodeContext) -> list[Value]:
+    """1 at the first maximum along `axis`, 0 elsewhere: arg_max compared with each element's index.
+
+    Before opset 13 the input is seen as 2-D, [prod(dims[:axis]), prod(dims[axis:])], and the row is the axis.
+    """
+    x = ctx.input(0)
+    dims = shape(x)
+    axis = normalize_axis(ctx.attr("axis", -1 if ctx.opset >= 13 else 1), rank(x), ctx)
+    if ctx.opset < 13:
+        x = ctx.reshape(x, [math.prod(dims[:axis]), math.prod(dims[axis:])])
+        axis = 1
+    first = ctx.broadcast_to(ctx.g.arg_max(x, axis, True), shape(x))
+    one_hot = ctx.g.cmp_eq(first, _along(ctx, x, axis))
+    return [ctx.reshape(ctx.convert(one_hot, dtype(x)), dims)]
+
+
+@handles("LpNormalization")
+def lp_normalization(ctx: NodeContext) -> list[Value]:
+    """x divided by its L1 (p = 1) or L2 (p = 2) norm along `axis`."""
+    x = ctx.input(0)
+    axis = normalize_axis(ctx.attr("axis", -1), rank(x), ctx)
+    p = ctx.attr("p", 2)
+    if p not in (1, 2):
+        raise ctx.invalid(f"attribute 'p' must be 1 or 2, got {p}")
+    terms = ctx.g.abs(x) if p == 1 else ctx.g.mul(x, x)
+    norm = ctx.keep_dims(ctx.g.batched_reduce_add(terms, [axis]), shape(x), [axis])
+    if p == 2:
+        norm = ctx.g.sqrt(norm)
+    return [ctx.g.div(x, ctx.broadcast_to(norm, shape(x)))]

@@ -362,3 +362,60 @@ def space_to_depth(ctx: NodeContext) -> list[Value]:
     perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
     y = ctx.transpose(ctx.reshape(x, [n, c, h // b, b, w // b, b]), perm)
     return [ctx.reshape(y, [n, c * b * b, h // b, w // b])]
+
+
+@handles("CumSum")
+def cumsum(ctx: NodeContext) -> list[Value]:
+    """Sums along `axis` as one product with a 0/1 triangular matrix: the axis moved last and the rest
+    flattened, [M, N] x [N, N]; `exclusive` leaves the diagonal out, `reverse` sums from the end."""
+    x = ctx.input(0)
+    axes = ctx.ints(1, "the axis input")
+    if axes is None or len(axes) != 1:
+        raise ctx.invalid(f"the axis input must be one integer, got {axes}")
+    axis = normalize_axis(axes[0], rank(x), ctx)
+    if dtype(x) == np.bool_:
+        raise ctx.invalid("CumSum takes numbers, got bool")
+    n = shape(x)[axis]
+    # row j of the weights says which outputs x[j] adds into: j <= i forward, j >= i in reverse.
+    j, i = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    reverse, exclusive = ctx.attr("reverse", 0), ctx.attr("exclusive", 0)
+    if reverse:
+        weights = (j > i) if exclusive else (j >= i)
+    else:
+        weights = (j < i) if exclusive else (j <= i)
+    order = [d for d in range(rank(x)) if d != axis] + [axis]
+    moved = ctx.transpose(x, order)
+    rows = ctx.reshape(moved, [math.prod(shape(moved)[:-1]), n])
+    summed = ctx.g.matmul(rows, weights.astype(dtype(x)))
+    back = ctx.reshape(summed, shape(moved))
+    return [ctx.transpose(back, list(np.argsort(order)))]
+
+
+@handles("OneHot")
+def one_hot(ctx: NodeContext) -> list[Value]:
+    """values[1] where an index equals the position along the new `axis`, values[0] elsewhere; negative
+    indices count from `depth`, and an index out of [-depth, depth) gives a row of values[0]."""
+    indices = ctx.input(0)
+    depth = ctx.const(1, "OneHot's depth")
+    values = ctx.input(2)
+    if depth is None or depth.size != 1:
+        raise ctx.invalid("the depth input must be one number")
+    n = int(depth.reshape(-1)[0])
+    if n < 1:
+        raise ctx.invalid(f"depth must be at least 1, got {n}")
+    if shape(values) != (2,):
+        raise ctx.invalid(f"values must have shape [2] (off, on), got {list(shape(values))}")
+    axis = normalize_axis(ctx.attr("axis", -1), rank(indices) + 1, ctx)
+    index = ctx.convert(indices, np.dtype(np.int64))
+    negative = ctx.g.cmp_lt(index, ctx.scalar_like(index, 0))
+    wrapped = ctx.g.select(negative, ctx.g.add(index, ctx.scalar_like(index, n)), index)
+    dims = list(shape(indices))
+    dims.insert(axis, n)
+    expanded = ctx.broadcast_to(ctx.reshape(wrapped, dims[:axis] + [1] + dims[axis + 1 :]), dims)
+    aligned = [1] * len(dims)
+    aligned[axis] = n
+    position = np.broadcast_to(np.arange(n, dtype=np.int64).reshape(aligned), dims)
+    hit = ctx.g.cmp_eq(expanded, np.ascontiguousarray(position))
+    off = ctx.broadcast_to(ctx.reshape(ctx.g.slice(values, [0], [1]), [1] * len(dims)), dims)
+    on = ctx.broadcast_to(ctx.reshape(ctx.g.slice(values, [1], [1]), [1] * len(dims)), dims)
+    return [ctx.g.select(hit, on, off)]

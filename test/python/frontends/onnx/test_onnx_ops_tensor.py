@@ -398,3 +398,27 @@ def test_upsample(mode: str) -> None:
     x = rand(1, 2, 3, 4)
     check_node("Upsample", {"x": x}, {"mode": mode, "scales": [1.0, 1.0, 2.0, 3.0]}, opset=7)
     check_node("Upsample", {"x": x}, {"mode": mode}, {"scales": np.array([1, 1, 2, 2], np.float32)}, opset=9)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_cumsum(axis: int, exclusive: int, reverse: int, dtype: type) -> None:
+    x = rand(3, 4, 5, low=-9, high=9, dtype=dtype)
+    check_node("CumSum", {"x": x}, {"exclusive": exclusive, "reverse": reverse}, {"axis": np.array(axis, I64)},
+               opset=14)
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+@pytest.mark.parametrize("values_dtype", [np.float32, np.int64])
+def test_one_hot(axis: int, values_dtype: type) -> None:
+    indices = np.array([[0, 3, -1], [2, 7, -4]], np.int64)  # 7 is out of range: a row of `off`
+    values = np.array([-2, 5], values_dtype)
+    check_node("OneHot", {"indices": indices}, {"axis": axis},
+               {"depth": np.array(4, I64), "values": values}, order=["indices", "depth", "values"])
+
+
+def test_one_hot_float_indices_and_fed_values() -> None:
+    check_node("OneHot", {"indices": np.array([0.0, 2.7, 1.0], np.float32), "values": np.array([0, 1], np.float32)},
+               {}, {"depth": np.array([3], np.float32)}, order=["indices", "depth", "values"])
