@@ -271,3 +271,17 @@ def test_arg_reduce(op: str, axis: int, keepdims: int, last: int) -> None:
 
 def test_arg_max_opset11_integer() -> None:
     check_node("ArgMax", {"x": rand(3, 4, low=-9, high=9, dtype=np.int64)}, {"axis": 1}, opset=11)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("opset", [11, 13])
+def test_hardmax(axis: int, opset: int) -> None:
+    x = rand(3, 4, 5)
+    x[0, 0, :2] = 1.5  # a tie: the first maximum wins
+    check_node("Hardmax", {"x": x}, {"axis": axis}, opset=opset)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_lp_normalization(p: int, axis: int) -> None:
+    check_node("LpNormalization", {"x": rand(3, 4, low=0.5, high=2)}, {"p": p, "axis": axis})
