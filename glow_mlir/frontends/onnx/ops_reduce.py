@@ -117,7 +117,7 @@ def hardmax(ctx: NodeContext) -> list[Value]:
 
 @handles("LpNormalization")
 def lp_normalization(ctx: NodeContext) -> list[Value]:
-    """x divided by its L1 (p = 1) or L2 (p = 2) norm along `axis`."""
+    """x divided by its L1 (p = 1) or L2 (p = 2) norm along `axis`; 0 where the norm is 0."""
     x = ctx.input(0)
     axis = normalize_axis(ctx.attr("axis", -1), rank(x), ctx)
     p = ctx.attr("p", 2)
@@ -127,4 +127,6 @@ def lp_normalization(ctx: NodeContext) -> list[Value]:
     norm = ctx.keep_dims(ctx.g.batched_reduce_add(terms, [axis]), shape(x), [axis])
     if p == 2:
         norm = ctx.g.sqrt(norm)
-    return [ctx.g.div(x, ctx.broadcast_to(norm, shape(x)))]
+    norm = ctx.broadcast_to(norm, shape(x))
+    # A zero norm gives 0, as the spec's function does, not 0 / 0.
+    return [ctx.g.select(ctx.g.cmp_eq(norm, ctx.scalar_like(norm, 0)), ctx.scalar_like(x, 0), ctx.g.div(x, norm))]

@@ -285,3 +285,9 @@ def test_hardmax(axis: int, opset: int) -> None:
 @pytest.mark.parametrize("axis", [0, -1])
 def test_lp_normalization(p: int, axis: int) -> None:
     check_node("LpNormalization", {"x": rand(3, 4, low=0.5, high=2)}, {"p": p, "axis": axis})
+
+
+def test_lp_normalization_of_a_zero_vector_is_zero() -> None:
+    x = rand(2, 2, 3)
+    x[:, 1, 2] = 0.0  # the norm along axis 0 is 0 there: the spec's function gives 0, not NaN
+    check_node("LpNormalization", {"x": x}, {"p": 2, "axis": 0}, spec=True)
