@@ -227,6 +227,46 @@ def softplus(ctx: NodeContext) -> list[Value]:
     return [ctx.g.log(ctx.g.add(ctx.g.exp(x), ctx.scalar_like(x, 1)))]
 
 
+@handles("Mish")
+def mish(ctx: NodeContext) -> list[Value]:
+    """x * tanh(softplus(x)); where exp overflows, softplus is inf and tanh 1, so y = x as it should."""
+    x = ctx.input(0)
+    softplus_x = ctx.g.log(ctx.g.add(ctx.g.exp(x), ctx.scalar_like(x, 1)))
+    return [ctx.g.mul(x, ctx.g.tanh(softplus_x))]
+
+
+@handles("Swish")
+def swish(ctx: NodeContext) -> list[Value]:
+    """x * sigmoid(alpha * x)."""
+    x = ctx.input(0)
+    return [ctx.g.mul(x, ctx.g.sigmoid(ctx.g.mul(x, ctx.scalar_like(x, ctx.attr("alpha", 1.0)))))]
+
+
+@handles("ThresholdedRelu")
+def thresholded_relu(ctx: NodeContext) -> list[Value]:
+    """x where x > alpha, else 0."""
+    x = ctx.input(0)
+    above = ctx.g.cmp_lt(ctx.scalar_like(x, ctx.attr("alpha", 1.0)), x)
+    return [ctx.g.select(above, x, ctx.scalar_like(x, 0))]
+
+
+@handles("Shrink")
+def shrink(ctx: NodeContext) -> list[Value]:
+    """x + bias below -lambd, x - bias above lambd, 0 between. Integer inputs are computed in float64 and
+    converted back, as the spec's function does with its float attributes."""
+    x = ctx.input(0)
+    original = dtype(x)
+    if not is_float(x):
+        x = ctx.convert(x, np.dtype(np.float64))
+    lambd, bias = ctx.attr("lambd", 0.5), ctx.attr("bias", 0.0)
+    below = ctx.g.cmp_lt(x, ctx.scalar_like(x, -lambd))
+    above = ctx.g.cmp_lt(ctx.scalar_like(x, lambd), x)
+    shifted_up = ctx.g.add(x, ctx.scalar_like(x, bias))
+    shifted_down = ctx.g.sub(x, ctx.scalar_like(x, bias))
+    y = ctx.g.select(below, shifted_up, ctx.g.select(above, shifted_down, ctx.scalar_like(x, 0)))
+    return [ctx.convert(y, original)]
+
+
 @handles("Softsign")
 def softsign(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)

@@ -367,6 +367,24 @@ def layer_normalization(ctx: NodeContext) -> list[Value]:
     return [y, mean, inv_std]
 
 
+@handles("RMSNormalization")
+def rms_normalization(ctx: NodeContext) -> list[Value]:
+    """x / sqrt(mean(x^2 over axis..last) + epsilon) * scale. stash_type 1 computes a float16 input in
+    float32 and rounds the result once, as the spec's function does."""
+    x, scale = ctx.input(0), ctx.input(1)
+    original = dtype(x)
+    if ctx.attr("stash_type", 1) == 1 and original == np.float16:
+        x, scale = ctx.convert(x, np.dtype(np.float32)), ctx.convert(scale, np.dtype(np.float32))
+    axes = list(range(normalize_axis(ctx.attr("axis", -1), rank(x), ctx), rank(x)))
+    count = math.prod(shape(x)[a] for a in axes)
+    total = ctx.g.batched_reduce_add(ctx.g.mul(x, x), axes)
+    epsilon = ctx.scalar_like(total, ctx.attr("epsilon", 1e-5))
+    mean_square = ctx.g.add(ctx.g.div(total, ctx.scalar_like(total, count)), epsilon)
+    inv_rms = ctx.keep_dims(ctx.g.div(ctx.scalar_like(total, 1), ctx.g.sqrt(mean_square)), shape(x), axes)
+    y = ctx.g.mul(ctx.g.mul(x, ctx.broadcast_to(inv_rms, shape(x))), ctx.broadcast_to(scale, shape(x)))
+    return [ctx.convert(y, original)]
+
+
 @handles("InstanceNormalization")
 def instance_normalization(ctx: NodeContext) -> list[Value]:
     x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)

@@ -291,3 +291,28 @@ def test_lp_normalization_of_a_zero_vector_is_zero() -> None:
     x = rand(2, 2, 3)
     x[:, 1, 2] = 0.0  # the norm along axis 0 is 0 there: the spec's function gives 0, not NaN
     check_node("LpNormalization", {"x": x}, {"p": 2, "axis": 0}, spec=True)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.25, -0.5])
+def test_thresholded_relu(alpha: float) -> None:
+    x = rand(3, 7, low=-2, high=2)
+    x[0, :3] = [alpha, np.nextafter(alpha, 10, dtype=np.float32), np.nextafter(alpha, -10, dtype=np.float32)]
+    check_node("ThresholdedRelu", {"x": x}, {"alpha": alpha}, opset=10)
+
+
+@pytest.mark.parametrize("attrs", [{}, {"lambd": 1.5}, {"lambd": 1.5, "bias": 1.5}, {"lambd": 0.0, "bias": -0.5}])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_shrink(attrs: dict[str, float], dtype: type) -> None:
+    x = rand(4, 5, low=-3, high=3, dtype=dtype)
+    check_node("Shrink", {"x": x}, attrs, opset=9)
+
+
+def test_mish() -> None:
+    x = rand(3, 8, low=-6, high=6)
+    x[0, :4] = [-100.0, 100.0, 0.0, 90.0]  # exp overflows at 90 and 100: y is x there
+    check_node("Mish", {"x": x}, opset=18)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 1.702])
+def test_swish(alpha: float) -> None:
+    check_node("Swish", {"x": rand(2, 9, low=-6, high=6)}, {"alpha": alpha}, opset=24, spec=True)

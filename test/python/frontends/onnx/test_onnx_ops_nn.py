@@ -235,3 +235,13 @@ def test_float16_sums_accumulate_in_float32(
     """Long float16 sums match onnx's reference implementation (numpy, which accumulates float16 in float32)
     to within an ulp; summed in float16 they drift by many ulps."""
     check_node(op, inputs, attrs, consts, opset=18, rtol=1e-3, atol=1e-3, spec=True)
+
+
+@pytest.mark.parametrize("axis", [-1, -2, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_rms_normalization(axis: int, dtype: type) -> None:
+    x = rand(2, 3, 8, dtype=dtype)
+    scale = rand(*(x.shape[axis:] if axis >= 0 else x.shape[axis:]), dtype=dtype)
+    tolerance = 2e-3 if dtype == np.float16 else 1e-5
+    check_node("RMSNormalization", {"x": x, "scale": scale}, {"axis": axis, "epsilon": 1e-3}, opset=23,
+               rtol=tolerance, atol=tolerance)
