@@ -66,11 +66,6 @@ def in_place() -> frozenset[str]:
     return frozenset(instr.full_name for instr in ir_ops().values() if instr.in_place)
 
 
-def instruction_of(name: str) -> IrDef | None:
-    """The instruction glow op `name` becomes one to one in IRGen, or None."""
-    return glow_op(name).ir
-
-
 def graph_rules_of(instr: IrDef) -> OpDef | None:
     """The glow op whose shape and type rules instruction `instr` follows, or None (it states its own)."""
     return glow_ops()[instr.graph] if instr.graph is not None else None

@@ -29,6 +29,7 @@ from glow_mlir.passes.registry import register
 Typed = tuple[Shape, str]
 T = TypeVar("T")
 
+
 @register("glow-verify")
 def verify(module: ir.Module) -> None:
     """Check shapes, element types and attributes of every glow and glow_ir op."""

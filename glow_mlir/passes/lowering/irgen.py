@@ -156,11 +156,6 @@ def _alloc(tensor: ir.Type) -> ir.Value:
     return ops.create(ALLOC, results=[_memref_of(tensor)]).results[0]
 
 
-def instruction_roles() -> dict[str, tuple[str, ...]]:
-    """Each `glow_ir` instruction's operand roles, as its definition (glow_mlir/opdefs) fixes them."""
-    return {instr.full_name: instr.role_list for instr in opdefs.ir_ops().values() if instr.role_list}
-
-
 def _emit(name: str, operands: Sequence[ir.Value], attributes: dict[str, ir.Attribute] | None = None) -> None:
     roles = ir.ArrayAttr.get([ir.StringAttr.get(r) for r in opdefs.ir_op(name).role_list])
     ops.create(name, operands, attributes=(attributes or {}) | {"roles": roles})

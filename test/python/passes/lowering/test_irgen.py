@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from glow_mlir import ops, runtime
+from glow_mlir import opdefs, ops, runtime
 from glow_mlir.builder import Graph
 from glow_mlir.context import make_context
 from glow_mlir.errors import VerificationError
 from glow_mlir.interpreter import interpret
-from glow_mlir.passes.lowering.irgen import buffer_users, instruction_roles, irgen
+from glow_mlir.passes.lowering.irgen import buffer_users, irgen
 from glow_mlir.pipeline.runner import run_pipeline
 
 RNG = np.random.default_rng(3)
@@ -181,6 +181,10 @@ def test_constants_become_uniquely_named_aligned_globals() -> None:
             assert ops.integer(g, "alignment") == 64
         loads = [op for op in _body_ops(module) if op.name == "memref.get_global"]
         assert [ir.FlatSymbolRefAttr(op.attributes["name"]).value for op in loads] == names
+
+
+def instruction_roles() -> dict[str, tuple[str, ...]]:
+    return {instr.full_name: instr.role_list for instr in opdefs.ir_ops().values() if instr.role_list}
 
 
 def test_instruction_roles_come_from_the_definitions() -> None:
