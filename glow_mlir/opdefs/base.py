@@ -170,7 +170,7 @@ class OpDef:
     ir: IrDef | None = None
     # The Graph builder's method name, when it is not the op's name (Python keywords: and, or, not).
     method: str | None = None
-    # The operands are one variadic list (concat), held in `VARIADIC_GROUPS` optional groups.
+    # The operands are one variadic list (concat), held in `ops.CONCAT_GROUPS` groups of one type each.
     variadic: bool = False
     # The op is a fusable activation (relu, sigmoid, tanh, ...): it is its own `Activation` with no args.
     activation: bool = False
@@ -194,9 +194,6 @@ class OpDef:
     def attr_kind(self, name: str) -> Attr:
         return dict(self.attrs)[name]
 
-
-# How many runs of equal-typed inputs a glow.concat holds (IRDL variadic groups are homogeneous).
-VARIADIC_GROUPS = 8
 
 # What the evaluator of an activation op gets for its op: activations are unary and attribute-free.
 _NO_OP = cast(ir.Operation, None)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from glow_mlir.opdefs.base import VARIADIC_GROUPS, Attr, IrDef, OpDef, glow_ops, ir_ops
+from glow_mlir.opdefs.base import Attr, IrDef, OpDef, glow_ops, ir_ops
+from glow_mlir.ops import CONCAT_GROUPS
 
 TENSOR = 'irdl.base "!builtin.tensor"'
 MEMREF = 'irdl.base "!builtin.memref"'
@@ -48,7 +49,7 @@ def _glow_op(op: OpDef) -> list[str]:
     values: list[tuple[str, str]] = []
     lines: list[str] = []
     if op.variadic:
-        groups = [f"{op.operands[0]}{i}" for i in range(VARIADIC_GROUPS)]
+        groups = [f"{op.operands[0]}{i}" for i in range(CONCAT_GROUPS)]
         values += [(g, TENSOR) for g in groups]
         operands = ", ".join(f"{g}: variadic %{g}" for g in groups)
     else:
