@@ -82,6 +82,14 @@ class DynamicShapeError(ModelImportError):
     """A tensor dimension that is not known at compile time and cannot be made static."""
 
 
+class FeedError(GlowError, ValueError):
+    """Arrays or shapes fed to a model contradict it (missing or extra input, dtype, rank, a dim).
+
+    The message names the input and, for a shape, the dim. A ValueError too, as onnxruntime's feed errors
+    are caught by callers.
+    """
+
+
 class StaticInputRequired(ModelImportError):
     """Graph inputs decide a shape (a Reshape's shape, Slice bounds, ...); bind them with `static_inputs`.
 

@@ -10,6 +10,7 @@ bounds, ...), the importer raises `StaticInputRequired` naming those inputs; `pr
 `run` compiles a specialization with the values of those inputs bound through `import_model`'s
 `static_inputs`, one per distinct set of bound values (dtype, shape and bytes), cached on the rep. This
 is how a static-shape compiler meets a dynamic-looking model: like XLA, it specializes on shape values.
+A model with symbolic input dims is specialized the same way on the shapes of the inputs fed.
 
 A model older than the importer's oldest opset (MIN_OPSET) is first upgraded with onnx's version converter,
 as the importer's error suggests; one the converter cannot upgrade is left for the importer to refuse.
@@ -34,10 +35,12 @@ from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupl
 from glow_mlir.errors import StaticInputRequired
 from glow_mlir.frontends.onnx import import_model
 from glow_mlir.frontends.onnx.importer import DEFAULT_DOMAINS, MIN_OPSET
+from glow_mlir.frontends.onnx.signature import is_dynamic, signature
 from glow_mlir.runtime import CompiledModel, compile
 
-# The key of one specialization: (name, dtype, shape, bytes) of every bound input, in a fixed order.
-SpecializationKey = tuple[tuple[str, str, tuple[int, ...], bytes], ...]
+# The key of one specialization: (name, dtype, shape, bytes) of every bound input, in a fixed order, then
+# the shape of every input for a model with symbolic dims.
+SpecializationKey = tuple[tuple[str, str, tuple[int, ...], bytes] | tuple[int, ...], ...]
 
 
 class GlowBackendRep(BackendRep):
@@ -52,6 +55,9 @@ class GlowBackendRep(BackendRep):
         self.static_inputs: list[str] = []
         self._compiled: dict[SpecializationKey, CompiledModel] = {}
         self._closed = False
+        self._dynamic = is_dynamic(signature(self.model))
+        if self._dynamic:
+            return
         try:
             self._compiled[()] = compile(import_model(self.model))
         except StaticInputRequired as e:
@@ -98,14 +104,18 @@ class GlowBackendRep(BackendRep):
         if self._closed:
             raise RuntimeError("this GlowBackendRep is closed")
         while True:
-            key = tuple(
+            key: SpecializationKey = tuple(
                 (name, feeds[name].dtype.str, feeds[name].shape, feeds[name].tobytes()) for name in self.static_inputs
             )
+            shapes = {name: feeds[name].shape for name in self.input_names if name not in self.static_inputs}
+            if self._dynamic:
+                key += tuple(shapes.values())
             if key in self._compiled:
                 return self._compiled[key]
             bound = {name: feeds[name] for name in self.static_inputs}
             try:
-                compiled = compile(import_model(self.model, static_inputs=bound))
+                compiled = compile(import_model(
+                    self.model, static_inputs=bound, shapes=shapes if self._dynamic else None))
             except StaticInputRequired as e:
                 # Binding some inputs can expose further shape-deciding ones (a chain of shape computations).
                 added = [name for name in e.inputs if name not in self.static_inputs]

@@ -39,7 +39,7 @@ from mlir.execution_engine import ExecutionEngine
 from glow_mlir import cache as glow_cache
 from glow_mlir import ops
 from glow_mlir.context import make_context
-from glow_mlir.errors import UnsupportedError
+from glow_mlir.errors import FeedError, UnsupportedError
 from glow_mlir.pipeline.runner import COMPILE_PIPELINE, PipelineStats, run_pipeline, stage_name
 
 # The pipeline element after which the ABI is read; what follows it lowers the function to LLVM.
@@ -181,7 +181,7 @@ class CompiledModel:
         return {b.name: b for b in self.abi.outputs}
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Runs the model; raises ValueError, naming the input, for a missing, extra or mistyped input.
+        """Runs the model; raises FeedError (a ValueError) naming the input for a missing, extra or mistyped one.
 
         The outputs are new arrays on every call, owned by the caller (no buffer is reused between calls).
         The common case (exactly the expected inputs, as C-contiguous arrays of the right dtype and shape)
@@ -218,13 +218,13 @@ class CompiledModel:
         missing = [name for name in expected if name not in feeds]
         if missing:
             name = missing[0]
-            raise ValueError(f"input '{name}': expected {expected[name].describe()}, got no array")
+            raise FeedError(f"input '{name}': expected {expected[name].describe()}, got no array")
         extra = [name for name in feeds if name not in expected]
         if extra:
             name = extra[0]
             known = ", ".join(f"'{b.name}' {b.describe()}" for b in self.abi.inputs) or "none"
             given = np.asarray(feeds[name])
-            raise ValueError(
+            raise FeedError(
                 f"input '{name}': expected no such input (the inputs are {known}), "
                 f"got {_describe(given.dtype, given.shape)}"
             )
@@ -233,7 +233,7 @@ class CompiledModel:
             array = np.asarray(feeds[buffer.name])
             if array.dtype != buffer.dtype or array.shape != buffer.shape:
                 given = _describe(array.dtype, array.shape)
-                raise ValueError(f"input '{buffer.name}': expected {buffer.describe()}, got {given}")
+                raise FeedError(f"input '{buffer.name}': expected {buffer.describe()}, got {given}")
             arrays.append(np.ascontiguousarray(array))
         return arrays
 

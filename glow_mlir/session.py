@@ -4,7 +4,13 @@
     [probabilities] = session.run(None, {"image": image})
     session.get_inputs()[0].name, session.get_inputs()[0].shape, session.report
 
-Code written for onnxruntime runs unchanged. The model is imported and compiled once, at construction.
+Code written for onnxruntime runs unchanged. A model with static input shapes is imported and compiled once,
+at construction. A model with symbolic input dims (dynamic axes) loads as it is: `get_inputs()` reports each
+such dim as onnxruntime does (its name, or None), and the first run at a new concrete shape compiles a
+specialization for it (frontends/onnx/signature.py), which later runs at that shape reuse. The session keeps
+the `max_specializations` used most recently; the compile cache on disk keeps them across processes, so a
+specialization evicted here, or compiled by an earlier process, costs only the import. `shapes=` compiles
+shapes up front.
 Old-style models list initializers among the graph inputs; onnxruntime lets a caller override those by
 feeding them, so a feed naming one compiles (once, then cached) a variant where it is a real input.
 """
@@ -12,15 +18,24 @@ feeding them, so a feed naming one compiles (once, then cached) a variant where 
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import onnx
 
+from glow_mlir.errors import FeedError
 from glow_mlir.frontends.onnx.importer import import_model, load
+from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY
+from glow_mlir.frontends.onnx.signature import Dim, Shape, is_dynamic, resolve, signature
 from glow_mlir.runtime import Buffer, CompiledModel, compile
+
+# How many specializations of a model with symbolic dims a session keeps compiled by default.
+DEFAULT_SPECIALIZATIONS = 8
 
 # onnxruntime's type strings.
 _TYPE_NAMES = {
@@ -35,12 +50,22 @@ _TYPE_NAMES = {
 }
 
 
+# Shapes given to the session: one {input: shape} mapping, or several.
+ShapeSets = Mapping[str, Sequence[int]] | Sequence[Mapping[str, Sequence[int]]]
+# A specialization: the initializer-backed inputs fed (kept as inputs), and the concrete shape of every input
+# in signature order (None for a model with static shapes, which needs no specialization).
+_Key = tuple[frozenset[str], tuple[Shape, ...] | None]
+
+
 @dataclass(frozen=True)
 class NodeArg:
-    """An input or output of the session, as onnxruntime's NodeArg: name, static shape, type string."""
+    """An input or output of the session, as onnxruntime's NodeArg: name, shape, type string.
+
+    A dim of the shape is an int, or for a symbolic dim its name (str) or None when it has none.
+    """
 
     name: str
-    shape: list[int]
+    shape: list[Dim]
     type: str
 
 
@@ -48,7 +73,10 @@ class InferenceSession:
     """A compiled ONNX model with onnxruntime's `InferenceSession` interface.
 
     `threads` must be 1: the generated code runs on one thread, and there is no multi-threaded execution yet.
-    `static_inputs` binds graph inputs that decide shapes (see `import_model`).
+    `static_inputs` binds graph inputs that decide shapes (see `import_model`). `shapes` pre-compiles a model
+    with symbolic dims at the given input shapes (a mapping, or a list of them; an input left out takes its
+    shape from the dims it shares with the others). `max_specializations` bounds how many shape
+    specializations stay compiled in the session, least recently used first out.
     """
 
     def __init__(
@@ -57,56 +85,115 @@ class InferenceSession:
         threads: int = 1,
         *,
         static_inputs: dict[str, np.ndarray] | None = None,
+        shapes: ShapeSets | None = None,
+        max_specializations: int = DEFAULT_SPECIALIZATIONS,
     ) -> None:
         if threads != 1:
             raise ValueError(
                 f"threads={threads}: only threads=1 is supported; glow-mlir has no multi-threaded execution yet"
             )
+        if max_specializations < 1:
+            raise ValueError(f"max_specializations={max_specializations}: must be at least 1")
         self._model = load(model)
         self._static_inputs = dict(static_inputs or {})
+        self._specs = signature(self._model, exclude=self._static_inputs)
+        self._dynamic = is_dynamic(self._specs)
         graph = self._model.graph
         initializers = {t.name for t in graph.initializer}
         self._overridable = {i.name for i in graph.input if i.name in initializers}
-        self._variants: dict[frozenset[str], CompiledModel] = {}
-        self._default = self._variant(frozenset())
+        self._capacity = max_specializations
+        self._compiled: OrderedDict[_Key, CompiledModel] = OrderedDict()
+        self._last: CompiledModel | None = None
+        # Runs from several Python threads share the table of specializations.
+        self._lock = threading.Lock()
+        self._default = None if self._dynamic else self._specialization((frozenset(), None))
+        for given in _shape_sets(shapes):
+            if not self._dynamic:
+                resolve(self._specs, given)  # checks the shapes against the static ones
+                continue
+            self._specialization((frozenset(), self._shape_key(resolve(self._specs, given))))
 
-    def _variant(self, keep: frozenset[str]) -> CompiledModel:
-        """The compiled model where the initializer-backed inputs `keep` are real inputs."""
-        if keep not in self._variants:
-            start = time.perf_counter()
-            graph = import_model(self._model, static_inputs=self._static_inputs, keep_inputs=keep)
-            imported = time.perf_counter()
-            compiled = compile(graph)
-            compiled.report["import_seconds"] = imported - start
-            self._variants[keep] = compiled
-        return self._variants[keep]
+    def _shape_key(self, shapes: Mapping[str, Shape]) -> tuple[Shape, ...]:
+        return tuple(shapes[spec.name] for spec in self._specs)
+
+    def _specialization(self, key: _Key) -> CompiledModel:
+        """The compiled model of `key`, compiled now if the session holds none."""
+        with self._lock:
+            compiled = self._compiled.get(key)
+            if compiled is not None:
+                self._compiled.move_to_end(key)
+            else:
+                keep, shapes = key
+                start = time.perf_counter()
+                named = None if shapes is None else dict(zip((s.name for s in self._specs), shapes, strict=True))
+                graph = import_model(self._model, static_inputs=self._static_inputs, keep_inputs=keep, shapes=named)
+                imported = time.perf_counter()
+                compiled = compile(graph)
+                compiled.report["import_seconds"] = imported - start
+                self._compiled[key] = compiled
+                # The static model's default variant is never evicted: get_inputs and report read it.
+                evictable = [k for k in self._compiled if k != (frozenset(), None)]
+                if len(evictable) > self._capacity:
+                    # Dropped, not closed: a run in another thread may still hold it; it is freed with it.
+                    del self._compiled[evictable[0]]
+            self._last = compiled
+            return compiled
 
     def get_inputs(self) -> list[NodeArg]:
-        return [_node_arg(b) for b in self._default.abi.inputs]
+        if self._default is not None:
+            return [_node_arg(b) for b in self._default.abi.inputs]
+        return [NodeArg(s.name, list(s.dims or ()), _TYPE_NAMES[s.dtype]) for s in self._specs]
 
     def get_outputs(self) -> list[NodeArg]:
-        return [_node_arg(b) for b in self._default.abi.outputs]
+        if self._default is not None:
+            return [_node_arg(b) for b in self._default.abi.outputs]
+        return [_declared(info) for info in self._model.graph.output]
 
     def get_overridable_initializers(self) -> list[NodeArg]:
         """The initializer-backed graph inputs a feed may override (as onnxruntime's method of that name)."""
-        variant = self._variant(frozenset(self._overridable))
-        return [_node_arg(b) for b in variant.abi.inputs if b.name in self._overridable]
+        initializers = {t.name: t for t in self._model.graph.initializer}
+        return [
+            NodeArg(name, list(initializers[name].dims), _TYPE_NAMES[ONNX_TO_NUMPY[initializers[name].data_type]])
+            for name in (i.name for i in self._model.graph.input)
+            if name in self._overridable
+        ]
+
+    def compiled_shapes(self) -> list[dict[str, Shape]]:
+        """The input shapes of the specializations the session holds, least recently used first."""
+        with self._lock:
+            keys = list(self._compiled)
+        return [
+            {spec.name: shape for spec, shape in zip(self._specs, shapes, strict=True)}
+            for _, shapes in keys
+            if shapes is not None
+        ]
 
     @property
     def report(self) -> dict[str, Any]:
-        """The compile report of the model as constructed (arena size, pass timings, compile time)."""
-        return self._default.report
+        """The compile report (arena size, pass timings, compile time) of the model as constructed; for a
+        model with symbolic dims, of the specialization run or compiled last (empty before the first)."""
+        compiled = self._default or self._last
+        return compiled.report if compiled is not None else {}
 
     def run(
         self, output_names: list[str] | None, input_feed: dict[str, np.ndarray], run_options: object = None
     ) -> list[np.ndarray]:
         """The outputs named in `output_names` (all, in model order, for None), as onnxruntime returns them.
 
-        `run_options` is accepted for onnxruntime compatibility and ignored.
+        `run_options` is accepted for onnxruntime compatibility and ignored. A feed that contradicts the
+        model raises FeedError (a ValueError) naming the input and dim.
         """
-        keep = frozenset(name for name in input_feed if name in self._overridable)
-        compiled = self._variant(keep)
-        results = compiled.run({name: np.asarray(value) for name, value in input_feed.items()})
+        feeds = {name: np.asarray(value) for name, value in input_feed.items()}
+        keep = frozenset(name for name in feeds if name in self._overridable)
+        shapes = None
+        if self._dynamic:
+            missing = [s for s in self._specs if s.name not in feeds]
+            if missing:
+                raise FeedError(f"input '{missing[0].name}' {missing[0].describe()} is not given")
+            given = {name: array.shape for name, array in feeds.items() if name not in self._overridable}
+            shapes = self._shape_key(resolve(self._specs, given))
+        compiled = self._specialization((keep, shapes))
+        results = compiled.run(feeds)
         names = list(output_names) if output_names else [b.name for b in compiled.abi.outputs]
         unknown = [n for n in names if n not in results]
         if unknown:
@@ -114,5 +201,24 @@ class InferenceSession:
         return [results[n] for n in names]
 
 
+def _shape_sets(shapes: ShapeSets | None) -> list[Mapping[str, Sequence[int]]]:
+    if shapes is None:
+        return []
+    if isinstance(shapes, Mapping):
+        return [shapes]
+    if not all(isinstance(given, Mapping) for given in shapes):
+        raise TypeError("shapes= takes a mapping {input name: shape}, or a list of them")
+    return list(shapes)
+
+
 def _node_arg(buffer: Buffer) -> NodeArg:
     return NodeArg(buffer.name, list(buffer.shape), _TYPE_NAMES[buffer.dtype])
+
+
+def _declared(info: onnx.ValueInfoProto) -> NodeArg:
+    """A graph output as the model declares it (its dims may be symbolic)."""
+    tensor = info.type.tensor_type
+    dims: list[Dim] = [
+        d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim
+    ]
+    return NodeArg(info.name, dims, _TYPE_NAMES[ONNX_TO_NUMPY[tensor.elem_type]])

@@ -1,7 +1,9 @@
 """glow-run: imports an ONNX model, compiles it, runs it, and reports outputs, accuracy and speed.
 
     glow-run MODEL.onnx [--input NAME=FILE.npy ...] [--static-input NAME=FILE.npy ...] [--random-inputs]
-             [--compare-onnxruntime] [--iterations N] [--dump-ir STAGE] [--stats]
+             [--shape NAME=1x3x224x224 ...] [--compare-onnxruntime] [--iterations N] [--dump-ir STAGE] [--stats]
+
+A model with symbolic input dims is compiled for the shapes of the inputs given, and of `--shape`.
 
 Progress (import, then every pipeline stage with its time) goes to stderr; outputs, the comparison with
 onnxruntime and the timings go to stdout. Bad input (an unsupported or malformed model, a missing input)
@@ -21,6 +23,7 @@ import numpy as np
 
 from glow_mlir.errors import GlowError
 from glow_mlir.frontends.onnx.importer import import_model, load
+from glow_mlir.frontends.onnx.signature import resolve, signature
 from glow_mlir.pipeline.runner import COMPILE_PIPELINE, stage_name
 from glow_mlir.runtime import Buffer, CompiledModel, compile
 
@@ -39,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--static-input", action="append", default=[], metavar="NAME=FILE.npy",
                    help="bind an input at compile time (inputs that decide shapes)")
     p.add_argument("--random-inputs", action="store_true", help="feed random values to inputs not given")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
+                   help="the shape of an input with symbolic dims (default: the shape of its --input)")
     p.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
     p.add_argument("--compare-onnxruntime", action="store_true", help="report the difference to onnxruntime")
     p.add_argument("--iterations", type=int, default=1, metavar="N", help="runs to time (median; default 1)")
@@ -60,6 +65,17 @@ def _arrays(pairs: Sequence[str], flag: str) -> dict[str, np.ndarray]:
         except (OSError, ValueError) as e:
             raise UsageError(f"{flag} {name}: cannot read '{path}': {e}") from None
     return arrays
+
+
+def _shapes(pairs: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    shapes = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        dims = text.split("x") if text else []
+        if not sep or not name or not all(d.isdigit() for d in dims):
+            raise UsageError(f"--shape expects NAME=DIMxDIMx... (e.g. x=1x3x224x224), got '{pair}'")
+        shapes[name] = tuple(int(d) for d in dims)
+    return shapes
 
 
 def _random(buffer: Buffer, rng: np.random.Generator) -> np.ndarray:
@@ -143,7 +159,11 @@ def run(args: argparse.Namespace) -> None:
 
     start = time.perf_counter()
     print(f"importing {args.model} ...", file=sys.stderr, flush=True)
-    graph = import_model(load(args.model), static_inputs=static)
+    proto = load(args.model)
+    # Every input's shape, from --input arrays then --shape: a model with symbolic dims is specialized to them.
+    shapes = resolve(signature(proto, exclude=static), {
+        **{name: array.shape for name, array in given.items()}, **_shapes(args.shape)})
+    graph = import_model(proto, static_inputs=static, shapes=shapes)
     imported = time.perf_counter()
     print(f"  imported in {imported - start:.3f} s; compiling ...", file=sys.stderr, flush=True)
     model = compile(graph, keep_ir=args.dump_ir not in (None, IMPORT_STAGE))

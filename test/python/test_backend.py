@@ -145,10 +145,16 @@ def test_unsupported_model_is_refused_at_prepare() -> None:
         GlowBackend.prepare(model)
 
 
-def test_dynamic_input_shape_is_refused() -> None:
+def test_symbolic_dims_compile_one_specialization_per_shape() -> None:
     model = make_model([helper.make_node("Relu", ["x"], ["y"])], [f32("x", ["batch", 4])], [f32("y", ["batch", 4])])
-    with pytest.raises(GlowError, match="batch"):
-        GlowBackend.prepare(model)
+    rep = GlowBackend.prepare(model)
+    assert rep.specializations == 0
+    for batch in (2, 5, 2):
+        x = np.linspace(-1, 1, batch * 4, dtype=np.float32).reshape(batch, 4)
+        np.testing.assert_array_equal(rep.run([x])[0], np.maximum(x, 0))
+    assert rep.specializations == 2
+    with pytest.raises(GlowError, match=r"input 'x': dim 1 is 4 in the model, got 3"):
+        rep.run([np.zeros((2, 3), np.float32)])
 
 
 # Generating onnx's node cases overflows and divides by zero on purpose.

@@ -2,9 +2,11 @@
 
     graph = import_model("resnet.onnx")                        # ModelProto, bytes or a path
     graph = import_model(m, static_inputs={"shape": np.array([1, 64])})
+    graph = import_model(bert, shapes={"input_ids": (2, 16)})  # a model with symbolic dims, specialized
     glow_mlir.compile(graph).run({"x": x})
 
-Glow compiles static graphs, so every tensor shape must be known here. Initializers and the `Constant`,
+Glow compiles static graphs, so every tensor shape must be known here. A model with symbolic input dims is
+specialized to the `shapes` given first (signature.py). Initializers and the `Constant`,
 `Shape`, `Size`, `ConstantOfShape` nodes give compile-time values, and any node whose inputs are all known is
 folded (see node.py): the shape subgraphs of exported models become constants. A graph input that a shape
 depends on (a Reshape's target shape, Slice bounds, ...) must be bound with `static_inputs`; otherwise the
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -50,6 +52,7 @@ from glow_mlir.errors import (
 from glow_mlir.frontends.onnx import ops_elementwise, ops_nn, ops_reduce, ops_resize, ops_tensor  # noqa: F401
 from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY, Emitter, NodeContext, Value
 from glow_mlir.frontends.onnx.registry import HANDLERS
+from glow_mlir.frontends.onnx.signature import is_dynamic, resolve, signature, specialize
 
 MIN_OPSET = 7
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -64,14 +67,21 @@ def import_model(
     static_inputs: Mapping[str, np.ndarray] | None = None,
     name: str | None = None,
     keep_inputs: Collection[str] = (),
+    shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> Graph:
     """The glow graph of an ONNX model.
 
     `static_inputs` binds graph inputs to values at compile time (they stop being inputs); `keep_inputs`
     names graph inputs that have an initializer but must stay real inputs; `name` names the function
-    (default: the ONNX graph's name).
+    (default: the ONNX graph's name). `shapes` gives concrete shapes to inputs with symbolic dims (see
+    signature.py); an input left out takes its declared shape, its named dims set by the others.
     """
     proto = load(model)
+    if shapes:
+        specs = signature(proto, exclude=static_inputs or {})
+        resolved = resolve(specs, shapes)  # checks the shapes, also those of a static model
+        if is_dynamic(specs):
+            proto = specialize(proto, resolved)
     return Importer(proto, dict(static_inputs or {}), set(keep_inputs), name).run()
 
 
@@ -257,7 +267,7 @@ class Importer:
                 self._set(info.name, self._static_value(info.name, dt, declared), frozenset())
                 continue
             if declared is None:
-                raise DynamicShapeError(f"graph input '{info.name}' has no shape; bind it with static_inputs")
+                raise DynamicShapeError(f"graph input '{info.name}' has no shape; give it with shapes=")
             if 0 in declared and None not in declared:
                 # No data: the value is known, so the input is bound now and the compiled model does not take it.
                 self._set(info.name, np.empty(declared, dt), frozenset())
@@ -266,8 +276,9 @@ class Importer:
                 if d is None or d < 0:
                     what = f"'{proto.dim_param}'" if proto.dim_param else ("unknown" if d is None else str(d))
                     raise DynamicShapeError(
-                        f"graph input '{info.name}': dimension {axis} is {what}; glow compiles static shapes "
-                        "(export the model with fixed input shapes, or bind the input with static_inputs)"
+                        f"graph input '{info.name}': dimension {axis} is {what}; glow compiles one specialization "
+                        "per input shape: give the shapes (import_model(..., shapes={...})), or run the model "
+                        "through InferenceSession, which compiles one at the first run at each shape"
                     )
             self._set(info.name, self.graph.input(info.name, declared, dt), frozenset([info.name]))
 
