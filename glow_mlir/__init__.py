@@ -4,29 +4,37 @@
     model = glow_mlir.compile(g); model.run({"x": array})
     glow_mlir.interpret(g.module, {"x": array})        # the numpy reference interpreter
     sess = glow_mlir.InferenceSession("model.onnx")    # onnxruntime's API: sess.run(None, {"x": array})
+    import glow_mlir as ort                            # code written for onnxruntime runs unchanged
 """
 
 from glow_mlir.builder import Graph, Tensor
-from glow_mlir.errors import GlowError, PipelineError, UnsupportedError, VerificationError
+from glow_mlir.errors import FeedError, GlowError, PipelineError, UnsupportedError, VerificationError
 from glow_mlir.frontends import onnx
 from glow_mlir.frontends.onnx import import_model as import_onnx
 from glow_mlir.interpreter import evaluate, interpret
 from glow_mlir.runtime import CompiledModel, compile
-from glow_mlir.session import InferenceSession
+from glow_mlir.options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
+from glow_mlir.session import InferenceSession, get_available_providers
 from glow_mlir.opdefs.shapes import ShapeError
 
 __all__ = [
     "CompiledModel",
+    "ExecutionMode",
+    "FeedError",
     "GlowError",
+    "GraphOptimizationLevel",
     "Graph",
     "InferenceSession",
     "PipelineError",
+    "RunOptions",
+    "SessionOptions",
     "ShapeError",
     "Tensor",
     "UnsupportedError",
     "VerificationError",
     "compile",
     "evaluate",
+    "get_available_providers",
     "import_onnx",
     "interpret",
     "onnx",

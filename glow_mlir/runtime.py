@@ -40,10 +40,20 @@ from glow_mlir import cache as glow_cache
 from glow_mlir import ops
 from glow_mlir.context import make_context
 from glow_mlir.errors import FeedError, UnsupportedError
-from glow_mlir.pipeline.runner import COMPILE_PIPELINE, PipelineStats, run_pipeline, stage_name
+from glow_mlir.backends.cpu.backend import CPU
+from glow_mlir.pipeline.runner import (
+    COMPILE_PIPELINE,
+    GraphOptimizationLevel,
+    PipelineStats,
+    compile_pipeline,
+    run_pipeline,
+    stage_name,
+)
 
 # The pipeline element after which the ABI is read; what follows it lowers the function to LLVM.
 ABI_STAGE = "glow-allocate"
+# The last element on the `glow` dialect: after it, the module is the optimized, scheduled graph.
+OPTIMIZED_STAGE = "glow-schedule"
 ARENA_ALIGNMENT = 64
 
 
@@ -81,6 +91,8 @@ def compile(
     cache: bool | None = None,
     cpu: str | None = None,
     features: str | None = None,
+    optimization_level: GraphOptimizationLevel = GraphOptimizationLevel.ORT_ENABLE_ALL,
+    optimized_model_path: str | os.PathLike[str] | None = None,
 ) -> CompiledModel:
     """Compiles a `glow` dialect module (or a Graph, through its `.module`) for this CPU.
 
@@ -89,14 +101,16 @@ def compile(
     `cache` (default: on unless GLOW_MLIR_CACHE=0) reuses or stores the native code on disk
     (glow_mlir/cache.py). `cpu` and `features` (LLVM names, e.g. "skylake-avx512", "+avx512f,+fma") select
     the target of `CompiledModel.save_object`; the JIT always runs code for the host CPU, which is what
-    MLIR's ExecutionEngine offers (it has no target options).
+    MLIR's ExecutionEngine offers (it has no target options). `optimization_level` drops the graph
+    optimizations above it (pipeline/runner.py, onnxruntime's levels). `optimized_model_path` receives the
+    optimized `glow` module as MLIR text (after OPTIMIZED_STAGE; the cache is bypassed, as with keep_ir).
     """
     start = time.perf_counter()
     source = model if isinstance(model, ir.Module) else model.module
     data = _bytecode(source)
     entry = None
-    if glow_cache.enabled(cache) and not keep_ir:
-        entry = glow_cache.key(data, {"cpu": cpu, "features": features})
+    if glow_cache.enabled(cache) and not keep_ir and optimized_model_path is None:
+        entry = glow_cache.key(data, {"cpu": cpu, "features": features, "optimization": int(optimization_level)})
         hit = glow_cache.load(entry)
         if hit is not None:
             library, meta = hit
@@ -104,11 +118,12 @@ def compile(
             report = {**meta["report"], "cache": "hit", "compile_seconds": time.perf_counter() - start}
             return CompiledModel(None, abi, report, {}, library=library)
     module = ir.Module.parse(data, context=make_context())
-    split = COMPILE_PIPELINE.index(ABI_STAGE) + 1
-    recorder = _Recorder(keep_ir)
+    pipeline = compile_pipeline(CPU, optimization_level)
+    split = pipeline.index(ABI_STAGE) + 1
+    recorder = _Recorder(keep_ir, optimized_model_path)
     # Passes run as under glow-opt: with the module's context current.
     with module.context:
-        run_pipeline(module, COMPILE_PIPELINE[:split], after_each=recorder.after, stats=recorder.stats)
+        run_pipeline(module, pipeline[:split], after_each=recorder.after, stats=recorder.stats)
     compiled = _finish(module, recorder, start, target=(cpu, features))
     if entry is not None:
         compiled.report["cache"] = "stored" if compiled._store(entry) else "not stored"
@@ -298,14 +313,17 @@ def _close_all() -> None:
 class _Recorder:
     """Collects pass timings for the report and, when asked, the IR after each pipeline element."""
 
-    def __init__(self, keep_ir: bool) -> None:
+    def __init__(self, keep_ir: bool, optimized_model_path: str | os.PathLike[str] | None = None) -> None:
         self.keep_ir = keep_ir
+        self.optimized_model_path = optimized_model_path
         self.stats = PipelineStats()
         self.stages: dict[str, str] = {}
 
     def after(self, element: str, module: ir.Module) -> None:
         if self.keep_ir:
             self.stages[stage_name(element)] = str(module)
+        if self.optimized_model_path is not None and stage_name(element) == OPTIMIZED_STAGE:
+            Path(self.optimized_model_path).write_text(f"{module}\n")
 
 
 def _finish(

@@ -17,9 +17,11 @@ feeding them, so a feed naming one compiles (once, then cached) a variant where 
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,11 +30,14 @@ from typing import Any
 import numpy as np
 import onnx
 
-from glow_mlir.errors import FeedError
+from glow_mlir.errors import FeedError, UnsupportedError
 from glow_mlir.frontends.onnx.importer import import_model, load
 from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY
-from glow_mlir.frontends.onnx.signature import Dim, Shape, is_dynamic, resolve, signature
+from glow_mlir.frontends.onnx.signature import Dim, Shape, is_dynamic, resolve, signature, with_overrides
+from glow_mlir.options import PROVIDERS, RunOptions, SessionOptions, logging_level
 from glow_mlir.runtime import Buffer, CompiledModel, compile
+
+logger = logging.getLogger(__name__)
 
 # How many specializations of a model with symbolic dims a session keeps compiled by default.
 DEFAULT_SPECIALIZATIONS = 8
@@ -69,35 +74,70 @@ class NodeArg:
     type: str
 
 
+@dataclass(frozen=True)
+class ModelMetadata:
+    """onnxruntime's ModelMetadata: the model's producer, graph name, domain, descriptions, version and
+    metadata properties."""
+
+    producer_name: str
+    graph_name: str
+    domain: str
+    description: str
+    graph_description: str
+    version: int
+    custom_metadata_map: dict[str, str]
+
+
+# onnxruntime's keyword arguments beyond the options, accepted and without effect here.
+_ORT_KEYWORDS = frozenset({"disabled_optimizers", "read_config_from_model"})
+
+
 class InferenceSession:
     """A compiled ONNX model with onnxruntime's `InferenceSession` interface.
 
-    `threads` must be 1: the generated code runs on one thread, and there is no multi-threaded execution yet.
-    `static_inputs` binds graph inputs that decide shapes (see `import_model`). `shapes` pre-compiles a model
-    with symbolic dims at the given input shapes (a mapping, or a list of them; an input left out takes its
-    shape from the dims it shares with the others). `max_specializations` bounds how many shape
-    specializations stay compiled in the session, least recently used first out.
+    `sess_options` (ours or onnxruntime's SessionOptions, see options.py), `providers` (CPUExecutionProvider;
+    another is skipped with a warning, as onnxruntime does when it is not available) and `provider_options`
+    are onnxruntime's. glow-mlir's own keywords: `threads` (as intra_op_num_threads; generated code runs on
+    one thread today), `static_inputs` binds graph inputs that decide shapes (see `import_model`), `shapes`
+    pre-compiles a model with symbolic dims at the given input shapes (a mapping, or a list of them; an input
+    left out takes its shape from the dims it shares with the others), and `max_specializations` bounds how
+    many shape specializations stay compiled in the session, least recently used first out.
     """
 
     def __init__(
         self,
-        model: onnx.ModelProto | bytes | str | os.PathLike[str],
-        threads: int = 1,
+        path_or_bytes: onnx.ModelProto | bytes | str | os.PathLike[str],
+        sess_options: SessionOptions | Any = None,
+        providers: Sequence[str | tuple[str, dict[str, Any]]] | None = None,
+        provider_options: Sequence[dict[str, Any]] | None = None,
         *,
+        threads: int | None = None,
         static_inputs: dict[str, np.ndarray] | None = None,
         shapes: ShapeSets | None = None,
         max_specializations: int = DEFAULT_SPECIALIZATIONS,
+        **kwargs: Any,
     ) -> None:
-        if threads != 1:
-            raise ValueError(
-                f"threads={threads}: only threads=1 is supported; glow-mlir has no multi-threaded execution yet"
-            )
+        unknown = sorted(set(kwargs) - _ORT_KEYWORDS)
+        if unknown:
+            raise TypeError(f"InferenceSession got unexpected keyword argument(s) {', '.join(map(repr, unknown))}")
+        self._options = SessionOptions.of(sess_options)
+        self._providers = _providers(providers, provider_options)
+        # The session's messages below this level are dropped (onnxruntime's per-session log severity).
+        self._log_level = logging_level(self._options.log_severity_level) or logging.NOTSET
+        if self._options.enable_profiling:
+            raise UnsupportedError("enable_profiling: glow-mlir has no per-kernel profile yet")
+        count = threads if threads is not None else self._options.intra_op_num_threads
+        if count > 1:
+            self._log(logging.WARNING, "%d threads asked for; glow-mlir's generated code runs on one thread", count)
         if max_specializations < 1:
             raise ValueError(f"max_specializations={max_specializations}: must be at least 1")
-        self._model = load(model)
+        self._model = load(path_or_bytes)
         self._static_inputs = dict(static_inputs or {})
-        self._specs = signature(self._model, exclude=self._static_inputs)
+        declared = signature(self._model, exclude=self._static_inputs)
+        self._specs = with_overrides(declared, self._options.free_dimension_overrides)
         self._dynamic = is_dynamic(self._specs)
+        # A model whose symbolic dims the options fix all compiles once, at construction, specialized to them.
+        self._fixed_shapes = resolve(self._specs, {}) if is_dynamic(declared) and not self._dynamic else None
         graph = self._model.graph
         initializers = {t.name for t in graph.initializer}
         self._overridable = {i.name for i in graph.input if i.name in initializers}
@@ -113,6 +153,10 @@ class InferenceSession:
                 continue
             self._specialization((frozenset(), self._shape_key(resolve(self._specs, given))))
 
+    def _log(self, level: int, message: str, *args: object) -> None:
+        if level >= self._log_level:
+            logger.log(level, message, *args)
+
     def _shape_key(self, shapes: Mapping[str, Shape]) -> tuple[Shape, ...]:
         return tuple(shapes[spec.name] for spec in self._specs)
 
@@ -125,10 +169,16 @@ class InferenceSession:
             else:
                 keep, shapes = key
                 start = time.perf_counter()
-                named = None if shapes is None else dict(zip((s.name for s in self._specs), shapes, strict=True))
+                named = (
+                    self._fixed_shapes if shapes is None else dict(zip((s.name for s in self._specs), shapes, strict=True))
+                )
                 graph = import_model(self._model, static_inputs=self._static_inputs, keep_inputs=keep, shapes=named)
                 imported = time.perf_counter()
-                compiled = compile(graph)
+                compiled = compile(
+                    graph,
+                    optimization_level=self._options.graph_optimization_level,
+                    optimized_model_path=self._options.optimized_model_filepath or None,
+                )
                 compiled.report["import_seconds"] = imported - start
                 self._compiled[key] = compiled
                 # The static model's default variant is never evicted: get_inputs and report read it.
@@ -168,6 +218,32 @@ class InferenceSession:
             if shapes is not None
         ]
 
+    def get_modelmeta(self) -> ModelMetadata:
+        m = self._model
+        return ModelMetadata(
+            producer_name=m.producer_name,
+            graph_name=m.graph.name,
+            domain=m.domain,
+            description=m.doc_string,
+            graph_description=m.graph.doc_string,
+            # onnxruntime reports an unset model_version as INT64_MAX.
+            version=m.model_version if m.HasField("model_version") else 2**63 - 1,
+            custom_metadata_map={p.key: p.value for p in m.metadata_props},
+        )
+
+    def get_providers(self) -> list[str]:
+        return list(self._providers)
+
+    def get_provider_options(self) -> dict[str, dict[str, Any]]:
+        return {name: {} for name in self._providers}
+
+    def get_session_options(self) -> SessionOptions:
+        return self._options
+
+    def end_profiling(self) -> str:
+        """The profile file written, as onnxruntime's; "" since profiling is never on (see options.py)."""
+        return ""
+
     @property
     def report(self) -> dict[str, Any]:
         """The compile report (arena size, pass timings, compile time) of the model as constructed; for a
@@ -176,12 +252,16 @@ class InferenceSession:
         return compiled.report if compiled is not None else {}
 
     def run(
-        self, output_names: list[str] | None, input_feed: dict[str, np.ndarray], run_options: object = None
+        self,
+        output_names: Sequence[str] | None,
+        input_feed: Mapping[str, np.ndarray],
+        run_options: RunOptions | Any = None,
     ) -> list[np.ndarray]:
         """The outputs named in `output_names` (all, in model order, for None), as onnxruntime returns them.
 
-        `run_options` is accepted for onnxruntime compatibility and ignored. A feed that contradicts the
-        model raises FeedError (a ValueError) naming the input and dim.
+        `run_options` (ours or onnxruntime's RunOptions) is accepted for compatibility; a run always computes
+        every output. A feed that contradicts the model raises FeedError (a ValueError) naming the input and
+        dim.
         """
         feeds = {name: np.asarray(value) for name, value in input_feed.items()}
         keep = frozenset(name for name in feeds if name in self._overridable)
@@ -199,6 +279,30 @@ class InferenceSession:
         if unknown:
             raise ValueError(f"no output named {', '.join(map(repr, unknown))}; the outputs are {list(results)}")
         return [results[n] for n in names]
+
+
+def get_available_providers() -> list[str]:
+    """The execution providers glow-mlir has, as onnxruntime's function of that name."""
+    return list(PROVIDERS)
+
+
+def _providers(
+    providers: Sequence[str | tuple[str, dict[str, Any]]] | None, options: Sequence[dict[str, Any]] | None
+) -> list[str]:
+    """The providers used: the CPU's. Another one is skipped with a warning naming it, as onnxruntime skips
+    a provider it does not have."""
+    names = [p[0] if isinstance(p, tuple) else p for p in (providers or PROVIDERS)]
+    if options is not None and len(options) != len(names):
+        raise ValueError(f"provider_options has {len(options)} entries for {len(names)} provider(s)")
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"providers: expected provider names, got {name!r}")
+        if name not in PROVIDERS:
+            warnings.warn(
+                f"{name} is not available in glow-mlir (available: {', '.join(PROVIDERS)}); it is skipped",
+                stacklevel=3,
+            )
+    return list(PROVIDERS)
 
 
 def _shape_sets(shapes: ShapeSets | None) -> list[Mapping[str, Sequence[int]]]:

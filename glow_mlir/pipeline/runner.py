@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import IntEnum
 
 from mlir import ir
 from mlir.passmanager import PassManager
@@ -33,10 +34,52 @@ SIMPLIFY = (
 )
 CLEAN_UP = ("glow-constant-fold", "glow-cse", "glow-dce")
 
-def compile_pipeline(backend: Backend) -> tuple[str, ...]:
-    """The compile pipeline for `backend`, stage by stage (docs/ARCHITECTURE.md draws it), following Glow's
-    driver: fold -> optimize -> the backend's layout -> lower -> optimize -> fuse -> optimize -> verify, then
-    schedule, IRGen, IR optimizations, allocation, linalg, and the backend's code generation."""
+
+class GraphOptimizationLevel(IntEnum):
+    """How much graph optimization the compile pipeline does, with onnxruntime's names and values.
+
+    DISABLE_ALL keeps only what code generation needs: verification, the backend's layout, lowering,
+    scheduling and the memory plan. BASIC adds the folds and clean-ups that keep the graph as written
+    (onnxruntime's basic level: constant folding, no-op and duplicate elimination). EXTENDED and above add
+    the rewrites that change its structure: transpose sinking, arithmetic simplification, concat and pad
+    merging, batch-norm folding, activation fusion.
+    """
+
+    ORT_DISABLE_ALL = 0
+    ORT_ENABLE_BASIC = 1
+    ORT_ENABLE_EXTENDED = 2
+    ORT_ENABLE_LAYOUT = 3
+    ORT_ENABLE_ALL = 99
+
+
+# The lowest level at which each graph optimization runs; a pass not listed always runs.
+_PASS_LEVEL = {
+    **dict.fromkeys(
+        ("glow-constant-fold", "glow-fold-transpose-into-weights", "glow-eliminate-noop", "glow-cse", "glow-dce",
+         "glow-merge-reshape"),
+        GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    ),
+    **dict.fromkeys(
+        ("glow-sink-transpose", "glow-simplify-arithmetic", "glow-merge-concat", "glow-merge-pad-into-conv",
+         "glow-fold-batchnorm", "glow-fuse-activations"),
+        GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    ),
+}
+
+def compile_pipeline(
+    backend: Backend, level: GraphOptimizationLevel = GraphOptimizationLevel.ORT_ENABLE_ALL
+) -> tuple[str, ...]:
+    """The compile pipeline for `backend` at optimization `level`: the full one (below) without the graph
+    optimizations above `level`."""
+    kept = [e for e in _full_pipeline(backend) if _PASS_LEVEL.get(stage_name(e), level) <= level]
+    # Dropping passes can leave one pass twice in a row (glow-verify), which would only repeat its work.
+    return tuple(e for i, e in enumerate(kept) if i == 0 or e != kept[i - 1])
+
+
+def _full_pipeline(backend: Backend) -> tuple[str, ...]:
+    """The compile pipeline with every optimization, stage by stage (docs/ARCHITECTURE.md draws it), following
+    Glow's driver: fold -> optimize -> the backend's layout -> lower -> optimize -> fuse -> optimize -> verify,
+    then schedule, IRGen, IR optimizations, allocation, linalg, and the backend's code generation."""
     return (
         "glow-verify",
         # fold: constant weights become constants before anything matches on them
@@ -81,13 +124,13 @@ def compile_pipeline(backend: Backend) -> tuple[str, ...]:
     )
 
 
-# The compile pipeline of the default backend, the CPU.
-COMPILE_PIPELINE = compile_pipeline(CPU)
-
-
 def stage_name(element: str) -> str:
     """The pass a pipeline element runs: `glow-lower{backend=cpu}` -> `glow-lower`."""
     return element.split("{", 1)[0].strip()
+
+
+# The compile pipeline of the default backend, the CPU.
+COMPILE_PIPELINE = compile_pipeline(CPU)
 
 
 def split_pipeline(text: str) -> list[str]:

@@ -16,7 +16,7 @@ fold to constants).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import onnx
@@ -65,6 +65,15 @@ def _dim(d: onnx.TensorShapeProto.Dimension) -> Dim:
     if d.HasField("dim_value") and d.dim_value >= 0:
         return d.dim_value
     return d.dim_param or None
+
+
+def with_overrides(specs: Sequence[InputSpec], overrides: Mapping[str, int]) -> list[InputSpec]:
+    """`specs` with the symbolic dims named in `overrides` fixed to those sizes."""
+    return [
+        spec if spec.dims is None else replace(
+            spec, dims=tuple(overrides.get(d, d) if isinstance(d, str) else d for d in spec.dims))
+        for spec in specs
+    ]
 
 
 def is_dynamic(specs: Sequence[InputSpec]) -> bool:
