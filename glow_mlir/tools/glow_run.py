@@ -140,6 +140,8 @@ def stats_table(report: dict[str, Any]) -> str:
         f"without sharing {report['naive_activation_bytes']} bytes",
         f"  {'pass':<32} {'ops before':>10} {'ops after':>10} {'ms':>9}",
     ]
+    if report.get("cache") == "hit":
+        lines.append("  (a cache hit: no pass ran)")
     for record in report["passes"]:
         lines.append(
             f"  {record['name']:<32} {record['ops_before']:>10} {record['ops_after']:>10} "
@@ -168,9 +170,12 @@ def run(args: argparse.Namespace) -> None:
     print(f"  imported in {imported - start:.3f} s; compiling ...", file=sys.stderr, flush=True)
     model = compile(graph, keep_ir=args.dump_ir not in (None, IMPORT_STAGE))
     compiled = time.perf_counter()
-    for stage, seconds in model.report["pass_seconds"]:
-        print(f"  {stage:<28} {seconds * 1e3:9.2f} ms", file=sys.stderr)
-    print(f"  compiled in {compiled - imported:.3f} s", file=sys.stderr, flush=True)
+    if model.report.get("cache") == "hit":
+        print(f"  cache hit: loaded in {model.report['load_seconds']:.3f} s", file=sys.stderr, flush=True)
+    else:
+        for stage, seconds in model.report["pass_seconds"]:
+            print(f"  {stage:<28} {seconds * 1e3:9.2f} ms", file=sys.stderr)
+        print(f"  compiled in {compiled - imported:.3f} s", file=sys.stderr, flush=True)
     if args.dump_ir == IMPORT_STAGE:
         print(graph.module)
     elif args.dump_ir is not None:
@@ -189,7 +194,8 @@ def run(args: argparse.Namespace) -> None:
     if args.compare_onnxruntime:
         _compare(args, feeds, static, outputs)
     print(f"import time: {imported - start:.3f} s")
-    print(f"compile time: {compiled - imported:.3f} s")
+    hit = " (cache hit)" if model.report.get("cache") == "hit" else ""
+    print(f"compile time: {compiled - imported:.3f} s{hit}")
     print(f"arena: {model.report['arena_bytes']} bytes")
     if args.stats:
         print(stats_table(model.report))

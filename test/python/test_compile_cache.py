@@ -84,3 +84,69 @@ def test_keep_ir_bypasses_the_cache(cache_dir: Path) -> None:
     with glow_mlir.compile(graph(), keep_ir=True) as model:
         assert "cache" not in model.report and model.ir("glow-cpu-schedule")
     assert entries(cache_dir) == []
+
+
+def test_a_corrupt_entry_is_deleted_not_loaded(cache_dir: Path) -> None:
+    assert compile_and_check() == "stored"
+    [library] = cache_dir.glob("*.so")
+    library.write_bytes(library.read_bytes()[:1000])
+    [key] = [p.stem for p in cache_dir.glob("*.json")]
+    assert cache.load(key) is None
+    assert entries(cache_dir) == []
+
+
+def test_a_hit_reports_its_load_time_and_no_pass_times(cache_dir: Path) -> None:
+    assert compile_and_check() == "stored"
+    with glow_mlir.compile(graph()) as model:
+        assert model.report["cache"] == "hit"
+        assert model.report["load_seconds"] > 0 and model.report["pass_seconds"] == []
+        assert model.report["arena_bytes"] >= 0
+
+
+def test_save_object_works_for_a_cached_model(cache_dir: Path, tmp_path: Path) -> None:
+    with glow_mlir.compile(graph(), cache=False) as fresh:
+        fresh.save_object(tmp_path / "fresh.o")
+    assert compile_and_check() == "stored"
+    with glow_mlir.compile(graph()) as model:
+        assert model.report["cache"] == "hit"
+        model.save_object(tmp_path / "cached.o")
+    assert (tmp_path / "cached.o").read_bytes()[:4] == b"\x7fELF"
+    assert (tmp_path / "cached.o").stat().st_size == (tmp_path / "fresh.o").stat().st_size
+
+
+def test_xdg_cache_home_is_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GLOW_MLIR_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.directory() == tmp_path / "xdg" / "glow-mlir"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache.directory() == Path.home() / ".cache" / "glow-mlir"
+
+
+def test_size_cap_evicts_the_least_recently_used(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert compile_and_check() == "stored"
+    assert compile_and_check(cpu="x86-64") == "stored"
+    [first, second] = cache.entries()
+    assert first.function == second.function == "cached"
+    # A hit is a use: the first entry becomes the most recent, so the cap evicts the second.
+    assert compile_and_check() == "hit"
+    monkeypatch.setenv("GLOW_MLIR_CACHE_MAX_BYTES", str(first.bytes + second.bytes - 1))
+    cache.evict(cache.max_bytes())
+    assert [e.key for e in cache.entries()] == [first.key]
+    monkeypatch.setenv("GLOW_MLIR_CACHE_MAX_BYTES", "0")
+    assert compile_and_check() == "hit"
+    assert compile_and_check(cpu="x86-64") == "stored"
+    assert cache.entries() == []  # each store evicts down to the cap
+
+
+def test_cache_command(cache_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from glow_mlir.tools import cli
+
+    assert compile_and_check() == "stored"
+    assert cli.main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert f"directory: {cache_dir}" in out and "entries: 1," in out
+    assert cli.main(["cache", "list"]) == 0
+    assert "cached" in capsys.readouterr().out
+    assert cli.main(["cache", "clear"]) == 0
+    assert "deleted 1 entries" in capsys.readouterr().out
+    assert entries(cache_dir) == []
