@@ -1,9 +1,12 @@
 """glow-run: imports an ONNX model, compiles it, runs it, and reports outputs, accuracy and speed.
 
     glow-run MODEL.onnx [--input NAME=FILE.npy ...] [--static-input NAME=FILE.npy ...] [--random-inputs]
-             [--shape NAME=1x3x224x224 ...] [--compare-onnxruntime] [--iterations N] [--dump-ir STAGE] [--stats]
+             [--shape NAME=1x3x224x224 ...] [--compare-onnxruntime] [--iterations N]
+             [--dump-ir STAGE [--ir-file FILE]] [--stats]
 
-A model with symbolic input dims is compiled for the shapes of the inputs given, and of `--shape`.
+Inputs are .npy files, or ONNX TensorProto .pb files (as in ONNX test-data folders). A model with symbolic
+input dims is compiled for the shapes of the inputs given, and of `--shape`. Inputs are checked against the
+model before anything compiles. `--dump-ir` writes the module after a stage to a file that glow-opt reads.
 
 Progress (import, then every pipeline stage with its time) goes to stderr; outputs, the comparison with
 onnxruntime and the timings go to stdout. Bad input (an unsupported or malformed model, a missing input)
@@ -17,9 +20,13 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import numpy_helper
 
 from glow_mlir.errors import GlowError
 from glow_mlir.frontends.onnx.importer import import_model, load
@@ -50,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--stats", action="store_true",
                    help="print the compile report: memory plan, and op counts and time per pass")
     stages = ", ".join(dict.fromkeys((IMPORT_STAGE, *map(stage_name, COMPILE_PIPELINE))))
-    p.add_argument("--dump-ir", metavar="STAGE", help=f"print the IR after a pipeline stage ({stages})")
+    p.add_argument("--dump-ir", metavar="STAGE", help=f"write the IR after a pipeline stage ({stages})")
+    p.add_argument("--ir-file", metavar="FILE", help="where --dump-ir writes (default: MODEL.STAGE.mlir)")
     return p
 
 
@@ -59,10 +67,13 @@ def _arrays(pairs: Sequence[str], flag: str) -> dict[str, np.ndarray]:
     for pair in pairs:
         name, sep, path = pair.partition("=")
         if not sep or not name or not path:
-            raise UsageError(f"{flag} expects NAME=FILE.npy, got '{pair}'")
+            raise UsageError(f"{flag} expects NAME=FILE.npy or NAME=FILE.pb, got '{pair}'")
         try:
-            arrays[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
+            if path.endswith(".pb"):
+                arrays[name] = numpy_helper.to_array(onnx.load_tensor(path))
+            else:
+                arrays[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, DecodeError) as e:
             raise UsageError(f"{flag} {name}: cannot read '{path}': {e}") from None
     return arrays
 
@@ -162,9 +173,13 @@ def run(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     print(f"importing {args.model} ...", file=sys.stderr, flush=True)
     proto = load(args.model)
+    specs = signature(proto, exclude=static)
     # Every input's shape, from --input arrays then --shape: a model with symbolic dims is specialized to them.
-    shapes = resolve(signature(proto, exclude=static), {
-        **{name: array.shape for name, array in given.items()}, **_shapes(args.shape)})
+    shapes = resolve(specs, {**{name: array.shape for name, array in given.items()}, **_shapes(args.shape)})
+    for spec in specs:
+        if spec.name in given and given[spec.name].dtype != spec.dtype:
+            raise UsageError(f"--input {spec.name}: the model takes {spec.describe()}, the file holds "
+                             f"{given[spec.name].dtype.name}{list(given[spec.name].shape)}")
     graph = import_model(proto, static_inputs=static, shapes=shapes)
     imported = time.perf_counter()
     print(f"  imported in {imported - start:.3f} s; compiling ...", file=sys.stderr, flush=True)
@@ -176,10 +191,11 @@ def run(args: argparse.Namespace) -> None:
         for stage, seconds in model.report["pass_seconds"]:
             print(f"  {stage:<28} {seconds * 1e3:9.2f} ms", file=sys.stderr)
         print(f"  compiled in {compiled - imported:.3f} s", file=sys.stderr, flush=True)
-    if args.dump_ir == IMPORT_STAGE:
-        print(graph.module)
-    elif args.dump_ir is not None:
-        print(model.ir(args.dump_ir))
+    if args.dump_ir is not None:
+        text = str(graph.module) if args.dump_ir == IMPORT_STAGE else model.ir(args.dump_ir)
+        target = Path(args.ir_file or f"{Path(args.model).stem}.{args.dump_ir}.mlir")
+        target.write_text(text if text.endswith("\n") else text + "\n")
+        print(f"  wrote the IR after {args.dump_ir} to {target}", file=sys.stderr, flush=True)
 
     feeds = _feeds(model, given, args.random_inputs, args.seed)
     latencies = []

@@ -98,8 +98,8 @@ def test_session_static_inputs() -> None:
 GLOW_RUN = [sys.executable, "-m", "glow_mlir.tools.glow_run"]
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*GLOW_RUN, *args], capture_output=True, text=True, timeout=300)
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*GLOW_RUN, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
 def test_glow_run_random_inputs_compare_and_timing(tmp_path: Path) -> None:
@@ -122,11 +122,45 @@ def test_glow_run_input_files_and_dump_ir(tmp_path: Path) -> None:
     onnx.save(mlp(), path)
     x_path = tmp_path / "x.npy"
     np.save(x_path, rand(2, 6))
-    result = run_cli(str(path), "--input", f"x={x_path}", "--dump-ir", "glow-lower")
+    result = run_cli(str(path), "--input", f"x={x_path}", "--dump-ir", "glow-lower", "--ir-file",
+                     str(tmp_path / "lowered.mlir"))
     assert result.returncode == 0, result.stderr
-    assert "func.func" in result.stdout and "glow." in result.stdout
-    imported = run_cli(str(path), "--input", f"x={x_path}", "--dump-ir", "import")
-    assert 'glow.fully_connected' in imported.stdout
+    lowered = (tmp_path / "lowered.mlir").read_text()
+    assert "func.func" in lowered and "glow." in lowered and "outputs:" not in lowered
+    # The file is MLIR glow-opt reads back.
+    again = subprocess.run([sys.executable, "-m", "glow_mlir.tools.glow_opt", str(tmp_path / "lowered.mlir"),
+                            "--pass-pipeline=builtin.module(glow-verify)"], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    imported = run_cli(str(path), "--input", f"x={x_path}", "--dump-ir", "import", cwd=tmp_path)
+    assert "glow.fully_connected" in (tmp_path / "mlp.import.mlir").read_text()
+    assert "wrote the IR after import to mlp.import.mlir" in imported.stderr
+
+
+def test_glow_run_reads_onnx_test_data_and_checks_inputs_before_compiling(tmp_path: Path) -> None:
+    path = tmp_path / "mlp.onnx"
+    onnx.save(mlp(), path)
+    x = rand(2, 6)
+    onnx.save_tensor(numpy_helper.from_array(x, "x"), tmp_path / "input_0.pb")
+    result = run_cli(str(path), "--input", f"x={tmp_path / 'input_0.pb'}")
+    assert result.returncode == 0, result.stderr
+    np.save(tmp_path / "x64.npy", x.astype(np.float64))
+    wrong = run_cli(str(path), "--input", f"x={tmp_path / 'x64.npy'}")
+    assert wrong.returncode == 1 and "importing" in wrong.stderr and "compiling" not in wrong.stderr
+    assert "--input x: the model takes float32[2, 6], the file holds float64[2, 6]" in wrong.stderr
+    np.save(tmp_path / "x35.npy", rand(3, 5))
+    shape = run_cli(str(path), "--input", f"x={tmp_path / 'x35.npy'}")
+    assert shape.returncode == 1 and "compiling" not in shape.stderr and "input 'x': dim 0 is 2" in shape.stderr
+
+
+def test_missing_external_data_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    m = mlp()
+    onnx.save(m, tmp_path / "big.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
+              location="weights.bin", size_threshold=0)
+    (tmp_path / "weights.bin").unlink()
+    result = run_cli(str(tmp_path / "big.onnx"), "--random-inputs")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    [line] = [x for x in result.stderr.splitlines() if x.startswith("glow-run: error:")]
+    assert "weights.bin" in line
 
 
 def test_glow_run_unsupported_model_is_a_clean_error(tmp_path: Path) -> None:

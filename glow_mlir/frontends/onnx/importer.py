@@ -105,8 +105,9 @@ def load(model: onnx.ModelProto | bytes | str | os.PathLike[str]) -> onnx.ModelP
         # Weights stored beside the model (external data) are read relative to its folder.
         try:
             onnx.load_external_data_for_model(proto, os.path.dirname(os.path.abspath(model)))
-        except (OSError, ValueError) as e:
-            raise MalformedModelError(f"'{os.fspath(model)}': cannot load external data: {e}") from None
+        except (OSError, ValueError, onnx.checker.ValidationError) as e:
+            # onnx names the tensor and the file it looked for.
+            raise MalformedModelError(f"'{os.fspath(model)}': cannot load external data: {_first_line(e)}") from None
     else:
         raise TypeError(f"expected an onnx.ModelProto, bytes or a path, got {type(model).__name__}")
     try:
