@@ -19,20 +19,23 @@ import atexit
 import ctypes
 import importlib.util
 import io
+import logging
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 from mlir import ir
+from tqdm import tqdm
 from mlir.dialects import llvm
 from mlir.execution_engine import ExecutionEngine
 
@@ -54,6 +57,10 @@ from glow_mlir.pipeline.runner import (
 ABI_STAGE = "glow-allocate"
 # The last element on the `glow` dialect: after it, the module is the optimized, scheduled graph.
 OPTIMIZED_STAGE = "glow-schedule"
+# The element after which every kernel is a function of its own (the progress bar counts them).
+KERNEL_STAGE = "glow-cpu-schedule"
+
+logger = logging.getLogger(__name__)
 ARENA_ALIGNMENT = 64
 
 
@@ -93,6 +100,7 @@ def compile(
     features: str | None = None,
     optimization_level: GraphOptimizationLevel = GraphOptimizationLevel.ORT_ENABLE_ALL,
     optimized_model_path: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
 ) -> CompiledModel:
     """Compiles a `glow` dialect module (or a Graph, through its `.module`) for this CPU.
 
@@ -104,6 +112,8 @@ def compile(
     MLIR's ExecutionEngine offers (it has no target options). `optimization_level` drops the graph
     optimizations above it (pipeline/runner.py, onnxruntime's levels). `optimized_model_path` receives the
     optimized `glow` module as MLIR text (after OPTIMIZED_STAGE; the cache is bypassed, as with keep_ir).
+    `progress` shows the stage being run (and, once scheduled, the kernel count) on stderr for a compile
+    longer than a second; by default only when stderr is a terminal and GLOW_MLIR_PROGRESS is not 0.
     """
     start = time.perf_counter()
     source = model if isinstance(model, ir.Module) else model.module
@@ -120,6 +130,8 @@ def compile(
             loaded = time.perf_counter() - start
             report.update(cache="hit", load_seconds=loaded, compile_seconds=loaded, pass_seconds=[], passes=[])
 
+            logger.info("loaded '%s' from the compile cache in %.3f s", abi.function, loaded)
+
             def rebuild() -> CompiledModel:
                 return compile(source, cache=False, cpu=cpu, features=features, optimization_level=optimization_level)
 
@@ -127,11 +139,13 @@ def compile(
     module = ir.Module.parse(data, context=make_context())
     pipeline = compile_pipeline(CPU, optimization_level)
     split = pipeline.index(ABI_STAGE) + 1
-    recorder = _Recorder(keep_ir, optimized_model_path)
-    # Passes run as under glow-opt: with the module's context current.
-    with module.context:
-        run_pipeline(module, pipeline[:split], after_each=recorder.after, stats=recorder.stats)
-    compiled = _finish(module, recorder, start, target=(cpu, features))
+    with _progress_bar(pipeline, progress) as bar:
+        recorder = _Recorder(keep_ir, optimized_model_path, bar, [stage_name(e) for e in pipeline])
+        # Passes run as under glow-opt: with the module's context current.
+        with module.context:
+            run_pipeline(module, pipeline[:split], after_each=recorder.after, stats=recorder.stats)
+        compiled = _finish(module, recorder, start, target=(cpu, features))
+    logger.info("compiled '%s' in %.2f s", compiled.abi.function, compiled.report["compile_seconds"])
     if entry is not None:
         compiled.report["cache"] = "stored" if compiled._store(entry) else "not stored"
     return compiled
@@ -328,17 +342,45 @@ def _close_all() -> None:
 class _Recorder:
     """Collects pass timings for the report and, when asked, the IR after each pipeline element."""
 
-    def __init__(self, keep_ir: bool, optimized_model_path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        keep_ir: bool,
+        optimized_model_path: str | os.PathLike[str] | None = None,
+        bar: tqdm | None = None,
+        names: Sequence[str] = (),
+    ) -> None:
         self.keep_ir = keep_ir
         self.optimized_model_path = optimized_model_path
+        # The progress bar, and the stage each of its steps runs (the pipeline's, then LLVM code generation).
+        self.bar = bar
+        self.names = [*names, "LLVM code generation"]
         self.stats = PipelineStats()
         self.stages: dict[str, str] = {}
 
     def after(self, element: str, module: ir.Module) -> None:
+        name = stage_name(element)
         if self.keep_ir:
-            self.stages[stage_name(element)] = str(module)
-        if self.optimized_model_path is not None and stage_name(element) == OPTIMIZED_STAGE:
+            self.stages[name] = str(module)
+        if self.optimized_model_path is not None and name == OPTIMIZED_STAGE:
             Path(self.optimized_model_path).write_text(f"{module}\n")
+        if self.stats.records:
+            logger.debug("%s: %.3f s", name, self.stats.records[-1].seconds)
+        if self.bar is not None and not self.bar.disable:
+            if name == KERNEL_STAGE:
+                # Each scheduled kernel is a function of its own; the model's entry function is the other one.
+                self.bar.set_postfix_str(f"{len(ops.functions(module)) - 1} kernels", refresh=False)
+            # The bar names the stage running now: the one after this, shown by the update.
+            self.bar.set_description_str(self.names[min(self.bar.n + 1, len(self.names) - 1)], refresh=False)
+            self.bar.update()
+
+
+def _progress_bar(pipeline: Sequence[str], progress: bool | None) -> tqdm:
+    """A stage-by-stage bar on stderr that appears only once a compile has taken a second."""
+    if progress is None:
+        progress = sys.stderr.isatty() and os.environ.get("GLOW_MLIR_PROGRESS", "1") != "0"
+    # Every step is shown (miniters=1, mininterval=0): steps are few and some take seconds.
+    return tqdm(total=len(pipeline) + 1, desc=stage_name(pipeline[0]), unit="stage", delay=1.0, miniters=1,
+                mininterval=0, leave=False, file=sys.stderr, disable=not progress)
 
 
 def _finish(
@@ -353,6 +395,8 @@ def _finish(
     # What each pipeline element did: its time and the module's op count before and after it.
     report["passes"] = [asdict(r) for r in recorder.stats.records]
     model = CompiledModel(module, abi, report, recorder.stages, target=target)
+    if recorder.bar is not None:
+        recorder.bar.update()
     report["compile_seconds"] = time.perf_counter() - start
     return model
 
