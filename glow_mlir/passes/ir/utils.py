@@ -130,15 +130,20 @@ def output_arguments(function: ir.Operation) -> set[ir.Value]:
 
 
 class Positions:
-    """The ops of a block in order, with each op's index, kept current through the moves and erasures made
-    with its methods (re-reading a block's ops from MLIR costs far more than updating a list)."""
+    """The ops of a block in order, with each op's index, kept current through the moves, insertions and
+    erasures made with its methods (re-reading a block's ops from MLIR costs far more than updating a list).
+    The index is rebuilt lazily, once per batch of changes, so that a pass making thousands of rewrites stays
+    linear in practice."""
 
     def __init__(self, block: ir.Block) -> None:
         self.order = block_ops(block)
-        self._reindex()
+        self._index: dict[ir.Operation, int] | None = None
 
-    def _reindex(self) -> None:
-        self.index = {op: i for i, op in enumerate(self.order)}
+    @property
+    def index(self) -> dict[ir.Operation, int]:
+        if self._index is None:
+            self._index = {op: i for i, op in enumerate(self.order)}
+        return self._index
 
     def __getitem__(self, op: ir.Operation) -> int:
         return self.index[op]
@@ -150,18 +155,23 @@ class Positions:
         op.move_before(anchor)
         self.order.pop(self.index[op])
         self.order.insert(self.order.index(anchor), op)
-        self._reindex()
+        self._index = None
 
     def move_after(self, op: ir.Operation, anchor: ir.Operation) -> None:
         op.move_after(anchor)
         self.order.pop(self.index[op])
         self.order.insert(self.order.index(anchor) + 1, op)
-        self._reindex()
+        self._index = None
+
+    def inserted_before(self, op: ir.Operation, anchor: ir.Operation) -> None:
+        """Records `op`, just created right before `anchor` in the block."""
+        self.order.insert(self.index[anchor], op)
+        self._index = None
 
     def erase(self, op: ir.Operation) -> None:
         self.order.pop(self.index[op])
         op.erase()
-        self._reindex()
+        self._index = None
 
     def last_access(self, buffer: ir.Value) -> int:
         """The index of the last instruction accessing `buffer` (through views too); -1 if none."""
