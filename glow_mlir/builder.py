@@ -191,7 +191,7 @@ class Graph:
             raise ValueError(f"glow.constant '{node}': {e}") from None
         with self._scope:
             elt = _element_type(array.dtype, f"glow.constant '{node}'")
-            data = np.ascontiguousarray(array)
+            data = np.ascontiguousarray(array).reshape(array.shape)  # ascontiguousarray makes 0-d arrays 1-d
             # MLIR packs i1 elements into bits only when it infers the type from a bool array itself.
             if data.dtype == np.bool_:
                 value = ir.DenseElementsAttr.get(data)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -49,8 +49,18 @@ from glow_mlir.errors import (
 )
 
 # Importing the handler modules fills the registry.
-from glow_mlir.frontends.onnx import ops_elementwise, ops_nn, ops_reduce, ops_resize, ops_tensor  # noqa: F401
-from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY, Emitter, NodeContext, Value
+from glow_mlir.frontends.onnx import (  # noqa: F401
+    ops_control,
+    ops_elementwise,
+    ops_nn,
+    ops_reduce,
+    ops_resize,
+    ops_rnn,
+    ops_sequence,
+    ops_tensor,
+)
+from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY, Emitter, NodeContext
+from glow_mlir.frontends.onnx.ops_sequence import Item
 from glow_mlir.frontends.onnx.registry import HANDLERS
 from glow_mlir.frontends.onnx.signature import is_dynamic, resolve, signature, specialize
 
@@ -144,13 +154,13 @@ class Importer:
         self.opset = _default_opset(model)
         self.graph = Graph(_symbol(name or model.graph.name or "model"))
         self._scratch: Graph | None = None
-        self.env: dict[str, Value] = {}
+        self.env: dict[str, Item] = {}
         # The graph inputs each value depends on, to name them when a shape needs a value.
         self._depends: dict[str, frozenset[str]] = {}
         # One glow.constant per array: id -> (array kept alive so the id stays unique, its Tensor).
         self._constants: dict[int, tuple[np.ndarray, Tensor]] = {}
         self._array_names: dict[int, str] = {}
-        self.node_names = [n.name or f"{n.op_type}_{i}" for i, n in enumerate(model.graph.node)]
+        self.node_names = _node_names(model.graph)
 
     @property
     def scratch(self) -> Graph:
@@ -169,6 +179,10 @@ class Importer:
             if output.name not in self.env:
                 raise MalformedModelError(f"graph output '{output.name}' is not produced by any node or input")
             value = self.env[output.name]
+            if not isinstance(value, (np.ndarray, Tensor)):
+                # A sequence or optional (ops_sequence.py): a compile-time list of tensors; a compiled model
+                # returns tensors only.
+                raise UnsupportedTypeError(f"graph output '{output.name}'", ops_sequence.kind(value))
             if isinstance(value, np.ndarray):
                 if value.size == 0:
                     raise EmptyTensorError(
@@ -213,8 +227,8 @@ class Importer:
                 "(onnx.version_converter can upgrade it)",
             )
         unsupported = [
-            (_qualified(node), self._node_opset(node), self.node_names[i])
-            for i, node in enumerate(nodes)
+            (_qualified(node), self._node_opset(node), name)
+            for node, name in _walk(self.model.graph, self.node_names)
             if node.domain not in DEFAULT_DOMAINS or node.op_type not in HANDLERS
         ]
         if unsupported:
@@ -296,7 +310,7 @@ class Importer:
             )
         return array
 
-    def _set(self, name: str, value: Value, depends: frozenset[str], location: str | None = None) -> None:
+    def _set(self, name: str, value: Item, depends: frozenset[str], location: str | None = None) -> None:
         """Binds ONNX value `name`; an array that becomes a constant is located at `location` (its node)
         or, for initializers and static inputs, at its own name."""
         self.env[name] = value
@@ -304,8 +318,37 @@ class Importer:
         if isinstance(value, np.ndarray):
             self._array_names.setdefault(id(value), location or name)
 
+    def import_subgraph(
+        self, graph: onnx.GraphProto, inputs: Sequence[Item | None], where: str, owner: onnx.NodeProto
+    ) -> list[Item]:
+        """The outputs of `graph` (an If branch, a Loop, Scan or SequenceMap body, attribute of node `owner`)
+        imported into the graph being built, its inputs bound to `inputs`, the outer scope's values visible.
+
+        Its nodes are named `<where>/<node>`. The names it binds are local to it, so the environment is
+        restored afterwards (a loop imports its body once per iteration with the same names).
+        """
+        if len(inputs) != len(graph.input):
+            raise MalformedModelError(f"node '{where}' ({owner.op_type}): subgraph '{graph.name}' takes "
+                                      f"{len(graph.input)} inputs, the op binds {len(inputs)}")
+        depends = frozenset().union(*(self._depends.get(n, frozenset()) for n in owner.input if n))
+        saved = dict(self.env), dict(self._depends)
+        try:
+            for info, value in zip(graph.input, inputs):
+                self._set(info.name, value, frozenset() if isinstance(value, np.ndarray) else depends)
+            for tensor in graph.initializer:
+                self._set(tensor.name, numpy_helper.to_array(tensor), frozenset())
+            for node, name in zip(graph.node, _node_names(graph, f"{where}/")):
+                self._import_node(node, name)
+            missing = [o.name for o in graph.output if o.name not in self.env]
+            if missing:
+                raise MalformedModelError(f"node '{where}' ({owner.op_type}): subgraph output(s) {missing} "
+                                          "are not produced")
+            return [self.env[o.name] for o in graph.output]
+        finally:
+            self.env, self._depends = saved
+
     def _import_node(self, node: onnx.NodeProto, name: str) -> None:
-        inputs: list[Value | None] = []
+        inputs: list[Item | None] = []
         for value_name in node.input:
             if not value_name:
                 inputs.append(None)
@@ -313,6 +356,10 @@ class Importer:
                 inputs.append(self.env[value_name])
             else:
                 raise MalformedModelError(f"node '{name}' ({node.op_type}): input '{value_name}' is never produced")
+        if node.op_type not in ops_sequence.COLLECTION_OPS and not all(
+            v is None or isinstance(v, (np.ndarray, Tensor)) for v in inputs
+        ):
+            raise InvalidNodeError(f"node '{name}' ({node.op_type}): takes tensors, got a sequence or optional")
         fold_all = all(v is None or isinstance(v, np.ndarray) for v in inputs)
         # self.opset is an int here: _check_ops refuses every node of a model that imports no default opset.
         ctx = NodeContext(node, name, self.opset, inputs, Emitter(self, name, fold_all), self)
@@ -339,6 +386,19 @@ def _default_opset(model: onnx.ModelProto) -> int | None:
         if o.domain in DEFAULT_DOMAINS:
             return o.version
     return None
+
+
+def _node_names(graph: onnx.GraphProto, prefix: str = "") -> list[str]:
+    return [prefix + (n.name or f"{n.op_type}_{i}") for i, n in enumerate(graph.node)]
+
+
+def _walk(graph: onnx.GraphProto, names: list[str]) -> Iterator[tuple[onnx.NodeProto, str]]:
+    """Every node of `graph` with its name, and those of its subgraphs (If branches, Loop bodies, ...)."""
+    for node, name in zip(graph.node, names):
+        yield node, name
+        for attribute in node.attribute:
+            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                yield from _walk(sub, _node_names(sub, f"{name}/"))
 
 
 def _qualified(node: onnx.NodeProto) -> str:

@@ -1,0 +1,270 @@
+"""ONNX RNN, GRU and LSTM, composed from glow ops and unrolled over time at import.
+
+seq_length is static, so each direction is one matmul projecting the input of every time step at once
+(X x W^T plus the biases), then per step a matmul with the recurrence weights and the elementwise gate
+arithmetic. This is the fallback design and its limitation: glow has no recurrent op whose lowering loops
+over time (scf.for), so the generated code grows with seq_length; the same bound as unrolled loops
+(ops_control.UNROLL_BOUND, counted in glow ops per step) applies, refused with an error naming the node.
+
+Supported: directions forward, reverse and bidirectional; every activation of the spec with its
+activation_alpha / activation_beta (consumed in order by the activations that take them, as onnxruntime
+does); clip (on the gates' pre-activations); LSTM input_forget and peepholes; GRU linear_before_reset;
+initial_h / initial_c; layout 0 and 1; the outputs Y, Y_h and Y_c. sequence_lens must be known at compile
+time: steps past a batch entry's length leave its state unchanged and its Y zero, and a reverse direction
+starts at each entry's last step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from glow_mlir.frontends.onnx.node import NodeContext, Value, dtype, shape
+from glow_mlir.frontends.onnx.ops_control import check_unroll, stack, take
+from glow_mlir.frontends.onnx.registry import handles
+
+Activation = Callable[[Value], Value]
+
+# Activations by lower-case name: (alpha, beta) defaults, None where the activation takes no such parameter.
+_PARAMETERS: dict[str, tuple[float | None, float | None]] = {
+    "relu": (None, None), "tanh": (None, None), "sigmoid": (None, None), "softsign": (None, None),
+    "softplus": (None, None), "affine": (1.0, 0.0), "leakyrelu": (0.01, None), "thresholdedrelu": (1.0, None),
+    "scaledtanh": (1.0, 1.0), "hardsigmoid": (0.2, 0.5), "elu": (1.0, None),
+}
+# (gates, default activations, glow ops per time step for the unrolling bound) per op.
+_KINDS = {"RNN": (1, ["Tanh"], 6), "GRU": (3, ["Sigmoid", "Tanh"], 20), "LSTM": (4, ["Sigmoid", "Tanh", "Tanh"], 28)}
+
+
+@dataclass
+class _Cell:
+    """What one direction computes with: its weights transposed, activations and options."""
+
+    kind: str
+    hidden: int
+    w: Value  # [input, gates * hidden]
+    r: Value  # [hidden, gates * hidden]
+    bias_x: Value | None  # [gates * hidden], added to the input projection
+    bias_h: Value | None  # GRU linear_before_reset: Rbh, inside the reset product
+    peepholes: Value | None  # LSTM [3 * hidden]: i, o, f
+    f: list[Activation]
+    clip: float | None
+    input_forget: bool  # LSTM: the forget gate is 1 - the input gate
+    linear_before_reset: bool  # GRU: the reset gate multiplies H x Rh + Rbh rather than H
+
+
+def _activation(ctx: NodeContext, name: str, alpha: float | None, beta: float | None) -> Activation:
+    g = ctx.g
+
+    def k(x: Value, value: float | None) -> Value:
+        return ctx.scalar_like(x, float(value or 0.0))
+
+    table: dict[str, Activation] = {
+        "relu": g.relu, "tanh": g.tanh, "sigmoid": g.sigmoid,
+        "softsign": lambda x: g.div(x, g.add(g.abs(x), k(x, 1))),
+        "softplus": lambda x: g.log(g.add(g.exp(x), k(x, 1))),
+        "affine": lambda x: g.add(g.mul(x, k(x, alpha)), k(x, beta)),
+        "leakyrelu": lambda x: g.select(g.cmp_lt(x, k(x, 0)), g.mul(x, k(x, alpha)), x),
+        "thresholdedrelu": lambda x: g.select(g.cmp_lt(k(x, alpha), x), x, k(x, 0)),
+        "scaledtanh": lambda x: g.mul(g.tanh(g.mul(x, k(x, beta))), k(x, alpha)),
+        "hardsigmoid": lambda x: g.min(g.max(g.add(g.mul(x, k(x, alpha)), k(x, beta)), k(x, 0)), k(x, 1)),
+        "elu": lambda x: g.select(g.cmp_lt(x, k(x, 0)), g.mul(g.sub(g.exp(x), k(x, 1)), k(x, alpha)), x),
+    }
+    return table[name]
+
+
+def _activations(ctx: NodeContext, count: int, directions: int) -> list[list[Activation]]:
+    """The activation functions of each direction, their alphas and betas consumed in order."""
+    names = ctx.attr("activations", _KINDS[ctx.op_type][1] * directions)
+    if len(names) != count * directions:
+        raise ctx.invalid(f"activations {names}: expected {count * directions} ({count} per direction)")
+    alphas, betas = list(ctx.attr("activation_alpha", [])), list(ctx.attr("activation_beta", []))
+    funcs: list[Activation] = []
+    for name in names:
+        key = name.lower()
+        if key not in _PARAMETERS:
+            raise ctx.unsupported("activations", f"'{name}' is not one of {sorted(_PARAMETERS)}")
+        default_alpha, default_beta = _PARAMETERS[key]
+        alpha = None if default_alpha is None else (alphas.pop(0) if alphas else default_alpha)
+        beta = None if default_beta is None else (betas.pop(0) if betas else default_beta)
+        funcs.append(_activation(ctx, key, alpha, beta))
+    return [funcs[d * count:(d + 1) * count] for d in range(directions)]
+
+
+@handles("RNN", "GRU", "LSTM")
+def recurrent(ctx: NodeContext) -> list[Value]:
+    kind = ctx.op_type
+    gates, default_activations, ops_per_step = _KINDS[kind]
+    layout = ctx.attr("layout", 0)
+    x = ctx.input(0)
+    if len(shape(x)) != 3:
+        raise ctx.invalid(f"X must have rank 3, got shape {list(shape(x))}")
+    if layout:
+        x = ctx.transpose(x, [1, 0, 2])
+    seq, batch, _ = shape(x)
+    hidden = ctx.attr("hidden_size", shape(ctx.input(2))[-1])
+    direction = ctx.attr("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise ctx.unsupported("direction", f"'{direction}' is not forward, reverse or bidirectional")
+    directions = 2 if direction == "bidirectional" else 1
+    w, r = ctx.input(1), ctx.input(2)
+    if shape(w)[:2] != (directions, gates * hidden) or shape(r) != (directions, gates * hidden, hidden):
+        raise ctx.invalid(f"W {list(shape(w))} and R {list(shape(r))} do not match {directions} direction(s) of "
+                          f"{gates} gate(s) of hidden size {hidden}")
+    check_unroll(ctx, seq * directions, ops_per_step, "sequence length x directions")
+    lengths = _sequence_lens(ctx, seq, batch)
+    initial = [_state(ctx, i, layout, directions, batch, hidden, dtype(x)) for i in (5, 6)]
+    activations = _activations(ctx, len(default_activations), directions)
+    clip = ctx.attr("clip", None)
+    ys, hs, cs = [], [], []
+    for d in range(directions):
+        cell = _cell(ctx, kind, d, hidden, activations[d], clip)
+        reverse = direction == "reverse" or d == 1
+        y, h, c = _run(ctx, cell, x, lengths, reverse, take(ctx, initial[0], 0, d),
+                       take(ctx, initial[1], 0, d) if kind == "LSTM" else None)
+        ys.append(y)
+        hs.append(h)
+        cs.append(c)
+    y_all = stack(ctx, ys, 1)  # [seq, directions, batch, hidden]
+    h_all, c_all = stack(ctx, hs, 0), (stack(ctx, cs, 0) if kind == "LSTM" else None)
+    if layout:
+        y_all = ctx.transpose(y_all, [2, 0, 1, 3])
+        h_all = ctx.transpose(h_all, [1, 0, 2])
+        c_all = None if c_all is None else ctx.transpose(c_all, [1, 0, 2])
+    return [y_all, h_all] + ([c_all] if c_all is not None else [])
+
+
+def _sequence_lens(ctx: NodeContext, seq: int, batch: int) -> list[int] | None:
+    """Each batch entry's length, None when all are seq_length."""
+    if ctx.optional(4) is None:
+        return None
+    lengths = ctx.ints(4, "sequence_lens")
+    assert lengths is not None
+    if len(lengths) != batch or not all(1 <= n <= seq for n in lengths):
+        raise ctx.invalid(f"sequence_lens {lengths} must hold {batch} lengths in [1, {seq}]")
+    return None if all(n == seq for n in lengths) else lengths
+
+
+def _state(ctx: NodeContext, i: int, layout: int, directions: int, batch: int, hidden: int, dt: np.dtype
+           ) -> Value:
+    """initial_h (input 5) or initial_c (6) as [directions, batch, hidden]; zeros when absent."""
+    v = ctx.optional(i)
+    if v is None:
+        return ctx.full([directions, batch, hidden], 0, dt)
+    if layout:
+        v = ctx.transpose(v, [1, 0, 2])
+    if shape(v) != (directions, batch, hidden):
+        raise ctx.invalid(f"input {i} has shape {list(shape(v))}, expected {[directions, batch, hidden]} "
+                          f"(layout {layout})")
+    return v
+
+
+def _cell(ctx: NodeContext, kind: str, d: int, hidden: int, f: list[Activation], clip: float | None) -> _Cell:
+    gates = _KINDS[kind][0]
+    w = ctx.transpose(take(ctx, ctx.input(1), 0, d), [1, 0])
+    r = ctx.transpose(take(ctx, ctx.input(2), 0, d), [1, 0])
+    bias_x = bias_h = None
+    linear_before_reset = kind == "GRU" and bool(ctx.attr("linear_before_reset", 0))
+    if ctx.optional(3) is not None:
+        b = take(ctx, ctx.input(3), 0, d)
+        wb, rb = ctx.g.slice(b, [0], [gates * hidden]), ctx.g.slice(b, [gates * hidden], [gates * hidden])
+        if linear_before_reset:
+            # Rb of the hidden gate is multiplied by the reset gate, so it stays out of the projection.
+            zr = ctx.g.slice(rb, [0], [2 * hidden])
+            bias_x = ctx.g.add(wb, ctx.g.concat([zr, ctx.full([hidden], 0, dtype(rb))], 0))
+            bias_h = ctx.g.slice(rb, [2 * hidden], [hidden])
+        else:
+            bias_x = ctx.g.add(wb, rb)
+    peepholes = take(ctx, ctx.input(7), 0, d) if kind == "LSTM" and ctx.optional(7) is not None else None
+    input_forget = kind == "LSTM" and bool(ctx.attr("input_forget", 0))
+    return _Cell(kind, hidden, w, r, bias_x, bias_h, peepholes, f, clip, input_forget, linear_before_reset)
+
+
+def _run(ctx: NodeContext, cell: _Cell, x: Value, lengths: list[int] | None, reverse: bool, h: Value,
+         c: Value | None) -> tuple[Value, Value, Value | None]:
+    """One direction over the sequence: Y [seq, batch, hidden], the last H and C."""
+    seq, batch, features = shape(x)
+    width = shape(cell.w)[1]
+    projected = ctx.g.matmul(ctx.reshape(x, [seq * batch, features]), cell.w)
+    if cell.bias_x is not None:
+        projected = ctx.g.add(projected, ctx.broadcast_to(cell.bias_x, [seq * batch, width]))
+    projected = ctx.reshape(projected, [seq, batch, width])
+    # time[t][b]: the time index batch entry b reads at step t (the reverse direction starts at its last).
+    time = [[(n - 1 - t if reverse else t) for n in (lengths or [seq] * batch)] for t in range(seq)]
+    outputs: list[Value] = []
+    for t in range(seq):
+        valid = None if lengths is None else np.array([[t < n] for n in lengths]).repeat(cell.hidden, 1)
+        h_new, c_new = _step(ctx, cell, _rows(ctx, projected, time[t]), h, c)
+        if valid is None:
+            h, c = h_new, c_new
+            outputs.append(h)
+        else:
+            h = ctx.g.select(valid, h_new, h)
+            c = None if c is None else ctx.g.select(valid, c_new, c)
+            outputs.append(ctx.g.select(valid, h_new, ctx.scalar_like(h_new, 0)))
+    if lengths is None:
+        return stack(ctx, outputs[::-1] if reverse else outputs, 0), h, c
+    # Y[s][b] holds the output of the step that read time s: the step t with time[t][b] == s.
+    at = {(b, time[t][b]): t for t in range(seq) for b in range(batch) if time[t][b] >= 0}
+    table = stack(ctx, outputs, 0)
+    return stack(ctx, [_rows(ctx, table, [at.get((b, s), -1) for b in range(batch)]) for s in range(seq)], 0), h, c
+
+
+def _rows(ctx: NodeContext, table: Value, index: list[int]) -> Value:
+    """[batch, width] whose row b is table[index[b], b] (zeros where index[b] < 0)."""
+    if len(set(index)) == 1 and index[0] >= 0:
+        return take(ctx, table, 0, index[0])
+    _, batch, width = shape(table)
+    parts = [
+        ctx.g.slice(table, [i, b, 0], [1, 1, width]) if i >= 0 else ctx.full([1, 1, width], 0, dtype(table))
+        for b, i in enumerate(index)
+    ]
+    return ctx.reshape(ctx.g.concat(parts, 1), [batch, width])
+
+
+def _gate(ctx: NodeContext, v: Value, k: int, hidden: int) -> Value:
+    return ctx.g.slice(v, [0, k * hidden], [shape(v)[0], hidden])
+
+
+def _clip(ctx: NodeContext, cell: _Cell, v: Value) -> Value:
+    if cell.clip is None:
+        return v
+    return ctx.g.min(ctx.g.max(v, ctx.scalar_like(v, -cell.clip)), ctx.scalar_like(v, cell.clip))
+
+
+def _step(ctx: NodeContext, cell: _Cell, xw: Value, h: Value, c: Value | None) -> tuple[Value, Value | None]:
+    """One time step: the new H (and C), given the input's projection `xw` [batch, gates * hidden]."""
+    g, n = ctx.g, cell.hidden
+    f = cell.f
+    if cell.kind == "RNN":
+        return f[0](_clip(ctx, cell, g.add(xw, g.matmul(h, cell.r)))), None
+    if cell.kind == "GRU":
+        hr = g.matmul(h, cell.r)
+        z = f[0](_clip(ctx, cell, g.add(_gate(ctx, xw, 0, n), _gate(ctx, hr, 0, n))))
+        reset = f[0](_clip(ctx, cell, g.add(_gate(ctx, xw, 1, n), _gate(ctx, hr, 1, n))))
+        if cell.linear_before_reset:
+            recurrent = _gate(ctx, hr, 2, n)
+            if cell.bias_h is not None:
+                recurrent = g.add(recurrent, ctx.broadcast_to(cell.bias_h, shape(recurrent)))
+            candidate_in = g.add(_gate(ctx, xw, 2, n), g.mul(reset, recurrent))
+        else:
+            rh = ctx.g.slice(cell.r, [0, 2 * n], [n, n])
+            candidate_in = g.add(_gate(ctx, xw, 2, n), g.matmul(g.mul(reset, h), rh))
+        candidate = f[1](_clip(ctx, cell, candidate_in))
+        # H = (1 - z) * candidate + z * H, written as candidate + z * (H - candidate).
+        return g.add(candidate, g.mul(z, g.sub(h, candidate))), None
+    assert c is not None
+    gates = g.add(xw, g.matmul(h, cell.r))
+    peep = [None] * 3 if cell.peepholes is None else [
+        ctx.broadcast_to(ctx.g.slice(cell.peepholes, [k * n], [n]), shape(h)) for k in range(3)]
+
+    def pre(k: int, peephole: Value | None, state: Value) -> Value:
+        v = _gate(ctx, gates, k, n)
+        return _clip(ctx, cell, v if peephole is None else g.add(v, g.mul(peephole, state)))
+
+    i = f[0](pre(0, peep[0], c))
+    forget = g.sub(ctx.scalar_like(i, 1), i) if cell.input_forget else f[0](pre(2, peep[2], c))
+    c_new = g.add(g.mul(forget, c), g.mul(i, f[1](pre(3, None, c))))
+    o = f[0](pre(1, peep[1], c_new))
+    return g.mul(o, f[2](c_new)), c_new

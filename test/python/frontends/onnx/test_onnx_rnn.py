@@ -1,0 +1,147 @@
+"""ONNX RNN, GRU and LSTM (unrolled over time at import): glow-mlir against onnxruntime (onnx's reference
+implementation for layout 1, which onnxruntime refuses), and exported torch nn.LSTM / nn.GRU models."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+from onnx_check import check, check_node, model, rand
+
+from glow_mlir.errors import StaticInputRequired, UnsupportedAttributeError
+from glow_mlir.frontends.onnx import import_model
+from glow_mlir.frontends.onnx.ops_control import UNROLL_BOUND
+
+SEQ, BATCH, FEATURES, HIDDEN = 5, 3, 4, 6
+GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+ORDER = ["x", "w", "r", "b", "lens", "h0", "c0", "p"]
+
+
+def weights(op: str, directions: int, bias: bool = True, peepholes: bool = False) -> dict[str, np.ndarray | None]:
+    g = GATES[op]
+    return {
+        "w": rand(directions, g * HIDDEN, FEATURES),
+        "r": rand(directions, g * HIDDEN, HIDDEN),
+        "b": rand(directions, 2 * g * HIDDEN) if bias else None,
+        "p": rand(directions, 3 * HIDDEN) if peepholes else None,
+    }
+
+
+def states(op: str, directions: int, layout: int) -> dict[str, np.ndarray]:
+    dims = (BATCH, directions, HIDDEN) if layout else (directions, BATCH, HIDDEN)
+    found = {"h0": rand(*dims)}
+    if op == "LSTM":
+        found["c0"] = rand(*dims)
+    return found
+
+
+def run(op: str, attrs: dict[str, object], directions: int, layout: int = 0, lens: np.ndarray | None = None,
+        peepholes: bool = False, initial: bool = True, outputs: int = 2, rtol: float = 1e-4) -> None:
+    x = rand(BATCH, SEQ, FEATURES) if layout else rand(SEQ, BATCH, FEATURES)
+    inputs = {"x": x, **(states(op, directions, layout) if initial else {})}
+    consts: dict[str, np.ndarray | None] = {**weights(op, directions, peepholes=peepholes), "lens": lens}
+    order = [n for n in ORDER if n in inputs or n in consts]
+    # onnxruntime refuses layout 1 (batch first): compare with onnx's reference implementation there.
+    check_node(op, inputs, {"hidden_size": HIDDEN, "layout": layout, **attrs}, consts, opset=14,
+               outputs=outputs, order=order, rtol=rtol, atol=1e-5, spec=bool(layout))
+
+
+@pytest.mark.parametrize("layout", [0, 1])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_lstm_all_outputs(direction: str, layout: int) -> None:
+    directions = 2 if direction == "bidirectional" else 1
+    run("LSTM", {"direction": direction}, directions, layout, peepholes=True, outputs=3)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("linear_before_reset", [0, 1])
+@pytest.mark.parametrize("layout", [0, 1])
+def test_gru(direction: str, linear_before_reset: int, layout: int) -> None:
+    directions = 2 if direction == "bidirectional" else 1
+    run("GRU", {"direction": direction, "linear_before_reset": linear_before_reset}, directions, layout)
+
+
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_rnn(direction: str) -> None:
+    run("RNN", {"direction": direction}, 2 if direction == "bidirectional" else 1, initial=False)
+
+
+def test_lstm_input_forget_and_clip() -> None:
+    run("LSTM", {"input_forget": 1, "clip": 0.5}, 1, outputs=3)
+
+
+@pytest.mark.parametrize("op", ["RNN", "GRU"])
+def test_clip(op: str) -> None:
+    run(op, {"clip": 0.3, "direction": "bidirectional"}, 2)
+
+
+@pytest.mark.parametrize("op,activations,alpha,beta", [
+    ("LSTM", ["HardSigmoid", "LeakyRelu", "Affine"], [0.3, 0.05, 0.7], [0.4, 0.1]),
+    ("LSTM", ["Sigmoid", "ScaledTanh", "Softsign", "HardSigmoid", "Elu", "Softplus"], [0.8, 0.25, 0.9],
+     [1.5, 0.45]),
+    ("GRU", ["ThresholdedRelu", "Relu"], [0.1], []),
+    ("RNN", ["Elu"], [0.6], []),
+])
+def test_alternative_activations(op: str, activations: list[str], alpha: list[float], beta: list[float]) -> None:
+    directions = len(activations) // {"RNN": 1, "GRU": 2, "LSTM": 3}[op]
+    attrs: dict[str, object] = {"activations": activations, "activation_alpha": alpha,
+                                "direction": "bidirectional" if directions == 2 else "forward"}
+    if beta:
+        attrs["activation_beta"] = beta
+    run(op, attrs, directions, outputs=3 if op == "LSTM" else 2)
+
+
+@pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
+def test_sequence_lens(op: str) -> None:
+    """Entries shorter than seq_length: a zero Y past their end, the reverse direction starting at it."""
+    lens = np.array([5, 2, 3], np.int32)
+    run(op, {"direction": "bidirectional"}, 2, lens=lens, outputs=3 if op == "LSTM" else 2)
+
+
+def test_weights_fed_at_run_time() -> None:
+    inputs = {"x": rand(SEQ, BATCH, FEATURES), **{k: v for k, v in weights("LSTM", 2).items() if v is not None}}
+    node = helper.make_node("LSTM", ["x", "w", "r", "b"], ["y", "y_h", "y_c"], hidden_size=HIDDEN,
+                            direction="bidirectional")
+    check(model([node], inputs, ["y", "y_h", "y_c"], opset=14), inputs, rtol=1e-4)
+
+
+def test_run_time_sequence_lens_is_refused() -> None:
+    inputs = {"x": rand(SEQ, BATCH, FEATURES), "lens": np.array([5, 2, 3], np.int32)}
+    consts = {k: v for k, v in weights("GRU", 1).items() if v is not None}
+    node = helper.make_node("GRU", ["x", "w", "r", "b", "lens"], ["y"], hidden_size=HIDDEN, name="gru")
+    with pytest.raises(StaticInputRequired, match="gru.*sequence_lens"):
+        import_model(model([node], inputs, ["y"], consts, opset=14))
+
+
+def test_unrolling_bound() -> None:
+    seq = UNROLL_BOUND
+    consts = {k: v for k, v in weights("RNN", 1).items() if v is not None}
+    node = helper.make_node("RNN", ["x", "w", "r", "b"], ["y"], hidden_size=HIDDEN, name="long_rnn")
+    with pytest.raises(UnsupportedAttributeError, match=f"long_rnn.*{seq} x .*{UNROLL_BOUND}"):
+        import_model(model([node], {"x": rand(seq, 1, FEATURES)}, ["y"], consts, opset=14))
+
+
+@pytest.mark.parametrize("cell", ["LSTM", "GRU"])
+def test_exported_torch_model(cell: str) -> None:
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = getattr(torch.nn, cell)(FEATURES, HIDDEN, num_layers=2, batch_first=True,
+                                               bidirectional=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.rnn(x)[0]
+
+    x = rand(BATCH, SEQ, FEATURES)
+    buffer = io.BytesIO()
+    torch.onnx.export(Net().eval(), (torch.from_numpy(x),), buffer, input_names=["x"], output_names=["y"],
+                      opset_version=14, dynamo=False)
+    exported = onnx.load_from_string(buffer.getvalue())
+    assert cell in {n.op_type for n in exported.graph.node}
+    check(exported, {"x": x}, rtol=1e-4)
