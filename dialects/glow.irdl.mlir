@@ -258,6 +258,59 @@ irdl.dialect @glow {
     irdl.results(result: %result)
   }
 
+  // Elementwise bitwise and of integer tensors of one shape and element type.
+  irdl.operation @bitwise_and {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise bitwise or of integer tensors of one shape and element type.
+  irdl.operation @bitwise_or {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise bitwise xor of integer tensors of one shape and element type.
+  irdl.operation @bitwise_xor {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise bitwise not (ones' complement) of an integer tensor.
+  irdl.operation @bitwise_not {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise `lhs << rhs` of integers of one type; 0 where rhs is negative or >= the width.
+  irdl.operation @shift_left {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise `lhs >> rhs` (arithmetic for signed, logical for unsigned integers); beyond the width (or negative rhs) 0, or -1 for a negative signed lhs.
+  irdl.operation @shift_right {
+    %lhs = irdl.base "!builtin.tensor"
+    %rhs = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %lhs, rhs: %rhs)
+    irdl.results(result: %result)
+  }
+
   // result[n, j] = sum_k input[n, k] * weights[k, j] + bias[j].
   irdl.operation @fully_connected {
     %input = irdl.base "!builtin.tensor"

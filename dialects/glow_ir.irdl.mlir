@@ -278,6 +278,65 @@ irdl.dialect @glow_ir {
     irdl.attributes {"roles" = %roles}
   }
 
+  // dest = lhs bitwise_and rhs, elementwise, one shape.
+  irdl.operation @element_bitwise_and {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs bitwise_or rhs, elementwise, one shape.
+  irdl.operation @element_bitwise_or {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs bitwise_xor rhs, elementwise, one shape.
+  irdl.operation @element_bitwise_xor {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = bitwise_not(src), elementwise.
+  irdl.operation @element_bitwise_not {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs shift_left rhs, elementwise, one shape.
+  irdl.operation @element_shift_left {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = lhs shift_right rhs, elementwise, one shape.
+  irdl.operation @element_shift_right {
+    %dest = irdl.base "!builtin.memref"
+    %lhs = irdl.base "!builtin.memref"
+    %rhs = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, lhs: %lhs, rhs: %rhs)
+    irdl.attributes {"roles" = %roles}
+  }
+
   // dest = lhs x rhs (2-D).
   irdl.operation @matmul {
     %dest = irdl.base "!builtin.memref"

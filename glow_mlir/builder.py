@@ -196,7 +196,7 @@ class Graph:
             if data.dtype == np.bool_:
                 value = ir.DenseElementsAttr.get(data)
             else:
-                value = ir.DenseElementsAttr.get(data, type=ops.tensor_type(dims, elt))
+                value = ops.dense_attr(data, ops.tensor_type(dims, elt))
             return self._create("constant", node, [], dims, {"value": value}, elt)
 
     def splat(self, shape: Sequence[int], value: float, dtype: DType = "f32", name: str | None = None) -> Tensor:
@@ -528,8 +528,7 @@ def _splat_value(value: float, elt: ir.Type, node: str) -> ir.Attribute:
     """The `value` attribute of a splat of element type `elt`: f32 for floats, i64 for integers and i1."""
     if str(elt) in types.FLOATS:
         return ops.f32(value)
-    bits = ir.IntegerType(elt).width
-    low, high = (0, 1) if bits == 1 else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    low, high = types.integer_range(str(elt))
     # Python and numpy integers stay exact; a float must be a whole number (int64's extremes exceed float's).
     if isinstance(value, int | np.integer | np.bool_):
         whole: int | None = int(value)

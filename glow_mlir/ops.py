@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import ml_dtypes
 import numpy as np
 from mlir import ir
 
@@ -24,8 +25,26 @@ NUMPY_TO_MLIR = {
     np.dtype(np.int16): "i16",
     np.dtype(np.int32): "i32",
     np.dtype(np.int64): "i64",
+    np.dtype(np.uint8): "ui8",
+    np.dtype(np.uint16): "ui16",
+    np.dtype(np.uint32): "ui32",
+    np.dtype(np.uint64): "ui64",
+    # numpy has no bfloat16, float8, float4 or 4- and 2-bit integers: ml_dtypes' types (a byte each but bf16).
+    np.dtype(ml_dtypes.bfloat16): "bf16",
+    np.dtype(ml_dtypes.float8_e4m3fn): "f8E4M3FN",
+    np.dtype(ml_dtypes.float8_e4m3fnuz): "f8E4M3FNUZ",
+    np.dtype(ml_dtypes.float8_e5m2): "f8E5M2",
+    np.dtype(ml_dtypes.float8_e5m2fnuz): "f8E5M2FNUZ",
+    np.dtype(ml_dtypes.float8_e8m0fnu): "f8E8M0FNU",
+    np.dtype(ml_dtypes.float4_e2m1fn): "f4E2M1FN",
+    np.dtype(ml_dtypes.int4): "i4",
+    np.dtype(ml_dtypes.uint4): "ui4",
+    np.dtype(ml_dtypes.int2): "i2",
+    np.dtype(ml_dtypes.uint2): "ui2",
 }
 MLIR_TO_NUMPY = {spelling: dtype for dtype, spelling in NUMPY_TO_MLIR.items()}
+# The dtypes of ml_dtypes, which the bindings cannot pass as buffers (numpy calls most of them kind 'V').
+ML_DTYPES = frozenset(d for d in NUMPY_TO_MLIR if d.type.__module__.startswith("ml_dtypes"))
 
 
 def create(
@@ -179,7 +198,7 @@ def walk_ops(root: ir.Operation) -> list[ir.Operation]:
 def mlir_type(dtype: np.dtype | type | str) -> ir.Type:
     """The MLIR element type of a numpy dtype of the convention (needs an active context).
 
-    Raises ValueError naming the dtype for any other (e.g. uint8, which ONNX importers must convert first).
+    Raises ValueError naming the dtype for any other (e.g. complex64 or a string).
     """
     try:
         resolved = np.dtype(dtype)
@@ -192,8 +211,41 @@ def mlir_type(dtype: np.dtype | type | str) -> ir.Type:
     return ir.Type.parse(NUMPY_TO_MLIR[resolved])
 
 
+def dense_array(attr: ir.DenseElementsAttr) -> np.ndarray:
+    """The array a dense attr holds, in its element type's numpy dtype and shape.
+
+    The bindings read no bf16, float8, float4 or sub-byte integer elements (ml_dtypes' types), neither as a
+    buffer nor one by one, so those are read from the attr's text: MLIR prints each element exactly (a
+    number, or the hex of its bits where a decimal would not round-trip), or a large attr as one hex blob of
+    its bytes.
+    """
+    t = ir.ShapedType(attr.type)
+    dtype = numpy_dtype(t.element_type)
+    if dtype not in ML_DTYPES:
+        return np.array(attr)
+    bits_type = np.dtype(f"uint{8 * dtype.itemsize}")
+    body = str(attr)[len("dense<") : str(attr).rindex("> :")]
+    if body.startswith('"0x'):
+        return np.frombuffer(bytes.fromhex(body[3:-1]), bits_type).view(dtype).reshape(t.shape).copy()
+    tokens = [token.strip() for token in body.replace("[", "").replace("]", "").split(",")]
+    values = [
+        np.array(int(token, 16), bits_type).view(dtype) if token.startswith("0x") else np.array(float(token)).astype(dtype)
+        for token in tokens
+    ]
+    return np.broadcast_to(np.array(values, dtype).reshape(-1 if len(values) > 1 else ()), t.shape).copy()
+
+
+def dense_attr(array: np.ndarray, t: ir.ShapedType) -> ir.DenseElementsAttr:
+    """A dense attr of type `t` holding `array`; ml_dtypes' types go in as the integers of their bits (one
+    byte per element for the sub-byte ones, whose low bits MLIR reads)."""
+    data = np.ascontiguousarray(array).reshape(array.shape)
+    if data.dtype in ML_DTYPES:
+        data = data.view(np.dtype(f"int{8 * data.dtype.itemsize}"))
+    return ir.DenseElementsAttr.get(data, type=t)
+
+
 def numpy_dtype(elt: ir.Type) -> np.dtype:
-    """The numpy dtype of an MLIR element type of the convention; ValueError for any other (bf16, si8, index)."""
+    """The numpy dtype of an MLIR element type of the convention; ValueError for any other (si8, f80, index)."""
     dtype = MLIR_TO_NUMPY.get(str(elt))
     if dtype is None:
         raise ValueError(f"element type {elt} is not one of {', '.join(MLIR_TO_NUMPY)}")

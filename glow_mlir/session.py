@@ -52,6 +52,22 @@ _TYPE_NAMES = {
     np.dtype(np.int16): "tensor(int16)",
     np.dtype(np.int32): "tensor(int32)",
     np.dtype(np.int64): "tensor(int64)",
+    np.dtype(np.uint8): "tensor(uint8)",
+    np.dtype(np.uint16): "tensor(uint16)",
+    np.dtype(np.uint32): "tensor(uint32)",
+    np.dtype(np.uint64): "tensor(uint64)",
+    # ml_dtypes' types by name: importing the ONNX frontend registers them with numpy.
+    np.dtype("bfloat16"): "tensor(bfloat16)",
+    np.dtype("float8_e4m3fn"): "tensor(float8e4m3fn)",
+    np.dtype("float8_e4m3fnuz"): "tensor(float8e4m3fnuz)",
+    np.dtype("float8_e5m2"): "tensor(float8e5m2)",
+    np.dtype("float8_e5m2fnuz"): "tensor(float8e5m2fnuz)",
+    np.dtype("float8_e8m0fnu"): "tensor(float8e8m0)",
+    np.dtype("float4_e2m1fn"): "tensor(float4e2m1)",
+    np.dtype("int4"): "tensor(int4)",
+    np.dtype("uint4"): "tensor(uint4)",
+    np.dtype("int2"): "tensor(int2)",
+    np.dtype("uint2"): "tensor(uint2)",
 }
 
 

@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import arith, linalg, memref, scf
 
 from glow_mlir import ops
 from glow_mlir.codegen.table import Lowering, fail
+from glow_mlir.opdefs import types
 from glow_mlir.opdefs.scalar import constant as scalar
-from glow_mlir.opdefs.scalar import highest, is_bool, is_float, lowest, width  # noqa: F401  (re-exported)
+from glow_mlir.opdefs.scalar import highest, is_bool, is_float, lowest, signless_type, width  # noqa: F401
 
 # ----------------------------------------------------------------------------------------------------------
 # Builders and helpers
@@ -71,6 +73,62 @@ def elementwise(
 
 
 
+
+
+def storage_type(t: ir.Type) -> ir.Type:
+    """The type generated code holds `t` in: an unsigned integer as the signless one of its width (arith takes
+    signless integers only; the ops chosen for it say unsigned), a low-precision format as the byte it is
+    stored in (LLVM has no float8 types and loads no sub-byte integers), shaped types by their element."""
+    if isinstance(t, ir.MemRefType):
+        return ir.MemRefType.get(t.shape, storage_type(t.element_type), t.layout, t.memory_space)
+    if isinstance(t, ir.RankedTensorType):
+        return ir.RankedTensorType.get(t.shape, storage_type(t.element_type))
+    if isinstance(t, ir.VectorType):
+        return ir.VectorType.get(t.shape, storage_type(t.element_type))
+    if str(t) in types.LOW_PRECISION:
+        return ir.IntegerType.get_signless(8)
+    return signless_type(t)
+
+
+def signless_types(func: ir.Operation) -> None:
+    """Gives every value of `func` its storage type (`storage_type`), once every instruction is lowered: the
+    scalar bodies read unsigned and low-precision values through unrealized casts to their storage type
+    (glow_mlir/opdefs/scalar.py), which become casts of a type to itself here and go. The constant globals it
+    reads get their storage type too."""
+    for op in ops.walk_ops(func):
+        for value in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.arguments)):
+            stored = storage_type(value.type)
+            if stored != value.type:
+                value.set_type(stored)
+    for arg in func.regions[0].blocks[0].arguments:
+        arg.set_type(storage_type(arg.type))
+    signature = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    func.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get([storage_type(t) for t in signature.inputs], [storage_type(t) for t in signature.results])
+    )
+    for op in ops.walk_ops(func):
+        if op.name == "builtin.unrealized_conversion_cast" and op.operands[0].type == op.results[0].type:
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.erase()
+    for op in func.parent.regions[0].blocks[0].operations:
+        if op.operation.name == "memref.global":
+            _stored_global(op.operation)
+
+
+def _stored_global(op: ir.Operation) -> None:
+    """A memref.global of an unsigned or low-precision type, retyped with the same bytes."""
+    t = ir.MemRefType(ir.TypeAttr(op.attributes["type"]).value)
+    stored = storage_type(t)
+    if stored == t:
+        return
+    op.attributes["type"] = ir.TypeAttr.get(stored)
+    if "initial_value" in op.attributes and isinstance(op.attributes["initial_value"], ir.DenseElementsAttr):
+        # The same bits as integers of the storage type (a byte each for the low-precision formats).
+        data = ops.dense_array(ir.DenseElementsAttr(op.attributes["initial_value"]))
+        bits = ir.IntegerType(stored.element_type).width
+        stored_data = data.view(np.dtype(f"int{bits}")) if data.itemsize * 8 == bits else data.view(np.int8)
+        tensor = ir.RankedTensorType.get(t.shape, stored.element_type)
+        op.attributes["initial_value"] = ir.DenseElementsAttr.get(np.ascontiguousarray(stored_data), type=tensor)
 
 
 def index(value: int) -> ir.Value:

@@ -8,7 +8,8 @@ the only allocations are `memref.alloca`s of the window operands of pooling ops,
 shape only. Code is plain loops for now; tiling and vectorization are later stages.
 
 Element types follow docs/ARCHITECTURE.md: each lowering picks its arith op from the buffers' element type
-(addf/addi, divf/divsi, maximumf/maxsi, ...), so one instruction serves f16/f32/f64 and i8..i64 alike;
+(addf/addi, divf/divsi/divui, maximumf/maxsi/maxui, ...), so one instruction serves f16/bf16/f32/f64, i8..i64
+and ui8..ui64 alike (unsigned buffers become signless at the end: `signless_types`, codegen/builders.py);
 float-only instructions reject integer buffers with a located error. Scatter- and search-shaped instructions
 (conv_transpose, arg_max/arg_min, softmax) are scf loops; erf, which LLVM has no intrinsic for, is
 generated arithmetic (`erf` in glow_mlir/opdefs/scalar.py).
@@ -29,6 +30,7 @@ from mlir import ir
 
 from glow_mlir import ops
 from glow_mlir.codegen import math, nn, tensor  # noqa: F401  (importing a category registers its lowerings)
+from glow_mlir.codegen.builders import signless_types
 from glow_mlir.codegen.table import LOWERINGS
 from glow_mlir.errors import UnsupportedError
 from glow_mlir.passes.registry import register
@@ -50,6 +52,7 @@ def ir_to_linalg(module: ir.Module) -> None:
                 buffer = op.operands[-1] if op.name == "linalg.fill" else None
                 if buffer is not None and _is_arena_view(buffer) and len(list(buffer.uses)) == 1:
                     op.erase()
+            signless_types(func)
             func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
 
 

@@ -156,6 +156,39 @@ binary("xor", "Elementwise logical xor of i1 tensors of one shape.", t.LOGIC, np
 unary("not", "Elementwise logical not of an i1 tensor.", t.LOGIC, ref.unary(np.logical_not), s.logical_not,
       traits=(INVOLUTION,), method="logical_not")
 
+# Bitwise logic and shifts on integers of one type. A shift by a negative amount or by the width or more gives
+# 0, or the sign for a signed right shift (ONNX's BitShift).
+_bitwise_doc = "Elementwise bitwise {} of integer tensors of one shape and element type."
+binary("bitwise_and", _bitwise_doc.format("and"), t.INTEGER, np.bitwise_and, s.bitwise_and,
+       traits=(COMMUTATIVE, IDEMPOTENT))
+binary("bitwise_or", _bitwise_doc.format("or"), t.INTEGER, np.bitwise_or, s.bitwise_or,
+       traits=(COMMUTATIVE, IDEMPOTENT))
+binary("bitwise_xor", _bitwise_doc.format("xor"), t.INTEGER, np.bitwise_xor, s.bitwise_xor, traits=(COMMUTATIVE,))
+unary("bitwise_not", "Elementwise bitwise not (ones' complement) of an integer tensor.", t.INTEGER,
+      ref.unary(np.invert), s.bitwise_not, traits=(INVOLUTION,))
+
+
+def _shift(left: bool) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """numpy's shift where the amount is in [0, width); 0 or the sign beyond, as ONNX says."""
+
+    def evaluate(x: np.ndarray, amount: np.ndarray) -> np.ndarray:
+        bits = x.dtype.itemsize * 8
+        inside = (amount >= 0) & (amount < bits)
+        kept = np.where(inside, amount, 0).astype(x.dtype)
+        if left:
+            unsigned = np.dtype(f"u{x.dtype.itemsize}")
+            return np.where(inside, np.left_shift(x.view(unsigned), kept.view(unsigned)).view(x.dtype), 0)
+        beyond = np.where(x < 0, -1, 0) if x.dtype.kind == "i" else 0
+        return np.where(inside, np.right_shift(x, kept), beyond)
+
+    return evaluate
+
+
+binary("shift_left", "Elementwise `lhs << rhs` of integers of one type; 0 where rhs is negative or >= the width.",
+       t.INTEGER, _shift(True), s.shift_left)
+binary("shift_right", "Elementwise `lhs >> rhs` (arithmetic for signed, logical for unsigned integers); beyond the "
+       "width (or negative rhs) 0, or -1 for a negative signed lhs.", t.INTEGER, _shift(False), s.shift_right)
+
 # Activations that are not ops of their own: glow-lower writes them as arithmetic, glow-fuse-activations
 # recognizes that arithmetic. relu, sigmoid and tanh are their ops (`activation=True` above).
 define_activation(

@@ -35,7 +35,7 @@ def constant(op: ir.Operation, _: list[Array]) -> Array:
     if attr.is_splat and isinstance(attr.get_splat_value(), ir.BoolAttr):
         # The bindings' buffer of an i1 splat holds one packed byte, which numpy would read as many bits.
         return np.full(shape, ir.BoolAttr(attr.get_splat_value()).value, np.bool_)
-    return np.array(attr).reshape(shape)
+    return ops.dense_array(attr).reshape(shape)
 
 
 def splat(op: ir.Operation, _: list[Array]) -> Array:
@@ -44,9 +44,14 @@ def splat(op: ir.Operation, _: list[Array]) -> Array:
     return np.full(ops.shape(op.results[0]), value, dtype(op.results[0]))
 
 
+def is_float(dtype: np.dtype) -> bool:
+    """numpy's floats and ml_dtypes' (bfloat16, float8, float4), which numpy sees as kind 'V'."""
+    return np.dtype(dtype).kind == "f" or ops.NUMPY_TO_MLIR.get(np.dtype(dtype), "").startswith(("bf", "f8", "f4"))
+
+
 def wide(x: Array) -> Array:
     """`x` in the type products and sums accumulate in: float64, or int64 (wrapping as narrower ints do)."""
-    return x.astype(np.float64 if x.dtype.kind == "f" else np.int64)
+    return x.astype(np.float64 if is_float(x.dtype) else np.int64)
 
 
 def fully_connected(_: ir.Operation, a: list[Array]) -> Array:
@@ -185,7 +190,7 @@ def divide(a: Array, b: Array) -> Array:
 
     An integer division by zero gives 0 here: compiled code leaves it undefined, so no test may rely on it.
     """
-    if a.dtype.kind == "f":
+    if is_float(a.dtype):
         return np.divide(a, b)
     divisor = np.where(b == 0, np.ones_like(b), b)
     floored = a // divisor
@@ -198,7 +203,7 @@ def convert_to(op: ir.Operation, a: list[Array]) -> Array:
     target = dtype(op.results[0])
     if target == np.bool_:
         return x != 0
-    if target.kind == "i" and x.dtype.kind == "f":
+    if target.kind == "i" and is_float(x.dtype):
         # numpy's cast truncates toward zero, as the convention asks; NaN and out-of-range values are
         # undefined in compiled code, so their result here is whatever numpy gives.
         return np.trunc(x).astype(target)

@@ -1,8 +1,11 @@
 """Element-type rules: which element types an op's operands take and what its result has.
 
-Types are spelled as MLIR spells them ("f32", "i1", "i64"), following the convention of
-docs/ARCHITECTURE.md: integers are signed (ONNX's unsigned types stop at the importer) and i1 is the
-boolean. A rule takes the operands' element types and, where the operands leave it open (constant, splat,
+Types are spelled as MLIR spells them ("f32", "i1", "i64", "ui8", "bf16"), following the convention of
+docs/ARCHITECTURE.md: signless integers (i8..i64) are signed, the builtin unsigned types (ui8..ui64) are
+unsigned, and i1 is the boolean. Unsigned-ness lives in the type up to glow_ir; glow-ir-to-linalg states it
+in the arith op it picks (divui, cmpi ult, extui, ...) and then makes every buffer signless (`signless`,
+glow_mlir/codegen/builders.py), as arith takes signless integers only. The narrow formats (LOW_PRECISION:
+float8, float4, int4/int2) are only stored, loaded and converted (convert_to); codegen keeps them in bytes. A rule takes the operands' element types and, where the operands leave it open (constant, splat,
 convert_to), the type asked for; it returns the result's element type or raises `ShapeError` naming the rule.
 """
 
@@ -14,12 +17,34 @@ from dataclasses import dataclass
 from glow_mlir.opdefs.base import TypeRule
 from glow_mlir.opdefs.shapes import ShapeError
 
-FLOATS = ("f32", "f64", "f16")
+FLOATS = ("f32", "f64", "f16", "bf16")
 BOOL = "i1"
-INTEGERS = ("i8", "i16", "i32", "i64")
+SIGNED = ("i8", "i16", "i32", "i64")
+UNSIGNED = ("ui8", "ui16", "ui32", "ui64")
+INTEGERS = SIGNED + UNSIGNED
 NUMBERS = FLOATS + INTEGERS
-ELEMENT_TYPES = FLOATS + (BOOL,) + INTEGERS
+# Formats that only convert_to (ONNX's Cast) computes on, one byte per element (ml_dtypes' numpy layout);
+# data movement (ANY) takes them too.
+LOW_PRECISION = (
+    "f8E4M3FN", "f8E4M3FNUZ", "f8E5M2", "f8E5M2FNUZ", "f8E8M0FNU", "f4E2M1FN", "i4", "ui4", "i2", "ui2",
+)  # fmt: skip
+ELEMENT_TYPES = FLOATS + (BOOL,) + INTEGERS + LOW_PRECISION
 INDICES = ("i32", "i64")
+
+
+def is_unsigned(elt: str) -> bool:
+    """Whether integer type `elt` (an MLIR spelling) is unsigned: the one place that says so."""
+    return elt.startswith("ui")
+
+
+def integer_range(elt: str) -> tuple[int, int]:
+    """The values integer type `elt` holds; i1 (the boolean) reads as 0 or 1."""
+    bits = int(elt.lstrip("ui"))
+    if bits == 1:
+        return 0, 1
+    if is_unsigned(elt):
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
 
 def _require(condition: bool, message: str) -> None:
@@ -112,6 +137,7 @@ FLOAT = same(FLOATS, "a float")
 NUMBER = same(NUMBERS, "an integer or float")
 ANY = same(ELEMENT_TYPES, "an element type")
 LOGIC = same((BOOL,), "boolean")
+INTEGER = same(INTEGERS, "an integer")
 
 
 def operand_types(rule: TypeRule) -> tuple[str, ...] | None:

@@ -24,6 +24,7 @@ NP_TO_ONNX = {np.dtype(k): v for k, v in {
     np.float32: onnx.TensorProto.FLOAT, np.float64: onnx.TensorProto.DOUBLE, np.float16: onnx.TensorProto.FLOAT16,
     np.bool_: onnx.TensorProto.BOOL, np.int8: onnx.TensorProto.INT8, np.int16: onnx.TensorProto.INT16,
     np.int32: onnx.TensorProto.INT32, np.int64: onnx.TensorProto.INT64, np.uint8: onnx.TensorProto.UINT8,
+    np.uint16: onnx.TensorProto.UINT16, np.uint32: onnx.TensorProto.UINT32, np.uint64: onnx.TensorProto.UINT64,
 }.items()}
 
 rng = np.random.default_rng(0)

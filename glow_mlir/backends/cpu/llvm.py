@@ -16,7 +16,10 @@ pipeline run through one PassManager. Each step, in order, and why it is there:
   so every `memref.load`/`memref.store` of an `i1` buffer becomes a byte access through a cast of the
   buffer to `i8` (numpy's bool layout, one 0/1 byte per element) plus `trunci`/`extui`. The descriptors of
   both buffer types lower to the same LLVM struct, so `reconcile-unrealized-casts` removes the casts.
-- `math-extend-to-supported-types`: f16 math functions are computed in f32, where LLVM has them.
+- `math-extend-to-supported-types`: f16 and bf16 math functions are computed in f32, where LLVM has them.
+- `arith-emulate-unsupported-floats`, `arith-expand{include-bf16}`: bf16 arithmetic is computed in f32 and
+  its conversions become integer code (rounding to nearest even), so no bf16 instruction or libcall
+  (`__truncsfbf2`) is left for LLVM, whatever the CPU has.
 - `finalize-memref-to-llvm`: memref descriptors, load/store, view (the arena), get_global, alloca.
 - `convert-math-to-llvm`: math ops become LLVM intrinsics. sqrt, abs, floor, ceil, roundeven and copysign
   are instructions; LLVM's x86 backend turns exp, log, pow, sin, cos and tanh into calls of the C library's
@@ -53,6 +56,8 @@ TO_LOOPS_PIPELINE = (
 LLVM_PIPELINE = (
     "builtin.module("
     "math-extend-to-supported-types,"
+    "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
+    "arith-expand{include-bf16=true},"
     "convert-vector-to-llvm{enable-x86vector=1},"
     "finalize-memref-to-llvm,"
     "convert-math-to-llvm,"

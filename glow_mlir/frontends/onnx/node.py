@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import ml_dtypes
 import numpy as np
 import onnx
 from mlir import ir
@@ -32,16 +33,32 @@ if TYPE_CHECKING:
 
 Value = Tensor | np.ndarray
 
-# ONNX element types glow has, as numpy dtypes (ONNX's unsigned and exotic types are refused).
+# ONNX element types glow has, as numpy dtypes (ml_dtypes' for those numpy lacks; strings, complex numbers
+# and float6 are refused). The float8/float4/int4/int2 formats only go through Cast and CastLike.
 ONNX_TO_NUMPY = {
     onnx.TensorProto.FLOAT: np.dtype(np.float32),
     onnx.TensorProto.DOUBLE: np.dtype(np.float64),
     onnx.TensorProto.FLOAT16: np.dtype(np.float16),
+    onnx.TensorProto.BFLOAT16: np.dtype(ml_dtypes.bfloat16),
     onnx.TensorProto.BOOL: np.dtype(np.bool_),
     onnx.TensorProto.INT8: np.dtype(np.int8),
     onnx.TensorProto.INT16: np.dtype(np.int16),
     onnx.TensorProto.INT32: np.dtype(np.int32),
     onnx.TensorProto.INT64: np.dtype(np.int64),
+    onnx.TensorProto.UINT8: np.dtype(np.uint8),
+    onnx.TensorProto.UINT16: np.dtype(np.uint16),
+    onnx.TensorProto.UINT32: np.dtype(np.uint32),
+    onnx.TensorProto.UINT64: np.dtype(np.uint64),
+    onnx.TensorProto.FLOAT8E4M3FN: np.dtype(ml_dtypes.float8_e4m3fn),
+    onnx.TensorProto.FLOAT8E4M3FNUZ: np.dtype(ml_dtypes.float8_e4m3fnuz),
+    onnx.TensorProto.FLOAT8E5M2: np.dtype(ml_dtypes.float8_e5m2),
+    onnx.TensorProto.FLOAT8E5M2FNUZ: np.dtype(ml_dtypes.float8_e5m2fnuz),
+    onnx.TensorProto.FLOAT8E8M0: np.dtype(ml_dtypes.float8_e8m0fnu),
+    onnx.TensorProto.FLOAT4E2M1: np.dtype(ml_dtypes.float4_e2m1fn),
+    onnx.TensorProto.INT4: np.dtype(ml_dtypes.int4),
+    onnx.TensorProto.UINT4: np.dtype(ml_dtypes.uint4),
+    onnx.TensorProto.INT2: np.dtype(ml_dtypes.int2),
+    onnx.TensorProto.UINT2: np.dtype(ml_dtypes.uint2),
 }
 
 _MISSING = object()

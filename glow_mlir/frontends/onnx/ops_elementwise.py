@@ -18,11 +18,14 @@ from glow_mlir.frontends.onnx.registry import handles
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow"}
 _COMPARE = {"Equal": "cmp_eq", "Less": "cmp_lt", "LessOrEqual": "cmp_lte"}
 _SWAPPED_COMPARE = {"Greater": "cmp_lt", "GreaterOrEqual": "cmp_lte"}
-_LOGICAL = {"And": "logical_and", "Or": "logical_or", "Xor": "logical_xor"}
+_LOGICAL = {
+    "And": "logical_and", "Or": "logical_or", "Xor": "logical_xor",
+    "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
+}  # fmt: skip
 _UNARY = {
     "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Sqrt": "sqrt", "Log": "log",
     "Abs": "abs", "Neg": "neg", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Erf": "erf", "Sin": "sin",
-    "Cos": "cos", "Not": "logical_not", "IsNaN": "is_nan",
+    "Cos": "cos", "Not": "logical_not", "IsNaN": "is_nan", "BitwiseNot": "bitwise_not",
 }
 
 
@@ -57,6 +60,15 @@ def compare(ctx: NodeContext) -> list[Value]:
 def logical(ctx: NodeContext) -> list[Value]:
     a, b = ctx.broadcast_all([ctx.input(0), ctx.input(1)])
     return [getattr(ctx.g, _LOGICAL[ctx.op_type])(a, b)]
+
+
+@handles("BitShift")
+def bit_shift(ctx: NodeContext) -> list[Value]:
+    a, b = ctx.broadcast_all([ctx.input(0), ctx.input(1)])
+    direction = ctx.attr("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise ctx.unsupported("direction", f"'{direction}' is neither 'LEFT' nor 'RIGHT'")
+    return [ctx.g.shift_left(a, b) if direction == "LEFT" else ctx.g.shift_right(a, b)]
 
 
 @handles("Max", "Min", "Sum", "Mean")

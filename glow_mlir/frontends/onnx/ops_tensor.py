@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 import onnx
 
@@ -27,12 +28,23 @@ def _onnx_type(ctx: NodeContext, to: int) -> np.dtype:
 
 @handles("Cast")
 def cast(ctx: NodeContext) -> list[Value]:
-    return [ctx.convert(ctx.input(0), _onnx_type(ctx, ctx.attr("to")))]
+    return [_cast(ctx, ctx.input(0), _onnx_type(ctx, ctx.attr("to")))]
 
 
 @handles("CastLike")
 def cast_like(ctx: NodeContext) -> list[Value]:
-    return [ctx.convert(ctx.input(0), dtype(ctx.input(1)))]
+    return [_cast(ctx, ctx.input(0), dtype(ctx.input(1)))]
+
+
+_FLOAT8 = {np.dtype(t) for t in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")}
+
+
+def _cast(ctx: NodeContext, x: Value, to: np.dtype) -> Value:
+    """convert_to overflows to inf or NaN; `saturate` (default 1) clamps a float to a float8's range first."""
+    if to in _FLOAT8 and ctx.attr("saturate", 1) and np.issubdtype(dtype(x), np.floating):
+        limit = float(ml_dtypes.finfo(to).max)
+        x = ctx.g.min(ctx.g.max(x, ctx.scalar_like(x, -limit)), ctx.scalar_like(x, limit))
+    return ctx.convert(x, to)
 
 
 @handles("Reshape")

@@ -100,7 +100,7 @@ def constant_array(value: ir.Value) -> np.ndarray | None:
         attr = op.attributes["value"]
         if not isinstance(attr, ir.DenseElementsAttr):
             return None
-        return np.array(attr).astype(dtype(value), copy=False).reshape(ops.shape(value))
+        return ops.dense_array(attr).astype(dtype(value), copy=False).reshape(ops.shape(value))
     if op.name == SPLAT:
         return np.full(ops.shape(value), splat_scalar(op), dtype(value))
     return None
@@ -119,7 +119,7 @@ def uniform_value(value: ir.Value) -> float | int | bool | None:
     if op.name == CONSTANT:
         attr = op.attributes["value"]
         if isinstance(attr, ir.DenseElementsAttr) and attr.is_splat:
-            return np.array(attr).astype(dtype(value)).reshape(-1)[0].item()
+            return ops.dense_array(attr).astype(dtype(value)).reshape(-1)[0].item()
         array = constant_array(value)
         if array is not None and array.size and np.all(array == array.reshape(-1)[0]):
             return array.reshape(-1)[0].item()
@@ -152,7 +152,7 @@ def dense(array: np.ndarray, result: ir.Type) -> ir.DenseElementsAttr:
     if array.dtype == np.bool_:
         # The bindings build i1 attributes from bool arrays only when they infer the type themselves.
         return ir.DenseElementsAttr.get(array)
-    return ir.DenseElementsAttr.get(array, type=result)
+    return ops.dense_attr(array, result)
 
 
 def materialize(array: np.ndarray, result: ir.Type, *, prefer_splat: bool = True) -> ir.Value:

@@ -231,9 +231,8 @@ def _splat_value(op: ir.Operation, elt: str) -> None:
         f"attribute 'value' must be an integer for {elt} results, got {attr}",
     )
     value = ir.IntegerAttr(attr).value
-    bits = int(elt.removeprefix("i"))
     # An i1-typed attribute (true/false) reads as -1/0; any other width must hold a value that fits.
-    low, high = (-1, 1) if bits == 1 else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    low, high = (-1, 1) if elt == types.BOOL else types.integer_range(elt)
     _require(low <= value <= high, f"attribute 'value' {value} must lie in [{low}, {high}] for {elt} results")
 
 

@@ -59,11 +59,12 @@ POOL = "kernels = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64
 BN = "epsilon = 1.0e-05 : f32, momentum = 9.0e-01 : f32, channelIdx = 1 : i64"
 
 BAD = {
-    "bf16 element type": (
-        glow_op("relu", ["tensor<2xbf16>"], "tensor<2xbf16>"),
-        "operand 0 must be a static-shaped tensor of f32, f64, f16, i1, i8, i16, i32, i64, got tensor<2xbf16>",
+    "f80 element type": (
+        glow_op("relu", ["tensor<2xf80>"], "tensor<2xf80>"),
+        "operand 0 must be a static-shaped tensor of f32, f64, f16, bf16, i1, i8, i16, i32, i64, ui8, ui16, ui32, "
+        "ui64, f8E4M3FN, f8E4M3FNUZ, f8E5M2, f8E5M2FNUZ, f8E8M0FNU, f4E2M1FN, i4, ui4, i2, ui2, got tensor<2xf80>",
     ),
-    "unsigned element type": (glow_op("reshape", ["tensor<2xui8>"], "tensor<2xui8>", "dims = array<i64: 2>"), "static-shaped tensor of"),
+    "signed-integer element type": (glow_op("reshape", ["tensor<2xsi8>"], "tensor<2xsi8>", "dims = array<i64: 2>"), "static-shaped tensor of"),
     "dynamic shape": (glow_op("relu", ["tensor<?xf32>"], "tensor<?xf32>"), "static-shaped tensor of"),
     "empty dim": (glow_op("relu", [T(0, 2)], T(0, 2)), "every dim >= 1"),
     "unary result": (glow_op("relu", [T(2, 3)], T(3, 2)), "result shape [3, 2] must equal the shape rule's [2, 3]"),
@@ -205,7 +206,7 @@ BAD = {
     ),
     "ir broadcast": (glow_ir_op("broadcast", [M(2, 4), M(3)], ["out", "in"], "axis = 1 : i64"), "dims 1 or equal"),
     "ir copy": (glow_ir_op("copy", [M(2, 4), M(4, 2)], ["out", "in"]), "must equal the shape rule's [4, 2]"),
-    "ir element type": (glow_ir_op("element_exp", ["memref<4xbf16>", M(4)], ["out", "in"]), "static-shaped memref of"),
+    "ir element type": (glow_ir_op("element_exp", ["memref<4xf80>", M(4)], ["out", "in"]), "static-shaped memref of"),
     "ir tensor_view count": (
         """
 func.func @f(%a: memref<2x3xf32>) {
@@ -248,7 +249,7 @@ CT_IR = "kernels = array<i64: 2, 2>, strides = array<i64: 2, 2>, group = 1 : i64
 
 # The element-type rules and the shape rules of the ops added for ONNX coverage, at both levels.
 BAD_TYPED = {
-    "float-only op on ints": (glow_op("log", [TT("i32", 2)], TT("i32", 2)), "element type must be a float (f32, f64, f16), got i32"),
+    "float-only op on ints": (glow_op("log", [TT("i32", 2)], TT("i32", 2)), "element type must be a float (f32, f64, f16, bf16), got i32"),
     "pow on ints": (glow_op("pow", [TT("i64", 2)] * 2, TT("i64", 2)), "element type must be a float"),
     "conv_transpose on ints": (
         glow_op("conv_transpose", [TT("i8", 1, 2, 3, 3), TT("i8", 2, 3, 2, 2), TT("i8", 3)], TT("i8", 1, 3, 6, 6), CT.format(pads="0, 0, 0, 0", group=1)),

@@ -253,8 +253,8 @@ def test_pass_sizes_buffers_by_element_type() -> None:
 def test_pass_rejects_element_types_outside_the_convention() -> None:
     with make_context():
         module = ir.Module.parse(
-            'func.func @f() {\n%b = "glow_ir.alloc_activation"() : () -> memref<4xbf16>\n'
-            '"glow_ir.dealloc_activation"(%b) {roles = ["out"]} : (memref<4xbf16>) -> ()\nreturn\n}'
+            'func.func @f() {\n%b = "glow_ir.alloc_activation"() : () -> memref<4xf80>\n'
+            '"glow_ir.dealloc_activation"(%b) {roles = ["out"]} : (memref<4xf80>) -> ()\nreturn\n}'
         )
-        with pytest.raises(UnsupportedError, match="bf16"):
+        with pytest.raises(UnsupportedError, match="f80"):
             allocate(module)
