@@ -118,7 +118,9 @@ def supported_ops_markdown(outcomes: dict[str, cases.Outcome], infos: dict[str, 
         "## Node cases by op",
         "",
         "The op is the one the case tests (an `_expanded` case, the op's function body inlined, counts under the op",
-        "it expands). Element types are those of the case's graph inputs and outputs; *types only in failing cases*",
+        "it expands); *(expanded only)* marks an op whose passing cases are all `_expanded` ones: the composition of",
+        "other ops passes, the op itself is not imported. Element types are those of the case's graph inputs and",
+        "outputs; *types only in failing cases*",
         "appear in no passing case of the op. Limits are the reasons the other cases of the op do not pass, with",
         "how many cases each.",
         "",
@@ -134,8 +136,9 @@ def supported_ops_markdown(outcomes: dict[str, cases.Outcome], infos: dict[str, 
         passing = [o for o in group if o.status == "pass"]
         passing_types = {t for o in passing for t in infos[o.id].types}
         failing_types = {t for o in group if o.status != "pass" for t in infos[o.id].types} - passing_types
+        only_expanded = " *(expanded only)*" if passing and all("_expanded" in o.id for o in passing) else ""
         out.append(
-            f"| {op} | {len(passing)} / {len(group)} | {', '.join(sorted(passing_types))} | "
+            f"| {op} | {len(passing)} / {len(group)}{only_expanded} | {', '.join(sorted(passing_types))} | "
             f"{', '.join(sorted(failing_types))} | {_reasons(group)} |"
         )
     for kind in cases.DATA_KINDS:
