@@ -2,11 +2,14 @@
 
     glow-run MODEL.onnx [--input NAME=FILE.npy ...] [--static-input NAME=FILE.npy ...] [--random-inputs]
              [--shape NAME=1x3x224x224 ...] [--compare-onnxruntime] [--iterations N]
-             [--dump-ir STAGE [--ir-file FILE]] [--stats]
+             [--dump-ir STAGE [--ir-file FILE]] [--stats] [--graph OUT.svg] [--memory-plan OUT.png]
 
 Inputs are .npy files, or ONNX TensorProto .pb files (as in ONNX test-data folders). A model with symbolic
 input dims is compiled for the shapes of the inputs given, and of `--shape`. Inputs are checked against the
 model before anything compiles. `--dump-ir` writes the module after a stage to a file that glow-opt reads.
+`--graph` draws the optimized graph (the module after glow-schedule: fused activations, NHWC ops, node names;
+needs Graphviz's `dot`) and `--memory-plan` the activation arena as glow-allocate planned it (needs
+matplotlib: pip install 'glow-mlir[viz]'); docs/PICTURES.md shows both.
 
 Progress (import, then every pipeline stage with its time) goes to stderr; outputs, the comparison with
 onnxruntime and the timings go to stdout. Bad input (an unsupported or malformed model, a missing input)
@@ -33,6 +36,7 @@ from glow_mlir.frontends.onnx.importer import import_model, load
 from glow_mlir.frontends.onnx.signature import resolve, signature
 from glow_mlir.pipeline.runner import COMPILE_PIPELINE, stage_name
 from glow_mlir.runtime import Buffer, CompiledModel, compile
+from glow_mlir.tools.pictures import write_pictures
 
 # --dump-ir also takes the module as imported, before the first pass.
 IMPORT_STAGE = "import"
@@ -59,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
     stages = ", ".join(dict.fromkeys((IMPORT_STAGE, *map(stage_name, COMPILE_PIPELINE))))
     p.add_argument("--dump-ir", metavar="STAGE", help=f"write the IR after a pipeline stage ({stages})")
     p.add_argument("--ir-file", metavar="FILE", help="where --dump-ir writes (default: MODEL.STAGE.mlir)")
+    p.add_argument("--graph", metavar="OUT.svg",
+                   help="draw the optimized graph with Graphviz's dot (.svg, .png or .pdf)")
+    p.add_argument("--memory-plan", metavar="OUT.png",
+                   help="draw the activation arena's memory plan with matplotlib (.png, .svg or .pdf)")
     return p
 
 
@@ -183,6 +191,10 @@ def run(args: argparse.Namespace) -> None:
     graph = import_model(proto, static_inputs=static, shapes=shapes)
     imported = time.perf_counter()
     print(f"  imported in {imported - start:.3f} s; compiling ...", file=sys.stderr, flush=True)
+    if args.graph is not None or args.memory_plan is not None:
+        write_pictures(graph.module, graph=args.graph, plan=args.memory_plan, name=Path(args.model).name)
+        drawn = " and ".join(path for path in (args.graph, args.memory_plan) if path is not None)
+        print(f"  drew {drawn}", file=sys.stderr, flush=True)
     model = compile(graph, keep_ir=args.dump_ir not in (None, IMPORT_STAGE))
     compiled = time.perf_counter()
     if model.report.get("cache") == "hit":
