@@ -35,9 +35,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes  # noqa: F401 - registers bfloat16, float8_* ... with numpy, for decode_dtype
 import numpy as np
 
-FORMAT = 1
+# 2: dtypes are stored by name.
+FORMAT = 2
 DEFAULT_MAX_BYTES = 2 * 1024**3
 PACKAGE_ROOT = Path(__file__).resolve().parent
 SOURCE_SUFFIXES = (".py", ".mlir")
@@ -214,7 +216,8 @@ def store(entry_key: str, object_file: Path, meta: dict[str, Any]) -> bool:
 
 
 def encode_dtype(dtype: np.dtype) -> str:
-    return np.dtype(dtype).str
+    """By name: ml_dtypes' types (bfloat16, float8_*) have no type string of their own (`.str` is '<V2')."""
+    return np.dtype(dtype).name
 
 
 def decode_dtype(text: str) -> np.dtype:

@@ -232,7 +232,9 @@ def dense_array(attr: ir.DenseElementsAttr) -> np.ndarray:
         np.array(int(token, 16), bits_type).view(dtype) if token.startswith("0x") else np.array(float(token)).astype(dtype)
         for token in tokens
     ]
-    return np.broadcast_to(np.array(values, dtype).reshape(-1 if len(values) > 1 else ()), t.shape).copy()
+    array = np.array(values, dtype)
+    # One value is a splat; otherwise the text lists every element in row-major order.
+    return np.broadcast_to(array.reshape(()), t.shape).copy() if len(values) == 1 else array.reshape(t.shape)
 
 
 def dense_attr(array: np.ndarray, t: ir.ShapedType) -> ir.DenseElementsAttr:

@@ -49,6 +49,7 @@ from glow_mlir.errors import (
 )
 
 # Importing the handler modules fills the registry.
+from glow_mlir.frontends.onnx import functions
 from glow_mlir.frontends.onnx import (  # noqa: F401
     ops_control,
     ops_elementwise,
@@ -229,7 +230,8 @@ class Importer:
         unsupported = [
             (_qualified(node), self._node_opset(node), name)
             for node, name in _walk(self.model.graph, self.node_names)
-            if node.domain not in DEFAULT_DOMAINS or node.op_type not in HANDLERS
+            if node.domain not in DEFAULT_DOMAINS
+            or (node.op_type not in HANDLERS and not functions.has_body(node, self._node_opset(node)))
         ]
         if unsupported:
             raise UnsupportedModelError(unsupported)
@@ -347,6 +349,19 @@ class Importer:
         finally:
             self.env, self._depends = saved
 
+    def _import_function(self, node: onnx.NodeProto, name: str, inputs: Sequence[Item | None]) -> None:
+        """Imports `node` as its ONNX function body (functions.py), each body node under the opset the body
+        is written for, named `<name>/<body node>`."""
+        assert self.opset is not None
+        body, body_opset = functions.expand(node, name, self.opset, [_type_of(v) for v in inputs])
+        saved = self.opset
+        self.opset = body_opset
+        try:
+            for i, inner in enumerate(body):
+                self._import_node(inner, f"{name}/{inner.name or f'{inner.op_type}_{i}'}")
+        finally:
+            self.opset = saved
+
     def _import_node(self, node: onnx.NodeProto, name: str) -> None:
         inputs: list[Item | None] = []
         for value_name in node.input:
@@ -360,6 +375,13 @@ class Importer:
             v is None or isinstance(v, (np.ndarray, Tensor)) for v in inputs
         ):
             raise InvalidNodeError(f"node '{name}' ({node.op_type}): takes tensors, got a sequence or optional")
+        if node.op_type not in HANDLERS:
+            # ONNX may define the op as a function of others (a node of a function body is checked here, not
+            # in _check_ops, since context-dependent bodies exist only once their input types are known).
+            if node.domain not in DEFAULT_DOMAINS or self.opset is None or not functions.has_body(node, self.opset):
+                raise UnsupportedModelError([(_qualified(node), self._node_opset(node), name)])
+            self._import_function(node, name, inputs)
+            return
         fold_all = all(v is None or isinstance(v, np.ndarray) for v in inputs)
         # self.opset is an int here: _check_ops refuses every node of a model that imports no default opset.
         ctx = NodeContext(node, name, self.opset, inputs, Emitter(self, name, fold_all), self)
@@ -378,6 +400,13 @@ class Importer:
         for out_name, value in zip(wanted, outputs):
             if out_name:
                 self._set(out_name, value, frozenset() if isinstance(value, np.ndarray) else depends, name)
+
+
+def _type_of(value: Item | None) -> onnx.TypeProto | None:
+    """The ONNX type of an imported tensor value (None for an absent input, a sequence or an optional)."""
+    if isinstance(value, (np.ndarray, Tensor)):
+        return onnx.helper.make_tensor_type_proto(onnx.helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+    return None
 
 
 def _default_opset(model: onnx.ModelProto) -> int | None:

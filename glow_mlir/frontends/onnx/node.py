@@ -196,6 +196,10 @@ class NodeContext:
         v = self.optional(i)
         if isinstance(v, Tensor):
             depends = self.importer.dependencies(self.node.input[i])
+            if not depends:
+                # Computed at run time from no graph input: binding inputs cannot make it static.
+                raise UnsupportedAttributeError(self.name, self.op_type, what, "must be known at compile time, "
+                                                "but an op the importer does not fold computes it at run time")
             raise StaticInputRequired(depends, self.name, self.op_type, what)
         return v
 

@@ -15,6 +15,9 @@ Like Glow's `lower()`, every rule replaces one node by a small graph of simpler 
   insert their padding along their H and W dims
 - conv_transpose with padding -> conv_transpose with zero pads (its full output) and a slice that crops it,
   since a transposed convolution's pads remove output rather than add input
+- an op that sums many terms (ACCUMULATING) on bfloat16 -> the same op on f32, between conversions: bf16
+  keeps 8 significant bits, so rounding every partial sum to it loses about log2(terms) of them; bf16
+  hardware (vdpbf16ps) and numpy's ml_dtypes accumulate in f32 and round once
 
 A backend may keep any op whole (Glow's `shouldLower`): `lower(module, should_lower)` asks it per op. Every
 op a rule creates carries the location of the op it replaces, so later errors still name the model node.
@@ -51,14 +54,46 @@ def lower(module: ir.Module, should_lower: Callable[[ir.Operation], bool] = lowe
                 op.erase()
 
 
+# Ops that sum many terms: products, reductions, softmax's normalizer, average pools, batch norm.
+ACCUMULATING = frozenset(
+    f"glow.{name}" for name in (
+        "fully_connected", "matmul", "batch_matmul", "fused_matmul", "batched_reduce_add", "batched_reduce_prod",
+        "softmax", "convolution", "fused_convolution", "conv_transpose", "avg_pool", "batch_normalization",
+        "cpu_conv_nhwc", "cpu_avg_pool_nhwc",
+    )
+)
+
+
+def widen_bf16(function: ir.Operation) -> None:
+    """Computes every ACCUMULATING op of bf16 result in f32: its bf16 operands converted up, the result
+    converted back down, so the rounding to bf16 happens once."""
+    f32, bf16 = ir.F32Type.get(), ir.BF16Type.get()
+    for op in ops.walk_ops(function):
+        if op.name not in ACCUMULATING or not isinstance(ops.element_type(op.results[0]), ir.BF16Type):
+            continue
+        with ir.InsertionPoint(op), op.location:
+            operands = [_converted(v, f32) if isinstance(ops.element_type(v), ir.BF16Type) else v for v in op.operands]
+            result = ops.tensor_type(ops.shape(op.results[0]), f32)
+            wide = ops.create(op.name, operands, [result], {a.name: a.attr for a in op.attributes})
+            narrow = _converted(wide.results[0], bf16)
+        op.results[0].replace_all_uses_with(narrow)
+        op.erase()
+
+
+def _converted(value: ir.Value, elt: ir.Type) -> ir.Value:
+    return _make("glow.convert_to", [value], ops.tensor_type(ops.shape(value), elt))
+
+
 @register("glow-lower", options=("backend",))
 def lower_pass(module: ir.Module, backend: str = DEFAULT) -> None:
     """Lowers FC, batch norm, relu and padding (and conv_transpose cropping) into glow primitives, each op the
-    backend (option `backend`, default cpu) does not keep whole."""
+    backend (option `backend`, default cpu) does not keep whole; computes bf16 sums of many terms in f32."""
     try:
         chosen = get_backend(backend)
     except KeyError as e:
         raise PipelineError(f"glow-lower: {e.args[0]}") from None
+    for function in ops.functions(module):
+        widen_bf16(function)
     lower(module, chosen.should_lower)
 
 
