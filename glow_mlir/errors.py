@@ -60,13 +60,13 @@ class UnsupportedAttributeError(ModelImportError, UnsupportedError):
 
 
 class UnsupportedTypeError(ModelImportError, UnsupportedError):
-    """A tensor of an element type that glow-mlir has no element type for (uint8, string, bfloat16, ...)."""
+    """A tensor of an element type that glow-mlir has no element type for (string, complex, ...), or that the op
+    at `where` does not take."""
 
     def __init__(self, where: str, type_name: str) -> None:
         self.where = where
         self.type_name = type_name
-        super().__init__(f"{where}: element type {type_name} is not supported (supported: float, double, "
-                         "float16, bool, int8, int16, int32, int64)")
+        super().__init__(f"{where}: element type {type_name} is not supported here")
 
 
 class EmptyTensorError(ModelImportError, UnsupportedError):

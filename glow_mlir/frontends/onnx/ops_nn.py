@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from glow_mlir.errors import UnsupportedTypeError
 from glow_mlir.frontends.onnx.node import (
     NodeContext,
     Value,
@@ -178,6 +179,9 @@ def _pool_geometry(
 def pool(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     n = _spatial(ctx, x)
+    if not is_float(x):
+        # ONNX allows 8-bit integer MaxPool; glow's pools are float ops (their padding is -inf).
+        raise UnsupportedTypeError(f"node '{ctx.name}' ({ctx.op_type}) input 0", dtype(x).name)
     if ctx.outputs_wanted() > 1:
         raise ctx.unsupported("storage_order", "the Indices output of MaxPool is not supported")
     kernel = list(ctx.attr("kernel_shape"))
