@@ -74,7 +74,7 @@ func.func @deconv(%x: tensor<1x4x3x4xf32> {glow.name = "x"}, %w: tensor<4x3x2x2x
 
 // Float-only ops (log, erf, pow, conv_transpose, ...) refuse integer tensors.
 func.func @log(%x: tensor<4xi32> {glow.name = "x"}) -> (tensor<4xi32> {glow.name = "y"}) {
-  // expected-error @+1 {{'glow.log' element type must be a float (f32, f64, f16), got i32}}
+  // expected-error @+1 {{'glow.log' element type must be a float (f32, f64, f16, bf16), got i32}}
   %0 = "glow.log"(%x) : (tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
