@@ -29,43 +29,61 @@ pipeline run through one PassManager. Each step, in order, and why it is there:
 - `convert-index-to-llvm`: index-dialect ops that the earlier conversions may emit.
 - `convert-ub-to-llvm`: any `ub.poison` that a conversion left behind, which the JIT cannot translate.
 - `reconcile-unrealized-casts`: removes the casts left between types the conversions met halfway.
+- (ours) weights as bytes: every non-splat constant global of f16/f32/f64 or 16/32/64-bit integers becomes
+  an `i8` array of the same bytes. LLVM's AsmPrinter emits an i8 array as one string of bytes, but any
+  other element type one element at a time (emitGlobalConstantFP), which took about 2 s of ResNet-50's
+  6.4 s compile for its 100 MB of weights. Every use goes through `llvm.mlir.addressof` (an opaque pointer)
+  and a GEP that names its own element type, so the global's type is free.
+- (ours) `no_inline` on every outlined function (outline.py): inlined back, they made the entry function so
+  large that LLVM's loop passes took most of the compile (DenseNet-121: `opt -O3` 27 s inlined, 15 s not),
+  and the code is no faster for it (bench/ab.py: notes, "Where compile time goes").
+- (ours) loop metadata (OUTLINED_LOOPS) on the back edges of every loop of an outlined function.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import arith, builtin, memref
 from mlir.passmanager import PassManager
 
 from glow_mlir import ops
+from glow_mlir.backends.cpu.outline import OUTLINED_PREFIX
 from glow_mlir.errors import PipelineError
 from glow_mlir.passes.registry import register
 
 # The upstream pipeline, in two parts: the bool fix-up runs between them, once every buffer access is an
-# explicit memref.load or memref.store.
+# explicit memref.load or memref.store. The passes that work function by function are nested in func.func
+# (llvm.func once functions are converted), so that MLIR runs them on several functions at once: the same
+# output, and DenseNet-121's ~1000 functions go to loops in about half the time (notes: "Where compile time
+# goes").
 TO_LOOPS_PIPELINE = (
     "builtin.module("
     "symbol-dce,"
+    "func.func("
     "convert-vector-to-scf{full-unroll=true},"
     "convert-linalg-to-loops,"
     "lower-affine,"
     "convert-scf-to-cf,"
     "expand-strided-metadata,"
-    "lower-affine)"
+    "lower-affine))"
 )
 LLVM_PIPELINE = (
     "builtin.module("
+    "func.func("
     "math-extend-to-supported-types,"
     "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
     "arith-expand{include-bf16=true},"
-    "convert-vector-to-llvm{enable-x86vector=1},"
+    "convert-vector-to-llvm{enable-x86vector=1}),"
     "finalize-memref-to-llvm,"
+    "func.func("
     "convert-math-to-llvm,"
-    "convert-arith-to-llvm,"
+    "convert-arith-to-llvm),"
     "convert-cf-to-llvm,"
     "convert-func-to-llvm,"
+    "llvm.func("
     "convert-index-to-llvm,"
-    "convert-ub-to-llvm,"
+    "convert-ub-to-llvm),"
     "reconcile-unrealized-casts)"
 )
 
@@ -76,6 +94,54 @@ def to_llvm(module: ir.Module) -> None:
     _run(module, TO_LOOPS_PIPELINE)
     bool_accesses_as_bytes(module)
     _run(module, LLVM_PIPELINE)
+    with module.context:
+        for op in module.body.operations:
+            if op.operation.name == "llvm.mlir.global":
+                weights_as_bytes(op.operation)
+            elif op.operation.name == "llvm.func":
+                name = ir.StringAttr(op.attributes["sym_name"]).value
+                if name.startswith(OUTLINED_PREFIX):
+                    op.attributes["no_inline"] = ir.UnitAttr.get()
+                    annotate_loops(op.operation, ir.Attribute.parse(OUTLINED_LOOPS))
+
+
+# LLVM's loop metadata for the loops of every outlined function: LLVM may vectorize them, but neither
+# interleaves nor unrolls them. A kernel's recipe already unrolled what its register tile needs, and the
+# loop nests that no recipe scheduled are transposes and copies, bound by memory. LLVM's unrolling only made
+# huge blocks that its instruction schedulers then took seconds over: DenseNet-121's LLVM time 24 s -> 12 s
+# (the loop nests), MobileNetV2's 2.6 s -> 0.9 s (the kernels: a 14x14x576 bias broadcast became 126
+# stores of 64 floats), for bitwise-identical outputs and the same run time (notes: "Where compile time goes").
+OUTLINED_LOOPS = (
+    "#llvm.loop_annotation<unroll = #llvm.loop_unroll<disable = true>, interleave = #llvm.loop_interleave<count = 1>>"
+)
+
+
+def annotate_loops(function: ir.Operation, annotation: ir.Attribute) -> None:
+    """Sets `annotation` on the back edge of every loop of `function`: after convert-scf-to-cf, a loop's
+    latch is the branch to a block at or before its own in the region's order."""
+    order = {block: i for i, block in enumerate(function.regions[0].blocks)}
+    for block, i in order.items():
+        branch = block.operations[len(block.operations) - 1]
+        if branch.name == "llvm.br" and order[branch.successors[0]] <= i:
+            branch.attributes["loop_annotation"] = annotation
+
+
+def weights_as_bytes(op: ir.Operation) -> None:
+    """Retypes constant global `op` to an i8 array of the same bytes when its value is a non-splat dense
+    attribute of a type numpy reads (f16/f32/f64, 16/32/64-bit integers); leaves it as it is otherwise."""
+    value = op.attributes.get("value")
+    if not isinstance(value, ir.DenseElementsAttr) or value.is_splat:
+        return
+    elt = ir.ShapedType(value.type).element_type
+    readable = isinstance(elt, ir.F16Type | ir.F32Type | ir.F64Type) or (
+        isinstance(elt, ir.IntegerType) and elt.width in (16, 32, 64)
+    )
+    if not readable:
+        return
+    # The host's byte order, which is the target's: x86 for the JIT and for save_object alike.
+    data = np.ascontiguousarray(np.array(value)).reshape(-1).view(np.uint8)
+    op.attributes["value"] = ir.DenseElementsAttr.get(data)
+    op.attributes["global_type"] = ir.TypeAttr.get(ir.Type.parse(f"!llvm.array<{data.size} x i8>"))
 
 
 def _run(module: ir.Module, pipeline: str) -> None:

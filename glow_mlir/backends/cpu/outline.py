@@ -1,5 +1,6 @@
 """Kernel outlining for glow-cpu-schedule: each scheduled kernel moves into a private function of its own,
-called in its place, before the transform sequence runs (why: see `outline`)."""
+called in its place, before the transform sequence runs (why: see `outline`); afterwards, so does every loop
+nest that no recipe scheduled (why: see `outline_leftovers`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,29 @@ from mlir import ir
 from mlir.dialects import func
 
 from glow_mlir import ops
+
+# The names of outlined functions start with this; glow-to-llvm keeps LLVM from inlining them back and from
+# unrolling their loops (llvm.py).
+OUTLINED_PREFIX = "__glow_"
+KERNEL_PREFIX = f"{OUTLINED_PREFIX}kernel"
+LOOPS_PREFIX = f"{OUTLINED_PREFIX}loops"
+
+
+def outline_leftovers(func: ir.Operation) -> None:
+    """Moves every linalg op left in `func` (one that no recipe scheduled: a layout transpose, a concat's copy,
+    an elementwise op on an odd shape) into a private function of its own, called in its place.
+
+    convert-linalg-to-loops makes each of them a scalar loop nest, and LLVM's loop passes (IndVarSimplify,
+    LoopVectorize) cost more than linearly in the size of the function that holds them: in DenseNet-121's
+    entry function, with about 300 such nests, they took most of LLVM's time (notes: "Where compile time
+    goes"). As functions of their own they cost each about what a kernel costs.
+    """
+    name = ir.StringAttr(func.attributes["sym_name"]).value
+    leftovers = [
+        op for op in ops.walk_ops(func) if op.name.startswith("linalg.") and not op.parent.name.startswith("linalg.")
+    ]
+    for i, op in enumerate(leftovers):
+        outline(op, f"{LOOPS_PREFIX}_{name}_{i}")
 
 
 def outline(op: ir.Operation, name: str) -> None:

@@ -8,7 +8,8 @@ This module is the pass driver. Per function, it replaces f32 exp/log/tanh by ar
 marks elementwise chains (elementwise_recipes.py), then asks the recipe registered for each candidate op
 (recipes.py holds the contract and the registry; matmul_recipes.py, elementwise_recipes.py and
 conv_recipes.py the recipes) what to do. It tags every kernel a recipe returns, outlines it into a function of
-its own (outline.py), and runs one transform named sequence (transform.py) that schedules them all.
+its own (outline.py), and runs one transform named sequence (transform.py) that schedules them all. Last, it
+outlines every linalg op that no recipe took (outline.py: `outline_leftovers`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from glow_mlir.backends.cpu import conv_recipes, matmul_recipes  # noqa: F401
 from glow_mlir.backends.cpu import fastmath
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.elementwise_recipes import mark_chains
-from glow_mlir.backends.cpu.outline import outline
+from glow_mlir.backends.cpu.outline import KERNEL_PREFIX, outline, outline_leftovers
 from glow_mlir.backends.cpu.recipes import CLAIMED_MARKS, Kernel, recipes
 from glow_mlir.errors import PipelineError
 from glow_mlir.passes.registry import register
@@ -34,9 +35,8 @@ def cpu_schedule(module: ir.Module) -> None:
     table = recipes()
     with module.context:
         kernels: list[Kernel] = []
-        for func in ops.functions(module):
-            if not func.regions[0].blocks:
-                continue
+        entries = [func for func in ops.functions(module) if func.regions[0].blocks]
+        for func in entries:
             fastmath.approximate(func)
             mark_chains(func)
             # A convolution's bias and activation ops go with the convolution's recipe, which may erase them.
@@ -51,20 +51,26 @@ def cpu_schedule(module: ir.Module) -> None:
                     chosen = fn(op)
                 if chosen is not None:
                     kernels.extend(chosen.kernels)
-        if not kernels:
-            return
-        on_tensors = any(op.name == "bufferization.to_tensor" for op in ops.walk_ops(module.operation))
-        tagged: list[tuple[ir.Operation, str, steps.Build]] = []
-        for i, kernel in enumerate(kernels):
-            kernel.op.attributes[steps.KERNEL_ATTR] = ir.StringAttr.get(f"k{i}")
-            outline(kernel.op, f"__glow_kernel{i}")
-            tagged.append((kernel.op, f"k{i}", kernel.build))
-        script = steps.sequence(tagged, on_tensors)
-        try:
-            interpreter.apply_named_sequence(module.operation, script.body.operations[0], script)
-        except ir.MLIRError as e:
-            notes = "; ".join(f"{d.location}: {d.message}" for d in e.error_diagnostics)
-            raise PipelineError(f"glow-cpu-schedule failed: {notes or e}") from None
-        for op in ops.walk_ops(module.operation):
-            if steps.KERNEL_ATTR in op.attributes:
-                del op.attributes[steps.KERNEL_ATTR]
+        if kernels:
+            _schedule(module, kernels)
+        for func in entries:
+            outline_leftovers(func)
+
+
+def _schedule(module: ir.Module, kernels: list[Kernel]) -> None:
+    """Outlines `kernels` and schedules them with one transform named sequence."""
+    on_tensors = any(op.name == "bufferization.to_tensor" for op in ops.walk_ops(module.operation))
+    tagged: list[tuple[ir.Operation, str, steps.Build]] = []
+    for i, kernel in enumerate(kernels):
+        kernel.op.attributes[steps.KERNEL_ATTR] = ir.StringAttr.get(f"k{i}")
+        outline(kernel.op, f"{KERNEL_PREFIX}{i}")
+        tagged.append((kernel.op, f"k{i}", kernel.build))
+    script = steps.sequence(tagged, on_tensors)
+    try:
+        interpreter.apply_named_sequence(module.operation, script.body.operations[0], script)
+    except ir.MLIRError as e:
+        notes = "; ".join(f"{d.location}: {d.message}" for d in e.error_diagnostics)
+        raise PipelineError(f"glow-cpu-schedule failed: {notes or e}") from None
+    for op in ops.walk_ops(module.operation):
+        if steps.KERNEL_ATTR in op.attributes:
+            del op.attributes[steps.KERNEL_ATTR]

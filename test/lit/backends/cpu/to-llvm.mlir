@@ -8,7 +8,8 @@
 
 memref.global "private" constant @b : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
 
-// CHECK: llvm.mlir.global private constant @b(dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>)
+// Weights become the bytes of their values (1.0f is 0x3F800000, little-endian), which LLVM emits as one string.
+// CHECK: llvm.mlir.global private constant @b(dense<[0, 0, -128, 63, 0, 0, 0, 64, 0, 0, 64, 64, 0, 0, -128, 64]> : tensor<16xi8>) {{.*}} : !llvm.array<16 x i8>
 // CHECK-LABEL: llvm.func @model
 // CHECK: llvm.intr.exp
 // CHECK-LABEL: llvm.func @_mlir_ciface_model
