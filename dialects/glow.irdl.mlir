@@ -617,6 +617,65 @@ irdl.dialect @glow {
     irdl.attributes {"axis" = %axis}
   }
 
+  // numpy.take_along_axis(data, indices, axis) (ONNX GatherElements): result[p] = data[p with p[axis] = indices[p]], of the indices' shape; negative indices count from the end.
+  irdl.operation @gather_elements {
+    %data = irdl.base "!builtin.tensor"
+    %indices = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axis = irdl.base "#builtin.integer"
+    irdl.operands(data: %data, indices: %indices)
+    irdl.results(result: %result)
+    irdl.attributes {"axis" = %axis}
+  }
+
+  // ONNX GatherND: each row of `indices` (its last dim k) picks the slice data[b..., i0, ..., ik-1] within its batch (the first `batch_dims` dims); the result is indices[:-1] + data[batch_dims+k:].
+  irdl.operation @gather_nd {
+    %data = irdl.base "!builtin.tensor"
+    %indices = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %batch_dims = irdl.base "#builtin.integer"
+    irdl.operands(data: %data, indices: %indices)
+    irdl.results(result: %result)
+    irdl.attributes {"batch_dims" = %batch_dims}
+  }
+
+  // ONNX ScatterElements: data with updates[p] written at p with p[axis] = indices[p]. `reduction` (none, add, mul, max, min) combines an update with the element it lands on; updates apply in row-major order, so with none the last of duplicate indices wins. Negative indices count from the end.
+  irdl.operation @scatter_elements {
+    %data = irdl.base "!builtin.tensor"
+    %indices = irdl.base "!builtin.tensor"
+    %updates = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axis = irdl.base "#builtin.integer"
+    %reduction = irdl.base "#builtin.string"
+    irdl.operands(data: %data, indices: %indices, updates: %updates)
+    irdl.results(result: %result)
+    irdl.attributes {"axis" = %axis, "reduction" = %reduction}
+  }
+
+  // ONNX ScatterND: data with each slice updates[p] written at data[indices[p]] (indices[..., k] address data's first k dims). `reduction` (none, add, mul, max, min) combines an update with the element it lands on; updates apply in row-major order, so with none the last of duplicate indices wins. Negative indices count from the end.
+  irdl.operation @scatter_nd {
+    %data = irdl.base "!builtin.tensor"
+    %indices = irdl.base "!builtin.tensor"
+    %updates = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %reduction = irdl.base "#builtin.string"
+    irdl.operands(data: %data, indices: %indices, updates: %updates)
+    irdl.results(result: %result)
+    irdl.attributes {"reduction" = %reduction}
+  }
+
+  // The i64 indices of the `k` largest (`largest`) or smallest elements along `axis`, best first; equal elements rank by lower index, NaN above every number (numpy's sort order). The values are a gather_elements of them.
+  irdl.operation @top_k {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axis = irdl.base "#builtin.integer"
+    %k = irdl.base "#builtin.integer"
+    %largest = irdl.base "#builtin.integer"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"axis" = %axis, "k" = %k, "largest" = %largest}
+  }
+
   // Elementwise conversion to the result's element type (Glow's ConvertTo): float->int truncates toward zero, x->i1 is x != 0, i1->x is 0 or 1.
   irdl.operation @convert_to {
     %input = irdl.base "!builtin.tensor"

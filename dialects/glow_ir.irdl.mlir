@@ -570,6 +570,65 @@ irdl.dialect @glow_ir {
     irdl.attributes {"axis" = %axis, "roles" = %roles}
   }
 
+  // dest = numpy.take_along_axis(data, indices, axis); out-of-range indices read the nearest element (clamped).
+  irdl.operation @gather_elements {
+    %dest = irdl.base "!builtin.memref"
+    %data = irdl.base "!builtin.memref"
+    %indices = irdl.base "!builtin.memref"
+    %axis = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, data: %data, indices: %indices)
+    irdl.attributes {"axis" = %axis, "roles" = %roles}
+  }
+
+  // dest = ONNX GatherND(data, indices, batch_dims); out-of-range indices are clamped.
+  irdl.operation @gather_nd {
+    %dest = irdl.base "!builtin.memref"
+    %data = irdl.base "!builtin.memref"
+    %indices = irdl.base "!builtin.memref"
+    %batch_dims = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in", "in"]
+    irdl.operands(dest: %dest, data: %data, indices: %indices)
+    irdl.attributes {"batch_dims" = %batch_dims, "roles" = %roles}
+  }
+
+  // dest = data, then each update combined in at its index (rules as glow.scatter_elements); an update whose index is out of range is skipped.
+  irdl.operation @scatter_elements {
+    %dest = irdl.base "!builtin.memref"
+    %data = irdl.base "!builtin.memref"
+    %indices = irdl.base "!builtin.memref"
+    %updates = irdl.base "!builtin.memref"
+    %axis = irdl.base "#builtin.integer"
+    %reduction = irdl.base "#builtin.string"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, data: %data, indices: %indices, updates: %updates)
+    irdl.attributes {"axis" = %axis, "reduction" = %reduction, "roles" = %roles}
+  }
+
+  // dest = data, then each update slice combined in at its index (rules as glow.scatter_nd); an update whose index is out of range is skipped.
+  irdl.operation @scatter_nd {
+    %dest = irdl.base "!builtin.memref"
+    %data = irdl.base "!builtin.memref"
+    %indices = irdl.base "!builtin.memref"
+    %updates = irdl.base "!builtin.memref"
+    %reduction = irdl.base "#builtin.string"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, data: %data, indices: %indices, updates: %updates)
+    irdl.attributes {"reduction" = %reduction, "roles" = %roles}
+  }
+
+  // dest (i64) = indices of the k best elements of src along axis (rules as glow.top_k).
+  irdl.operation @top_k {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %axis = irdl.base "#builtin.integer"
+    %k = irdl.base "#builtin.integer"
+    %largest = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"axis" = %axis, "k" = %k, "largest" = %largest, "roles" = %roles}
+  }
+
   // dest = src converted to dest's element type (rules as glow.convert_to).
   irdl.operation @convert_to {
     %dest = irdl.base "!builtin.memref"

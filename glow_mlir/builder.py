@@ -119,6 +119,10 @@ def _avg_pool_method(op: str, doc: str) -> Callable[..., Tensor]:
     return _method(method, op, doc)
 
 
+def _axis(input: TensorLike, axis: int) -> int:
+    return axis + len(input.shape) if axis < 0 else axis
+
+
 class Graph:
     """One `func.func` of `glow` ops being built; owns its own MLIR context."""
 
@@ -350,12 +354,35 @@ class Graph:
         """`input` broadcast to `shape`, its dims aligned at `axis` (Glow's BroadcastNode)."""
         return self._op("broadcast", [input], name, {"axis": axis}, stated=shape)
 
+    # Gathers, scatters and top_k; a negative axis counts from the end.
+
     def gather(self, data: TensorLike, indices: TensorLike, axis: int = 0, name: str | None = None) -> Tensor:
-        """numpy.take(data, indices, axis) with i32 or i64 indices; a negative axis counts from the end."""
-        node = self._node_name("gather", name)
-        operands = self._tensors([data, indices], "gather", node)
-        rank = len(operands[0].shape)
-        return self._op("gather", operands, node=node, attrs={"axis": axis + rank if axis < 0 else axis})
+        """numpy.take(data, indices, axis) with i32 or i64 indices."""
+        return self._op("gather", [data, indices], name, {"axis": _axis(data, axis)})
+
+    def gather_elements(self, data: TensorLike, indices: TensorLike, axis: int = 0, name: str | None = None) -> Tensor:
+        """numpy.take_along_axis(data, indices, axis) (ONNX GatherElements)."""
+        return self._op("gather_elements", [data, indices], name, {"axis": _axis(data, axis)})
+
+    def gather_nd(self, data: TensorLike, indices: TensorLike, batch_dims: int = 0, name: str | None = None) -> Tensor:
+        """ONNX GatherND: the slices of data that the rows of `indices` (its last dim) address."""
+        return self._op("gather_nd", [data, indices], name, {"batch_dims": batch_dims})
+
+    def scatter_elements(self, data: TensorLike, indices: TensorLike, updates: TensorLike, axis: int = 0,
+                         reduction: str = "none", name: str | None = None) -> Tensor:  # fmt: skip
+        """ONNX ScatterElements; `reduction` is none, add, mul, max or min."""
+        attrs = {"axis": _axis(data, axis), "reduction": reduction}
+        return self._op("scatter_elements", [data, indices, updates], name, attrs)
+
+    def scatter_nd(self, data: TensorLike, indices: TensorLike, updates: TensorLike, reduction: str = "none",
+                   name: str | None = None) -> Tensor:  # fmt: skip
+        """ONNX ScatterND; `reduction` is none, add, mul, max or min."""
+        return self._op("scatter_nd", [data, indices, updates], name, {"reduction": reduction})
+
+    def top_k(self, input: TensorLike, k: int, axis: int = -1, largest: bool = True, name: str | None = None) -> Tensor:
+        """The i64 indices of the k largest (smallest) elements along `axis`, best first, ties to the lower
+        index; their values are `gather_elements(input, indices, axis)`."""
+        return self._op("top_k", [input], name, {"axis": _axis(input, axis), "k": k, "largest": largest})
 
     def concat(self, inputs: Sequence[TensorLike], dim: int, name: str | None = None) -> Tensor:
         """Concatenation along `dim`; nests concats when the inputs form more than 8 runs of one type."""

@@ -1,5 +1,11 @@
 """glow-ir-to-linalg's lowerings of data-movement instructions: copy, splat, views (tensor_view, block_view),
-transpose, insert/extract tensor, broadcast, convert_to, select and gather.
+transpose, insert/extract tensor, broadcast, convert_to, select, the gathers, the scatters and top_k.
+
+Gathers are a linalg.generic over dest that loads data at computed indices; an out-of-range index (ONNX
+leaves it undefined) is clamped to the nearest element, so no read leaves the buffer. Scatters copy data to
+dest, then scf loops over the updates in row-major order (the last of duplicate indices wins) store each one;
+an update whose index is out of range is skipped, so no write leaves the buffer. top_k selects each row's k
+best by k passes over the row.
 
 Views become memref views of the same buffer (a reinterpret_cast or a strided subview) that replace the
 view's result; the others are linalg ops writing their destination. An alloc_activation or dealloc_activation
@@ -8,12 +14,27 @@ left over (glow-allocate did not run) is an error.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from mlir import ir
-from mlir.dialects import arith, linalg, memref
+from mlir.dialects import arith, linalg, memref, scf
 
 from glow_mlir import ops
-from glow_mlir.codegen.builders import block, fill, generic, identity_map, reshape, scalar, width
+from glow_mlir.codegen.builders import (
+    block,
+    fill,
+    generic,
+    identity_map,
+    index,
+    is_bool,
+    is_float,
+    loop_nest,
+    reshape,
+    scalar,
+    width,
+)
 from glow_mlir.codegen.table import fail, lowering
+from glow_mlir.opdefs import scalar as s
 
 
 @lowering("alloc_activation")
@@ -116,3 +137,207 @@ def _gather(op: ir.Operation) -> None:
         return memref.load(data, [*outer, arith.index_cast(ir.IndexType.get(), index), *inner])
 
     generic([indices], dest, [index_map, identity_map(rank)], body)
+
+
+def _index_type(op: ir.Operation, indices: ir.Value) -> ir.Type:
+    index_type = ops.element_type(indices)
+    if not isinstance(index_type, ir.IntegerType) or width(index_type) not in (32, 64):
+        raise fail(op, f"needs i32 or i64 indices, got {index_type}")
+    return index_type
+
+
+def _wrapped(value: ir.Value, size: int) -> ir.Value:
+    """An index with a negative one counted from the end (ONNX), still in its integer type."""
+    negative = arith.cmpi(arith.CmpIPredicate.slt, value, scalar(value.type, 0))
+    return arith.select(negative, arith.addi(value, scalar(value.type, size)), value)
+
+
+def _clamped(value: ir.Value, size: int) -> ir.Value:
+    """A wrapped index clamped into [0, size) as an `index`: an out-of-range index reads the nearest element."""
+    inside = arith.minsi(arith.maxsi(_wrapped(value, size), scalar(value.type, 0)), scalar(value.type, size - 1))
+    return arith.index_cast(ir.IndexType.get(), inside)
+
+
+def _positions(rank: int) -> list[ir.Value]:
+    return [linalg.IndexOp(ops.i64(d)).result for d in range(rank)]
+
+
+@lowering("gather_elements")
+def _gather_elements(op: ir.Operation) -> None:
+    dest, data, indices = op.operands
+    axis = ops.integer(op, "axis")
+    data_dims, index_dims = ops.shape(data), ops.shape(indices)
+    if len(index_dims) != len(data_dims) or not 0 <= axis < len(data_dims) or ops.shape(dest) != index_dims:
+        raise fail(op, f"cannot gather {list(index_dims)} along axis {axis} of {list(data_dims)}")
+    _index_type(op, indices)
+    rank = len(index_dims)
+
+    def body(a: list[ir.Value]) -> ir.Value:
+        at = _positions(rank)
+        at[axis] = _clamped(a[0], data_dims[axis])
+        return memref.load(data, at)
+
+    generic([indices], dest, [identity_map(rank), identity_map(rank)], body)
+
+
+@lowering("gather_nd")
+def _gather_nd(op: ir.Operation) -> None:
+    dest, data, indices = op.operands
+    b = ops.integer(op, "batch_dims")
+    data_dims, index_dims = ops.shape(data), ops.shape(indices)
+    k = index_dims[-1] if index_dims else 0
+    if not index_dims or not 1 <= k <= len(data_dims) - b or ops.shape(dest) != (*index_dims[:-1], *data_dims[b + k :]):
+        raise fail(op, f"cannot gather {list(ops.shape(dest))} from {list(data_dims)} by {list(index_dims)}")
+    _index_type(op, indices)
+    rank, rows = len(ops.shape(dest)), len(index_dims) - 1
+
+    def body(_: list[ir.Value]) -> ir.Value:
+        at = _positions(rank)
+        picked = [
+            _clamped(memref.load(indices, [*at[:rows], index(j)]), data_dims[b + j]) for j in range(k)
+        ]
+        return memref.load(data, [*at[:b], *picked, *at[rows:]])
+
+    generic([], dest, [identity_map(rank)], body)
+
+
+_COMBINE: dict[str, Callable[[ir.Value, ir.Value], ir.Value]] = {
+    "none": lambda _, update: update, "add": s.add, "mul": s.mul, "max": s.maximum, "min": s.minimum,
+}
+
+
+def _scatter_start(op: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Value, Callable[..., ir.Value]]:
+    """dest = data, and how an update combines with the element it lands on."""
+    dest, data, indices, updates = op.operands
+    reduction = ir.StringAttr(op.attributes["reduction"]).value
+    if reduction not in _COMBINE:
+        raise fail(op, f"reduction '{reduction}' is not one of {', '.join(_COMBINE)}")
+    if reduction != "none" and is_bool(ops.element_type(dest)):
+        raise fail(op, f"reduction '{reduction}' needs numbers, got {ops.element_type(dest)}")
+    if ops.shape(dest) != ops.shape(data):
+        raise fail(op, f"destination {list(ops.shape(dest))} is not data's shape {list(ops.shape(data))}")
+    _index_type(op, indices)
+    linalg.copy(data, outs=[dest])
+    return dest, indices, updates, _COMBINE[reduction]
+
+
+def _store_if_inside(checks: Sequence[tuple[ir.Value, int]], store: Callable[[], None]) -> None:
+    """Runs `store` only where every (wrapped index, size) pair of `checks` is in [0, size)."""
+    inside = None
+    for value, size in checks:
+        ok = arith.andi(
+            arith.cmpi(arith.CmpIPredicate.sge, value, scalar(value.type, 0)),
+            arith.cmpi(arith.CmpIPredicate.slt, value, scalar(value.type, size)),
+        )
+        inside = ok if inside is None else arith.andi(inside, ok)
+    branch = scf.IfOp(inside)
+    with ir.InsertionPoint(branch.then_block):
+        store()
+        scf.YieldOp([])
+
+
+def _combine_into(dest: ir.Value, at: list[ir.Value], update: ir.Value, combine: Callable[..., ir.Value]) -> None:
+    memref.store(combine(memref.load(dest, at), update), dest, at)
+
+
+@lowering("scatter_elements")
+def _scatter_elements(op: ir.Operation) -> None:
+    dest, indices, updates, combine = _scatter_start(op)
+    axis = ops.integer(op, "axis")
+    size = ops.shape(dest)[axis]
+
+    def each(iv: list[ir.Value]) -> None:
+        wrapped = _wrapped(memref.load(indices, iv), size)
+        at = [*iv[:axis], arith.index_cast(ir.IndexType.get(), wrapped), *iv[axis + 1 :]]
+        _store_if_inside([(wrapped, size)], lambda: _combine_into(dest, at, memref.load(updates, iv), combine))
+
+    loop_nest(ops.shape(indices), each)
+
+
+@lowering("scatter_nd")
+def _scatter_nd(op: ir.Operation) -> None:
+    dest, indices, updates, combine = _scatter_start(op)
+    dims, index_dims = ops.shape(dest), ops.shape(indices)
+    k = index_dims[-1]
+
+    def each(iv: list[ir.Value]) -> None:
+        wrapped = [_wrapped(memref.load(indices, [*iv, index(j)]), dims[j]) for j in range(k)]
+        at = [arith.index_cast(ir.IndexType.get(), w) for w in wrapped]
+
+        def write_slice() -> None:
+            loop_nest(
+                dims[k:],
+                lambda jv: _combine_into(dest, [*at, *jv], memref.load(updates, [*iv, *jv]), combine),
+            )
+
+        _store_if_inside(list(zip(wrapped, dims[:k], strict=True)), write_slice)
+
+    loop_nest(index_dims[:-1], each)
+
+
+def _ranking(largest: bool) -> tuple[Callable[..., ir.Value], Callable[..., ir.Value]]:
+    """`better(x, y)`: x ranks before y by value, NaN above every number (numpy's sort order, as
+    onnxruntime has it), and `same(x, y)`: neither ranks before the other."""
+    ordered = s.compare(
+        arith.CmpFPredicate.OGT if largest else arith.CmpFPredicate.OLT,
+        arith.CmpIPredicate.sgt if largest else arith.CmpIPredicate.slt,
+    )
+    equal = s.compare(arith.CmpFPredicate.OEQ, arith.CmpIPredicate.eq)
+
+    def nan(x: ir.Value) -> ir.Value:
+        return arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+
+    def number(x: ir.Value) -> ir.Value:
+        return arith.cmpf(arith.CmpFPredicate.ORD, x, x)
+
+    def better(x: ir.Value, y: ir.Value) -> ir.Value:
+        if not is_float(x.type):
+            return ordered(x, y)
+        # Largest: a NaN x beats a number y; smallest: a number x beats a NaN y.
+        nan_order = arith.andi(nan(x), number(y)) if largest else arith.andi(number(x), nan(y))
+        return arith.ori(ordered(x, y), nan_order)
+
+    def same(x: ir.Value, y: ir.Value) -> ir.Value:
+        if not is_float(x.type):
+            return equal(x, y)
+        return arith.ori(equal(x, y), arith.andi(nan(x), nan(y)))
+
+    return better, same
+
+
+@lowering("top_k")
+def _top_k(op: ir.Operation) -> None:
+    """Slot s of each row holds the best element ranked after slot s-1's (value, then lower index first): one
+    pass over the row per slot, O(k n) compares, no scratch buffer; the order is total, so every slot fills."""
+    dest, src = op.operands
+    axis, k = ops.integer(op, "axis"), ops.integer(op, "k")
+    dims = ops.shape(src)
+    if not 0 <= axis < len(dims) or not 1 <= k <= dims[axis] or ops.shape(dest) != (*dims[:axis], k, *dims[axis + 1 :]):
+        raise fail(op, f"cannot take the top {k} along axis {axis} of {list(dims)} into {list(ops.shape(dest))}")
+    n, elt = dims[axis], ops.element_type(src)
+    better, same = _ranking(bool(ops.integer(op, "largest")))
+    i64 = ir.IntegerType.get_signless(64)
+
+    def row(outer: list[ir.Value]) -> None:
+        # prev_i = -1: no slot filled yet, every element is eligible.
+        slots = scf.ForOp(index(0), index(k), index(1), [scalar(elt, 0), arith.constant(ir.IndexType.get(), -1)])
+        with ir.InsertionPoint(slots.body):
+            prev_v, prev_i = slots.inner_iter_args
+            # best_i = n: nothing chosen yet in this pass.
+            scan = scf.ForOp(index(0), index(n), index(1), [scalar(elt, 0), index(n)])
+            with ir.InsertionPoint(scan.body):
+                best_v, best_i = scan.inner_iter_args
+                j = scan.induction_variable
+                x = memref.load(src, [*outer[:axis], j, *outer[axis:]])
+                tie_after = arith.andi(same(prev_v, x), arith.cmpi(arith.CmpIPredicate.sgt, j, prev_i))
+                first = arith.cmpi(arith.CmpIPredicate.slt, prev_i, index(0))
+                eligible = arith.ori(arith.ori(first, better(prev_v, x)), tie_after)
+                empty = arith.cmpi(arith.CmpIPredicate.eq, best_i, index(n))
+                take = arith.andi(eligible, arith.ori(empty, better(x, best_v)))
+                scf.YieldOp([arith.select(take, x, best_v), arith.select(take, j, best_i)])
+            chosen_v, chosen_i = scan.results
+            slot = slots.induction_variable
+            memref.store(arith.index_cast(i64, chosen_i), dest, [*outer[:axis], slot, *outer[axis:]])
+            scf.YieldOp([chosen_v, chosen_i])
+
+    loop_nest([*dims[:axis], *dims[axis + 1 :]], row)

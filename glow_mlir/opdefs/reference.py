@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import ml_dtypes
 import numpy as np
 from mlir import ir
 
 from glow_mlir import ops
 from glow_mlir.errors import UnsupportedError
 from glow_mlir.opdefs.base import activations
+from glow_mlir.opdefs.scalar import e8m0_reference
 
 Array = np.ndarray
 Evaluator = Callable[[ir.Operation, list[Array]], Array]
@@ -203,6 +205,8 @@ def convert_to(op: ir.Operation, a: list[Array]) -> Array:
     target = dtype(op.results[0])
     if target == np.bool_:
         return x != 0
+    if target == np.dtype(ml_dtypes.float8_e8m0fnu):
+        return e8m0_reference(x.astype(np.float32))
     if target.kind == "i" and is_float(x.dtype):
         # numpy's cast truncates toward zero, as the convention asks; NaN and out-of-range values are
         # undefined in compiled code, so their result here is whatever numpy gives.
@@ -221,6 +225,95 @@ def gather(op: ir.Operation, a: list[Array]) -> Array:
         )
     # Negative indices count from the end, as numpy.take (and ONNX Gather) has them.
     return np.take(data, indices.astype(np.int64), axis=axis)
+
+
+def _wrapped(op: ir.Operation, indices: Array, size: Array | int, what: str) -> Array:
+    """Indices with negatives counted from the end (ONNX); out of [-size, size) is an error here (ONNX leaves
+    it undefined; compiled code clamps or skips it)."""
+    indices = indices.astype(np.int64)
+    if np.any((indices < -size) | (indices >= size)):
+        raise ValueError(
+            f"{ops.location_text(op)}: {op.name} indices out of range for {what}, got "
+            f"{indices.min()}..{indices.max()}"
+        )
+    return np.where(indices < 0, indices + size, indices)
+
+
+def gather_elements(op: ir.Operation, a: list[Array]) -> Array:
+    data, indices = a
+    axis = ops.integer(op, "axis")
+    index = _wrapped(op, indices, data.shape[axis], f"axis {axis} of data {list(data.shape)}")
+    # Off the axis, the indices' dims may be shorter than data's: read the block they cover.
+    block = tuple(slice(0, d) if i != axis else slice(None) for i, d in enumerate(indices.shape))
+    return np.take_along_axis(data[block], index, axis=axis)
+
+
+def _nd_positions(op: ir.Operation, data: Array, indices: Array, batch_dims: int) -> Array:
+    """The indices of a gather_nd / scatter_nd, wrapped along each of the data dims they address."""
+    k = indices.shape[-1]
+    sizes = np.array(data.shape[batch_dims : batch_dims + k], np.int64)
+    return _wrapped(op, indices, sizes, f"data {list(data.shape)}")
+
+
+def gather_nd(op: ir.Operation, a: list[Array]) -> Array:
+    data, indices = a
+    b = ops.integer(op, "batch_dims")
+    index = _nd_positions(op, data, indices, b)
+    batch = int(np.prod(data.shape[:b], dtype=np.int64))
+    flat_data = data.reshape((batch, *data.shape[b:]))
+    flat_index = index.reshape((batch, -1, index.shape[-1]))
+    rows = [np.stack([d[tuple(i)] for i in idx]) for d, idx in zip(flat_data, flat_index, strict=True)]
+    return np.stack(rows).reshape(ops.shape(op.results[0]))
+
+
+_COMBINE: dict[str, Callable[[Array, Array], Array]] = {
+    "none": lambda _, u: u, "add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
+}
+
+
+def _combine(op: ir.Operation) -> Callable[[Array, Array], Array]:
+    # glow-verify and the builder hold the reduction to shapes.SCATTER_REDUCTIONS, the keys here.
+    return _COMBINE[ir.StringAttr(op.attributes["reduction"]).value]
+
+
+def scatter_elements(op: ir.Operation, a: list[Array]) -> Array:
+    data, indices, updates = a
+    axis = ops.integer(op, "axis")
+    index = _wrapped(op, indices, data.shape[axis], f"axis {axis} of data {list(data.shape)}")
+    combine, out = _combine(op), data.copy()
+    # In row-major order of the updates, so the last of duplicate indices wins (reduction none).
+    for position in np.ndindex(*indices.shape):
+        target = list(position)
+        target[axis] = index[position]
+        out[tuple(target)] = combine(out[tuple(target)], updates[position])
+    return out
+
+
+def scatter_nd(op: ir.Operation, a: list[Array]) -> Array:
+    data, indices, updates = a
+    index = _nd_positions(op, data, indices, 0)
+    combine, out = _combine(op), data.copy()
+    for position in np.ndindex(*indices.shape[:-1]):
+        target = tuple(index[position])
+        out[target] = combine(out[target], updates[position])
+    return out
+
+
+def top_k(op: ir.Operation, a: list[Array]) -> Array:
+    """The indices of the k largest (smallest) along `axis`, best first, ties to the lower index; NaN ranks
+    above every number (numpy's sort order, as onnxruntime and ONNX's reference have it)."""
+    x = a[0]
+    axis, k = ops.integer(op, "axis"), ops.integer(op, "k")
+    if not ops.integer(op, "largest"):
+        order = np.argsort(x, axis=axis, kind="stable")
+    elif is_float(x.dtype):
+        # NaN first, then the numbers by descending value; lexsort is stable, so ties keep index order.
+        nan = np.isnan(x)
+        order = np.lexsort((np.where(nan, 0, -x), ~nan), axis=axis)
+    else:
+        # Bitwise not reverses the order of signed and unsigned integers alike, without overflowing.
+        order = np.argsort(~x, axis=axis, kind="stable")
+    return np.take(order, np.arange(k), axis=axis).astype(np.int64)
 
 
 def reduce(fn: Callable[..., Array], widen: bool) -> Callable[[ir.Operation, list[Array]], Array]:

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from math import factorial, pi, sqrt
+from typing import NamedTuple
 
+import ml_dtypes
+import numpy as np
 from mlir import ir
 from mlir.dialects import arith, builtin, math
 
-from glow_mlir.errors import UnsupportedError
 from glow_mlir.opdefs import types
 
 
@@ -234,12 +236,13 @@ def narrow_float(x: ir.Value, to: ir.Type) -> ir.Value:
 
 def convert(x: ir.Value, to: ir.Type) -> ir.Value:
     """`x` converted to element type `to`: float->int truncates toward zero, x->i1 is x != 0 (NaN included),
-    i1->x is 0 or 1, integers widen by their own signedness and narrow by dropping high bits."""
+    i1->x is 0 or 1, integers widen by their own signedness and narrow by dropping high bits. The
+    low-precision formats convert as ml_dtypes' astype does (see "Low-precision formats" below)."""
     frm = x.type
     if frm == to:
         return x
     if str(frm) in types.LOW_PRECISION or str(to) in types.LOW_PRECISION:
-        raise UnsupportedError(f"no generated conversion from {frm} to {to} yet (the interpreter has it)")
+        return _convert_low_precision(x, to)
     if is_bool(to):
         if is_float(frm):
             return arith.cmpf(arith.CmpFPredicate.UNE, x, constant(frm, 0))
@@ -264,6 +267,195 @@ def _convert_number(x: ir.Value, to: ir.Type, from_unsigned: bool, to_unsigned: 
     if width(to) > width(frm):
         return arith.extui(to, x) if from_unsigned else arith.extsi(to, x)
     return arith.trunci(to, x)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Low-precision formats
+#
+# Scalar conversions to and from the low-precision formats (types.LOW_PRECISION), as integer arithmetic on the
+# byte each element is stored in: LLVM has no float8/float4 types, and arith's own expansions cover only
+# f8E8M0FNU and f4E2M1FN.
+#
+# In memory every element takes one byte, as ml_dtypes' numpy arrays hold them (the runtime ABI): a float8 is
+# its bit pattern, a float4/int4/int2 sits in the low bits with the high bits zero (int4 -3 is 0x0D). A
+# scalar body reads such a value through an unrealized cast to i8 and casts its i8 result back to the format,
+# casts that glow-ir-to-linalg's `signless_types` drops when it makes every buffer its storage type.
+#
+# A value leaving a format is decoded exactly: a float format to f32, an integer format to i8 or ui8, then
+# converted on by `convert`. A value entering a float format goes to f32 first (rounded to nearest from
+# f64 and the wide integers), then to the format's grid to nearest even: f64 rounds twice, as ml_dtypes'
+# astype (onnx's reference) does; floats entering an integer format truncate, and integers wrap. Where a result
+# leaves the format's range it follows ml_dtypes' astype (overflow to NaN, Inf or the 0x80 NaN of the fnuz
+# formats; float4 saturates), except f8E8M0FNU, which follows ONNX's Cast (saturate, round up: the exponent of
+# |x|, one more if any fraction bit is set); ONNX's saturating float8 casts clamp in the importer first.
+
+
+class _FloatFormat(NamedTuple):
+    """A float format with a sign bit: its `exponent` and `mantissa` bits, exponent `bias`, the magnitude bits
+    of its `largest` finite value, and how it spells what does not fit: `nan` is the magnitude bits of its NaN
+    (None: it has none, and a NaN becomes the zero of the opposite sign, as ml_dtypes gives), `overflow` those
+    an out-of-range value becomes, `fnuz` whether 0x80 is its one NaN (no -0 nor signed NaN; then the two
+    before are unused)."""
+
+    exponent: int
+    mantissa: int
+    bias: int
+    largest: int
+    nan: int | None
+    overflow: int
+    fnuz: bool
+
+
+_FLOAT_FORMATS = {
+    "f8E4M3FN": _FloatFormat(4, 3, 7, 0x7E, 0x7F, 0x7F, False),
+    "f8E4M3FNUZ": _FloatFormat(4, 3, 8, 0x7F, 0x00, 0x00, True),
+    "f8E5M2": _FloatFormat(5, 2, 15, 0x7B, 0x7E, 0x7C, False),
+    "f8E5M2FNUZ": _FloatFormat(5, 2, 16, 0x7F, 0x00, 0x00, True),
+    "f4E2M1FN": _FloatFormat(2, 1, 1, 0x07, None, 0x07, False),
+}
+_E8M0 = "f8E8M0FNU"
+# Integer formats: bits, signed.
+_INTEGER_FORMATS = {"i4": (4, True), "ui4": (4, False), "i2": (2, True), "ui2": (2, False)}
+
+
+def _int(bits: int) -> ir.Type:
+    return ir.IntegerType.get_signless(bits)
+
+
+def _eq(a: ir.Value, b: int) -> ir.Value:
+    return arith.cmpi(arith.CmpIPredicate.eq, a, constant(a.type, b))
+
+
+def _byte(x: ir.Value) -> ir.Value:
+    """The storage byte of a low-precision value."""
+    return builtin.unrealized_conversion_cast([_int(8)], [x])
+
+
+def _convert_low_precision(x: ir.Value, to: ir.Type) -> ir.Value:
+    """`x` converted to `to`, one of them (or both) a low-precision format."""
+    if str(x.type) in types.LOW_PRECISION:
+        x = _decode(x)
+    if str(to) in _INTEGER_FORMATS:
+        return typed(_encode_int(x, _INTEGER_FORMATS[str(to)][0]), to)
+    if str(to) in _FLOAT_FORMATS or str(to) == _E8M0:
+        f32 = convert(x, ir.F32Type.get())
+        bits = _encode_e8m0(f32) if str(to) == _E8M0 else _encode_float(f32, _FLOAT_FORMATS[str(to)])
+        return typed(arith.trunci(_int(8), bits), to)
+    return convert(x, to)
+
+
+def _decode(x: ir.Value) -> ir.Value:
+    """A low-precision value exactly: a float format's as f32, an integer format's as i8 (signed) or ui8."""
+    name = str(x.type)
+    if name in _INTEGER_FORMATS:
+        bits, signed = _INTEGER_FORMATS[name]
+        low = arith.andi(_byte(x), constant(_int(8), (1 << bits) - 1))
+        if not signed:
+            return typed(low, ir.IntegerType.get_unsigned(8))
+        spare = constant(_int(8), 8 - bits)
+        return arith.shrsi(arith.shli(low, spare), spare)
+    i32, f32 = _int(32), ir.F32Type.get()
+    byte = arith.extui(i32, _byte(x))
+    nan = constant(f32, float("nan"))
+    if name == _E8M0:
+        # 2^(byte - 127); byte 0 is 2^-127, an f32 subnormal.
+        exponent = arith.shli(byte, constant(i32, 23))
+        value = arith.bitcast(f32, arith.select(_eq(byte, 0), constant(i32, 0x400000), exponent))
+        return arith.select(_eq(byte, 0xFF), nan, value)
+    fmt = _FLOAT_FORMATS[name]
+    field = fmt.exponent + fmt.mantissa
+    magnitude = arith.andi(byte, constant(i32, (1 << field) - 1))
+    negative = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(byte, constant(i32, 1 << field)), constant(i32, 0))
+    # A normal number's f32 bits: its fields shifted to f32's places, the exponent rebiased.
+    normal = arith.addi(
+        arith.shli(magnitude, constant(i32, 23 - fmt.mantissa)), constant(i32, (127 - fmt.bias) << 23)
+    )
+    # A subnormal is mantissa * 2^(1 - bias - mantissa bits), exact in f32.
+    mantissa = arith.andi(magnitude, constant(i32, (1 << fmt.mantissa) - 1))
+    subnormal = arith.mulf(arith.sitofp(f32, mantissa), constant(f32, 2.0 ** (1 - fmt.bias - fmt.mantissa)))
+    is_subnormal = arith.cmpi(arith.CmpIPredicate.ult, magnitude, constant(i32, 1 << fmt.mantissa))
+    value = arith.select(is_subnormal, subnormal, arith.bitcast(f32, normal))
+    if fmt.fnuz:
+        # ml_dtypes reads 0x80 as a NaN with the sign bit set, which a cast to float4 shows (its +0).
+        return arith.select(_eq(byte, 0x80), arith.negf(nan), arith.select(negative, arith.negf(value), value))
+    if name == "f8E5M2":  # IEEE-like: exponent all ones is Inf (mantissa 0) or NaN
+        infinite = arith.cmpi(arith.CmpIPredicate.uge, magnitude, constant(i32, 0x7C))
+        special = arith.select(_eq(magnitude, 0x7C), constant(f32, float("inf")), nan)
+        value = arith.select(infinite, special, value)
+    elif fmt.nan is not None:
+        value = arith.select(_eq(magnitude, fmt.nan), nan, value)
+    return arith.select(negative, arith.negf(value), value)
+
+
+def _encode_float(x: ir.Value, fmt: _FloatFormat) -> ir.Value:
+    """f32 `x` rounded to nearest even in format `fmt`: its bits in the low byte of an i32."""
+    i32, f32 = _int(32), ir.F32Type.get()
+    bits = arith.bitcast(i32, x)
+    magnitude = arith.andi(bits, constant(i32, 0x7FFFFFFF))
+    drop = 23 - fmt.mantissa
+    # Normal results: drop f32's low mantissa bits rounding to nearest even (a carry runs into the exponent,
+    # as it should), then rebias the exponent.
+    tie_even = arith.andi(arith.shrui(magnitude, constant(i32, drop)), constant(i32, 1))
+    rounded = arith.addi(magnitude, arith.addi(constant(i32, (1 << (drop - 1)) - 1), tie_even))
+    normal = arith.subi(arith.shrui(rounded, constant(i32, drop)), constant(i32, (127 - fmt.bias) << fmt.mantissa))
+    # Below the smallest normal the result counts in steps of the smallest subnormal (up to the smallest normal,
+    # 1 << mantissa, which has the same bits); scaling by a power of two is exact.
+    steps = arith.mulf(math.absf(x), constant(f32, 2.0 ** (fmt.bias + fmt.mantissa - 1)))
+    subnormal = arith.fptosi(i32, math.roundeven(steps))
+    small = arith.cmpi(arith.CmpIPredicate.ult, magnitude, constant(i32, (128 - fmt.bias) << 23))
+    result = arith.select(small, subnormal, normal)
+    too_big = arith.cmpi(arith.CmpIPredicate.ugt, result, constant(i32, fmt.largest))
+    result = arith.select(too_big, constant(i32, fmt.overflow), result)
+    is_nan = arith.cmpi(arith.CmpIPredicate.ugt, magnitude, constant(i32, 0x7F800000))
+    sign = arith.shli(arith.shrui(bits, constant(i32, 31)), constant(i32, fmt.exponent + fmt.mantissa))
+    if fmt.fnuz:
+        # One zero and one NaN, 0x80, which is also where a value out of range goes.
+        lost = arith.ori(is_nan, too_big)
+        signed = arith.select(_eq(result, 0), result, arith.ori(result, sign))
+        return arith.select(lost, constant(i32, 0x80), signed)
+    if fmt.nan is None:
+        # No NaN: ml_dtypes gives the zero of the opposite sign.
+        flipped = arith.xori(sign, constant(i32, 1 << (fmt.exponent + fmt.mantissa)))
+        return arith.select(is_nan, flipped, arith.ori(result, sign))
+    return arith.ori(arith.select(is_nan, constant(i32, fmt.nan), result), sign)
+
+
+def _encode_e8m0(x: ir.Value) -> ir.Value:
+    """f32 `x` as f8E8M0FNU by ONNX's rule (numpy_helper.to_float8e8m0, saturate, round up): the exponent
+    field of x (its sign ignored, 0 and the f32 subnormals at 2^-127), plus one if any mantissa bit is set,
+    short of the NaN 0xFF; Inf and NaN become 0xFF."""
+    i32 = _int(32)
+    bits = arith.bitcast(i32, x)
+    exponent = arith.andi(arith.shrui(bits, constant(i32, 23)), constant(i32, 0xFF))
+    fraction = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(bits, constant(i32, 0x7FFFFF)), constant(i32, 0))
+    up = arith.andi(fraction, arith.cmpi(arith.CmpIPredicate.ult, exponent, constant(i32, 0xFE)))
+    return arith.addi(exponent, arith.extui(i32, up))
+
+
+def e8m0_reference(x: np.ndarray) -> np.ndarray:
+    """`_encode_e8m0` in numpy, for the interpreter (ml_dtypes' astype rounds to nearest and makes 0 NaN)."""
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    exponent = (bits >> 23) & 0xFF
+    up = ((bits & 0x7FFFFF) != 0) & (exponent < 0xFE)
+    return (exponent + up).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+
+
+def _encode_int(x: ir.Value, bits: int) -> ir.Value:
+    """`x` as a `bits`-bit integer in the low bits of an i8, as ml_dtypes' astype: floats truncate toward zero
+    (NaN, Inf and beyond int32 give 0), everything wraps modulo 2^bits (the same low bits for either
+    signedness)."""
+    i8 = _int(8)
+    if is_float(x.type):
+        f = x if width(x.type) >= 32 else arith.extf(ir.F32Type.get(), x)
+        # ml_dtypes truncates to int32, where x86 gives INT_MIN (low bits 0) for NaN and beyond the range.
+        inside = arith.cmpf(arith.CmpFPredicate.OLT, math.absf(f), constant(f.type, 2.0**31))
+        whole = arith.trunci(i8, arith.fptosi(_int(32), arith.select(inside, f, constant(f.type, 0.0))))
+    elif is_bool(x.type):
+        whole = arith.extui(i8, x)
+    else:
+        value = signless(x)
+        whole = value if width(value.type) == 8 else arith.trunci(i8, value)
+    return arith.andi(whole, constant(i8, (1 << bits) - 1))
 
 
 # erf(x) for |x| < ERF_SERIES_LIMIT: its Maclaurin series, x * sum_n c_n x^(2n), with

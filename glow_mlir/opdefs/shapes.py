@@ -346,6 +346,79 @@ def gather(data: Shape, indices: Shape, axis: int) -> Shape:
     return data[:axis] + indices + data[axis + 1 :]
 
 
+def gather_elements(data: Shape, indices: Shape, axis: int) -> Shape:
+    """numpy.take_along_axis: the result has the indices' shape, which fits in data's except along `axis`."""
+    require(len(data) >= 1, f"data must have rank >= 1, got {fmt(data)}")
+    require(0 <= axis < len(data), f"axis {axis} must be a dim of data {fmt(data)}")
+    require(len(indices) == len(data), f"indices {fmt(indices)} must have data's rank: data {fmt(data)}")
+    require(
+        all(i <= d for a, (i, d) in enumerate(zip(indices, data)) if a != axis),
+        f"indices {fmt(indices)} must not exceed data {fmt(data)} off axis {axis}",
+    )
+    return indices
+
+
+def _nd_depth(data: Shape, indices: Shape, batch_dims: int) -> int:
+    """The index depth k of a gather_nd / scatter_nd (the indices' last dim), checked against data."""
+    require(len(data) >= 1 and len(indices) >= 1, f"data {fmt(data)} and indices {fmt(indices)} need rank >= 1")
+    require(
+        0 <= batch_dims < min(len(data), len(indices)),
+        f"batch_dims {batch_dims} must be below the ranks of data {fmt(data)} and indices {fmt(indices)}",
+    )
+    require(
+        data[:batch_dims] == indices[:batch_dims],
+        f"the first {batch_dims} dims of data {fmt(data)} and indices {fmt(indices)} must agree",
+    )
+    k = indices[-1]
+    require(
+        1 <= k <= len(data) - batch_dims,
+        f"the indices' last dim {k} must be in [1, {len(data) - batch_dims}]: data {fmt(data)}, "
+        f"indices {fmt(indices)}, batch_dims {batch_dims}",
+    )
+    return k
+
+
+def gather_nd(data: Shape, indices: Shape, batch_dims: int) -> Shape:
+    """ONNX GatherND: indices[..., k] pick slices data[b..., i0, ..., ik-1]: indices[:-1] + data[b+k:]."""
+    k = _nd_depth(data, indices, batch_dims)
+    return indices[:-1] + data[batch_dims + k :]
+
+
+SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+def _reduction(reduction: str) -> None:
+    require(reduction in SCATTER_REDUCTIONS, f"reduction '{reduction}' must be one of {', '.join(SCATTER_REDUCTIONS)}")
+
+
+def scatter_elements(data: Shape, indices: Shape, updates: Shape, axis: int, reduction: str) -> Shape:
+    """ONNX ScatterElements: updates have the indices' shape, which fits in data's except along `axis`."""
+    _reduction(reduction)
+    gather_elements(data, indices, axis)
+    require(updates == indices, f"updates {fmt(updates)} must have the indices' shape {fmt(indices)}")
+    return data
+
+
+def scatter_nd(data: Shape, indices: Shape, updates: Shape, reduction: str) -> Shape:
+    """ONNX ScatterND: updates are indices[:-1] + data[k:], k the indices' last dim."""
+    _reduction(reduction)
+    k = _nd_depth(data, indices, 0)
+    expected = indices[:-1] + data[k:]
+    require(
+        updates == expected,
+        f"updates {fmt(updates)} must be indices[:-1] + data[k:] = {fmt(expected)}: data {fmt(data)}, "
+        f"indices {fmt(indices)}",
+    )
+    return data
+
+
+def top_k(input: Shape, axis: int, k: int) -> Shape:
+    """The k best along `axis`: that dim becomes k, at most its size."""
+    require(0 <= axis < len(input), f"axis {axis} must be a dim of input {fmt(input)}")
+    require(1 <= k <= input[axis], f"k {k} must be in [1, {input[axis]}] for axis {axis} of input {fmt(input)}")
+    return input[:axis] + (k,) + input[axis + 1 :]
+
+
 def batched_reduce(input: Shape, axes: Sequence[int]) -> Shape:
     """A reduction over `axes` (sorted, unique dims of the input), which the result drops.
 

@@ -5,6 +5,8 @@ one (alloc/dealloc, views, copy, insert_tensor).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from mlir.dialects import arith
 
@@ -83,6 +85,73 @@ define(OpDef(
     types=t.gather, evaluate=ref.gather,
     ir=IrDef("gather", (("dest", "out"), ("data", "in"), ("indices", "in")), attrs=("axis",), graph="gather",
              doc="dest = numpy.take(data, indices, axis)."),
+))
+define(OpDef(
+    "gather_elements",
+    "numpy.take_along_axis(data, indices, axis) (ONNX GatherElements): result[p] = data[p with p[axis] = "
+    "indices[p]], of the indices' shape; negative indices count from the end.",
+    ("data", "indices"), attrs=(("axis", Attr.INT),),
+    shape=lambda o, a, r: shapes.gather_elements(*o, a["axis"]), types=t.gather, evaluate=ref.gather_elements,
+    ir=IrDef("gather_elements", (("dest", "out"), ("data", "in"), ("indices", "in")), attrs=("axis",),
+             graph="gather_elements",
+             doc="dest = numpy.take_along_axis(data, indices, axis); out-of-range indices read the nearest "
+             "element (clamped)."),
+))
+define(OpDef(
+    "gather_nd",
+    "ONNX GatherND: each row of `indices` (its last dim k) picks the slice data[b..., i0, ..., ik-1] within "
+    "its batch (the first `batch_dims` dims); the result is indices[:-1] + data[batch_dims+k:].",
+    ("data", "indices"), attrs=(("batch_dims", Attr.INT),),
+    shape=lambda o, a, r: shapes.gather_nd(*o, a["batch_dims"]), types=t.gather, evaluate=ref.gather_nd,
+    ir=IrDef("gather_nd", (("dest", "out"), ("data", "in"), ("indices", "in")), attrs=("batch_dims",),
+             graph="gather_nd",
+             doc="dest = ONNX GatherND(data, indices, batch_dims); out-of-range indices are clamped."),
+))
+def _scatter_types(operands: Sequence[str], _: str | None) -> str:
+    """Data and updates of one type (any), i32 or i64 indices; the result has the data's type."""
+    data, indices, updates = operands
+    t.gather((data, indices), None)
+    if updates != data:
+        raise shapes.ShapeError(f"updates must have the data's element type {data}, got {updates}")
+    return data
+
+
+_SCATTER_DOC = (
+    "`reduction` (none, add, mul, max, min) combines an update with the element it lands on; updates apply "
+    "in row-major order, so with none the last of duplicate indices wins. Negative indices count from the end."
+)
+define(OpDef(
+    "scatter_elements",
+    f"ONNX ScatterElements: data with updates[p] written at p with p[axis] = indices[p]. {_SCATTER_DOC}",
+    ("data", "indices", "updates"), attrs=(("axis", Attr.INT), ("reduction", Attr.STRING)),
+    shape=lambda o, a, r: shapes.scatter_elements(*o, a["axis"], a["reduction"]), types=_scatter_types,
+    evaluate=ref.scatter_elements,
+    ir=IrDef("scatter_elements", (("dest", "out"), ("data", "in"), ("indices", "in"), ("updates", "in")),
+             attrs=("axis", "reduction"), graph="scatter_elements",
+             doc="dest = data, then each update combined in at its index (rules as glow.scatter_elements); "
+             "an update whose index is out of range is skipped."),
+))
+define(OpDef(
+    "scatter_nd",
+    f"ONNX ScatterND: data with each slice updates[p] written at data[indices[p]] (indices[..., k] address "
+    f"data's first k dims). {_SCATTER_DOC}",
+    ("data", "indices", "updates"), attrs=(("reduction", Attr.STRING),),
+    shape=lambda o, a, r: shapes.scatter_nd(*o, a["reduction"]), types=_scatter_types, evaluate=ref.scatter_nd,
+    ir=IrDef("scatter_nd", (("dest", "out"), ("data", "in"), ("indices", "in"), ("updates", "in")),
+             attrs=("reduction",), graph="scatter_nd",
+             doc="dest = data, then each update slice combined in at its index (rules as glow.scatter_nd); "
+             "an update whose index is out of range is skipped."),
+))
+define(OpDef(
+    "top_k",
+    "The i64 indices of the `k` largest (`largest`) or smallest elements along `axis`, best first; equal "
+    "elements rank by lower index, NaN above every number (numpy's sort order). The values are a "
+    "gather_elements of them.",
+    ("input",), attrs=(("axis", Attr.INT), ("k", Attr.INT), ("largest", Attr.BOOL)),
+    shape=lambda o, a, r: shapes.top_k(*o, a["axis"], a["k"]),
+    types=t.index_of(t.NUMBERS, "an integer or float"), evaluate=ref.top_k,
+    ir=IrDef("top_k", (("dest", "out"), ("src", "in")), attrs=("axis", "k", "largest"), graph="top_k",
+             doc="dest (i64) = indices of the k best elements of src along axis (rules as glow.top_k)."),
 ))
 define(OpDef(
     "convert_to",

@@ -5,8 +5,10 @@ docs/ARCHITECTURE.md: signless integers (i8..i64) are signed, the builtin unsign
 unsigned, and i1 is the boolean. Unsigned-ness lives in the type up to glow_ir; glow-ir-to-linalg states it
 in the arith op it picks (divui, cmpi ult, extui, ...) and then makes every buffer signless (`signless`,
 glow_mlir/codegen/builders.py), as arith takes signless integers only. The narrow formats (LOW_PRECISION:
-float8, float4, int4/int2) are only stored, loaded and converted (convert_to); codegen keeps them in bytes. A rule takes the operands' element types and, where the operands leave it open (constant, splat,
-convert_to), the type asked for; it returns the result's element type or raises `ShapeError` naming the rule.
+float8, float4, int4/int2) are only stored, loaded and converted (convert_to, as integer arithmetic on their
+bits: scalar.py); codegen keeps them one per byte. A rule takes the operands' element types and, where the
+operands leave it open (constant, splat, convert_to), the type asked for; it returns the result's element type
+or raises `ShapeError` naming the rule.
 """
 
 from __future__ import annotations

@@ -268,10 +268,10 @@ def test_wrong_dtypes_name_the_types(typed: CompiledModel, name: str, given: obj
 
 def test_abi_rejects_element_types_without_a_numpy_dtype() -> None:
     text = """
-    func.func @f(%x: memref<2xbf16> {glow.name = "x"}, %y: memref<2xbf16> {glow.name = "y", glow.output},
+    func.func @f(%x: memref<2xtf32> {glow.name = "x"}, %y: memref<2xtf32> {glow.name = "y", glow.output},
                  %arena: memref<0xi8> {glow.arena}) attributes {glow.arena_bytes = 0 : i64} {
       return
     }
     """
-    with pytest.raises(UnsupportedError, match="bf16"):
+    with pytest.raises(UnsupportedError, match="tf32"):
         read_abi(ir.Module.parse(text, context=make_context()))

@@ -33,8 +33,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
-from google.protobuf.message import DecodeError
-from onnx import numpy_helper
+from google.protobuf.message import DecodeError, Message
 
 from glow_mlir.builder import Graph, Tensor
 from glow_mlir.errors import (
@@ -51,16 +50,28 @@ from glow_mlir.errors import (
 # Importing the handler modules fills the registry.
 from glow_mlir.frontends.onnx import functions
 from glow_mlir.frontends.onnx import (  # noqa: F401
+    ops_attention,
     ops_control,
+    ops_einsum,
     ops_elementwise,
+    ops_index,
     ops_nn,
+    ops_pool,
+    ops_quant,
     ops_reduce,
     ops_resize,
     ops_rnn,
     ops_sequence,
     ops_tensor,
 )
-from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY, Emitter, NodeContext
+from glow_mlir.frontends.onnx.node import (
+    ONNX_TO_NUMPY,
+    Emitter,
+    NodeContext,
+    onnx_type_name,
+    op_schema,
+    tensor_array,
+)
 from glow_mlir.frontends.onnx.ops_sequence import Item
 from glow_mlir.frontends.onnx.registry import HANDLERS
 from glow_mlir.frontends.onnx.signature import is_dynamic, resolve, signature, specialize
@@ -100,7 +111,9 @@ def load(model: onnx.ModelProto | bytes | str | os.PathLike[str]) -> onnx.ModelP
     """The model, parsed and shape-inferred; MalformedModelError when it is not a model.
 
     onnx.checker is not run: it refuses models onnxruntime runs (a graph output without a shape, say);
-    the import itself checks what it relies on.
+    the import itself checks what it relies on, and what onnx's shape inference would fail on without naming
+    the node, or crash on, is checked before it runs (names that are not UTF-8, node schemas, initializers
+    defined twice).
     """
     if isinstance(model, onnx.ModelProto):
         proto = model
@@ -121,10 +134,71 @@ def load(model: onnx.ModelProto | bytes | str | os.PathLike[str]) -> onnx.ModelP
             raise MalformedModelError(f"'{os.fspath(model)}': cannot load external data: {_first_line(e)}") from None
     else:
         raise TypeError(f"expected an onnx.ModelProto, bytes or a path, got {type(model).__name__}")
+    _check_text(proto, "model")
+    _check_schemas(proto)
+    _check_values(proto.graph)
     try:
         return onnx.shape_inference.infer_shapes(proto, data_prop=True)
     except (onnx.shape_inference.InferenceError, ValueError) as e:
         raise MalformedModelError(f"ONNX shape inference failed: {_first_line(e)}") from None
+
+
+def _check_text(message: Message, path: str) -> None:
+    """Refuses a string field that is not UTF-8: protobuf's upb parser keeps such a field as bytes, which
+    no name handling expects. `path` locates the field in the model (`model.graph.node[3].name`)."""
+    for field, value in message.ListFields():
+        if field.type not in (field.TYPE_STRING, field.TYPE_MESSAGE):
+            continue
+        for i, item in enumerate(value if field.is_repeated else [value]):
+            where = f"{path}.{field.name}" + (f"[{i}]" if field.is_repeated else "")
+            if isinstance(item, bytes):
+                raise MalformedModelError(f"{where} of the model is not valid UTF-8 text")
+            if field.type == field.TYPE_MESSAGE:
+                _check_text(item, where)
+
+
+def _check_values(graph: onnx.GraphProto) -> None:
+    """Refuses a graph input, output or initializer without a name, and two initializers of one name: which
+    one a node reads is undefined, and shape inference fails on them naming neither (it merges the types of
+    an unnamed initializer and an unnamed output)."""
+    for what, values in (("input", graph.input), ("output", graph.output), ("initializer", graph.initializer)):
+        for index, value in enumerate(values):
+            if not value.name:
+                raise MalformedModelError(f"graph {what} {index} of the model has no name")
+    seen: set[str] = set()
+    for tensor in graph.initializer:
+        if tensor.name in seen:
+            raise MalformedModelError(f"initializer '{tensor.name}' is defined more than once in graph '{graph.name}'")
+        seen.add(tensor.name)
+
+
+def _check_schemas(proto: onnx.ModelProto) -> None:
+    """Refuses, naming it, a node that breaks its schema where onnx's shape inference cannot be trusted to:
+    a required attribute missing (a Loop without its body: inference fails with its C++ library's
+    `vector::reserve`), more or fewer inputs or outputs than the op has, or a Split whose outputs differ from
+    its `num_outputs` (inference aborts the process)."""
+    opset = _default_opset(proto)
+    if opset is None:
+        return
+    for node, name in _walk(proto.graph, _node_names(proto.graph)):
+        schema = op_schema(node.op_type, opset) if node.domain in DEFAULT_DOMAINS else None
+        if schema is None:
+            continue
+        present = {a.name: a for a in node.attribute}
+        missing = [a for a, spec in schema.attributes.items() if spec.required and a not in present]
+        if missing:
+            raise InvalidNodeError(f"node '{name}' ({node.op_type}): attribute '{missing[0]}' is required")
+        for what, count, least, most in (
+            ("inputs", len(node.input), schema.min_input, schema.max_input),
+            ("outputs", len(node.output), schema.min_output, schema.max_output),
+        ):
+            if not least <= count <= most:
+                bounds = f"{least}" if least == most else f"{least} to {most}"
+                raise InvalidNodeError(f"node '{name}' ({node.op_type}): has {count} {what}, the op takes {bounds}")
+        parts = present.get("num_outputs")
+        if node.op_type == "Split" and parts is not None and parts.i != len(node.output):
+            raise InvalidNodeError(f"node '{name}' (Split): num_outputs is {parts.i} but the node has "
+                                   f"{len(node.output)} outputs")
 
 
 def _parse(data: bytes, what: str) -> onnx.ModelProto:
@@ -248,7 +322,7 @@ class Importer:
                 raise UnsupportedTypeError(f"graph input '{info.name}'", info.type.WhichOneof("value") or "unknown")
             elem = info.type.tensor_type.elem_type
             if elem not in ONNX_TO_NUMPY:
-                raise UnsupportedTypeError(f"graph input '{info.name}'", onnx.TensorProto.DataType.Name(elem))
+                raise UnsupportedTypeError(f"graph input '{info.name}'", onnx_type_name(elem))
         producers = {out: self.node_names[i] for i, n in enumerate(graph.node) for out in n.output}
         for info in [*graph.value_info, *graph.output]:
             elem = info.type.tensor_type.elem_type
@@ -256,7 +330,7 @@ class Importer:
                 where = f"value '{info.name}'"
                 if info.name in producers:
                     where = f"node '{producers[info.name]}' output '{info.name}'"
-                raise UnsupportedTypeError(where, onnx.TensorProto.DataType.Name(elem))
+                raise UnsupportedTypeError(where, onnx_type_name(elem))
 
     def _bind_inputs(self) -> None:
         graph = self.model.graph
@@ -271,7 +345,7 @@ class Importer:
         for name, tensor in initializers.items():
             if name in input_names and (name in self.keep_inputs or name in self.static_inputs):
                 continue
-            array = numpy_helper.to_array(tensor)
+            array = tensor_array(tensor, f"initializer '{name}'")
             self._set(name, array, frozenset())
         for info in graph.input:
             if info.name in initializers and info.name not in self.keep_inputs and info.name not in self.static_inputs:
@@ -338,7 +412,7 @@ class Importer:
             for info, value in zip(graph.input, inputs):
                 self._set(info.name, value, frozenset() if isinstance(value, np.ndarray) else depends)
             for tensor in graph.initializer:
-                self._set(tensor.name, numpy_helper.to_array(tensor), frozenset())
+                self._set(tensor.name, tensor_array(tensor, f"node '{where}' initializer '{tensor.name}'"), frozenset())
             for node, name in zip(graph.node, _node_names(graph, f"{where}/")):
                 self._import_node(node, name)
             missing = [o.name for o in graph.output if o.name not in self.env]

@@ -25,7 +25,12 @@ import onnx
 from mlir import ir
 
 from glow_mlir.builder import Graph, Tensor
-from glow_mlir.errors import InvalidNodeError, StaticInputRequired, UnsupportedAttributeError
+from glow_mlir.errors import (
+    InvalidNodeError,
+    MalformedModelError,
+    StaticInputRequired,
+    UnsupportedAttributeError,
+)
 from glow_mlir.interpreter import evaluate
 
 if TYPE_CHECKING:
@@ -34,7 +39,7 @@ if TYPE_CHECKING:
 Value = Tensor | np.ndarray
 
 # ONNX element types glow has, as numpy dtypes (ml_dtypes' for those numpy lacks; strings, complex numbers
-# and float6 are refused). The float8/float4/int4/int2 formats only go through Cast and CastLike.
+# and float6 are refused). The float8/float4/int4/int2 formats only go through Cast, CastLike and ops_quant.py.
 ONNX_TO_NUMPY = {
     onnx.TensorProto.FLOAT: np.dtype(np.float32),
     onnx.TensorProto.DOUBLE: np.dtype(np.float64),
@@ -214,11 +219,16 @@ class NodeContext:
         """An attribute as a Python value (ints, floats, str, lists of them, numpy array for a tensor)."""
         for a in self.node.attribute:
             if a.name == name:
+                expected = _attribute_type(self.node.op_type, self.opset, name)
+                if expected is not None and a.type != expected:
+                    # Handlers compute with the value as the spec types it; another type is a malformed node.
+                    got = _ATTRIBUTE_TYPES.Name(a.type) if a.type in _ATTRIBUTE_TYPES.values() else str(a.type)
+                    raise self.invalid(f"attribute '{name}' must be of type {_ATTRIBUTE_TYPES.Name(expected)}, got {got}")
                 value = onnx.helper.get_attribute_value(a)
                 if isinstance(value, bytes):
                     return value.decode()
                 if isinstance(value, onnx.TensorProto):
-                    return onnx.numpy_helper.to_array(value)
+                    return tensor_array(value, f"node '{self.name}' ({self.op_type}) attribute '{name}'")
                 if isinstance(value, list) and value and isinstance(value[0], bytes):
                     return [v.decode() for v in value]
                 return value
@@ -250,6 +260,11 @@ class NodeContext:
 
     def scalar_like(self, v: Value, value: float) -> Value:
         return self.full(shape(v), value, dtype(v))
+
+    def constant_beside(self, array: np.ndarray, beside: Value) -> Value:
+        """`array` as a glow.constant where `beside` is computed at run time, so that an op on it (a
+        broadcast to `beside`'s shape) stays an op instead of folding into a constant of the result's size."""
+        return self.importer.constant(array, self.name) if isinstance(beside, Tensor) else array
 
     def broadcast_to(self, v: Value, dims: Sequence[int]) -> Value:
         """Numpy (right-aligned) broadcast of `v` to `dims`."""
@@ -285,6 +300,45 @@ class NodeContext:
         """A reduction's result reshaped so the reduced `axes` stay as dims of size 1."""
         dims = [1 if i in axes else d for i, d in enumerate(input_shape)]
         return self.reshape(reduced, dims)
+
+
+_ATTRIBUTE_TYPES = onnx.AttributeProto.AttributeType
+
+
+@functools.cache
+def op_schema(op_type: str, opset: int) -> onnx.defs.OpSchema | None:
+    """The default domain's schema of `op_type` at `opset`, else its latest (a model may use an op before the
+    opset that introduced it); None for an op the default domain does not have."""
+    for version in (opset, onnx.defs.onnx_opset_version()):
+        try:
+            return onnx.defs.get_schema(op_type, version, "")
+        except onnx.defs.SchemaError:
+            continue
+    return None
+
+
+def _attribute_type(op_type: str, opset: int, name: str) -> int | None:
+    """The AttributeProto type the schema gives attribute `name` of `op_type` at `opset`; None when there is
+    no such schema or attribute (an op of another domain, an attribute of an old opset)."""
+    schema = op_schema(op_type, opset)
+    attribute = schema.attributes.get(name) if schema is not None else None
+    return None if attribute is None else int(attribute.type.value)
+
+
+def onnx_type_name(elem: int) -> str:
+    """ONNX's name of an element type number, also for a number no type has (a corrupt model)."""
+    names = onnx.TensorProto.DataType
+    return names.Name(elem) if elem in names.values() else f"unknown element type {elem}"
+
+
+def tensor_array(tensor: onnx.TensorProto, where: str) -> np.ndarray:
+    """The array of a TensorProto (an initializer, a tensor attribute); MalformedModelError naming `where`
+    when its element type, dims and data disagree or its external data cannot be read."""
+    try:
+        return onnx.numpy_helper.to_array(tensor)
+    except (ValueError, TypeError, KeyError, OSError, onnx.checker.ValidationError) as e:
+        text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise MalformedModelError(f"{where}: not a valid tensor ({text})") from None
 
 
 def float16_in_float32(handler: Callable[[NodeContext], Sequence[Value]]) -> Callable[[NodeContext], list[Value]]:

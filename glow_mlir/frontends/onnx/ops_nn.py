@@ -1,12 +1,12 @@
-"""Neural-network ONNX ops: convolutions, pooling, normalizations, Gemm/MatMul, Softmax, Dropout.
+"""Neural-network ONNX ops: convolutions, Gemm/MatMul, normalizations, Softmax, Dropout (pooling is in
+ops_pool.py; the window helpers here serve both).
 
 glow's window ops are 2-D NCHW, so 1-D ones are lifted to 2-D with a unit height. What a glow op cannot
 express directly is composed: ConvTranspose's output_padding / output_shape cells beyond the full scatter
-are bias-only, written with insert_tensor into the broadcast bias; ceil_mode pooling extends the bottom/right
-pad; pooling with dilations, or pads glow's pools refuse, gathers each kernel row, then each kernel column,
-with constant indices (max and sum are separable, so the IR grows with kh + kw, not kh * kw). Float16
-MatMul, Gemm and convolutions, and the sums of float16 Softmax / LogSoftmax, accumulate in float32 as the
-spec's reference does (node.float16_in_float32).
+are bias-only, written with insert_tensor into the broadcast bias; a 3-D convolution is the sum over the
+filter's depth of 2-D convolutions, the output planes folded into the batch. Float16 MatMul, Gemm and
+convolutions, and the sums of float16 Softmax / LogSoftmax, accumulate in float32 as the spec's reference
+does (node.float16_in_float32).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from glow_mlir.errors import UnsupportedTypeError
 from glow_mlir.frontends.onnx.node import (
     NodeContext,
     Value,
@@ -32,14 +31,15 @@ from glow_mlir.frontends.onnx.registry import handles
 # Window ops.
 
 
-def _spatial(ctx: NodeContext, x: Value) -> int:
+def spatial_dims(ctx: NodeContext, x: Value, most: int = 2) -> int:
+    """The number of spatial dims of the NC... input `x`, 1 to `most`."""
     n = rank(x) - 2
-    if n not in (1, 2):
-        raise ctx.unsupported("kernel_shape", f"{n}-D windows are not supported (only 1-D and 2-D, NCHW)")
+    if not 1 <= n <= most:
+        raise ctx.unsupported("kernel_shape", f"{n}-D windows are not supported (1-D to {most}-D, NC...)")
     return n
 
 
-def _window_pads(
+def window_pads(
     ctx: NodeContext, sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int]
 ) -> tuple[list[int], list[int]]:
     """The (begin, end) pads per spatial dim, from `pads` or `auto_pad`."""
@@ -63,20 +63,20 @@ def _window_pads(
     return begin, end
 
 
-def _lift(ctx: NodeContext, v: Value) -> Value:
+def lift_1d(ctx: NodeContext, v: Value) -> Value:
     """A 1-D NCW tensor as NC1W."""
     return ctx.reshape(v, [*shape(v)[:2], 1, shape(v)[2]])
 
 
-def _to_2d(values: Sequence[int], fill: int) -> list[int]:
+def to_2d(values: Sequence[int], fill: int) -> list[int]:
     return [fill, *values] if len(values) == 1 else list(values)
 
 
 def _glow_pads(begin: Sequence[int], end: Sequence[int]) -> list[int]:
-    return [*_to_2d(begin, 0), *_to_2d(end, 0)]
+    return [*to_2d(begin, 0), *to_2d(end, 0)]
 
 
-def _window_attrs(ctx: NodeContext, n: int, kernel: Sequence[int]) -> tuple[list[int], list[int]]:
+def window_attrs(ctx: NodeContext, n: int, kernel: Sequence[int]) -> tuple[list[int], list[int]]:
     strides = list(ctx.attr("strides", [1] * n))
     dilations = list(ctx.attr("dilations", [1] * n))
     if len(strides) != n or len(dilations) != n or len(kernel) != n:
@@ -85,30 +85,70 @@ def _window_attrs(ctx: NodeContext, n: int, kernel: Sequence[int]) -> tuple[list
 
 
 def _conv_node(
-    ctx: NodeContext,
+    ctx: NodeContext, most: int = 2
 ) -> tuple[Value, Value, Value | None, int, list[int], list[int], list[int]]:
-    """What Conv and ConvTranspose read alike: (x, w, b or None, the number of spatial dims, kernel_shape
-    (default: the filter's spatial dims), strides, dilations)."""
+    """What Conv and ConvTranspose read alike: (x, w, b or None, the number of spatial dims (at most
+    `most`), kernel_shape (default: the filter's spatial dims), strides, dilations)."""
     x, w, b = ctx.input(0), ctx.input(1), ctx.optional(2)
-    n = _spatial(ctx, x)
+    n = spatial_dims(ctx, x, most)
     kernel = list(ctx.attr("kernel_shape", shape(w)[2:]))
-    strides, dilations = _window_attrs(ctx, n, kernel)
+    strides, dilations = window_attrs(ctx, n, kernel)
     return x, w, b, n, kernel, strides, dilations
 
 
 @handles("Conv")
 @float16_in_float32
 def conv(ctx: NodeContext) -> list[Value]:
-    x, w, b, n, kernel, strides, dilations = _conv_node(ctx)
-    begin, end = _window_pads(ctx, shape(x)[2:], kernel, strides, dilations)
+    x, w, b, n, kernel, strides, dilations = _conv_node(ctx, most=3)
+    begin, end = window_pads(ctx, shape(x)[2:], kernel, strides, dilations)
     if b is None:
         b = np.zeros(shape(w)[0], dtype(x))
+    if n == 3:
+        return [_conv_3d(ctx, x, w, b, strides, dilations, begin, end)]
     if n == 1:
-        x, w = _lift(ctx, x), _lift(ctx, w)
+        x, w = lift_1d(ctx, x), lift_1d(ctx, w)
     y = ctx.g.convolution(
-        x, w, b, _to_2d(strides, 1), _glow_pads(begin, end), _to_2d(dilations, 1), ctx.attr("group", 1)
+        x, w, b, to_2d(strides, 1), _glow_pads(begin, end), to_2d(dilations, 1), ctx.attr("group", 1)
     )
     return [ctx.reshape(y, [*shape(y)[:2], shape(y)[3]]) if n == 1 else y]
+
+
+def _conv_3d(
+    ctx: NodeContext,
+    x: Value,
+    w: Value,
+    b: Value,
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    begin: Sequence[int],
+    end: Sequence[int],
+) -> Value:
+    """A 3-D (NCDHW) convolution as the sum over the filter's depth of 2-D convolutions: for filter plane i,
+    the input planes that output plane d reads (d * stride + i * dilation of the depth-padded input) are
+    gathered, the output planes folded into the batch, and convolved with plane i of the filter."""
+    batch, channels, depth, height, width = shape(x)
+    outputs, kd = shape(w)[0], shape(w)[2]
+    if begin[0] or end[0]:
+        dims = [batch, channels, depth + begin[0] + end[0], height, width]
+        x = ctx.g.insert_tensor(ctx.full(dims, 0, dtype(x)), x, [0, 0, begin[0], 0, 0])
+    span = shape(x)[2] - (kd - 1) * dilations[0] - 1
+    if span < 0:
+        raise ctx.invalid(f"the filter {list(shape(w))} does not fit the padded input {list(shape(x))}")
+    planes = span // strides[0] + 1
+    total: Value | None = None
+    for i in range(kd):
+        rows = np.arange(planes, dtype=np.int64) * strides[0] + i * dilations[0]
+        slab = ctx.transpose(ctx.g.gather(x, rows, 2), [0, 2, 1, 3, 4])
+        slab = ctx.reshape(slab, [batch * planes, channels, height, width])
+        plane = ctx.reshape(ctx.g.slice(w, [0, 0, i, 0, 0], [*shape(w)[:2], 1, *shape(w)[3:]]),
+                            [*shape(w)[:2], *shape(w)[3:]])
+        bias = b if i == 0 else np.zeros(outputs, dtype(x))
+        y = ctx.g.convolution(slab, plane, bias, strides[1:], _glow_pads(begin[1:], end[1:]), dilations[1:],
+                              ctx.attr("group", 1))
+        total = y if total is None else ctx.g.add(total, y)
+    assert total is not None
+    out_h, out_w = shape(total)[2:]
+    return ctx.transpose(ctx.reshape(total, [batch, planes, outputs, out_h, out_w]), [0, 2, 1, 3, 4])
 
 
 @handles("ConvTranspose")
@@ -133,7 +173,7 @@ def conv_transpose(ctx: NodeContext) -> list[Value]:
             total = max(0, f + a - o)
             head.append(total // 2 if auto == "SAME_UPPER" else total - total // 2)
     else:
-        head, tail = _window_pads(ctx, sizes, kernel, strides, dilations)
+        head, tail = window_pads(ctx, sizes, kernel, strides, dilations)
         if auto == "VALID":
             head, tail = [0] * n, [0] * n
         out = [f + a - h - t for f, a, h, t in zip(full, adjust, head, tail)]
@@ -143,132 +183,14 @@ def conv_transpose(ctx: NodeContext) -> list[Value]:
     if b is None:
         b = np.zeros(shape(w)[1] * group, dtype(x))
     if n == 1:
-        x, w = _lift(ctx, x), _lift(ctx, w)
+        x, w = lift_1d(ctx, x), lift_1d(ctx, w)
     y = ctx.g.conv_transpose(
-        x, w, b, _to_2d(strides, 1), _glow_pads(head, crop_end), _to_2d(dilations, 1), group
+        x, w, b, to_2d(strides, 1), _glow_pads(head, crop_end), to_2d(dilations, 1), group
     )
-    out_dims = [shape(x)[0], shape(y)[1], *_to_2d(out, 1)]
+    out_dims = [shape(x)[0], shape(y)[1], *to_2d(out, 1)]
     if list(shape(y)) != out_dims:
         y = ctx.g.insert_tensor(ctx.g.broadcast(b, out_dims, 1), y, [0] * 4)
     return [ctx.reshape(y, [*shape(y)[:2], shape(y)[3]]) if n == 1 else y]
-
-
-def _pool_geometry(
-    ctx: NodeContext, sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int]
-) -> tuple[list[int], list[int], list[int], list[int]]:
-    """(begin pads, end pads, output sizes, extra end pads that ceil_mode needs)."""
-    begin, end = _window_pads(ctx, sizes, kernel, strides, dilations)
-    ceil_mode = ctx.attr("ceil_mode", 0)
-    out, extra = [], []
-    for size, b, e, k, s, d in zip(sizes, begin, end, kernel, strides, dilations):
-        span = size + b + e - ((k - 1) * d + 1)
-        if span < 0:
-            raise ctx.invalid(f"the window {list(kernel)} does not fit the padded input {list(sizes)}")
-        o = span // s + 1
-        if ceil_mode:
-            o = -(-span // s) + 1
-            # The last window must start inside the input or the begin pad (onnxruntime, PyTorch).
-            if (o - 1) * s >= size + b:
-                o -= 1
-        out.append(o)
-        extra.append(max(0, (o - 1) * s + (k - 1) * d + 1 - (size + b + e)))
-    return begin, end, out, extra
-
-
-@handles("MaxPool", "AveragePool")
-def pool(ctx: NodeContext) -> list[Value]:
-    x = ctx.input(0)
-    n = _spatial(ctx, x)
-    if not is_float(x):
-        # ONNX allows 8-bit integer MaxPool; glow's pools are float ops (their padding is -inf).
-        raise UnsupportedTypeError(f"node '{ctx.name}' ({ctx.op_type}) input 0", dtype(x).name)
-    if ctx.outputs_wanted() > 1:
-        raise ctx.unsupported("storage_order", "the Indices output of MaxPool is not supported")
-    kernel = list(ctx.attr("kernel_shape"))
-    strides, dilations = _window_attrs(ctx, n, kernel)
-    begin, end, out, extra = _pool_geometry(ctx, shape(x)[2:], kernel, strides, dilations)
-    is_max = ctx.op_type == "MaxPool"
-    include_pad = bool(ctx.attr("count_include_pad", 0))
-    if n == 1:
-        x = _lift(ctx, x)
-        kernel, strides, dilations = _to_2d(kernel, 1), _to_2d(strides, 1), _to_2d(dilations, 1)
-        begin, end, out, extra = _to_2d(begin, 0), _to_2d(end, 0), _to_2d(out, 1), _to_2d(extra, 0)
-    ends = [e + x_ for e, x_ in zip(end, extra)]
-    fits = all(p < k for p, k in zip([*begin, *ends], kernel * 2))
-    if dilations != [1, 1] or not fits:
-        y = _pool_by_gathers(ctx, x, is_max, kernel, strides, dilations, begin, end, out, include_pad)
-    elif is_max:
-        y = ctx.g.max_pool(x, kernel, strides, [*begin, *ends])
-    elif not include_pad or not any(extra):
-        y = ctx.g.avg_pool(x, kernel, strides, [*begin, *ends], include_pad)
-    else:
-        # The real pads count, ceil_mode's extra cells do not: pad explicitly, let glow exclude the rest.
-        padded = _pad_spatial(ctx, x, begin, end, 0.0)
-        y = ctx.g.avg_pool(padded, kernel, strides, [0, 0, *extra], False)
-    return [ctx.reshape(y, [*shape(y)[:2], shape(y)[3]]) if n == 1 else y]
-
-
-def _pad_spatial(ctx: NodeContext, x: Value, begin: Sequence[int], end: Sequence[int], value: float) -> Value:
-    if not any(begin) and not any(end):
-        return x
-    dims = [*shape(x)[:2], *(s + b + e for s, b, e in zip(shape(x)[2:], begin, end))]
-    return ctx.g.insert_tensor(ctx.full(dims, value, dtype(x)), x, [0, 0, *begin])
-
-
-def _pool_by_gathers(
-    ctx: NodeContext,
-    x: Value,
-    is_max: bool,
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    dilations: Sequence[int],
-    begin: Sequence[int],
-    end: Sequence[int],
-    out: Sequence[int],
-    include_pad: bool,
-) -> Value:
-    """Pooling over the explicitly padded input as two passes: along H, the max or sum of one strided gather
-    per kernel row, then the same along W per kernel column. A window's max (sum) is the max (sum) over its
-    rows of the max (sum) along each row, so this is the pool itself with kh + kw gathers of at most one
-    output's length of indices each; an average divides by the count of cells it covers, whose table is
-    the outer product of the per-axis counts."""
-    size = shape(x)[2:]
-    # Cells past the padded input (ceil_mode) are taps that do not exist: pad them too, never counting them.
-    extent = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, strides, kernel, dilations)]
-    tail = [max(e, t - s_ - b) for e, t, s_, b in zip(end, extent, size, begin)]
-    result = _pad_spatial(ctx, x, begin, tail, -np.inf if is_max else 0.0)
-    counts = []
-    for axis in range(2):
-        # The cells an average counts: the input and, with count_include_pad, the pads (never ceil_mode's).
-        low = 0 if include_pad else begin[axis]
-        high = size[axis] + begin[axis] + (end[axis] if include_pad else 0)
-        starts = strides[axis] * np.arange(out[axis])
-        taps, count = [], np.zeros(out[axis], np.int64)
-        for i in range(kernel[axis]):
-            cells = starts + i * dilations[axis]
-            taps.append(ctx.g.gather(result, cells.astype(np.int64), axis + 2))
-            count += (cells >= low) & (cells < high)
-        result = taps[0]
-        for tap in taps[1:]:
-            result = ctx.g.max(result, tap) if is_max else ctx.g.add(result, tap)
-        counts.append(count)
-    if is_max:
-        return result
-    divisor = ctx.g.broadcast(np.outer(*counts).astype(dtype(x)), shape(result), 2)
-    return ctx.g.div(result, divisor)
-
-
-@handles("GlobalAveragePool", "GlobalMaxPool")
-def global_pool(ctx: NodeContext) -> list[Value]:
-    x = ctx.input(0)
-    axes = list(range(2, rank(x)))
-    if ctx.op_type == "GlobalMaxPool":
-        y = ctx.g.batched_reduce_max(x, axes)
-    else:
-        count = math.prod(shape(x)[2:])
-        y = ctx.g.batched_reduce_add(x, axes)
-        y = ctx.g.div(y, ctx.scalar_like(y, count))
-    return [ctx.keep_dims(y, shape(x), axes)]
 
 
 # Linear algebra.
@@ -420,7 +342,7 @@ def lrn(ctx: NodeContext) -> list[Value]:
 
 def _along_last(ctx: NodeContext, x: Value, fn: str) -> Value:
     """Applies `fn` ("softmax" or "log_softmax") along the op's axis with the opset's semantics."""
-    apply = (lambda v: _softmax(ctx, v)) if fn == "softmax" else (lambda v: _log_softmax(ctx, v))
+    apply = (lambda v: softmax_last(ctx, v)) if fn == "softmax" else (lambda v: _log_softmax(ctx, v))
     if ctx.opset < 13:
         # Before opset 13 the input is coerced to 2-D at `axis` and normalized along the flattened tail.
         axis = normalize_axis(ctx.attr("axis", 1), rank(x), ctx)
@@ -433,7 +355,7 @@ def _along_last(ctx: NodeContext, x: Value, fn: str) -> Value:
     return ctx.transpose(apply(ctx.transpose(x, perm)), inverse)
 
 
-def _softmax(ctx: NodeContext, x: Value) -> Value:
+def softmax_last(ctx: NodeContext, x: Value) -> Value:
     """Softmax along the last dim: glow.softmax, except for float16, which follows the spec's function body
     (Exp of x - max, ReduceSum, Div, each in float16) with the sum accumulated in float32 as the spec's
     reference does, so each result is rounded as the reference rounds it."""

@@ -14,9 +14,10 @@ import ml_dtypes
 import numpy as np
 import onnx
 
-from glow_mlir.errors import UnsupportedTypeError
+from glow_mlir.errors import UnsupportedAttributeError, UnsupportedTypeError
 from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY, NodeContext, Value, dtype, normalize_axis, rank, shape
 from glow_mlir.frontends.onnx.registry import handles
+from glow_mlir.ops import ML_DTYPES
 
 
 def _onnx_type(ctx: NodeContext, to: int) -> np.dtype:
@@ -28,22 +29,37 @@ def _onnx_type(ctx: NodeContext, to: int) -> np.dtype:
 
 @handles("Cast")
 def cast(ctx: NodeContext) -> list[Value]:
-    return [_cast(ctx, ctx.input(0), _onnx_type(ctx, ctx.attr("to")))]
+    return [cast_to(ctx, ctx.input(0), _onnx_type(ctx, ctx.attr("to")))]
 
 
 @handles("CastLike")
 def cast_like(ctx: NodeContext) -> list[Value]:
-    return [_cast(ctx, ctx.input(0), dtype(ctx.input(1)))]
+    return [cast_to(ctx, ctx.input(0), dtype(ctx.input(1)))]
 
 
 _FLOAT8 = {np.dtype(t) for t in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")}
+_E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
 
 
-def _cast(ctx: NodeContext, x: Value, to: np.dtype) -> Value:
-    """convert_to overflows to inf or NaN; `saturate` (default 1) clamps a float to a float8's range first."""
-    if to in _FLOAT8 and ctx.attr("saturate", 1) and np.issubdtype(dtype(x), np.floating):
+def cast_to(ctx: NodeContext, x: Value, to: np.dtype) -> Value:
+    """convert_to rounds as ml_dtypes' astype, overflowing a float8 to NaN or Inf; `saturate` (default 1)
+    clamps to the float8's range first, as onnx.numpy_helper.saturate_cast does (Inf to the largest finite
+    value, NaN kept). convert_to casts to float8e8m0 by ONNX's default rule (saturate, round_mode up) only."""
+    if to == _E8M0 and (ctx.attr("saturate", 1) != 1 or ctx.attr("round_mode", "up") != "up"):
+        modes = f"saturate {ctx.attr('saturate', 1)}, round_mode {ctx.attr('round_mode', 'up')}"
+        raise UnsupportedAttributeError(ctx.name, ctx.op_type, "round_mode", f"{modes} to float8e8m0 (1, up only)")
+    if to in _FLOAT8 and ctx.attr("saturate", 1) and dtype(x) != np.bool_:
         limit = float(ml_dtypes.finfo(to).max)
-        x = ctx.g.min(ctx.g.max(x, ctx.scalar_like(x, -limit)), ctx.scalar_like(x, limit))
+        if dtype(x) in ML_DTYPES and dtype(x) != np.dtype(ml_dtypes.bfloat16):
+            x = ctx.convert(x, np.dtype(np.float32))  # exact; glow's min and max take no low-precision types
+        if np.issubdtype(dtype(x), np.integer):
+            low, high = ml_dtypes.iinfo(dtype(x)).min, ml_dtypes.iinfo(dtype(x)).max
+            if high > limit:
+                x = ctx.g.min(x, ctx.scalar_like(x, int(limit)))
+            if low < -limit:
+                x = ctx.g.max(x, ctx.scalar_like(x, -int(limit)))
+        else:
+            x = ctx.g.min(ctx.g.max(x, ctx.scalar_like(x, -limit)), ctx.scalar_like(x, limit))
     return ctx.convert(x, to)
 
 
@@ -401,6 +417,41 @@ def cumsum(ctx: NodeContext) -> list[Value]:
     summed = ctx.g.matmul(rows, weights.astype(dtype(x)))
     back = ctx.reshape(summed, shape(moved))
     return [ctx.transpose(back, list(np.argsort(order)))]
+
+
+@handles("CumProd")
+def cumprod(ctx: NodeContext) -> list[Value]:
+    """Products along `axis` as a Hillis-Steele scan: after the step of shift d (1, 2, 4, ...) each element
+    holds the product of the 2d elements ending at it, so ceil(log2 n) elementwise products of the whole
+    tensor with itself shifted (a slice concatenated after ones) compute it; no triangular matrix serves a
+    product. `exclusive` shifts the input by one first, `reverse` scans the axis reversed."""
+    x = ctx.input(0)
+    axes = ctx.ints(1, "the axis input")
+    if axes is None or len(axes) != 1:
+        raise ctx.invalid(f"the axis input must be one integer, got {axes}")
+    axis = normalize_axis(axes[0], rank(x), ctx)
+    if dtype(x) == np.bool_:
+        raise ctx.invalid("CumProd takes numbers, got bool")
+    n = shape(x)[axis]
+    backward = np.arange(n - 1, -1, -1, dtype=np.int64)
+    y = ctx.g.gather(x, backward, axis) if ctx.attr("reverse", 0) else x
+
+    def shifted(v: Value, d: int) -> Value:
+        """v moved d places along the axis, ones filling the start."""
+        ones_dims, kept_dims = list(shape(v)), list(shape(v))
+        ones_dims[axis], kept_dims[axis] = d, n - d
+        ones = ctx.full(ones_dims, 1, dtype(v))
+        if d == n:
+            return ones
+        return ctx.g.concat([ones, ctx.g.slice(v, [0] * rank(v), kept_dims)], axis)
+
+    if ctx.attr("exclusive", 0):
+        y = shifted(y, 1)
+    d = 1
+    while d < n:
+        y = ctx.g.mul(y, shifted(y, d))
+        d *= 2
+    return [ctx.g.gather(y, backward, axis) if ctx.attr("reverse", 0) else y]
 
 
 @handles("OneHot")

@@ -43,6 +43,26 @@ def test_conv_runtime_weights() -> None:
     check_node("Conv", {"x": rand(1, 2, 5, 5), "w": rand(3, 2, 3, 3)}, {"pads": [1, 1, 1, 1]}, rtol=1e-4)
 
 
+@pytest.mark.parametrize("attrs", [
+    {},
+    {"pads": [1, 0, 1, 2, 1, 0], "strides": [2, 1, 2]},
+    {"dilations": [2, 1, 2], "pads": [2, 1, 1, 0, 1, 2]},
+    {"strides": [2, 2, 2], "auto_pad": "SAME_UPPER"},
+    {"group": 2},
+])
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_3d(attrs: dict[str, object], bias: bool) -> None:
+    """NCDHW: the sum over the filter's depth of 2-D convolutions of the planes each output plane reads."""
+    w = rand(4, 4 // attrs.get("group", 1), 3, 2, 3)
+    consts = {"w": w, "b": rand(4)} if bias else {"w": w}
+    check_node("Conv", {"x": rand(2, 4, 6, 5, 7)}, attrs, consts, rtol=1e-4)
+
+
+def test_conv_3d_runtime_weights() -> None:
+    check_node("Conv", {"x": rand(1, 2, 4, 5, 5), "w": rand(3, 2, 2, 3, 3)}, {"pads": [1, 1, 1, 0, 1, 1]},
+               rtol=1e-4)
+
+
 # ConvTranspose.
 
 

@@ -1,0 +1,239 @@
+"""Pooling ONNX ops: MaxPool (and its Indices output), AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool.
+
+glow's pools are 2-D NCHW, so 1-D ones are lifted to 2-D with a unit height. What they cannot express is
+composed: ceil_mode pooling extends the bottom/right pad; pooling with dilations, or pads glow's pools
+refuse, and 3-D pooling gather each kernel row, then each kernel column (and so on), with constant indices
+(max and sum are separable, so the IR grows with kh + kw, not kh * kw). LpPool is that sum pooling of |x|^p;
+MaxPool's Indices output gathers every window's cells at once and maps the first arg max through a
+constant table of flat input indices.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from glow_mlir.errors import UnsupportedTypeError
+from glow_mlir.frontends.onnx.node import (
+    NodeContext,
+    Value,
+    dtype,
+    is_float,
+    rank,
+    shape,
+)
+from glow_mlir.frontends.onnx.ops_nn import (
+    lift_1d,
+    spatial_dims,
+    to_2d,
+    window_attrs,
+    window_pads,
+)
+from glow_mlir.frontends.onnx.registry import handles
+
+
+def _pool_geometry(
+    ctx: NodeContext, sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int]
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """(begin pads, end pads, output sizes, extra end pads that ceil_mode needs)."""
+    begin, end = window_pads(ctx, sizes, kernel, strides, dilations)
+    ceil_mode = ctx.attr("ceil_mode", 0)
+    out, extra = [], []
+    for size, b, e, k, s, d in zip(sizes, begin, end, kernel, strides, dilations):
+        span = size + b + e - ((k - 1) * d + 1)
+        if span < 0:
+            raise ctx.invalid(f"the window {list(kernel)} does not fit the padded input {list(sizes)}")
+        o = span // s + 1
+        if ceil_mode:
+            o = -(-span // s) + 1
+            # The last window must start inside the input or the begin pad (onnxruntime, PyTorch).
+            if (o - 1) * s >= size + b:
+                o -= 1
+        out.append(o)
+        extra.append(max(0, (o - 1) * s + (k - 1) * d + 1 - (size + b + e)))
+    return begin, end, out, extra
+
+
+@handles("MaxPool", "AveragePool", "LpPool")
+def pool(ctx: NodeContext) -> list[Value]:
+    x = ctx.input(0)
+    n = spatial_dims(ctx, x, most=3)
+    if not is_float(x):
+        # ONNX allows 8-bit integer MaxPool; glow's pools are float ops (their padding is -inf).
+        raise UnsupportedTypeError(f"node '{ctx.name}' ({ctx.op_type}) input 0", dtype(x).name)
+    kernel = list(ctx.attr("kernel_shape"))
+    strides, dilations = window_attrs(ctx, n, kernel)
+    begin, end, out, extra = _pool_geometry(ctx, shape(x)[2:], kernel, strides, dilations)
+    if ctx.outputs_wanted() > 1:
+        return _max_pool_with_indices(ctx, x, kernel, strides, dilations, begin, end, out)
+    if ctx.op_type == "LpPool":
+        return [_lp_pool(ctx, x, kernel, strides, dilations, begin, end, out)]
+    is_max = ctx.op_type == "MaxPool"
+    include_pad = bool(ctx.attr("count_include_pad", 0))
+    kind = "max" if is_max else "avg"
+    if n == 3:
+        # glow's pools are 2-D; the separable passes take any number of spatial dims.
+        return [_pool_by_gathers(ctx, x, kind, kernel, strides, dilations, begin, end, out, include_pad)]
+    if n == 1:
+        x = lift_1d(ctx, x)
+        kernel, strides, dilations = to_2d(kernel, 1), to_2d(strides, 1), to_2d(dilations, 1)
+        begin, end, out, extra = to_2d(begin, 0), to_2d(end, 0), to_2d(out, 1), to_2d(extra, 0)
+    ends = [e + x_ for e, x_ in zip(end, extra)]
+    fits = all(p < k for p, k in zip([*begin, *ends], kernel * 2))
+    if dilations != [1, 1] or not fits:
+        y = _pool_by_gathers(ctx, x, kind, kernel, strides, dilations, begin, end, out, include_pad)
+    elif is_max:
+        y = ctx.g.max_pool(x, kernel, strides, [*begin, *ends])
+    elif not include_pad or not any(extra):
+        y = ctx.g.avg_pool(x, kernel, strides, [*begin, *ends], include_pad)
+    else:
+        # The real pads count, ceil_mode's extra cells do not: pad explicitly, let glow exclude the rest.
+        padded = _pad_spatial(ctx, x, begin, end, 0.0)
+        y = ctx.g.avg_pool(padded, kernel, strides, [0, 0, *extra], False)
+    return [ctx.reshape(y, [*shape(y)[:2], shape(y)[3]]) if n == 1 else y]
+
+
+def _lp_pool(
+    ctx: NodeContext,
+    x: Value,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    begin: Sequence[int],
+    end: Sequence[int],
+    out: Sequence[int],
+) -> Value:
+    """(sum of |x|^p over the window) ^ (1/p): the power sum pools like a sum, its pads adding 0."""
+    p = ctx.attr("p", 2)
+    if p <= 0:
+        raise ctx.invalid(f"p must be positive, got {p}")
+    if p == 1:
+        power = ctx.g.abs(x)
+    else:
+        power = ctx.g.mul(x, x) if p == 2 else ctx.g.pow(ctx.g.abs(x), ctx.scalar_like(x, p))
+    total = _pool_by_gathers(ctx, power, "sum", kernel, strides, dilations, begin, end, out, False)
+    if p == 1:
+        return total
+    return ctx.g.sqrt(total) if p == 2 else ctx.g.pow(total, ctx.scalar_like(total, 1 / p))
+
+
+def _max_pool_with_indices(
+    ctx: NodeContext,
+    x: Value,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    begin: Sequence[int],
+    end: Sequence[int],
+    out: Sequence[int],
+) -> list[Value]:
+    """MaxPool and its Indices output: one gather reads every window's cells (taps in row-major order, as
+    the spec's reference scans them) from the -inf-padded input flattened per channel; the max and the first
+    arg max over the taps give the values and the tap, and a constant table maps (output cell, tap) to the
+    cell's flat index in the unpadded input, row-major (storage_order 0) or column-major (1) over the
+    spatial dims, plus the flat channel's offset."""
+    if ctx.op_type != "MaxPool":
+        raise ctx.invalid("only MaxPool has a second output")
+    order = {0: "C", 1: "F"}.get(ctx.attr("storage_order", 0))
+    if order is None:
+        raise ctx.invalid(f"storage_order must be 0 or 1, got {ctx.attr('storage_order')}")
+    size = shape(x)[2:]
+    n = len(size)
+    padded = _pad_spatial(ctx, x, begin, _window_tail(size, kernel, strides, dilations, begin, end, out), -np.inf)
+    # The padded coordinates of every (output cell, tap), [spatial dim, *out, *kernel].
+    grid = np.indices([*out, *kernel])
+    cells = np.stack([grid[i] * strides[i] + grid[n + i] * dilations[i] for i in range(n)])
+    flat_padded = np.ravel_multi_index(tuple(cells), shape(padded)[2:]).reshape(-1).astype(np.int64)
+    # A pad tap holds -inf and is never the first max of a window that has an input cell above -inf.
+    column = [n] + [1] * 2 * n
+    unpadded = np.clip(cells - np.reshape(begin, column), 0, np.reshape(size, column) - 1)
+    table = np.ravel_multi_index(tuple(unpadded), size, order=order).reshape(-1).astype(np.int64)
+    batch, channels = shape(x)[:2]
+    taps = math.prod(kernel)
+    windows = ctx.g.gather(ctx.reshape(padded, [batch, channels, math.prod(shape(padded)[2:])]), flat_padded, 2)
+    windows = ctx.reshape(windows, [batch, channels, *out, taps])
+    y = ctx.g.batched_reduce_max(windows, [-1])
+    # Tap t of output cell o is entry o * taps + t of the table.
+    rows = np.arange(0, math.prod(out) * taps, taps, dtype=np.int64).reshape(out)
+    first = ctx.g.add(ctx.g.arg_max(windows, -1), ctx.broadcast_to(rows, shape(y)))
+    channel = np.arange(batch * channels, dtype=np.int64).reshape(batch, channels, *[1] * n) * math.prod(size)
+    return [y, ctx.g.add(ctx.g.gather(table, first, 0), ctx.broadcast_to(channel, shape(y)))]
+
+
+def _pad_spatial(ctx: NodeContext, x: Value, begin: Sequence[int], end: Sequence[int], value: float) -> Value:
+    if not any(begin) and not any(end):
+        return x
+    dims = [*shape(x)[:2], *(s + b + e for s, b, e in zip(shape(x)[2:], begin, end))]
+    return ctx.g.insert_tensor(ctx.full(dims, value, dtype(x)), x, [0, 0, *begin])
+
+
+def _window_tail(
+    size: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    begin: Sequence[int],
+    end: Sequence[int],
+    out: Sequence[int],
+) -> list[int]:
+    """The end pads that cover every window: cells past the padded input (ceil_mode) are taps that do not
+    exist, padded too and never counted."""
+    extent = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, strides, kernel, dilations)]
+    return [max(e, t - s_ - b) for e, t, s_, b in zip(end, extent, size, begin)]
+
+
+def _pool_by_gathers(
+    ctx: NodeContext,
+    x: Value,
+    kind: str,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    begin: Sequence[int],
+    end: Sequence[int],
+    out: Sequence[int],
+    include_pad: bool,
+) -> Value:
+    """Pooling (`kind` max, avg or sum) over the explicitly padded input as one pass per spatial dim: along
+    H, the max or sum of one strided gather per kernel row, then the same along W per kernel column (and so
+    on). A window's max (sum) is the max (sum) over its rows of the max (sum) along each row, so this is the
+    pool itself with kh + kw gathers of at most one output's length of indices each; an average divides by
+    the count of cells it covers, whose table is the outer product of the per-axis counts."""
+    size = shape(x)[2:]
+    tail = _window_tail(size, kernel, strides, dilations, begin, end, out)
+    result = _pad_spatial(ctx, x, begin, tail, -np.inf if kind == "max" else 0.0)
+    counts = []
+    for axis in range(len(size)):
+        # The cells an average counts: the input and, with count_include_pad, the pads (never ceil_mode's).
+        low = 0 if include_pad else begin[axis]
+        high = size[axis] + begin[axis] + (end[axis] if include_pad else 0)
+        starts = strides[axis] * np.arange(out[axis])
+        taps, count = [], np.zeros(out[axis], np.int64)
+        for i in range(kernel[axis]):
+            cells = starts + i * dilations[axis]
+            taps.append(ctx.g.gather(result, cells.astype(np.int64), axis + 2))
+            count += (cells >= low) & (cells < high)
+        result = taps[0]
+        for tap in taps[1:]:
+            result = ctx.g.max(result, tap) if kind == "max" else ctx.g.add(result, tap)
+        counts.append(count)
+    if kind != "avg":
+        return result
+    divisor = ctx.g.broadcast(functools.reduce(np.multiply.outer, counts).astype(dtype(x)), shape(result), 2)
+    return ctx.g.div(result, divisor)
+
+
+@handles("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(ctx: NodeContext) -> list[Value]:
+    x = ctx.input(0)
+    axes = list(range(2, rank(x)))
+    if ctx.op_type == "GlobalMaxPool":
+        y = ctx.g.batched_reduce_max(x, axes)
+    else:
+        count = math.prod(shape(x)[2:])
+        y = ctx.g.batched_reduce_add(x, axes)
+        y = ctx.g.div(y, ctx.scalar_like(y, count))
+    return [ctx.keep_dims(y, shape(x), axes)]

@@ -1,0 +1,185 @@
+"""ONNX GatherElements, GatherND, ScatterElements / Scatter, ScatterND and TopK: glow-mlir against onnxruntime
+(onnx's reference implementation where onnxruntime leaves an order open)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+from onnx_check import check, check_node, model, rand
+
+from glow_mlir.errors import (
+    InvalidNodeError,
+    StaticInputRequired,
+    UnsupportedAttributeError,
+)
+from glow_mlir.frontends.onnx import import_model
+
+rng = np.random.default_rng(3)
+
+
+def indices(high: int, *shape: int, dtype: type = np.int64) -> np.ndarray:
+    """Random indices in [-high, high): negative ones count from the end."""
+    return rng.integers(-high, high, shape).astype(dtype)
+
+
+def distinct(high: int, *shape: int, axis: int) -> np.ndarray:
+    """Indices in [0, high) with no duplicates along `axis` (shape[axis] <= high), some spelled negative."""
+    moved = list(shape)
+    moved.append(moved.pop(axis))
+    rows = np.stack([rng.permutation(high)[: moved[-1]] for _ in range(int(np.prod(moved[:-1])))])
+    picked = rows.reshape(moved)
+    picked = np.where(rng.random(picked.shape) < 0.3, picked - high, picked)
+    return np.moveaxis(picked, -1, axis).astype(np.int64)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_gather_elements(axis: int, index_type: type) -> None:
+    data = rand(4, 5, 6)
+    dims = [3, 4, 5]
+    dims[axis] = 7
+    check_node("GatherElements", {"x": data, "i": indices(data.shape[axis], *dims, dtype=index_type)}, {"axis": axis})
+
+
+def test_gather_elements_integers() -> None:
+    data = rand(3, 4, low=-100, high=100, dtype=np.int64)
+    check_node("GatherElements", {"x": data, "i": indices(4, 3, 2)}, {"axis": 1})
+
+
+@pytest.mark.parametrize("data_shape,index_shape,batch_dims", [
+    ((4, 5), (3, 2), 0), ((4, 5, 6), (2, 3, 1), 0), ((4, 5, 6), (3, 3), 0), ((2, 5, 6), (2, 3, 1), 1),
+    ((2, 3, 5, 6), (2, 3, 4, 2), 2), ((2, 5, 6), (2, 2), 1),
+])
+def test_gather_nd(data_shape: tuple[int, ...], index_shape: tuple[int, ...], batch_dims: int) -> None:
+    data = rand(*data_shape)
+    k = index_shape[-1]
+    sizes = np.array(data_shape[batch_dims : batch_dims + k])
+    picked = (rng.integers(0, 1 << 20, index_shape) % sizes) - rng.integers(0, 2, index_shape) * sizes
+    check_node("GatherND", {"x": data, "i": picked.astype(np.int64)}, {"batch_dims": batch_dims}, opset=13)
+
+
+@pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_scatter_elements_reductions(reduction: str, axis: int) -> None:
+    """Duplicate indices combine every update they receive."""
+    data = rand(4, 5)
+    dims = [3, 3]
+    check_node(
+        "ScatterElements", {"x": data, "i": indices(data.shape[axis], *dims), "u": rand(*dims)},
+        {"axis": axis, "reduction": reduction}, opset=18,
+    )
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_scatter_elements(axis: int) -> None:
+    data = rand(4, 5, 6, low=-50, high=50, dtype=np.int32)
+    dims = [3, 4, 5]
+    dims[axis] = 3
+    check_node(
+        "ScatterElements",
+        {"x": data, "i": distinct(data.shape[axis], *dims, axis=axis), "u": rand(*dims, dtype=np.int32)},
+        {"axis": axis}, opset=13,
+    )
+
+
+def test_scatter_elements_duplicates_last_wins() -> None:
+    """With reduction none the spec's order applies: the update met last in row-major order wins."""
+    data = rand(3, 4)
+    picked = np.array([[1, 1, -3], [0, 2, 2]], np.int64)
+    check_node("ScatterElements", {"x": data, "i": picked, "u": rand(2, 3)}, {"axis": 1}, opset=18, spec=True)
+
+
+def test_scatter_deprecated() -> None:
+    data = rand(4, 5)
+    check_node("Scatter", {"x": data, "i": distinct(5, 4, 3, axis=1), "u": rand(4, 3)}, {"axis": 1}, opset=10)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("data_shape,index_shape", [((6,), (4, 1)), ((4, 5, 3), (2, 2)), ((4, 5, 3), (2, 3, 3))])
+def test_scatter_nd(reduction: str, data_shape: tuple[int, ...], index_shape: tuple[int, ...]) -> None:
+    data = rand(*data_shape)
+    k = index_shape[-1]
+    rows = int(np.prod(index_shape[:-1]))
+    # Distinct targets, so reduction none is well defined; the other reductions get duplicates below.
+    flat = rng.permutation(int(np.prod(data_shape[:k])))[:rows]
+    picked = np.stack(np.unravel_index(flat, data_shape[:k]), -1).reshape(index_shape)
+    if reduction != "none":
+        picked.reshape(-1, k)[-1] = picked.reshape(-1, k)[0]
+    picked = picked - (rng.random(picked.shape) < 0.3) * np.array(data_shape[:k])
+    updates = rand(*index_shape[:-1], *data_shape[k:])
+    attrs = {} if reduction == "none" else {"reduction": reduction}
+    check_node("ScatterND", {"x": data, "i": picked.astype(np.int64), "u": updates}, attrs, opset=18)
+
+
+def test_scatter_reduction_on_bool_is_refused() -> None:
+    node = helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="sc", reduction="add")
+    inputs = {"x": np.zeros(4, np.bool_), "i": np.zeros((1, 1), np.int64), "u": np.ones(1, np.bool_)}
+    with pytest.raises(UnsupportedAttributeError, match="'sc'"):
+        import_model(model([node], inputs, ["y"], opset=18))
+
+
+def test_scatter_shape_mismatch_names_the_node() -> None:
+    node = helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], name="bad_scatter")
+    inputs = {"x": rand(3, 4), "i": np.zeros((2, 2), np.int64), "u": rand(2, 3)}
+    with pytest.raises(InvalidNodeError, match="bad_scatter.*updates"):
+        import_model(model([node], inputs, ["y"]))
+
+
+@pytest.mark.parametrize("axis,largest,k", [(-1, 1, 3), (0, 1, 2), (1, 0, 4), (-1, 0, 7), (1, 1, 5)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_top_k(axis: int, largest: int, k: int, dtype: type) -> None:
+    # Few distinct values, so ties are many: they rank by lower index first.
+    x = rng.integers(-4, 5, (5, 6, 7)).astype(dtype)
+    check_node("TopK", {"x": x}, {"axis": axis, "largest": largest}, {"k": np.array([k], np.int64)}, outputs=2,
+               opset=11)
+
+
+def test_top_k_long_rows() -> None:
+    check_node("TopK", {"x": rand(2, 3000)}, {}, {"k": np.array([50], np.int64)}, outputs=2, opset=11)
+
+
+def test_top_k_opset9_attribute() -> None:
+    check_node("TopK", {"x": rand(3, 9)}, {"k": 4}, outputs=2, opset=9)
+
+
+@pytest.mark.parametrize("largest", [0, 1])
+def test_top_k_unsigned(largest: int) -> None:
+    """Unsigned order (2**63 above 7); onnxruntime has no uint64 TopK, so the spec's reference judges."""
+    x = np.array([[1, 2**64 - 1, 7, 2**63, 0, 7]], np.uint64)
+    check_node("TopK", {"x": x}, {"largest": largest}, {"k": np.array([4], np.int64)}, outputs=2, opset=11,
+               spec=True)
+
+
+def test_top_k_nan_ranks_above_numbers() -> None:
+    """NaN is the largest value, as numpy sorts it (onnxruntime and ONNX's reference agree)."""
+    x = np.array([[1.0, np.nan, 3.0, -2.0, np.nan, 0.5]], np.float32)
+    for largest in (0, 1):
+        check_node("TopK", {"x": x}, {"largest": largest}, {"k": np.array([5], np.int64)}, outputs=2, opset=11,
+                   spec=True)
+
+
+def test_top_k_needs_a_constant_k() -> None:
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], name="my_topk")
+    inputs = {"x": rand(3, 9), "k": np.array([2], np.int64)}
+    with pytest.raises(StaticInputRequired, match="my_topk"):
+        import_model(model([node], inputs, ["v", "i"], opset=11))
+
+
+def test_top_k_too_large_names_the_node() -> None:
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], name="big_topk")
+    m = model([node], {"x": rand(3, 4)}, ["v", "i"], {"k": np.array([5], np.int64)}, opset=11)
+    with pytest.raises(InvalidNodeError, match="big_topk"):
+        import_model(m)
+
+
+def test_top_k_feeds_gather_nd() -> None:
+    """A detection-style tail: the best boxes by score, then their rows."""
+    scores, boxes = rand(1, 20), rand(1, 20, 4)
+    nodes = [
+        helper.make_node("TopK", ["s", "k"], ["v", "i"], axis=1),
+        helper.make_node("Unsqueeze", ["i", "ax"], ["i3"]),
+        helper.make_node("GatherND", ["b", "i3"], ["y"], batch_dims=1),
+    ]
+    consts = {"k": np.array([5], np.int64), "ax": np.array([-1], np.int64)}
+    check(model(nodes, {"s": scores, "b": boxes}, ["v", "y"], consts, opset=13), {"s": scores, "b": boxes})

@@ -1,0 +1,279 @@
+"""ONNX's quantization ops (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+ConvInteger, QLinearMatMul, QLinearConv) as glow compositions, against onnxruntime; against onnx's reference
+where onnxruntime takes no such tensors from Python (int4/int2, float8, float4). Every quantized tensor is a
+graph input, so the generated code computes it (an initializer would fold at import)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import ml_dtypes
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
+from onnx_check import IR_VERSION
+
+import glow_mlir
+from glow_mlir.errors import InvalidNodeError
+from glow_mlir.frontends.onnx import import_model
+from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY
+
+NUMPY_TO_ONNX = {d: t for t, d in ONNX_TO_NUMPY.items()}
+rng = np.random.default_rng(11)
+U8, I8, U16, I16, I32 = (np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, np.int32))
+
+
+def run(
+    op: str,
+    feeds: dict[str, np.ndarray | None],
+    attrs: dict[str, object] | None = None,
+    opset: int = 21,
+    spec: bool = False,
+    outputs: int = 1,
+    expected: list[np.ndarray] | None = None,
+) -> None:
+    """One `op` node on graph inputs `feeds` (None: an omitted optional input), run by glow-mlir and by
+    onnxruntime (onnx's reference with `spec`, or the `expected` results where neither implements the spec);
+    the results must be equal (floats to 1 ulp of float32)."""
+    names = [n if a is not None else "" for n, a in feeds.items()]
+    given = {n: a for n, a in feeds.items() if a is not None}
+    out_names = [f"y{i}" for i in range(outputs)]
+    node = helper.make_node(op, names, out_names, name=f"{op}_node", **(attrs or {}))
+    graph = helper.make_graph(
+        [node],
+        "quant",
+        [helper.make_tensor_value_info(n, NUMPY_TO_ONNX[a.dtype], a.shape) for n, a in given.items()],
+        [helper.make_empty_tensor_value_info(n) for n in out_names],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
+    if expected is not None:
+        pass
+    elif spec:
+        expected = [np.asarray(v) for v in ReferenceEvaluator(m).run(None, given)]
+    else:
+        expected = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, given)
+    with glow_mlir.compile(import_model(m)) as compiled:
+        got = compiled.run(given)
+    for name, e in zip(out_names, expected, strict=True):
+        g = got[name]
+        assert g.dtype == e.dtype and g.shape == e.shape, f"{name}: {g.dtype}{g.shape} vs {e.dtype}{e.shape}"
+        if e.dtype.kind in "iub" or e.dtype in (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4)):
+            np.testing.assert_array_equal(g.astype(np.int64), e.astype(np.int64), err_msg=name)
+        else:
+            np.testing.assert_allclose(g.astype(np.float32), e.astype(np.float32), rtol=1.2e-7, atol=0, err_msg=name)
+
+
+def ints(dt: np.dtype, *dims: int) -> np.ndarray:
+    info = ml_dtypes.iinfo(dt)
+    return rng.integers(info.min, info.max + 1, dims).astype(dt)
+
+
+def halfway(scale: np.ndarray | float, *dims: int, spread: int = 300) -> np.ndarray:
+    """float32 x whose x / scale lands on integers, exact halves (the ties round_half_even decides), and
+    random points, over a range that saturates the narrow types."""
+    k = rng.integers(-spread, spread, dims).astype(np.float32)
+    kind = rng.integers(0, 3, dims)
+    offsets = np.where(kind == 0, 0.0, np.where(kind == 1, 0.5, rng.uniform(-0.5, 0.5, dims))).astype(np.float32)
+    return ((k + offsets) * np.asarray(scale, np.float32)).astype(np.float32)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# QuantizeLinear / DequantizeLinear
+
+
+@pytest.mark.parametrize("out", [U8, I8, U16, I16])
+def test_quantize_per_tensor(out: np.dtype) -> None:
+    x = halfway(0.25, 4, 50, spread=40000 if out.itemsize == 2 else 300)
+    run("QuantizeLinear", {"x": x, "s": np.array(0.25, np.float32), "z": np.array(3, out)})
+
+
+def test_quantize_default_uint8_without_zero_point() -> None:
+    run("QuantizeLinear", {"x": halfway(0.5, 3, 40), "s": np.array(0.5, np.float32)}, opset=13)
+
+
+@pytest.mark.parametrize("axis", [1, -1, 0])
+def test_quantize_per_axis(axis: int) -> None:
+    x = rng.uniform(-40, 40, (3, 4, 5)).astype(np.float32)
+    n = x.shape[axis]
+    scale = rng.uniform(0.05, 0.5, n).astype(np.float32)
+    run("QuantizeLinear", {"x": x, "s": scale, "z": ints(I8, n)}, {"axis": axis}, opset=13)
+
+
+@pytest.mark.parametrize("block_size,axis", [(2, 1), (3, 1), (4, 0)])
+def test_quantize_blocked(block_size: int, axis: int) -> None:
+    x = rng.uniform(-20, 20, (8, 7)).astype(np.float32)
+    dims = list(x.shape)
+    dims[axis] = -(-dims[axis] // block_size)
+    scale = rng.uniform(0.05, 0.5, dims).astype(np.float32)
+    run("QuantizeLinear", {"x": x, "s": scale, "z": ints(U8, *dims)}, {"axis": axis, "block_size": block_size})
+
+
+def test_quantize_float16() -> None:
+    x = halfway(0.125, 4, 30).astype(np.float16)
+    run("QuantizeLinear", {"x": x, "s": np.array(0.125, np.float16), "z": np.array(-5, I8)})
+
+
+def test_quantize_precision() -> None:
+    """opset 25's `precision`: x / scale computed in float32 for float16 operands."""
+    x = rng.uniform(-30, 30, (3, 16)).astype(np.float16)
+    run("QuantizeLinear", {"x": x, "s": np.array(0.3, np.float16)}, {"precision": TP.FLOAT, "output_dtype": TP.INT8},
+        opset=25, spec=True)
+
+
+@pytest.mark.parametrize("out", [ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2])
+def test_quantize_sub_byte(out: type) -> None:
+    x = halfway(0.5, 4, 20, spread=12)
+    run("QuantizeLinear", {"x": x, "s": np.array(0.5, np.float32), "z": np.array(1, out)}, opset=25, spec=True)
+
+
+@pytest.mark.parametrize("saturate", [1, 0])
+@pytest.mark.parametrize("out", ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"])
+def test_quantize_float8(out: str, saturate: int) -> None:
+    x = np.concatenate([rng.uniform(-500, 500, 60), [1e6, -1e6, 0.0, np.inf]]).astype(np.float32)
+    zero = np.zeros((), ml_dtypes.finfo(out).dtype)
+    feeds = {"x": x, "s": np.array(2.0, np.float32), "z": zero}
+    run("QuantizeLinear", feeds, {"saturate": saturate}, opset=21, spec=True)
+
+
+def test_quantize_float4() -> None:
+    x = rng.uniform(-10, 10, 64).astype(np.float32)
+    feeds = {"x": x, "s": np.array(0.75, np.float32)}
+    run("QuantizeLinear", feeds, {"output_dtype": TP.FLOAT4E2M1}, opset=23, spec=True)
+
+
+@pytest.mark.parametrize("x_type", [U8, I8, U16, I16, I32])
+def test_dequantize_per_tensor(x_type: np.dtype) -> None:
+    zero = None if x_type == I32 else ints(x_type)
+    run("DequantizeLinear", {"x": ints(x_type, 5, 6), "s": np.array(0.037, np.float32), "z": zero})
+
+
+@pytest.mark.parametrize("axis", [1, -1])
+def test_dequantize_per_axis(axis: int) -> None:
+    x = ints(U8, 2, 4, 3)
+    n = x.shape[axis]
+    feeds = {"x": x, "s": rng.uniform(0.01, 1, n).astype(np.float32), "z": ints(U8, n)}
+    run("DequantizeLinear", feeds, {"axis": axis}, opset=13)
+
+
+def test_dequantize_blocked_float16() -> None:
+    x = ints(I8, 6, 5)
+    run("DequantizeLinear", {"x": x, "s": rng.uniform(0.01, 1, (6, 2)).astype(np.float16), "z": ints(I8, 6, 2)},
+        {"axis": 1, "block_size": 3})
+
+
+@pytest.mark.parametrize("x_type", [ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2])
+def test_dequantize_sub_byte(x_type: type) -> None:
+    x = ints(np.dtype(x_type), 3, 8)
+    feeds = {"x": x, "s": np.array(0.7, np.float32), "z": ints(np.dtype(x_type))}
+    run("DequantizeLinear", feeds, opset=25, spec=True)
+
+
+@pytest.mark.parametrize("x_type", ["float8_e4m3fn", "float8_e5m2fnuz", "float4_e2m1fn"])
+def test_dequantize_low_precision_floats(x_type: str) -> None:
+    bits = 16 if x_type == "float4_e2m1fn" else 256
+    x = np.arange(bits, dtype=np.uint8).view(getattr(ml_dtypes, x_type))
+    feeds = {"x": x, "s": np.array(1.5, np.float32)}
+    run("DequantizeLinear", feeds, {"output_dtype": TP.FLOAT16}, opset=25, spec=True)
+
+
+def test_dynamic_quantize_linear() -> None:
+    run("DynamicQuantizeLinear", {"x": rng.uniform(-3, 7, (4, 9)).astype(np.float32)}, opset=11, outputs=3)
+
+
+def test_bad_scale_shape_is_a_typed_error() -> None:
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="quantize_node")
+    graph = helper.make_graph(
+        [node], "quant",
+        [helper.make_tensor_value_info("x", TP.FLOAT, [3, 4]), helper.make_tensor_value_info("s", TP.FLOAT, [5])],
+        [helper.make_empty_tensor_value_info("y")],
+    )  # fmt: skip
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=IR_VERSION)
+    with pytest.raises(InvalidNodeError, match=r"quantize_node.*y_scale of shape \[5\]"):
+        import_model(m)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Integer matmuls and convolutions
+
+
+@pytest.mark.parametrize("types", [(U8, U8), (U8, I8), (I8, I8)])
+@pytest.mark.parametrize("zeros", [False, True])
+def test_matmul_integer(types: tuple[np.dtype, np.dtype], zeros: bool) -> None:
+    a, b = ints(types[0], 2, 5, 7), ints(types[1], 7, 3)
+    za, zb = (ints(types[0]), ints(types[1])) if zeros else (None, None)
+    run("MatMulInteger", {"a": a, "b": b, "za": za, "zb": zb}, opset=10)
+
+
+def test_matmul_integer_per_row_and_column_zero_points() -> None:
+    """The spec's per-row zero point of A and per-column one of B, which neither onnxruntime nor onnx's
+    reference implements (the reference broadcasts A's along its columns): checked against int64 numpy."""
+    a, b, za, zb = ints(U8, 2, 5, 7), ints(I8, 7, 3), ints(U8, 5), ints(I8, 3)
+    wide = (a.astype(np.int64) - za[:, None]) @ (b.astype(np.int64) - zb)
+    run("MatMulInteger", {"a": a, "b": b, "za": za, "zb": zb}, opset=10, expected=[wide.astype(np.int32)])
+
+
+@pytest.mark.parametrize(
+    "attrs", [{}, {"pads": [1, 1, 1, 1]}, {"strides": [2, 2], "pads": [1, 0, 1, 0]}, {"group": 2}]
+)
+def test_conv_integer(attrs: dict[str, object]) -> None:
+    x, w = ints(U8, 1, 4, 6, 6), ints(U8, 6, 4 // attrs.get("group", 1), 3, 3)  # type: ignore[operator]
+    run("ConvInteger", {"x": x, "w": w, "zx": ints(U8), "zw": ints(U8)}, attrs, opset=10)
+
+
+def test_conv_integer_1d_without_zero_points() -> None:
+    run("ConvInteger", {"x": ints(U8, 2, 3, 9), "w": ints(U8, 4, 3, 2)}, opset=10)
+
+
+def _requant_inputs(
+    t: np.dtype, a_dims: Sequence[int], b_dims: Sequence[int], per_column: bool
+) -> dict[str, np.ndarray]:
+    n = b_dims[-1]
+    return {
+        "a": ints(t, *a_dims), "sa": np.array(0.02, np.float32), "za": ints(t),
+        "b": ints(t, *b_dims), "sb": rng.uniform(0.01, 0.05, n if per_column else ()).astype(np.float32),
+        "zb": ints(t, n) if per_column else ints(t), "sy": np.array(0.9, np.float32), "zy": ints(t),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("t", [U8, I8])
+@pytest.mark.parametrize("dims", [((4, 16), (16, 5)), ((2, 3, 16), (16, 5)), ((2, 3, 16), (2, 16, 5))])
+def test_qlinear_matmul(t: np.dtype, dims: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
+    run("QLinearMatMul", _requant_inputs(t, *dims, per_column=False), opset=10)
+
+
+def test_qlinear_matmul_per_column_scale() -> None:
+    run("QLinearMatMul", _requant_inputs(U8, (6, 16), (16, 4), per_column=True), opset=21)
+
+
+@pytest.mark.parametrize("t", [U8, I8])
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+def test_qlinear_conv(t: np.dtype, per_channel: bool, bias: bool) -> None:
+    m = 6
+    feeds = {
+        "x": ints(t, 1, 3, 7, 7), "sx": np.array(0.05, np.float32), "zx": ints(t),
+        "w": ints(I8 if t == I8 else U8, m, 3, 3, 3),
+        "sw": rng.uniform(0.005, 0.02, m if per_channel else ()).astype(np.float32),
+        "zw": np.zeros(m if per_channel else (), I8 if t == I8 else U8),
+        "sy": np.array(0.7, np.float32), "zy": ints(t),
+        "bias": rng.integers(-2000, 2000, m).astype(np.int32) if bias else None,
+    }  # fmt: skip
+    run("QLinearConv", feeds, {"pads": [1, 1, 1, 1], "strides": [1, 2]}, opset=10)
+
+
+def test_conv_integer_per_channel_weight_zero_point() -> None:
+    """A zero point per output channel, which onnxruntime does not take (onnx's reference does)."""
+    feeds = {"x": ints(U8, 1, 2, 5, 5), "w": ints(U8, 3, 2, 2, 2), "zx": ints(U8), "zw": ints(U8, 3)}
+    run("ConvInteger", feeds, opset=10, spec=True)
+
+
+def test_qlinear_conv_per_channel_weight_zero_point() -> None:
+    feeds = {
+        "x": ints(U8, 1, 2, 6, 6), "sx": np.array(0.05, np.float32), "zx": ints(U8),
+        "w": ints(U8, 4, 2, 3, 3), "sw": rng.uniform(0.005, 0.02, 4).astype(np.float32), "zw": ints(U8, 4),
+        "sy": np.array(2.5, np.float32), "zy": ints(U8),
+    }  # fmt: skip
+    run("QLinearConv", feeds, opset=10, spec=True)
