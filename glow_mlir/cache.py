@@ -10,8 +10,9 @@ pass runs and no LLVM code generation happens.
   MLIR bindings' version and the host CPU's name (the JIT targets the host).
 - Atomic writes: both files are written under temporary names and renamed into place, the library first, so
   that a reader never sees a JSON whose library is incomplete; a crash leaves at worst an orphaned temporary.
-- Integrity: an entry whose JSON does not parse, or whose library's size or SHA-256 differs from its JSON (a
-  truncated or corrupted file), is deleted, never loaded; the compile that follows writes it again.
+- Integrity: an entry whose JSON does not parse or differs from its own SHA-256 (stored in it), or whose
+  library's size or SHA-256 differs from its JSON (a truncated or corrupted file), is deleted, never loaded;
+  the compile that follows writes it again.
 - Location: $GLOW_MLIR_CACHE_DIR, else $XDG_CACHE_HOME/glow-mlir, else ~/.cache/glow-mlir. Disabled with
   GLOW_MLIR_CACHE=0 or `compile(..., cache=False)`; entries are only written when a C compiler driver (`cc`)
   is on the PATH.
@@ -38,8 +39,8 @@ from typing import Any
 import ml_dtypes  # noqa: F401 - registers bfloat16, float8_* ... with numpy, for decode_dtype
 import numpy as np
 
-# 2: dtypes are stored by name.
-FORMAT = 2
+# 2: dtypes are stored by name. 3: the metadata carries its own SHA-256.
+FORMAT = 3
 DEFAULT_MAX_BYTES = 2 * 1024**3
 PACKAGE_ROOT = Path(__file__).resolve().parent
 SOURCE_SUFFIXES = (".py", ".mlir")
@@ -117,6 +118,7 @@ def load(entry_key: str) -> tuple[ctypes.CDLL, dict[str, Any]] | None:
     if (
         not isinstance(meta, dict)
         or meta.get("format") != FORMAT
+        or meta.get("meta_sha256") != _meta_digest(meta)
         or meta.get("library_size") != len(data)
         or meta.get("library_sha256") != hashlib.sha256(data).hexdigest()
     ):
@@ -130,6 +132,13 @@ def load(entry_key: str) -> tuple[ctypes.CDLL, dict[str, Any]] | None:
     # The JSON's modification time is the entry's last use, for least-recently-used eviction.
     os.utime(meta_path)
     return library, meta
+
+
+def _meta_digest(meta: dict[str, Any]) -> str:
+    """SHA-256 of the metadata without its own digest: an edited field (a shape, the arena's size) would make
+    the library run on buffers of the wrong size, so the loader checks the metadata like the library."""
+    rest = {k: v for k, v in meta.items() if k != "meta_sha256"}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
 
 
 def _drop(entry_key: str) -> None:
@@ -205,6 +214,7 @@ def store(entry_key: str, object_file: Path, meta: dict[str, Any]) -> bool:
             return False
         data = library_tmp.read_bytes()
         full = {**meta, "format": FORMAT, "library_size": len(data), "library_sha256": hashlib.sha256(data).hexdigest()}
+        full["meta_sha256"] = _meta_digest(full)
         meta_tmp.write_text(json.dumps(full))
         os.replace(library_tmp, folder / f"{entry_key}.so")
         os.replace(meta_tmp, folder / f"{entry_key}.json")

@@ -262,14 +262,14 @@ class CompiledModel:
         if extra:
             name = extra[0]
             known = ", ".join(f"'{b.name}' {b.describe()}" for b in self.abi.inputs) or "none"
-            given = np.asarray(feeds[name])
+            given = feed_array(name, feeds[name])
             raise FeedError(
                 f"input '{name}': expected no such input (the inputs are {known}), "
                 f"got {_describe(given.dtype, given.shape)}"
             )
         arrays: list[np.ndarray] = []
         for buffer in self.abi.inputs:
-            array = np.asarray(feeds[buffer.name])
+            array = feed_array(buffer.name, feeds[buffer.name])
             if array.dtype != buffer.dtype or array.shape != buffer.shape:
                 given = _describe(array.dtype, array.shape)
                 raise FeedError(f"input '{buffer.name}': expected {buffer.describe()}, got {given}")
@@ -504,6 +504,15 @@ def _numpy_dtype(elt: ir.Type) -> np.dtype:
         return ops.numpy_dtype(elt)
     except ValueError as e:
         raise UnsupportedError(f"no numpy type for element type {elt}: {e}") from None
+
+
+def feed_array(name: str, value: Any) -> np.ndarray:
+    """The array of the value fed as input `name`; FeedError when numpy makes none of it (a ragged list)."""
+    try:
+        return np.asarray(value)
+    except ValueError as e:
+        kind = type(value).__name__
+        raise FeedError(f"input '{name}': expected an array, got a {kind} that numpy cannot convert: {e}") from None
 
 
 def _describe(dtype: np.dtype, shape: tuple[int, ...]) -> str:

@@ -35,7 +35,7 @@ from glow_mlir.frontends.onnx.importer import import_model, load
 from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY
 from glow_mlir.frontends.onnx.signature import Dim, Shape, is_dynamic, resolve, signature, with_overrides
 from glow_mlir.options import PROVIDERS, RunOptions, SessionOptions, logging_level
-from glow_mlir.runtime import Buffer, CompiledModel, compile
+from glow_mlir.runtime import Buffer, CompiledModel, compile, feed_array
 
 logger = logging.getLogger(__name__)
 
@@ -279,7 +279,7 @@ class InferenceSession:
         every output. A feed that contradicts the model raises FeedError (a ValueError) naming the input and
         dim.
         """
-        feeds = {name: np.asarray(value) for name, value in input_feed.items()}
+        feeds = {name: feed_array(name, value) for name, value in input_feed.items()}
         keep = frozenset(name for name in feeds if name in self._overridable)
         shapes = None
         if self._dynamic:

@@ -22,7 +22,7 @@ import numpy as np
 import onnx
 
 from glow_mlir.errors import FeedError, MalformedModelError, UnsupportedTypeError
-from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY
+from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY, onnx_type_name
 
 # A declared dim: a size, the name of a symbolic dim, or None (unknown and unnamed).
 Dim = int | str | None
@@ -55,7 +55,7 @@ def signature(model: onnx.ModelProto, exclude: Collection[str] = ()) -> list[Inp
             continue
         tensor = info.type.tensor_type
         if tensor.elem_type not in ONNX_TO_NUMPY:
-            raise UnsupportedTypeError(f"graph input '{info.name}'", onnx.TensorProto.DataType.Name(tensor.elem_type))
+            raise UnsupportedTypeError(f"graph input '{info.name}'", onnx_type_name(tensor.elem_type))
         dims = tuple(_dim(d) for d in tensor.shape.dim) if tensor.HasField("shape") else None
         specs.append(InputSpec(info.name, dims, ONNX_TO_NUMPY[tensor.elem_type]))
     return specs
