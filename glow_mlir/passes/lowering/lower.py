@@ -15,9 +15,11 @@ Like Glow's `lower()`, every rule replaces one node by a small graph of simpler 
   insert their padding along their H and W dims
 - conv_transpose with padding -> conv_transpose with zero pads (its full output) and a slice that crops it,
   since a transposed convolution's pads remove output rather than add input
-- an op that sums many terms (ACCUMULATING) on bfloat16 -> the same op on f32, between conversions: bf16
-  keeps 8 significant bits, so rounding every partial sum to it loses about log2(terms) of them; bf16
-  hardware (vdpbf16ps) and numpy's ml_dtypes accumulate in f32 and round once
+- every op computing a bfloat16 result -> the same op on f32, between conversions (`widen_bf16`): bf16 is
+  a storage type here, as the CPU backend has no bf16 arithmetic. A chain of such ops passes its f32 values
+  on, so a value is rounded to bf16 once, where it leaves the chain (a graph output, a convert_to, an op of
+  another result type), as ONNX's reference computes bf16 (in f32, rounding the result). Rounding each step
+  loses bits with every op, and every partial sum of a matmul or softmax (about log2(terms) bits)
 
 A backend may keep any op whole (Glow's `shouldLower`): `lower(module, should_lower)` asks it per op. Every
 op a rule creates carries the location of the op it replaces, so later errors still name the model node.
@@ -33,6 +35,7 @@ from mlir import ir
 from glow_mlir import ops
 from glow_mlir.backends.base import DEFAULT, get_backend, lower_everything
 from glow_mlir.errors import PipelineError
+from glow_mlir.passes.graph.utils import attributes
 from glow_mlir.passes.registry import register
 
 # A rule builds the replacement of `op` at the current insertion point and location and returns the value
@@ -54,28 +57,33 @@ def lower(module: ir.Module, should_lower: Callable[[ir.Operation], bool] = lowe
                 op.erase()
 
 
-# Ops that sum many terms: products, reductions, softmax's normalizer, average pools, batch norm.
-ACCUMULATING = frozenset(
-    f"glow.{name}" for name in (
-        "fully_connected", "matmul", "batch_matmul", "fused_matmul", "batched_reduce_add", "batched_reduce_prod",
-        "softmax", "convolution", "fused_convolution", "conv_transpose", "avg_pool", "batch_normalization",
-        "cpu_conv_nhwc", "cpu_avg_pool_nhwc",
-    )
-)
+# Ops that create or convert values, which computing in f32 gains nothing.
+_NOT_WIDENED = frozenset({"glow.constant", "glow.splat", "glow.convert_to"})
 
 
 def widen_bf16(function: ir.Operation) -> None:
-    """Computes every ACCUMULATING op of bf16 result in f32: its bf16 operands converted up, the result
-    converted back down, so the rounding to bf16 happens once."""
+    """Computes every op of bf16 result in f32: its bf16 operands converted up, the result converted back
+    down. An operand that is such a down-conversion is read as the f32 value it converts, so a chain of ops
+    rounds to bf16 once, at its end; the down-conversions left without uses go to glow-dce."""
     f32, bf16 = ir.F32Type.get(), ir.BF16Type.get()
+    wide_of: dict[ir.Value, ir.Value] = {}  # a down-conversion this pass made -> the f32 value it converts
     for op in ops.walk_ops(function):
-        if op.name not in ACCUMULATING or not isinstance(ops.element_type(op.results[0]), ir.BF16Type):
+        if (
+            op.name in _NOT_WIDENED
+            or len(op.results) != 1
+            or len(op.regions) > 0
+            or not isinstance(ops.element_type(op.results[0]), ir.BF16Type)
+        ):
             continue
         with ir.InsertionPoint(op), op.location:
-            operands = [_converted(v, f32) if isinstance(ops.element_type(v), ir.BF16Type) else v for v in op.operands]
+            operands = [
+                wide_of.get(v) or _converted(v, f32) if isinstance(ops.element_type(v), ir.BF16Type) else v
+                for v in op.operands
+            ]
             result = ops.tensor_type(ops.shape(op.results[0]), f32)
-            wide = ops.create(op.name, operands, [result], {a.name: a.attr for a in op.attributes})
+            wide = ops.create(op.name, operands, [result], attributes(op))
             narrow = _converted(wide.results[0], bf16)
+        wide_of[narrow] = wide.results[0]
         op.results[0].replace_all_uses_with(narrow)
         op.erase()
 
@@ -87,7 +95,7 @@ def _converted(value: ir.Value, elt: ir.Type) -> ir.Value:
 @register("glow-lower", options=("backend",))
 def lower_pass(module: ir.Module, backend: str = DEFAULT) -> None:
     """Lowers FC, batch norm, relu and padding (and conv_transpose cropping) into glow primitives, each op the
-    backend (option `backend`, default cpu) does not keep whole; computes bf16 sums of many terms in f32."""
+    backend (option `backend`, default cpu) does not keep whole; computes bf16 ops in f32."""
     try:
         chosen = get_backend(backend)
     except KeyError as e:

@@ -130,3 +130,20 @@ func.func @primitives(%x: tensor<1x2x4x4xf32> {glow.name = "x"}) -> (tensor<1x2x
   %2 = "glow.max_pool"(%x) {kernels = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
   return %0, %1, %2 : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x2x2xf32>
 }
+
+// A chain of bf16 ops is computed in f32: inputs converted up, each op on f32 reading the previous op's f32
+// result, and one conversion down at the end (glow-cse and glow-dce then merge the up-conversions and drop
+// the unused intermediate down-conversion).
+// CHECK-LABEL: func.func @bf16_chain
+// CHECK: %[[UP:.*]] = "glow.convert_to"(%arg0) : (tensor<4xbf16>) -> tensor<4xf32>
+// CHECK: %[[E:.*]] = "glow.exp"(%[[UP]]) : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK: "glow.convert_to"(%[[E]]) : (tensor<4xf32>) -> tensor<4xbf16>
+// CHECK: %[[UP2:.*]] = "glow.convert_to"(%arg0) : (tensor<4xbf16>) -> tensor<4xf32>
+// CHECK: %[[S:.*]] = "glow.add"(%[[E]], %[[UP2]]) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK: %[[Y:.*]] = "glow.convert_to"(%[[S]]) : (tensor<4xf32>) -> tensor<4xbf16>
+// CHECK: return %[[Y]]
+func.func @bf16_chain(%x: tensor<4xbf16> {glow.name = "x"}) -> (tensor<4xbf16> {glow.name = "y"}) {
+  %0 = "glow.exp"(%x) : (tensor<4xbf16>) -> tensor<4xbf16> loc("e")
+  %1 = "glow.add"(%0, %x) : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16> loc("s")
+  return %1 : tensor<4xbf16>
+}

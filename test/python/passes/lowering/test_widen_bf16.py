@@ -1,4 +1,5 @@
-"""glow-lower computes bfloat16 sums of many terms in f32 (passes/lowering/lower.py: ACCUMULATING)."""
+"""glow-lower computes bfloat16 ops in f32 and rounds a chain of them once (passes/lowering/lower.py:
+widen_bf16)."""
 
 from __future__ import annotations
 
@@ -38,3 +39,18 @@ def test_the_sum_is_rounded_once() -> None:
     # partial sums to bf16 drifts by many steps.
     step = np.abs(exact.astype(np.float32)) * 2.0**-7
     assert np.all(np.abs(y.astype(np.float32) - exact.astype(np.float32)) <= step + 1e-6)
+
+
+def test_a_chain_of_bf16_ops_is_rounded_once() -> None:
+    """exp, mul, add on bf16 round once, at the output, as ONNX's reference computes Celu in bf16: rounding
+    after each op differs by a bf16 step on these inputs."""
+    x = np.array([-3.0, -0.5, -0.3, 0.7, 1.9], ml_dtypes.bfloat16)
+    g = glow_mlir.Graph("chain")
+    inp = g.input("x", x.shape, "bf16")
+    two = g.constant(np.full(x.shape, 2.0, ml_dtypes.bfloat16))
+    g.output("y", g.add(g.mul(g.exp(g.div(inp, two)), two), inp))
+    with glow_mlir.compile(g, cache=False) as model:
+        y = model.run({"x": x})["y"]
+    wide = x.astype(np.float32)
+    once = (np.exp(wide / 2) * 2 + wide).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(y, once)
