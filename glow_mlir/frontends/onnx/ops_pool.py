@@ -135,8 +135,6 @@ def _max_pool_with_indices(
     arg max over the taps give the values and the tap, and a constant table maps (output cell, tap) to the
     cell's flat index in the unpadded input, row-major (storage_order 0) or column-major (1) over the
     spatial dims, plus the flat channel's offset."""
-    if ctx.op_type != "MaxPool":
-        raise ctx.invalid("only MaxPool has a second output")
     order = {0: "C", 1: "F"}.get(ctx.attr("storage_order", 0))
     if order is None:
         raise ctx.invalid(f"storage_order must be 0 or 1, got {ctx.attr('storage_order')}")
