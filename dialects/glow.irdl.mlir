@@ -170,6 +170,78 @@ irdl.dialect @glow {
     irdl.results(result: %result)
   }
 
+  // Elementwise tangent.
+  irdl.operation @tan {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise arc sine.
+  irdl.operation @asin {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise arc cosine.
+  irdl.operation @acos {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise arc tangent.
+  irdl.operation @atan {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise hyperbolic sine.
+  irdl.operation @sinh {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise hyperbolic cosine.
+  irdl.operation @cosh {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise inverse hyperbolic sine.
+  irdl.operation @asinh {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise inverse hyperbolic cosine.
+  irdl.operation @acosh {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
+  // Elementwise inverse hyperbolic tangent.
+  irdl.operation @atanh {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
   // Elementwise `lhs ** rhs` (floats); operands of one shape.
   irdl.operation @pow {
     %lhs = irdl.base "!builtin.tensor"

@@ -180,6 +180,87 @@ irdl.dialect @glow_ir {
     irdl.attributes {"roles" = %roles}
   }
 
+  // dest = tan(src), elementwise.
+  irdl.operation @element_tan {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = asin(src), elementwise.
+  irdl.operation @element_asin {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = acos(src), elementwise.
+  irdl.operation @element_acos {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = atan(src), elementwise.
+  irdl.operation @element_atan {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = sinh(src), elementwise.
+  irdl.operation @element_sinh {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = cosh(src), elementwise.
+  irdl.operation @element_cosh {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = asinh(src), elementwise.
+  irdl.operation @element_asinh {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = acosh(src), elementwise.
+  irdl.operation @element_acosh {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
+  // dest = atanh(src), elementwise.
+  irdl.operation @element_atanh {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
   // dest = lhs pow rhs, elementwise, one shape.
   irdl.operation @element_pow {
     %dest = irdl.base "!builtin.memref"

@@ -130,6 +130,20 @@ unary("erf", "Elementwise error function.", t.FLOAT, ref.in_float64(np.vectorize
       s.erf)
 unary("sin", "Elementwise sine.", t.FLOAT, ref.in_float64(np.sin), math.sin)
 unary("cos", "Elementwise cosine.", t.FLOAT, ref.in_float64(np.cos), math.cos)
+# The rest of C's math library, as ONNX has them; LLVM has no instruction or intrinsic for them, so they
+# become calls of the C library (convert-math-to-libm in backends/cpu/llvm.py).
+for _name, _what, _numpy, _math in (
+    ("tan", "tangent", np.tan, math.tan),
+    ("asin", "arc sine", np.arcsin, math.asin),
+    ("acos", "arc cosine", np.arccos, math.acos),
+    ("atan", "arc tangent", np.arctan, math.atan),
+    ("sinh", "hyperbolic sine", np.sinh, math.sinh),
+    ("cosh", "hyperbolic cosine", np.cosh, math.cosh),
+    ("asinh", "inverse hyperbolic sine", np.arcsinh, math.asinh),
+    ("acosh", "inverse hyperbolic cosine", np.arccosh, math.acosh),
+    ("atanh", "inverse hyperbolic tangent", np.arctanh, math.atanh),
+):
+    unary(_name, f"Elementwise {_what}.", t.FLOAT, ref.in_float64(_numpy), _math)
 binary("pow", "Elementwise `lhs ** rhs` (floats); operands of one shape.", t.FLOAT,
        lambda x, y: np.power(x.astype(np.float64), y.astype(np.float64)), math.powf)
 

@@ -17,6 +17,9 @@ pipeline run through one PassManager. Each step, in order, and why it is there:
   buffer to `i8` (numpy's bool layout, one 0/1 byte per element) plus `trunci`/`extui`. The descriptors of
   both buffer types lower to the same LLVM struct, so `reconcile-unrealized-casts` removes the casts.
 - `math-extend-to-supported-types`: f16 and bf16 math functions are computed in f32, where LLVM has them.
+- `convert-math-to-llvm`, then `convert-math-to-libm`: the math ops LLVM has intrinsics for become those
+  (see below); the others (tan, asin, acos, atan, sinh, cosh and the inverse hyperbolic functions) become
+  calls of the C library's tanf/asinf/... (a vector op one call per element), resolved in this process.
 - `arith-emulate-unsupported-floats`, `arith-expand{include-bf16}`: bf16 arithmetic is computed in f32 and
   its conversions become integer code (rounding to nearest even), so no bf16 instruction or libcall
   (`__truncsfbf2`) is left for LLVM, whatever the CPU has.
@@ -72,6 +75,9 @@ LLVM_PIPELINE = (
     "builtin.module("
     "func.func("
     "math-extend-to-supported-types,"
+    "convert-math-to-llvm),"
+    "convert-math-to-libm,"
+    "func.func("
     "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
     "arith-expand{include-bf16=true},"
     "convert-vector-to-llvm{enable-x86vector=1}),"

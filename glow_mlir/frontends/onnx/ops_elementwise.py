@@ -25,7 +25,9 @@ _LOGICAL = {
 _UNARY = {
     "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Sqrt": "sqrt", "Log": "log",
     "Abs": "abs", "Neg": "neg", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Erf": "erf", "Sin": "sin",
-    "Cos": "cos", "Not": "logical_not", "IsNaN": "is_nan", "BitwiseNot": "bitwise_not",
+    "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh",
+    "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "Not": "logical_not", "IsNaN": "is_nan",
+    "BitwiseNot": "bitwise_not",
 }
 
 
