@@ -6,6 +6,8 @@ Rewrites, where "0" and "1" are splats or constants whose every element is 0 or 
 - x + 0, 0 + x, x - 0 -> x;  x * 1, 1 * x, x / 1 -> x
 - max(x, x), min(x, x), and(x, x), or(x, x), select(c, x, x) -> x
 - neg(neg(x)), not(not(x)) -> x;  relu(relu(x)) -> relu(x)
+- pow(x, 2) -> x * x, pow(x, 1) -> x: a square (RMSNorm's and T5's x**2, variance) would otherwise be a
+  call of the C library's powf per element; x * x is the correctly rounded square, which powf approximates
 - an elementwise op whose operands are all splats -> one splat, computed by the interpreter's `evaluate` on
   one element (so integer division truncates, comparisons give i1, exactly as the op defines), when the
   splat attribute holds the result exactly
@@ -61,6 +63,11 @@ def _simplified(op: ir.Operation) -> ir.Value | None:
         return g.producer(operands[0]).operands[0]
     if op.name == "glow.relu" and g.producer_name(operands[0]) == op.name:
         return operands[0]
+    if op.name == "glow.pow" and g.is_uniform(operands[1], 1):
+        return operands[0]
+    if op.name == "glow.pow" and g.is_uniform(operands[1], 2):
+        with ir.InsertionPoint(op), op.location:
+            return g.make("glow.mul", [operands[0], operands[0]], result.type)
     if op.name in g.ELEMENTWISE and operands and all(g.producer_name(v) == g.SPLAT for v in operands):
         return _fold_splats(op)
     return None
@@ -87,5 +94,6 @@ def _fold_splats(op: ir.Operation) -> ir.Value | None:
 
 @register("glow-simplify-arithmetic")
 def simplify_arithmetic(module: ir.Module) -> None:
-    """Remove arithmetic identities (x+0, x*1, x/1, max(x,x), neg(neg(x)), ...) and fold splat-op-splat."""
+    """Remove arithmetic identities (x+0, x*1, x/1, max(x,x), neg(neg(x)), ...), square by multiplying, and
+    fold splat-op-splat."""
     g.run_on_functions(module, simplify_function, fixed_point=False)

@@ -61,3 +61,18 @@ func.func @splats_and_integers(%x: tensor<3xi32> {glow.name = "x"}, %c: tensor<3
   %f = "glow.div"(%h1, %h2) : (tensor<3xf16>, tensor<3xf16>) -> tensor<3xf16>
   return %y, %s, %f : tensor<3xi32>, tensor<3xi32>, tensor<3xf16>
 }
+
+// pow(x, 2) is x * x; pow(x, 1) is x; other exponents stay powers.
+// CHECK-LABEL: func.func @powers
+// CHECK: %[[SQ:.*]] = "glow.mul"(%arg0, %arg0)
+// CHECK: %[[P:.*]] = "glow.pow"(%[[SQ]], %{{.*}})
+// CHECK: return %[[P]]
+func.func @powers(%x: tensor<4xf32> {glow.name = "x"}) -> (tensor<4xf32> {glow.name = "y"}) {
+  %two = "glow.splat"() {value = 2.0 : f32} : () -> tensor<4xf32>
+  %one = "glow.constant"() {value = dense<1.0> : tensor<4xf32>} : () -> tensor<4xf32>
+  %three = "glow.splat"() {value = 3.0 : f32} : () -> tensor<4xf32>
+  %a = "glow.pow"(%x, %two) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %b = "glow.pow"(%a, %one) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %c = "glow.pow"(%b, %three) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %c : tensor<4xf32>
+}
