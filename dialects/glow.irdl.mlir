@@ -808,4 +808,52 @@ irdl.dialect @glow {
     irdl.results(result: %result)
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "countIncludePads" = %countIncludePads}
   }
+
+  // A counted loop whose body is the function `body`: carried values, scan inputs sliced per iteration, invariants; results are the final carried values and the stacked scan outputs.
+  irdl.operation @loop {
+    %in0 = irdl.base "!builtin.tensor"
+    %in1 = irdl.base "!builtin.tensor"
+    %in2 = irdl.base "!builtin.tensor"
+    %in3 = irdl.base "!builtin.tensor"
+    %in4 = irdl.base "!builtin.tensor"
+    %in5 = irdl.base "!builtin.tensor"
+    %in6 = irdl.base "!builtin.tensor"
+    %in7 = irdl.base "!builtin.tensor"
+    %in8 = irdl.base "!builtin.tensor"
+    %in9 = irdl.base "!builtin.tensor"
+    %in10 = irdl.base "!builtin.tensor"
+    %in11 = irdl.base "!builtin.tensor"
+    %in12 = irdl.base "!builtin.tensor"
+    %in13 = irdl.base "!builtin.tensor"
+    %in14 = irdl.base "!builtin.tensor"
+    %in15 = irdl.base "!builtin.tensor"
+    %out0 = irdl.base "!builtin.tensor"
+    %out1 = irdl.base "!builtin.tensor"
+    %out2 = irdl.base "!builtin.tensor"
+    %out3 = irdl.base "!builtin.tensor"
+    %out4 = irdl.base "!builtin.tensor"
+    %out5 = irdl.base "!builtin.tensor"
+    %out6 = irdl.base "!builtin.tensor"
+    %out7 = irdl.base "!builtin.tensor"
+    %out8 = irdl.base "!builtin.tensor"
+    %out9 = irdl.base "!builtin.tensor"
+    %out10 = irdl.base "!builtin.tensor"
+    %out11 = irdl.base "!builtin.tensor"
+    %out12 = irdl.base "!builtin.tensor"
+    %out13 = irdl.base "!builtin.tensor"
+    %out14 = irdl.base "!builtin.tensor"
+    %out15 = irdl.base "!builtin.tensor"
+    %body = irdl.base "#builtin.symbol_ref"
+    %trip_count = irdl.base "#builtin.integer"
+    %num_carried = irdl.base "#builtin.integer"
+    %num_scan_inputs = irdl.base "#builtin.integer"
+    %condition = irdl.base "#builtin.integer"
+    %scan_input_axes = irdl.base "#builtin.dense_array"
+    %scan_input_directions = irdl.base "#builtin.dense_array"
+    %scan_output_axes = irdl.base "#builtin.dense_array"
+    %scan_output_directions = irdl.base "#builtin.dense_array"
+    irdl.operands(in0: variadic %in0, in1: variadic %in1, in2: variadic %in2, in3: variadic %in3, in4: variadic %in4, in5: variadic %in5, in6: variadic %in6, in7: variadic %in7, in8: variadic %in8, in9: variadic %in9, in10: variadic %in10, in11: variadic %in11, in12: variadic %in12, in13: variadic %in13, in14: variadic %in14, in15: variadic %in15)
+    irdl.results(out0: variadic %out0, out1: variadic %out1, out2: variadic %out2, out3: variadic %out3, out4: variadic %out4, out5: variadic %out5, out6: variadic %out6, out7: variadic %out7, out8: variadic %out8, out9: variadic %out9, out10: variadic %out10, out11: variadic %out11, out12: variadic %out12, out13: variadic %out13, out14: variadic %out14, out15: variadic %out15)
+    irdl.attributes {"body" = %body, "trip_count" = %trip_count, "num_carried" = %num_carried, "num_scan_inputs" = %num_scan_inputs, "condition" = %condition, "scan_input_axes" = %scan_input_axes, "scan_input_directions" = %scan_input_directions, "scan_output_axes" = %scan_output_axes, "scan_output_directions" = %scan_output_directions}
+  }
 }

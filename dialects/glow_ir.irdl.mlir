@@ -819,4 +819,36 @@ irdl.dialect @glow_ir {
     irdl.operands(dest: %dest, src: %src)
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
   }
+
+  // glow.loop's instruction: @out the results' buffers, @in the operands'; `roles` lists them.
+  irdl.operation @loop {
+    %in0 = irdl.base "!builtin.memref"
+    %in1 = irdl.base "!builtin.memref"
+    %in2 = irdl.base "!builtin.memref"
+    %in3 = irdl.base "!builtin.memref"
+    %in4 = irdl.base "!builtin.memref"
+    %in5 = irdl.base "!builtin.memref"
+    %in6 = irdl.base "!builtin.memref"
+    %in7 = irdl.base "!builtin.memref"
+    %in8 = irdl.base "!builtin.memref"
+    %in9 = irdl.base "!builtin.memref"
+    %in10 = irdl.base "!builtin.memref"
+    %in11 = irdl.base "!builtin.memref"
+    %in12 = irdl.base "!builtin.memref"
+    %in13 = irdl.base "!builtin.memref"
+    %in14 = irdl.base "!builtin.memref"
+    %in15 = irdl.base "!builtin.memref"
+    %body = irdl.base "#builtin.symbol_ref"
+    %trip_count = irdl.base "#builtin.integer"
+    %num_carried = irdl.base "#builtin.integer"
+    %num_scan_inputs = irdl.base "#builtin.integer"
+    %condition = irdl.base "#builtin.integer"
+    %scan_input_axes = irdl.base "#builtin.dense_array"
+    %scan_input_directions = irdl.base "#builtin.dense_array"
+    %scan_output_axes = irdl.base "#builtin.dense_array"
+    %scan_output_directions = irdl.base "#builtin.dense_array"
+    %roles = irdl.base "#builtin.array"
+    irdl.operands(in0: variadic %in0, in1: variadic %in1, in2: variadic %in2, in3: variadic %in3, in4: variadic %in4, in5: variadic %in5, in6: variadic %in6, in7: variadic %in7, in8: variadic %in8, in9: variadic %in9, in10: variadic %in10, in11: variadic %in11, in12: variadic %in12, in13: variadic %in13, in14: variadic %in14, in15: variadic %in15)
+    irdl.attributes {"body" = %body, "trip_count" = %trip_count, "num_carried" = %num_carried, "num_scan_inputs" = %num_scan_inputs, "condition" = %condition, "scan_input_axes" = %scan_input_axes, "scan_input_directions" = %scan_input_directions, "scan_output_axes" = %scan_output_axes, "scan_output_directions" = %scan_output_directions, "roles" = %roles}
+  }
 }

@@ -12,20 +12,28 @@ oracle is at least as accurate as the code it checks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from mlir import ir
 
 from glow_mlir import ops
 from glow_mlir.errors import UnsupportedError
-from glow_mlir.opdefs import glow_ops
+from glow_mlir.opdefs import control, glow_ops
 
 Array = np.ndarray
 
 
-def interpret(module: ir.Module, feeds: dict[str, Array], function: str | None = None) -> dict[str, Array]:
+def interpret(
+    module: ir.Module,
+    feeds: dict[str, Array],
+    function: str | None = None,
+    observe: Callable[[ir.Operation, Array], None] | None = None,
+) -> dict[str, Array]:
     """Runs the module's model function on `feeds` (by input glow.name); returns its outputs by glow.name.
 
-    `function` names the func.func to run when the module holds more than one.
+    `function` names the func.func to run when the module holds more than one. `observe(op, result)`, when
+    given, sees every op's result as it is computed (glow_mlir.quantization's profiler records ranges there).
     """
     fn = _function(module, function)
     block = fn.regions[0].blocks[0]
@@ -41,6 +49,9 @@ def interpret(module: ir.Module, feeds: dict[str, Array], function: str | None =
         if op.name == "func.return":
             output_names = _names(fn, "res_attrs", len(op.operands), "output")
             return {name: env[v] for name, v in zip(output_names, op.operands, strict=True)}
+        if op.name == control.LOOP:
+            env.update(zip(op.results, _loop(op, [env[v] for v in op.operands]), strict=True))
+            continue
         result = evaluate(op, [env[v] for v in op.operands])
         expected = ops.shape(op.results[0])
         if result.shape != expected:
@@ -49,7 +60,28 @@ def interpret(module: ir.Module, feeds: dict[str, Array], function: str | None =
                 f"{list(expected)} (run glow-verify)"
             )
         env[op.results[0]] = result
+        if observe is not None:
+            observe(op, result)
     raise ValueError(f"function '{_symbol(fn)}' has no func.return")
+
+
+def _loop(op: ir.Operation, operands: list[Array]) -> list[Array]:
+    """A glow.loop's results: its body function run once per iteration (glow_mlir/opdefs/control.py)."""
+    body = control.body_function(op)
+    arguments = list(body.regions[0].blocks[0].arguments)
+
+    def run_body(values: list[Array]) -> list[Array]:
+        env = {a: np.asarray(v, dtype=_dtype(a)) for a, v in zip(arguments, values, strict=True)}
+        for inner in body.regions[0].blocks[0].operations:
+            inner = inner.operation
+            if inner.name == "func.return":
+                return [env[v] for v in inner.operands]
+            inputs = [env[v] for v in inner.operands]
+            env.update(zip(inner.results, _loop(inner, inputs) if inner.name == control.LOOP
+                           else [evaluate(inner, inputs)], strict=True))
+        raise ValueError(f"loop body '{_symbol(body)}' has no func.return")
+
+    return control.evaluate(control.Loop.of(op), operands, len(op.results), run_body)
 
 
 def evaluate(op: ir.Operation | ir.OpView, operands: list[Array]) -> Array:
@@ -76,7 +108,10 @@ def _dtype(value: ir.Value) -> np.dtype:
 
 def _function(module: ir.Module, name: str | None) -> ir.Operation:
     fns = ops.functions(module)
-    if name is not None:
+    if name is None:
+        # Loop bodies (glow_mlir/opdefs/control.py) are private functions the model calls.
+        fns = [f for f in fns if "sym_visibility" not in f.attributes]
+    else:
         fns = [f for f in fns if _symbol(f) == name]
         if not fns:
             raise ValueError(f"the module has no function '{name}'")

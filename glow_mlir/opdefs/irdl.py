@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from glow_mlir.opdefs import control
 from glow_mlir.opdefs.base import Attr, IrDef, OpDef, glow_ops, ir_ops
 from glow_mlir.ops import CONCAT_GROUPS
 
@@ -93,6 +94,8 @@ def render(dialect: str) -> str:
         header, bodies = GLOW_IR_HEADER, [_ir_op(instr) for instr in ir_ops().values()]
     else:
         raise ValueError(f"unknown dialect '{dialect}': glow or glow_ir")
+    # The loop's operands and results have any number and types, which an OpDef does not state.
+    bodies.append(control.irdl(dialect))
     ops = "\n\n".join("\n".join(body) for body in bodies)
     return f"{header}irdl.dialect @{dialect} {{\n{ops}\n}}\n"
 

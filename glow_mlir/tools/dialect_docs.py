@@ -67,7 +67,8 @@ def parse_ops(source: str) -> tuple[str, list[OpDoc]]:
             if m := re.match(r"%(\w+) = (.*)", body):
                 defs[m.group(1)] = m.group(2)
                 if m.group(1) == "roles":
-                    roles = re.findall(r'"(\w+)"', m.group(2))
+                    # Fixed roles (irdl.is), or any array where the operand count varies (glow_ir.loop).
+                    roles = re.findall(r'"(\w+)"', m.group(2)) or ["given by `roles`"]
             elif m := re.match(r"irdl\.(operands|results)\((.*)\)", body):
                 target = operands if m.group(1) == "operands" else results
                 for item in m.group(2).split(", "):
@@ -101,7 +102,7 @@ def render() -> str:
         out += ["| op | operands | results | attributes | semantics |", "| --- | --- | --- | --- | --- |"]
         for op in ops:
             operands = op.operands
-            if op.roles:
+            if len(op.roles) == len(op.operands):
                 operands = [f"@{role} {o}" for role, o in zip(op.roles, op.operands)]
             out.append(
                 f"| `{name}.{op.name}` | {'<br>'.join(operands) or '-'} | {'<br>'.join(op.results) or '-'} "

@@ -1,17 +1,18 @@
-"""ONNX RNN, GRU and LSTM, composed from glow ops and unrolled over time at import.
+"""ONNX RNN, GRU and LSTM, composed from glow ops inside a `glow.loop` over time.
 
 seq_length is static, so each direction is one matmul projecting the input of every time step at once
-(X x W^T plus the biases), then per step a matmul with the recurrence weights and the elementwise gate
-arithmetic. This is the fallback design and its limitation: glow has no recurrent op whose lowering loops
-over time (scf.for), so the generated code grows with seq_length; the same bound as unrolled loops
-(ops_control.UNROLL_BOUND, counted in glow ops per step) applies, refused with an error naming the node.
+(X x W^T plus the biases), then a `glow.loop` (glow_mlir/opdefs/control.py) over the projection's time steps
+whose body is one step: a matmul with the recurrence weights and the elementwise gate arithmetic. The
+generated code runs the body in an scf.for, so its size does not depend on seq_length; the weights are
+constants inside the body (or the loop's invariants when they are graph inputs).
 
 Supported: directions forward, reverse and bidirectional; every activation of the spec with its
 activation_alpha / activation_beta (consumed in order by the activations that take them, as onnxruntime
 does); clip (on the gates' pre-activations); LSTM input_forget and peepholes; GRU linear_before_reset;
 initial_h / initial_c; layout 0 and 1; the outputs Y, Y_h and Y_c. sequence_lens must be known at compile
-time: steps past a batch entry's length leave its state unchanged and its Y zero, and a reverse direction
-starts at each entry's last step.
+time: steps past a batch entry's length leave its state unchanged and its Y zero (the body compares the
+iteration number with the lengths), and a reverse direction starts at each entry's last step (a gather
+reorders each entry's steps before and after the loop).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from glow_mlir.frontends.onnx.node import NodeContext, Value, dtype, shape
-from glow_mlir.frontends.onnx.ops_control import check_unroll, stack, take
+from glow_mlir.frontends.onnx.ops_control import body_symbol, loop_op, stack, take
+from glow_mlir.opdefs import control
 from glow_mlir.frontends.onnx.registry import handles
 
 Activation = Callable[[Value], Value]
@@ -33,8 +35,8 @@ _PARAMETERS: dict[str, tuple[float | None, float | None]] = {
     "softplus": (None, None), "affine": (1.0, 0.0), "leakyrelu": (0.01, None), "thresholdedrelu": (1.0, None),
     "scaledtanh": (1.0, 1.0), "hardsigmoid": (0.2, 0.5), "elu": (1.0, None),
 }
-# (gates, default activations, glow ops per time step for the unrolling bound) per op.
-_KINDS = {"RNN": (1, ["Tanh"], 6), "GRU": (3, ["Sigmoid", "Tanh"], 20), "LSTM": (4, ["Sigmoid", "Tanh", "Tanh"], 28)}
+# (gates, default activations) per op.
+_KINDS = {"RNN": (1, ["Tanh"]), "GRU": (3, ["Sigmoid", "Tanh"]), "LSTM": (4, ["Sigmoid", "Tanh", "Tanh"])}
 
 
 @dataclass
@@ -95,7 +97,7 @@ def _activations(ctx: NodeContext, count: int, directions: int) -> list[list[Act
 @handles("RNN", "GRU", "LSTM")
 def recurrent(ctx: NodeContext) -> list[Value]:
     kind = ctx.op_type
-    gates, default_activations, ops_per_step = _KINDS[kind]
+    gates, default_activations = _KINDS[kind]
     layout = ctx.attr("layout", 0)
     x = ctx.input(0)
     if len(shape(x)) != 3:
@@ -112,7 +114,6 @@ def recurrent(ctx: NodeContext) -> list[Value]:
     if shape(w)[:2] != (directions, gates * hidden) or shape(r) != (directions, gates * hidden, hidden):
         raise ctx.invalid(f"W {list(shape(w))} and R {list(shape(r))} do not match {directions} direction(s) of "
                           f"{gates} gate(s) of hidden size {hidden}")
-    check_unroll(ctx, seq * directions, ops_per_step, "sequence length x directions")
     lengths = _sequence_lens(ctx, seq, batch)
     initial = [_state(ctx, i, layout, directions, batch, hidden, dtype(x)) for i in (5, 6)]
     activations = _activations(ctx, len(default_activations), directions)
@@ -183,44 +184,47 @@ def _cell(ctx: NodeContext, kind: str, d: int, hidden: int, f: list[Activation],
 
 def _run(ctx: NodeContext, cell: _Cell, x: Value, lengths: list[int] | None, reverse: bool, h: Value,
          c: Value | None) -> tuple[Value, Value, Value | None]:
-    """One direction over the sequence: Y [seq, batch, hidden], the last H and C."""
+    """One direction over the sequence as a glow.loop: Y [seq, batch, hidden], the last H and C."""
     seq, batch, features = shape(x)
     width = shape(cell.w)[1]
     projected = ctx.g.matmul(ctx.reshape(x, [seq * batch, features]), cell.w)
     if cell.bias_x is not None:
         projected = ctx.g.add(projected, ctx.broadcast_to(cell.bias_x, [seq * batch, width]))
     projected = ctx.reshape(projected, [seq, batch, width])
-    # time[t][b]: the time index batch entry b reads at step t (the reverse direction starts at its last).
-    time = [[(n - 1 - t if reverse else t) for n in (lengths or [seq] * batch)] for t in range(seq)]
-    outputs: list[Value] = []
-    for t in range(seq):
-        valid = None if lengths is None else np.array([[t < n] for n in lengths]).repeat(cell.hidden, 1)
-        h_new, c_new = _step(ctx, cell, _rows(ctx, projected, time[t]), h, c)
-        if valid is None:
-            h, c = h_new, c_new
-            outputs.append(h)
-        else:
-            h = ctx.g.select(valid, h_new, h)
-            c = None if c is None else ctx.g.select(valid, c_new, c)
-            outputs.append(ctx.g.select(valid, h_new, ctx.scalar_like(h_new, 0)))
-    if lengths is None:
-        return stack(ctx, outputs[::-1] if reverse else outputs, 0), h, c
-    # Y[s][b] holds the output of the step that read time s: the step t with time[t][b] == s.
-    at = {(b, time[t][b]): t for t in range(seq) for b in range(batch) if time[t][b] >= 0}
-    table = stack(ctx, outputs, 0)
-    return stack(ctx, [_rows(ctx, table, [at.get((b, s), -1) for b in range(batch)]) for s in range(seq)], 0), h, c
+    # With lengths, a reverse direction reads each entry's steps last first: the steps are reordered per
+    # entry (an involution, so the same gather puts Y back) and the loop runs forward.
+    reorder = lengths is not None and reverse and any(n != seq for n in lengths)
+    if reorder:
+        projected = _reorder(ctx, projected, lengths)
+    backward = int(reverse and not reorder)
+    carried = [h] if c is None else [h, c]
+    spec = control.Loop(body_symbol(ctx), seq, len(carried), 1, 0, (0,), (backward,), (0,), (backward,))
+
+    def step(args: list[Value]) -> list[Value]:
+        iteration, h_in, c_in, xw = args[0], args[1], (args[2] if c is not None else None), args[-1]
+        h_new, c_new = _step(ctx, cell, xw, h_in, c_in)
+        if lengths is None:
+            return [h_new, *([c_new] if c_new is not None else []), h_new]
+        # Entry b takes step `iteration` when iteration < its length; else its state holds and its Y is zero.
+        counts = np.array([[n] for n in lengths], np.int64).repeat(cell.hidden, 1)
+        valid = ctx.g.cmp_lt(ctx.broadcast_to(iteration, [batch, cell.hidden]), counts)
+        held = [ctx.g.select(valid, h_new, h_in)]
+        if c_new is not None:
+            held.append(ctx.g.select(valid, c_new, c_in))
+        return [*held, ctx.g.select(valid, h_new, ctx.scalar_like(h_new, 0))]
+
+    outs = loop_op(ctx, carried, [projected], spec, step)
+    y = _reorder(ctx, outs[-1], lengths) if reorder else outs[-1]
+    return y, outs[0], (outs[1] if c is not None else None)
 
 
-def _rows(ctx: NodeContext, table: Value, index: list[int]) -> Value:
-    """[batch, width] whose row b is table[index[b], b] (zeros where index[b] < 0)."""
-    if len(set(index)) == 1 and index[0] >= 0:
-        return take(ctx, table, 0, index[0])
-    _, batch, width = shape(table)
-    parts = [
-        ctx.g.slice(table, [i, b, 0], [1, 1, width]) if i >= 0 else ctx.full([1, 1, width], 0, dtype(table))
-        for b, i in enumerate(index)
-    ]
-    return ctx.reshape(ctx.g.concat(parts, 1), [batch, width])
+def _reorder(ctx: NodeContext, table: Value, lengths: list[int]) -> Value:
+    """[seq, batch, width] whose [t, b] is table[n_b - 1 - t, b] for t < n_b (entry b's length) and
+    table[t, b] beyond: each entry's steps reversed. Applied twice it is the identity."""
+    seq, batch, width = shape(table)
+    rows = [(n - 1 - t if t < n else t) * batch + b for t in range(seq) for b, n in enumerate(lengths)]
+    flat = ctx.g.gather(ctx.reshape(table, [seq * batch, width]), np.array(rows, np.int64), 0)
+    return ctx.reshape(flat, [seq, batch, width])
 
 
 def _gate(ctx: NodeContext, v: Value, k: int, hidden: int) -> Value:

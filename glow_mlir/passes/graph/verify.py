@@ -20,7 +20,7 @@ from mlir import ir
 
 from glow_mlir import opdefs, ops
 from glow_mlir.errors import VerificationError
-from glow_mlir.opdefs import shapes, types
+from glow_mlir.opdefs import control, shapes, types
 from glow_mlir.opdefs.base import Attr, Attrs, ShapeRule, TypeRule
 from glow_mlir.opdefs.shapes import Shape, ShapeError
 from glow_mlir.passes.registry import register
@@ -35,7 +35,9 @@ def verify(module: ir.Module) -> None:
     """Check shapes, element types and attributes of every glow and glow_ir op."""
     for op in ops.walk_ops(module.operation):
         try:
-            if op.name.startswith(ops.GLOW):
+            if op.name in (control.LOOP, control.IR_LOOP):
+                _verify_loop(op)
+            elif op.name.startswith(ops.GLOW):
                 _verify_glow(op)
             elif op.name.startswith(ops.GLOW_IR):
                 _verify_glow_ir(op)
@@ -49,6 +51,31 @@ def _verify_glow(op: ir.Operation) -> None:
     definition = _definition(lambda: opdefs.glow_op(op.name))
     attrs = _attributes(op, definition.attrs)
     _check(op, definition.types, definition.shape, attrs, operands, result, "result")
+
+
+def _verify_loop(op: ir.Operation) -> None:
+    """A loop agrees with its attributes and its body's signature (glow_mlir/opdefs/control.py); its
+    instruction's body takes the operands' buffers, then writes the results' buffers."""
+    tensors = op.name == control.LOOP
+    kind = ir.RankedTensorType if tensors else ir.MemRefType
+    typed = [_static(v, kind, f"operand {i}") for i, v in enumerate(op.operands)]
+    body = control.body_function(op)
+    signature = ir.FunctionType(ir.TypeAttr(body.attributes["function_type"]).value)
+    args = [_static(a, kind, f"body argument {i}") for i, a in enumerate(body.regions[0].blocks[0].arguments)]
+    if tensors:
+        results = [_static(v, kind, f"result {i}") for i, v in enumerate(op.results)]
+        operands, body_out = typed, [_static_type(t, kind, "body result") for t in signature.results]
+    else:
+        outs = ops.roles(op).count("out")
+        results, operands = typed[:outs], typed[outs:]
+        # The body's outputs (its condition first, if any) follow its inputs.
+        args, body_out = args[:1 + len(operands)], args[1 + len(operands):]
+    control.check(control.Loop.of(op), operands, results, args, body_out)
+
+
+def _static_type(t: ir.Type, kind: type[ir.ShapedType], what: str) -> Typed:
+    _require(isinstance(t, kind) and kind(t).has_static_shape, f"{what} must be a static {kind.__name__}, got {t}")
+    return tuple(kind(t).shape), str(kind(t).element_type)
 
 
 def _definition(lookup: Callable[[], T]) -> T:

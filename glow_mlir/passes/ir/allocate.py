@@ -27,6 +27,8 @@ from mlir.dialects import arith, memref
 
 from glow_mlir import ops
 from glow_mlir.errors import GlowError, UnsupportedError, VerificationError
+from glow_mlir.opdefs import control
+from glow_mlir.passes.ir import loops
 from glow_mlir.passes.lowering.irgen import ALLOC, buffer_users
 from glow_mlir.passes.registry import register
 
@@ -182,11 +184,23 @@ def _bytes(buffer: ir.Type) -> int:
     return count * itemsize
 
 
+def _planned(buffer: ir.Type) -> int:
+    """The bytes a buffer takes in the arena: its size, aligned."""
+    return align(_bytes(buffer))
+
+
 def allocate(module: ir.Module) -> None:
-    """Plans and rewrites the activations of every function of `module`, in place."""
-    for function in ops.functions(module):
+    """Plans and rewrites the activations of every function of `module`, in place; the bodies of loops go
+    first and end up inside the loops that run them (glow_mlir/passes/ir/loops.py)."""
+    functions = loops.bodies_first(ops.functions(module))
+    bodies = {control.Loop.of(loop).body for f in functions for loop in loops.loops_in(f)}
+    for function in functions:
         with function.location:
             _allocate_function(function)
+    for function in functions:
+        name = ir.StringAttr(function.attributes["sym_name"]).value
+        if name in bodies or control.BODY_ATTR in function.attributes:
+            function.erase()
 
 
 @register("glow-allocate")
@@ -214,6 +228,9 @@ def _allocate_function(function: ir.Operation) -> None:
         (_bytes(a.results[0].type), position[a], max([position[a], *(position[u] for u in buffer_users(a.results[0]))]))
         for a in allocs
     ]
+    # Each loop's body runs in a scratch block live at the loop only.
+    loop_ops = [op for op in order if op.name == control.IR_LOOP]
+    buffers += [(loops.scratch_bytes(loop, _planned), position[loop], position[loop]) for loop in loop_ops]
     plan = plan_memory(buffers)
 
     arena = block.add_argument(ir.MemRefType.get([plan.arena_bytes], ir.IntegerType.get_signless(8)), function.location)
@@ -227,6 +244,8 @@ def _allocate_function(function: ir.Operation) -> None:
     for op in order:
         if op.name in (ALLOC, DEALLOC):
             op.erase()
+    for loop, offset in zip(loop_ops, plan.offsets[len(allocs):], strict=True):
+        loops.expand(loop, arena, offset, _planned)
     function.attributes["glow.arena_bytes"] = ops.i64(plan.arena_bytes)
     function.attributes["glow.peak_live_bytes"] = ops.i64(plan.peak_live_bytes)
     function.attributes["glow.naive_activation_bytes"] = ops.i64(plan.naive_bytes)

@@ -32,6 +32,7 @@ from mlir.dialects import builtin, func, memref
 
 from glow_mlir import opdefs, ops
 from glow_mlir.errors import GlowError, VerificationError
+from glow_mlir.opdefs import control
 from glow_mlir.passes.registry import register
 
 RewriteFn = Callable[[ir.OpView, rewrite.PatternRewriter], None]
@@ -237,11 +238,28 @@ def _constant_rewrite(symbols: ir.SymbolTable) -> RewriteFn:
     return rewrite_constant
 
 
+def _rewrite_loop(view: ir.OpView, rewriter: rewrite.PatternRewriter) -> None:
+    """glow.loop -> glow_ir.loop writing a new buffer per result from its operands' buffers; its body
+    function is bufferized as every function is (glow_mlir/opdefs/control.py)."""
+    op = view.operation
+    with rewriter.ip, op.location:
+        dests = [_alloc(r.type) for r in op.results]
+        operands = [*dests, *(_buffer(v) for v in op.operands)]
+        kept = {a: op.attributes[a] for a in op.attributes if not a.endswith("SegmentSizes")}
+        roles = ["out"] * len(dests) + ["in"] * len(op.operands)
+        ops.create(control.IR_LOOP, operands, attributes=kept | {
+            "roles": ir.ArrayAttr.get([ir.StringAttr.get(r) for r in roles]),
+            "operandSegmentSizes": control.segments([v.type for v in operands], "operands"),
+        })
+        rewriter.replace_op(op, [builtin.unrealized_conversion_cast([r.type], [d]) for r, d in zip(op.results, dests)])
+
+
 # Ops whose rewrite is not one instruction from their operands: a view, several inserts, a copy then an insert.
 _SPECIAL: dict[str, RewriteFn] = {
     "glow.reshape": _rewrite_reshape,
     "glow.concat": _rewrite_concat,
     "glow.insert_tensor": _rewrite_insert_tensor,
+    control.LOOP: _rewrite_loop,
 }
 
 
