@@ -5,6 +5,7 @@
     glow_mlir.interpret(g.module, {"x": array})        # the numpy reference interpreter
     sess = glow_mlir.InferenceSession("model.onnx")    # onnxruntime's API: sess.run(None, {"x": array})
     import glow_mlir as ort                            # code written for onnxruntime runs unchanged
+    glow_mlir.quantization.quantize(g, glow_mlir.quantization.profile(g, samples))  # int8 (docs/QUANTIZATION.md)
 """
 
 from glow_mlir.builder import Graph, Tensor
@@ -16,6 +17,7 @@ from glow_mlir.runtime import CompiledModel, compile
 from glow_mlir.options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
 from glow_mlir.session import InferenceSession, get_available_providers
 from glow_mlir.opdefs.shapes import ShapeError
+from glow_mlir import quantization
 
 __all__ = [
     "CompiledModel",
@@ -38,4 +40,5 @@ __all__ = [
     "import_onnx",
     "interpret",
     "onnx",
+    "quantization",
 ]

@@ -20,6 +20,8 @@ from glow_mlir.passes.graph import (
     merge_concat,
     merge_pad,
     merge_reshape,
+    quant_fold_converts,
+    quant_fold_qdq,
     simplify_arithmetic,
     sink_transpose,
     verify,
@@ -32,7 +34,8 @@ from glow_mlir.passes.registry import Pass, registered
 # The pass modules in pipeline order; a module's passes keep their order within it.
 STAGES = (
     verify, dce, lower, cse, constant_fold, fold_batchnorm, simplify_arithmetic, eliminate_noop, merge_reshape,
-    sink_transpose, merge_concat, merge_pad, fold_transpose_weights, fuse_activations, layout, memory_schedule,
+    sink_transpose, merge_concat, merge_pad, fold_transpose_weights, quant_fold_converts, quant_fold_qdq,
+    fuse_activations, layout, memory_schedule,
     irgen, ir_verify, share_buffers, copy_elim, dse, live_ranges, optimize_inserts, allocate, to_linalg,
     lowerings, schedule, llvm, backend,
 )  # fmt: skip

@@ -1,7 +1,10 @@
 """ONNX's quantization ops (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
 ConvInteger, QLinearMatMul, QLinearConv) as glow compositions, against onnxruntime; against onnx's reference
 where onnxruntime takes no such tensors from Python (int4/int2, float8, float4). Every quantized tensor is a
-graph input, so the generated code computes it (an initializer would fold at import)."""
+graph input, so the generated code computes it (an initializer would fold at import).
+
+Then whole models (a small CNN, a one-layer BERT-like encoder) quantized by onnxruntime.quantization, static
+QDQ and dynamic, imported and compared with onnxruntime running the same quantized model."""
 
 from __future__ import annotations
 
@@ -9,10 +12,13 @@ from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np
+import onnx
 import onnxruntime as ort
+import onnxruntime.quantization as ort_quant
 import pytest
+import torch
 from onnx import TensorProto as TP
-from onnx import helper
+from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 from onnx_check import IR_VERSION
 
@@ -88,6 +94,27 @@ def halfway(scale: np.ndarray | float, *dims: int, spread: int = 300) -> np.ndar
 def test_quantize_per_tensor(out: np.dtype) -> None:
     x = halfway(0.25, 4, 50, spread=40000 if out.itemsize == 2 else 300)
     run("QuantizeLinear", {"x": x, "s": np.array(0.25, np.float32), "z": np.array(3, out)})
+
+
+@pytest.mark.parametrize("opset", [10, 13, 19, 21, 23])
+@pytest.mark.parametrize("t", [U8, I8])
+def test_quantize_dequantize_round_trip_across_opsets(opset: int, t: np.dtype) -> None:
+    """QuantizeLinear then DequantizeLinear, per tensor, in every opset that changed them (10: the first;
+    13: per axis; 19: saturate and float8; 21: int16 and int4; 23: float4 and blocked scales)."""
+    x = halfway(0.125, 3, 40)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])]  # fmt: skip
+    feeds = {"x": x, "s": np.array(0.125, np.float32), "z": np.array(7, t)}
+    graph = helper.make_graph(
+        nodes, "qdq", [helper.make_tensor_value_info(n, NUMPY_TO_ONNX[a.dtype], a.shape) for n, a in feeds.items()],
+        [helper.make_empty_tensor_value_info("q"), helper.make_empty_tensor_value_info("y")],
+    )  # fmt: skip
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
+    expected = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    with glow_mlir.compile(import_model(m)) as compiled:
+        got = compiled.run(feeds)
+    np.testing.assert_array_equal(got["q"], expected[0])
+    np.testing.assert_array_equal(got["y"], expected[1])
 
 
 def test_quantize_default_uint8_without_zero_point() -> None:
@@ -277,3 +304,206 @@ def test_qlinear_conv_per_channel_weight_zero_point() -> None:
         "sy": np.array(2.5, np.float32), "zy": ints(U8),
     }  # fmt: skip
     run("QLinearConv", feeds, opset=10, spec=True)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Whole models quantized by onnxruntime.quantization: QDQ (quantize_static) and dynamic (quantize_dynamic)
+
+CNN_SHAPE, ENCODER_SHAPE = (1, 3, 16, 16), (1, 8, 32)
+
+
+class SmallCNN(torch.nn.Module):
+    """Two convolutions with relu, a max pool, a global average pool and a linear layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.nn.functional.max_pool2d(torch.relu(self.c1(x)), 2)
+        return self.fc(torch.relu(self.c2(x)).mean((2, 3)))
+
+
+class SmallEncoder(torch.nn.Module):
+    """One BERT-like encoder layer: 4-head self-attention and a GELU feed-forward, each with a residual and
+    a layer norm."""
+
+    def __init__(self, d: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.out = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.ff1, self.ff2 = torch.nn.Linear(d, 64), torch.nn.Linear(64, d)
+        self.norm1, self.norm2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, -1)
+
+        def heads(z: torch.Tensor) -> torch.Tensor:
+            return z.reshape(b, t, self.heads, d // self.heads).transpose(1, 2)
+
+        scores = heads(q) @ heads(k).transpose(-1, -2) / (d // self.heads) ** 0.5
+        attended = (torch.softmax(scores, -1) @ heads(v)).transpose(1, 2).reshape(b, t, d)
+        x = self.norm1(x + self.out(attended))
+        return self.norm2(x + self.ff2(torch.nn.functional.gelu(self.ff1(x))))
+
+
+class RandomReader(ort_quant.CalibrationDataReader):
+    """Calibration data: `count` standard-normal inputs."""
+
+    def __init__(self, shape: tuple[int, ...], count: int = 8) -> None:
+        r = np.random.default_rng(1)
+        self.samples = iter([{"x": r.standard_normal(shape).astype(np.float32)} for _ in range(count)])
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self.samples, None)
+
+
+@pytest.fixture(scope="module")
+def float_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """The two float models exported to ONNX: name -> (path, input shape)."""
+    folder = tmp_path_factory.mktemp("quant_models")
+    torch.manual_seed(0)
+    found = {}
+    for name, net, dims in (("cnn", SmallCNN(), CNN_SHAPE), ("encoder", SmallEncoder(), ENCODER_SHAPE)):
+        path = str(folder / f"{name}.onnx")
+        torch.onnx.export(net.eval(), (torch.randn(*dims),), path, input_names=["x"], output_names=["y"],
+                          dynamo=False, opset_version=17)  # fmt: skip
+        found[name] = (path, dims)
+    return found
+
+
+def _quantized(float_models: dict[str, tuple[str, tuple[int, ...]]], name: str, how: str) -> tuple[str, tuple]:
+    """`name` quantized by onnxruntime: "static" (QDQ, uint8 activations for the CNN, int8 for the encoder,
+    per-channel int8 weights) or "dynamic" (uint8 weights for the CNN, int8 for the encoder)."""
+    path, dims = float_models[name]
+    out = path.replace(".onnx", f".{how}.onnx")
+    act = ort_quant.QuantType.QUInt8 if name == "cnn" else ort_quant.QuantType.QInt8
+    if how == "static":
+        ort_quant.quantize_static(path, out, RandomReader(dims), quant_format=ort_quant.QuantFormat.QDQ,
+                                  activation_type=act, weight_type=ort_quant.QuantType.QInt8,
+                                  per_channel=True)  # fmt: skip
+    else:
+        ort_quant.quantize_dynamic(path, out, weight_type=act)
+    return out, dims
+
+
+def _onnxruntime(path: str, level: ort.GraphOptimizationLevel) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = level
+    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def _output_step(path: str) -> float:
+    """The scale of the DequantizeLinear that yields output y: one quantization step of the result."""
+    m = onnx.load(path)
+    initializers = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    [last] = [n for n in m.graph.node if "y" in n.output]
+    assert last.op_type == "DequantizeLinear"
+    return float(initializers[last.input[1]])
+
+
+@pytest.mark.parametrize("name", ["cnn", "encoder"])
+def test_qdq_static_model_matches_onnxruntime(float_models, name: str) -> None:  # noqa: ANN001
+    """A QDQ model means its Q/DQ nodes literally (onnxruntime without its QDQ fusions): glow-mlir computes
+    the same integers, so the outputs are equal."""
+    path, dims = _quantized(float_models, name, "static")
+    ops = {n.op_type for n in onnx.load(path).graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= ops
+    session = glow_mlir.InferenceSession(path)
+    expected = _onnxruntime(path, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal(dims).astype(np.float32)
+        np.testing.assert_array_equal(session.run(None, {"x": x})[0], expected.run(None, {"x": x})[0])
+
+
+@pytest.mark.parametrize("name,steps", [("cnn", 0), ("encoder", 4)])
+def test_qdq_static_model_near_fused_onnxruntime(float_models, name: str, steps: int) -> None:  # noqa: ANN001
+    """onnxruntime's full optimization fuses DQ -> op -> Q into QLinearConv / QLinearMatMul (requantizing
+    float32(int32 acc) * multiplier) and softmax into QLinearSoftmax (an exp lookup table): each rounds
+    differently by at most one step, and the encoder's two layer norms carry that to a few output steps."""
+    path, dims = _quantized(float_models, name, "static")
+    session = glow_mlir.InferenceSession(path)
+    fused = _onnxruntime(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    step = _output_step(path)
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal(dims).astype(np.float32)
+        diff = np.abs(session.run(None, {"x": x})[0] - fused.run(None, {"x": x})[0]).max()
+        assert diff <= steps * step * (1 + 1e-5), f"seed {seed}: {diff / step:.2f} output steps"
+
+
+@pytest.mark.parametrize("name", ["cnn", "encoder"])
+def test_dynamic_model_matches_onnxruntime(float_models, name: str) -> None:  # noqa: ANN001
+    """quantize_dynamic's DynamicQuantizeLinear -> MatMulInteger / ConvInteger -> scale multiply: equal
+    integers, then float32 products onnxruntime may order differently (a rounding of the scales)."""
+    path, dims = _quantized(float_models, name, "dynamic")
+    ops = {n.op_type for n in onnx.load(path).graph.node}
+    assert "DynamicQuantizeLinear" in ops and ("ConvInteger" in ops or "MatMulInteger" in ops)
+    session = glow_mlir.InferenceSession(path)
+    expected = _onnxruntime(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal(dims).astype(np.float32)
+        want = expected.run(None, {"x": x})[0]
+        np.testing.assert_allclose(session.run(None, {"x": x})[0], want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("op", ["MatMul", "Conv"])
+def test_qdq_single_layer_within_one_step_of_fused_onnxruntime(op: str) -> None:
+    """DQ -> MatMul/Conv -> Q, which onnxruntime fuses into QLinearMatMul/QLinearConv: every output within one
+    quantization step of it (the requantization rounds float32(acc) * multiplier, glow-mlir the float sum of
+    dequantized products divided by the scale), and most equal."""
+    r = np.random.default_rng(3)
+    if op == "MatMul":
+        x_dims, w = (4, 64), r.integers(-127, 128, (64, 16)).astype(np.int8)
+        w_scale, w_zero, axis_attrs = np.array(0.004, np.float32), np.array(0, np.int8), {}
+        core = helper.make_node("MatMul", ["xf", "wf"], ["yf"])
+    else:
+        x_dims, w = (1, 8, 10, 10), r.integers(-127, 128, (12, 8, 3, 3)).astype(np.int8)
+        w_scale, w_zero = r.uniform(0.002, 0.006, 12).astype(np.float32), np.zeros(12, np.int8)
+        axis_attrs = {"axis": 0}
+        core = helper.make_node("Conv", ["xf", "wf"], ["yf"], pads=[1, 1, 1, 1])
+    inits = {"w": w, "ws": w_scale, "wz": w_zero, "xs": np.array(0.02, np.float32), "xz": np.array(3, np.uint8),
+             "ys": np.array(0.05, np.float32), "yz": np.array(120, np.uint8)}  # fmt: skip
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"]),
+        helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], **axis_attrs),
+        core,
+        helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "qdq", [helper.make_tensor_value_info("x", TP.FLOAT, x_dims)],
+        [helper.make_tensor_value_info("y", TP.UINT8, None)],
+        initializer=[numpy_helper.from_array(a, n) for n, a in inits.items()],
+    )  # fmt: skip
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=IR_VERSION)
+    data = m.SerializeToString()
+    x = r.uniform(-2.5, 2.5, x_dims).astype(np.float32)
+    fused = _onnxruntime(data, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)  # type: ignore[arg-type]
+    with glow_mlir.compile(import_model(m)) as compiled:
+        got = compiled.run({"x": x})["y"].astype(np.int64)
+    want = fused.run(None, {"x": x})[0].astype(np.int64)
+    assert np.abs(got - want).max() <= 1
+    assert np.mean(got == want) > 0.95
+
+
+def test_fold_qdq_on_the_encoder_keeps_every_number(float_models) -> None:  # noqa: ANN001
+    """glow-quant-fold-qdq on the imported QDQ encoder: the DQ -> reshape/transpose -> Q chains become int8
+    moves, and the outputs (interpreted and compiled) stay equal to the unfolded model's."""
+    from glow_mlir.context import copy_module
+    from glow_mlir.passes.graph.quant_fold_qdq import fold_qdq
+
+    path, dims = _quantized(float_models, "encoder", "static")
+    graph = import_model(path)
+    folded = copy_module(graph.module)
+    with folded.context:
+        fold_qdq(folded)
+    before, after = str(graph.module).count("glow.convert_to"), str(folded).count("glow.convert_to")
+    assert after <= before - 8, (before, after)
+    x = {"x": np.random.default_rng(4).standard_normal(dims).astype(np.float32)}
+    expected = glow_mlir.interpret(graph.module, x)["y"]
+    np.testing.assert_array_equal(glow_mlir.interpret(folded, x)["y"], expected)
+    with glow_mlir.compile(folded) as compiled:
+        np.testing.assert_array_equal(compiled.run(x)["y"], expected)

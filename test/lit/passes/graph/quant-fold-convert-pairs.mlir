@@ -1,0 +1,39 @@
+// glow-quant-fold-convert-pairs removes convert_to(convert_to(x: T -> W) -> T) where W holds every value of T
+// (int8 -> f32 -> int8, f16 -> f32 -> f16, bf16 -> f32 -> bf16), and keeps a narrowing round trip.
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-quant-fold-convert-pairs)' | FileCheck %s
+
+// CHECK-LABEL: func.func @exact
+// CHECK-NOT: glow.convert_to
+// CHECK: return %arg0, %arg1, %arg2
+func.func @exact(%q: tensor<4xi8> {glow.name = "q"}, %h: tensor<4xf16> {glow.name = "h"}, %b: tensor<4xbf16> {glow.name = "b"})
+    -> (tensor<4xi8> {glow.name = "q2"}, tensor<4xf16> {glow.name = "h2"}, tensor<4xbf16> {glow.name = "b2"}) {
+  %0 = "glow.convert_to"(%q) : (tensor<4xi8>) -> tensor<4xf32>
+  %1 = "glow.convert_to"(%0) : (tensor<4xf32>) -> tensor<4xi8>
+  %2 = "glow.convert_to"(%h) : (tensor<4xf16>) -> tensor<4xf32>
+  %3 = "glow.convert_to"(%2) : (tensor<4xf32>) -> tensor<4xf16>
+  %4 = "glow.convert_to"(%b) : (tensor<4xbf16>) -> tensor<4xf32>
+  %5 = "glow.convert_to"(%4) : (tensor<4xf32>) -> tensor<4xbf16>
+  return %1, %3, %5 : tensor<4xi8>, tensor<4xf16>, tensor<4xbf16>
+}
+
+// The inner conversion stays while something else uses it.
+// CHECK-LABEL: func.func @shared
+// CHECK: %[[W:.*]] = "glow.convert_to"(%arg0) : (tensor<4xi8>) -> tensor<4xf32>
+// CHECK-NOT: glow.convert_to
+// CHECK: return %arg0, %[[W]]
+func.func @shared(%q: tensor<4xi8> {glow.name = "q"}) -> (tensor<4xi8> {glow.name = "a"}, tensor<4xf32> {glow.name = "b"}) {
+  %0 = "glow.convert_to"(%q) : (tensor<4xi8>) -> tensor<4xf32>
+  %1 = "glow.convert_to"(%0) : (tensor<4xf32>) -> tensor<4xi8>
+  return %1, %0 : tensor<4xi8>, tensor<4xf32>
+}
+
+// Narrowing first loses values: f32 -> f16 -> f32 and i32 -> f32 -> i32 are kept.
+// CHECK-LABEL: func.func @lossy
+// CHECK-COUNT-4: glow.convert_to
+func.func @lossy(%x: tensor<4xf32> {glow.name = "x"}, %i: tensor<4xi32> {glow.name = "i"}) -> (tensor<4xf32> {glow.name = "a"}, tensor<4xi32> {glow.name = "b"}) {
+  %0 = "glow.convert_to"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  %1 = "glow.convert_to"(%0) : (tensor<4xf16>) -> tensor<4xf32>
+  %2 = "glow.convert_to"(%i) : (tensor<4xi32>) -> tensor<4xf32>
+  %3 = "glow.convert_to"(%2) : (tensor<4xf32>) -> tensor<4xi32>
+  return %1, %3 : tensor<4xf32>, tensor<4xi32>
+}
