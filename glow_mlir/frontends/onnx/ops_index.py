@@ -1,6 +1,6 @@
 """ONNX ops that read or write at indices held in tensors: GatherElements, GatherND, ScatterElements (and its
 deprecated name Scatter), ScatterND, TopK, on glow's gather_elements / gather_nd / scatter_elements /
-scatter_nd / top_k.
+scatter_nd / top_k; ReverseSequence, a gather_elements at indices computed from the lengths.
 
 Indices may be computed at run time; only TopK's K must be known at compile time (it is a result dim).
 Negative indices count from the end; an out-of-range index, which ONNX leaves undefined, is clamped by the
@@ -74,3 +74,26 @@ def top_k(ctx: NodeContext) -> list[Value]:
         return [np.empty(dims, dtype(x)), np.empty(dims, np.int64)]
     indices = ctx.g.top_k(x, k, axis, bool(ctx.attr("largest", 1)))
     return [ctx.g.gather_elements(x, indices, axis), indices]
+
+
+@handles("ReverseSequence")
+def reverse_sequence(ctx: NodeContext) -> list[Value]:
+    """Each batch entry's first sequence_lens[b] steps reversed, the rest kept: a gather_elements along the
+    time axis at index t' = lens[b] - 1 - t where t < lens[b], else t, computed from the (run-time) lengths."""
+    x, lens = ctx.input(0), ctx.input(1)
+    time_axis, batch_axis = ctx.attr("time_axis", 0), ctx.attr("batch_axis", 1)
+    if rank(x) < 2 or sorted((time_axis, batch_axis)) != [0, 1]:
+        raise ctx.invalid(f"time_axis {time_axis} and batch_axis {batch_axis} must be 0 and 1 (in either order) "
+                          f"of an input of rank >= 2, got {list(shape(x))}")
+    steps, batch = shape(x)[time_axis], shape(x)[batch_axis]
+    if shape(lens) != (batch,):
+        raise ctx.invalid(f"sequence_lens must have shape [{batch}] (the batch dim), got {list(shape(lens))}")
+    # [T, B] or [B, T], as the two axes of x.
+    grid = [steps, batch] if time_axis == 0 else [batch, steps]
+    t = np.arange(steps, dtype=np.int64).reshape([steps, 1] if time_axis == 0 else [1, steps])
+    t = ctx.broadcast_to(ctx.constant_beside(t, lens), grid)
+    n = ctx.broadcast_to(ctx.reshape(lens, [1, batch] if time_axis == 0 else [batch, 1]), grid)
+    reversed_t = ctx.g.sub(ctx.g.sub(n, ctx.scalar_like(n, 1)), t)
+    index = ctx.g.select(ctx.g.cmp_lt(t, n), reversed_t, t)
+    index = ctx.broadcast_to(ctx.reshape(index, [*grid, *[1] * (rank(x) - 2)]), shape(x))
+    return [ctx.g.gather_elements(x, index, time_axis)]

@@ -326,6 +326,16 @@ def constant_of_shape(ctx: NodeContext) -> list[Value]:
     return [ctx.full(dims, value.reshape(-1)[0].item(), value.dtype)]
 
 
+@handles("EyeLike")
+def eye_like(ctx: NodeContext) -> list[Value]:
+    """Ones on the k-th diagonal of a 2-D tensor of the input's shape: shapes are static, so a constant."""
+    x = ctx.input(0)
+    if rank(x) != 2:
+        raise ctx.invalid(f"the input must be 2-D, got {list(shape(x))}")
+    dt = _onnx_type(ctx, ctx.attr("dtype")) if ctx.has("dtype") else dtype(x)
+    return [np.eye(*shape(x), k=ctx.attr("k", 0), dtype=dt)]
+
+
 @handles("Shape")
 def shape_(ctx: NodeContext) -> list[Value]:
     dims = shape(ctx.input(0))

@@ -1,4 +1,5 @@
-"""ONNX GatherElements, GatherND, ScatterElements / Scatter, ScatterND and TopK: glow-mlir against onnxruntime
+"""ONNX GatherElements, GatherND, ScatterElements / Scatter, ScatterND, TopK and ReverseSequence: glow-mlir
+against onnxruntime
 (onnx's reference implementation where onnxruntime leaves an order open)."""
 
 from __future__ import annotations
@@ -183,3 +184,20 @@ def test_top_k_feeds_gather_nd() -> None:
     ]
     consts = {"k": np.array([5], np.int64), "ax": np.array([-1], np.int64)}
     check(model(nodes, {"s": scores, "b": boxes}, ["v", "y"], consts, opset=13), {"s": scores, "b": boxes})
+
+
+@pytest.mark.parametrize(("time_axis", "batch_axis", "dims"), [(0, 1, (5, 4, 3)), (1, 0, (4, 5)), (0, 1, (6, 3, 2, 2))])
+def test_reverse_sequence(time_axis: int, batch_axis: int, dims: tuple[int, ...]) -> None:
+    """Lengths fed at run time, from 1 to all the steps."""
+    steps, batch = dims[time_axis], dims[batch_axis]
+    lens = rng.integers(1, steps + 1, batch).astype(np.int64)
+    lens[0] = steps
+    check_node("ReverseSequence", {"x": rand(*dims), "lens": lens}, {"time_axis": time_axis, "batch_axis": batch_axis},
+               rtol=0, atol=0)
+
+
+def test_reverse_sequence_needs_batch_long_lengths() -> None:
+    node = helper.make_node("ReverseSequence", ["x", "lens"], ["y"], name="rev")
+    m = model([node], {"x": rand(3, 4), "lens": np.ones(3, np.int64)}, ["y"])
+    with pytest.raises(InvalidNodeError, match=r"rev.*sequence_lens must have shape \[4\]"):
+        import_model(m)

@@ -434,3 +434,9 @@ def test_one_hot(axis: int, values_dtype: type) -> None:
 def test_one_hot_float_indices_and_fed_values() -> None:
     check_node("OneHot", {"indices": np.array([0.0, 2.7, 1.0], np.float32), "values": np.array([0, 1], np.float32)},
                {}, {"depth": np.array([3], np.float32)}, order=["indices", "depth", "values"])
+
+
+@pytest.mark.parametrize(("attrs", "dims"), [({}, (3, 4)), ({"k": 1, "dtype": onnx.TensorProto.INT32}, (4, 3)),
+                                             ({"k": -2}, (5, 5))])
+def test_eye_like(attrs: dict[str, int], dims: tuple[int, int]) -> None:
+    check_node("EyeLike", {"x": rand(*dims)}, attrs, rtol=0, atol=0)
