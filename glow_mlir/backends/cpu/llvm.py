@@ -31,6 +31,8 @@ pipeline run through one PassManager. Each step, in order, and why it is there:
 - `convert-func-to-llvm`: functions, plus the `_mlir_ciface_` wrappers that `llvm.emit_c_interface` asks for.
 - `convert-index-to-llvm`: index-dialect ops that the earlier conversions may emit.
 - `convert-ub-to-llvm`: any `ub.poison` that a conversion left behind, which the JIT cannot translate.
+- `convert-openmp-to-llvm`, only when glow-cpu-parallelize left OpenMP ops (parallel.py): their regions'
+  values become LLVM types; the ops themselves go to LLVM IR as calls of the OpenMP runtime.
 - `reconcile-unrealized-casts`: removes the casts left between types the conversions met halfway.
 - (ours) weights as bytes: every non-splat constant global of f16/f32/f64 or 16/32/64-bit integers becomes
   an `i8` array of the same bytes. LLVM's AsmPrinter emits an i8 array as one string of bytes, but any
@@ -52,6 +54,7 @@ from mlir.passmanager import PassManager
 
 from glow_mlir import ops
 from glow_mlir.backends.cpu.outline import OUTLINED_PREFIX
+from glow_mlir.backends.cpu.profile import instrument
 from glow_mlir.errors import PipelineError
 from glow_mlir.passes.registry import register
 
@@ -92,14 +95,20 @@ LLVM_PIPELINE = (
     "convert-ub-to-llvm),"
     "reconcile-unrealized-casts)"
 )
+# Replaces the last step of LLVM_PIPELINE for a module with OpenMP ops (glow-cpu-parallelize).
+OPENMP_STEP = "convert-openmp-to-llvm,reconcile-unrealized-casts"
 
 
-@register("glow-to-llvm")
-def to_llvm(module: ir.Module) -> None:
-    """Lower linalg/arith/math/scf on memrefs to the LLVM dialect with upstream passes."""
+@register("glow-to-llvm", options=("profile",))
+def to_llvm(module: ir.Module, profile: str = "0") -> None:
+    """Lower linalg/arith/math/scf on memrefs to the LLVM dialect with upstream passes; with `profile=1`, first
+    time every call of an outlined kernel into a counters buffer (profile.py: the profiling compile variant)."""
+    if profile not in ("0", "false"):
+        instrument(module)
     _run(module, TO_LOOPS_PIPELINE)
     bool_accesses_as_bytes(module)
-    _run(module, LLVM_PIPELINE)
+    threaded = any(op.name == "omp.parallel" for op in ops.walk_ops(module.operation))
+    _run(module, LLVM_PIPELINE.replace("reconcile-unrealized-casts", OPENMP_STEP) if threaded else LLVM_PIPELINE)
     with module.context:
         for op in module.body.operations:
             if op.operation.name == "llvm.mlir.global":

@@ -12,6 +12,7 @@ from mlir import ir
 from onnx import TensorProto, helper
 
 from glow_mlir import ops, runtime
+from glow_mlir.backends.cpu.parallel import with_threads
 from glow_mlir.builder import Graph
 from glow_mlir.context import copy_module, make_context
 from glow_mlir.errors import VerificationError
@@ -264,7 +265,8 @@ def test_compile_report_and_glow_run_stats(tmp_path: object, capsys: pytest.Capt
     assert report["arena_bytes"] >= report["peak_live_bytes"] > 0
     assert report["naive_activation_bytes"] >= report["arena_bytes"]
     names = [r["name"] for r in report["passes"]]
-    assert names == [stage_name(e) for e in COMPILE_PIPELINE]
+    # The session's default thread count (the physical cores) adds glow-cpu-parallelize where it is > 1.
+    assert names == [stage_name(e) for e in with_threads(COMPILE_PIPELINE, report["threads"])]
     assert all(r.keys() == {"name", "seconds", "ops_before", "ops_after"} for r in report["passes"])
     fuse = report["passes"][names.index("glow-fuse-activations")]
     # Conv + Relu and Gemm's matmul + batched_add each became one op.

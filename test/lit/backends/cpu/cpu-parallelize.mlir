@@ -1,0 +1,153 @@
+// glow-cpu-parallelize on scheduled kernels (as glow-cpu-schedule leaves them): a large matmul tile nest runs
+// its two output-tile loops as one collapsed OpenMP loop on 2 threads, with the reduction (the K loop) whole
+// in each iteration; a nest whose outer loop is a reduction, a kernel too small to be worth a fork and a loop
+// of calls that all write one buffer stay serial; a loop of calls that write disjoint tiles forks once.
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-parallelize{threads=2})' | FileCheck %s
+// glow-to-llvm then lowers the region's values to LLVM types (convert-openmp-to-llvm): no cast is left.
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-parallelize{threads=2},glow-to-llvm)' | FileCheck %s --check-prefix=LLVM
+// LLVM-LABEL: llvm.func @model(
+// LLVM:         omp.parallel num_threads(
+// LLVM:           omp.loop_nest ({{.*}}) : i64 =
+// LLVM:             llvm.call @__glow_kernel5(
+// LLVM-NOT:     unrealized_conversion_cast
+
+// CHECK-LABEL: func.func private @__glow_kernel0(
+// CHECK:         %[[N:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK:         omp.parallel num_threads(%[[N]] : i32) {
+// CHECK-NEXT:      omp.wsloop {
+// CHECK-NEXT:        omp.loop_nest (%[[I:.*]], %[[J:.*]]) : index = (%{{.*}}, %{{.*}}) to (%c64{{.*}}, %c64{{.*}}) step (%c1{{.*}}, %c16{{.*}}) collapse(2) {
+// CHECK-NOT:           memref.alloca_scope
+// CHECK:               scf.for {{.*}} iter_args
+// CHECK:                 vector.fma
+// CHECK:               vector.store {{.*}}[%[[I]], %[[J]]]
+// CHECK:               omp.yield
+func.func private @__glow_kernel0(%a: memref<64x128xf32>, %b: memref<128x64xf32>, %c: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  scf.for %i = %c0 to %c64 step %c1 {
+    scf.for %j = %c0 to %c64 step %c16 {
+      %init = vector.load %c[%i, %j] : memref<64x64xf32>, vector<16xf32>
+      %acc = scf.for %k = %c0 to %c128 step %c1 iter_args(%x = %init) -> (vector<16xf32>) {
+        %s = memref.load %a[%i, %k] : memref<64x128xf32>
+        %v = vector.load %b[%k, %j] : memref<128x64xf32>, vector<16xf32>
+        %sv = vector.broadcast %s : f32 to vector<16xf32>
+        %y = vector.fma %sv, %v, %x : vector<16xf32>
+        scf.yield %y : vector<16xf32>
+      }
+      vector.store %acc, %c[%i, %j] : memref<64x64xf32>, vector<16xf32>
+    }
+  }
+  return
+}
+
+// The outer loop is the reduction: every iteration writes the same accumulator tile.
+// CHECK-LABEL: func.func private @__glow_kernel1(
+// CHECK-NOT:     omp.
+// CHECK:         return
+func.func private @__glow_kernel1(%a: memref<1024x64xf32>, %c: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %c1024 = arith.constant 1024 : index
+  scf.for %k = %c0 to %c1024 step %c1 {
+    scf.for %j = %c0 to %c64 step %c16 {
+      %x = vector.load %c[%j] : memref<64xf32>, vector<16xf32>
+      %v = vector.load %a[%k, %j] : memref<1024x64xf32>, vector<16xf32>
+      %y = arith.addf %x, %v : vector<16xf32>
+      vector.store %y, %c[%j] : memref<64xf32>, vector<16xf32>
+    }
+  }
+  return
+}
+
+// Parallel, but 8 x 16 outputs of 8 products each: far less work than a fork costs.
+// CHECK-LABEL: func.func private @__glow_kernel2(
+// CHECK-NOT:     omp.
+// CHECK:         return
+func.func private @__glow_kernel2(%a: memref<8x16xf32>, %c: memref<8x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    %v = vector.load %a[%i, %c0] : memref<8x16xf32>, vector<16xf32>
+    %y = arith.mulf %v, %v : vector<16xf32>
+    vector.store %y, %c[%i, %c0] : memref<8x16xf32>, vector<16xf32>
+  }
+  return
+}
+
+// A loop of calls whose kernel writes the same buffer on every iteration (its second argument, not a view
+// that moves with the loop) stays serial.
+// CHECK-LABEL: func.func private @__glow_kernel3(
+// CHECK-NOT:     omp.
+// CHECK:         return
+func.func private @__glow_kernel3(%x: memref<4096x64xf32>, %acc: memref<1x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4096 = arith.constant 4096 : index
+  scf.for %i = %c0 to %c4096 step %c1 {
+    %row = memref.subview %x[%i, 0] [1, 64] [1, 1] : memref<4096x64xf32> to memref<1x64xf32, strided<[64, 1], offset: ?>>
+    func.call @__glow_kernel4(%row, %acc) : (memref<1x64xf32, strided<[64, 1], offset: ?>>, memref<1x64xf32>) -> ()
+  }
+  return
+}
+
+// CHECK-LABEL: func.func private @__glow_kernel4(
+func.func private @__glow_kernel4(%row: memref<1x64xf32, strided<[64, 1], offset: ?>>, %acc: memref<1x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  scf.for %j = %c0 to %c64 step %c16 {
+    %a = vector.load %row[%c0, %j] : memref<1x64xf32, strided<[64, 1], offset: ?>>, vector<16xf32>
+    %b = vector.load %acc[%c0, %j] : memref<1x64xf32>, vector<16xf32>
+    %y = arith.addf %a, %b : vector<16xf32>
+    vector.store %y, %acc[%c0, %j] : memref<1x64xf32>, vector<16xf32>
+  }
+  return
+}
+
+// A kernel called once per channel tile from the model's function (a convolution's channel-tile loop): the
+// loop of calls forks once for all 8 tiles, and the kernel, run whole by one thread per call, stays serial
+// although its own row loop is parallel and large enough.
+// CHECK-LABEL: func.func private @__glow_kernel5(
+// CHECK-NOT:     omp.
+// CHECK:         return
+func.func private @__glow_kernel5(%x: memref<512x64xf32>, %y: memref<512x16xf32, strided<[128, 1], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c512 = arith.constant 512 : index
+  scf.for %i = %c0 to %c512 step %c1 {
+    %init = arith.constant dense<0.0> : vector<16xf32>
+    %acc = scf.for %k = %c0 to %c64 step %c1 iter_args(%s = %init) -> (vector<16xf32>) {
+      %a = memref.load %x[%i, %k] : memref<512x64xf32>
+      %av = vector.broadcast %a : f32 to vector<16xf32>
+      %t = arith.addf %s, %av : vector<16xf32>
+      scf.yield %t : vector<16xf32>
+    }
+    vector.store %acc, %y[%i, %c0] : memref<512x16xf32, strided<[128, 1], offset: ?>>, vector<16xf32>
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @model(
+// CHECK:         omp.parallel
+// CHECK:           omp.loop_nest (%[[T:.*]]) : index = (%c0{{.*}}) to (%c8{{.*}}) step (%c1{{.*}}) {
+// CHECK:             memref.subview %{{.*}}[0, %{{.*}}] [512, 16]
+// CHECK:             func.call @__glow_kernel5(
+func.func @model(%x: memref<512x64xf32>, %y: memref<512x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %t = %c0 to %c8 step %c1 {
+    %offset = affine.apply affine_map<(d0) -> (d0 * 16)>(%t)
+    %tile = memref.subview %y[0, %offset] [512, 16] [1, 1] : memref<512x128xf32> to memref<512x16xf32, strided<[128, 1], offset: ?>>
+    func.call @__glow_kernel5(%x, %tile) : (memref<512x64xf32>, memref<512x16xf32, strided<[128, 1], offset: ?>>) -> ()
+  }
+  return
+}
