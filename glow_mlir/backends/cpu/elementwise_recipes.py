@@ -1,13 +1,16 @@
 """glow-cpu-schedule's recipes of linalg.generic, linalg.fill and linalg.copy: vectorized loop nests.
 
-Each op gets the vector recipe of recipes.py (tiles of 1 along the outer loop dims and about one cache line of
-vectors along the innermost). A run of elementwise generics that work in place on one buffer (glow-ir-share-
-buffers makes those: ResNet's add then ReLU) is marked by `mark_chains` before the recipes run, and the last
-op of the run takes the whole chain into one loop nest on tensors: one pass over memory instead of one per op.
+Broadcast copies are first folded into the op that reads them (`forward_broadcasts`: that op reads the small
+source through the broadcast's map). Each op gets the vector recipe of recipes.py (tiles of 1 along the outer
+loop dims and about one cache line of vectors along the innermost). A run of elementwise generics that work
+in place on one buffer (glow-ir-share-buffers makes those: ResNet's add then ReLU) is marked by `mark_chains`
+before the recipes run, and the last op of the run takes the whole chain into one loop nest on tensors: one
+pass over memory instead of one per op.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from mlir import ir
 
 from glow_mlir.backends.cpu import transform as steps
@@ -15,6 +18,7 @@ from glow_mlir.backends.cpu.recipes import (
     CHAIN_MARK,
     CLAIMED_MARKS,
     Recipe,
+    _bytes as element_bytes,
     elementwise_recipe,
     elementwise_recipe_steps,
     generic_on_tensors,
@@ -60,13 +64,135 @@ def _continues(previous: ir.Operation, op: ir.Operation) -> bool:
 
 
 def mark_chains(function: ir.Operation) -> None:
-    """Marks every op but the last of each run of consecutive elementwise generics in which each works in
-    place on the previous one's destination (glow-ir-share-buffers makes those: ResNet's add then ReLU)."""
+    """Forwards broadcasts into their readers (`forward_broadcasts`), then marks every op but the last of each
+    run of consecutive elementwise generics in which each works in place on the previous one's destination
+    (glow-ir-share-buffers makes those: ResNet's add then ReLU)."""
+    forward_broadcasts(function)
     previous: ir.Operation | None = None
     for op in [o.operation for o in function.regions[0].blocks[0].operations]:
         if _chainable(op) and previous is not None and _continues(previous, op):
             previous.attributes[CHAIN_MARK] = ir.UnitAttr.get()
         previous = op if _chainable(op) else None
+
+
+# Ops that only name memory (views, casts, constants): a broadcast's reader may follow it past these.
+_PURE = ("arith.constant", "memref.view", "memref.reinterpret_cast", "memref.subview", "memref.expand_shape",
+         "memref.collapse_shape", "memref.get_global")
+
+
+def forward_broadcasts(function: ir.Operation) -> None:
+    """Folds each broadcast copy into the generic right after it that reads the copy: that generic reads the
+    broadcast's source through the broadcast's own map, and the copy (a full pass writing the large tensor,
+    and one reading it back) is gone. glow.broadcast is such a copy: layer norm's mean and 1/stddev over the
+    hidden dim, attention's mask over the heads, squeeze-and-excite's channel scale over H x W.
+
+    Only when the reader is the next op that touches memory (nothing can write the source in between), nothing
+    after it can read what the copy held (`_forwardable`), the reader's output cannot overlap the source (the
+    allocator may reuse a source that dies at the broadcast for the reader's output), and neither op belongs
+    to another op's recipe (a convolution's bias and activation)."""
+    ops_in_block = [o.operation for o in function.regions[0].blocks[0].operations]
+    for i, op in enumerate(ops_in_block):
+        if not _is_broadcast_copy(op):
+            continue
+        reader = next((o for o in ops_in_block[i + 1 :] if o.name not in _PURE), None)
+        copy = op.operands[1]
+        if reader is None or reader.name != "linalg.generic" or not _forwardable(copy, op, reader):
+            continue
+        if any(mark in o.attributes for o in (op, reader) for mark in CLAIMED_MARKS):
+            continue
+        source = op.operands[0]
+        if not _disjoint(source, reader.operands[-1]):
+            continue
+        source_map = ir.ArrayAttr(op.attributes["indexing_maps"])[0]
+        maps = list(ir.ArrayAttr(reader.attributes["indexing_maps"]))
+        for position, value in enumerate(list(reader.operands)[:-1]):
+            if value == copy:
+                reader.operands[position] = source
+                maps[position] = source_map
+        reader.attributes["indexing_maps"] = ir.ArrayAttr.get(maps)
+        op.erase()
+
+
+def _is_broadcast_copy(op: ir.Operation) -> bool:
+    """A generic on memrefs that copies its one input into its output along a map of increasing loop dims and
+    zeros (a broadcast, no transpose), writing the whole output (identity output map, parallel loops)."""
+    if op.name != "linalg.generic" or len(op.operands) != 2:
+        return False
+    if not all(isinstance(v.type, ir.MemRefType) for v in op.operands):
+        return False
+    source, dest = (ir.MemRefType(v.type) for v in op.operands)
+    if source.element_type != dest.element_type:
+        return False
+    in_map, out_map = (ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"]))
+    if out_map != ir.AffineMap.get_identity(out_map.n_dims) or in_map == out_map:
+        return False
+    dims = [e.position for e in in_map.results if isinstance(e, ir.AffineDimExpr)]
+    zeros = [e for e in in_map.results if not isinstance(e, ir.AffineDimExpr)]
+    if dims != sorted(set(dims)) or any(str(e) != "0" for e in zeros):
+        return False
+    if any("parallel" not in str(k) for k in ir.ArrayAttr(op.attributes["iterator_types"])):
+        return False
+    body = op.regions[0].blocks[0]
+    [yield_op] = list(body.operations) if len(list(body.operations)) == 1 else [None]
+    return yield_op is not None and len(yield_op.operands) == 1 and yield_op.operands[0] == body.arguments[0]
+
+
+def _forwardable(copy: ir.Value, broadcast: ir.Operation, reader: ir.Operation) -> bool:
+    """Whether `reader` reads `copy` as inputs only through the identity map, and nothing after it can read what
+    the broadcast wrote there: either `reader` overwrites all of `copy` without reading its old elements
+    (glow-ir-share-buffers puts sub(x, broadcast) in place in the broadcast's buffer; parallel loops, identity
+    output map, output element unused), or nothing but the broadcast and `reader` uses `copy` (no view of it,
+    no later reader)."""
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(reader.attributes["indexing_maps"])]
+    last = len(reader.operands) - 1
+    positions = [i for i, v in enumerate(reader.operands) if v == copy and i != last]
+    if not positions or not all(maps[i] == ir.AffineMap.get_identity(maps[i].n_dims) for i in positions):
+        return False
+    if reader.operands[last] != copy:
+        return all(use.owner == broadcast or use.owner == reader for use in copy.uses)
+    body = reader.regions[0].blocks[0]
+    return (
+        maps[last] == ir.AffineMap.get_identity(maps[last].n_dims)
+        and all("parallel" in str(k) for k in ir.ArrayAttr(reader.attributes["iterator_types"]))
+        and not list(body.arguments[len(body.arguments) - 1].uses)
+    )
+
+
+def _disjoint(source: ir.Value, output: ir.Value) -> bool:
+    """Whether the bytes of `source` and `output` cannot overlap: different function arguments or globals, or
+    views of one arena at disjoint constant offsets."""
+    a, b = _base_and_span(source), _base_and_span(output)
+    if a is None or b is None:
+        return False
+    (base_a, start_a, end_a), (base_b, start_b, end_b) = a, b
+    if base_a != base_b:
+        return True
+    return end_a <= start_b or end_b <= start_a
+
+
+def _base_and_span(value: ir.Value) -> tuple[str, int, int] | None:
+    """(the function argument or global a memref lies in, its first byte there, its end byte) through views
+    and offset-free casts; None when an offset is not a constant."""
+    t = ir.MemRefType(value.type)
+    size = int(np.prod(t.shape)) * element_bytes(t.element_type)
+    offset = 0
+    while True:
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            return f"arg{ir.BlockArgument(value).arg_number}", offset, offset + size
+        if owner.name == "memref.get_global":
+            return "@" + ir.FlatSymbolRefAttr(owner.attributes["name"]).value, offset, offset + size
+        if owner.name == "memref.view":
+            shift = owner.operands[1].owner
+            if isinstance(shift, ir.Block) or shift.name != "arith.constant":
+                return None
+            offset += ir.IntegerAttr(shift.attributes["value"]).value
+        elif owner.name == "memref.reinterpret_cast":
+            if ir.MemRefType(value.type).get_strides_and_offset()[1] != 0:
+                return None
+        elif owner.name not in ("memref.expand_shape", "memref.collapse_shape"):
+            return None
+        value = owner.operands[0]
 
 
 def _chain_ending_at(op: ir.Operation) -> list[ir.Operation]:

@@ -124,3 +124,6 @@ register_rules({
     "glow.cpu_max_pool_nhwc": lambda op: lower_padded_max_pool(op, NHWC_HW),
     "glow.cpu_avg_pool_nhwc": lambda op: lower_padded_avg_pool(op, NHWC_HW),
 })
+
+# glow.softmax's rule on the CPU (row reductions the vector recipes take) registers with the rules above.
+from glow_mlir.backends.cpu import rowreduce_softmax  # noqa: E402, F401

@@ -10,12 +10,16 @@ Rewrites, in this order for each producer:
 - bias add: producer + c (either operand order), where c is a constant, splat or broadcast of a constant that
   is constant along every dim but the producer's channel dim -> the producer with bias b + c[channel]
   (computed in float64), when the producer's bias is a constant;
-- matmul(x, W) + batched_add(., b) -> glow.fused_matmul(x, W, b) (float only);
+- matmul(x, W) + batched_add(., b) -> glow.fused_matmul(x, W, b) (float only); also matmul(x, W), reshapes, then
+  add of a constant c along the last dim only (a Linear layer on 3-D activations as PyTorch exports it) ->
+  fused_matmul(x, W, c[n]) and the reshapes;
+- scale: fused_matmul(x, W, b) with constant W and b, reshapes, then mul or div by a uniform constant s ->
+  fused_matmul(x, W s, b s) (attention's query and key scaling);
 - activation: an op defined as an activation (glow.relu, glow.sigmoid, glow.tanh, ...: `activation=True` in
   glow_mlir/opdefs), relu as max(x, 0), clip (min(max(x, lo), hi); max(min(x, hi), lo) with lo <= hi; max or
-  min alone as a half-open clip), leaky_relu -> the fused producer with
-  `activation` / `activationArgs` set, also through a transpose or reshape of the producer's result (which
-  then follows the fused op). A clip or leaky_relu argument must be exact in f32 (activationArgs is an
+  min alone as a half-open clip), leaky_relu, GELU in its erf and tanh forms (activation_gelu.py) -> the fused
+  producer with `activation` / `activationArgs` set, also through transposes and reshapes of the producer's
+  result (which then follow the fused op). A clip or leaky_relu argument must be exact in f32 (activationArgs is an
   array<f32>); relu and clip keep max's and min's NaN propagation.
 
 The fusable producers are the ops whose definition names a `producer` (glow_mlir/opdefs): a convolution
@@ -35,12 +39,14 @@ from mlir import ir
 from glow_mlir import opdefs, ops
 from glow_mlir.opdefs.base import Producer
 from glow_mlir.passes.graph import utils as g
+from glow_mlir.passes.graph.activation_gelu import match_gelu
 from glow_mlir.passes.registry import register
 
 NONE = "none"
 # The ops that are activations themselves (their definitions say `activation=True`): relu, sigmoid, tanh, ...
 ACTIVATION_OPS = frozenset(f"glow.{name}" for name, op in opdefs.glow_ops().items() if op.activation)
 MATMUL = "glow.matmul"
+FUSED_MATMUL = "glow.fused_matmul"
 BATCHED_ADD = "glow.batched_add"
 
 
@@ -83,12 +89,13 @@ def _fuse(op: ir.Operation, table: dict[str, Producer]) -> bool:
     with_bias = _fold_bias_add(op, table)
     if with_bias is not None:
         op, changed = with_bias, True
-    # An activation commutes with a layout change: act(transpose(y)) = transpose(act(y)).
-    value, view = op.results[0], _single_user(op.results[0])
-    if view is not None and view.name in VIEWS:
-        value = view.results[0]
-    else:
-        view = None
+    if op.name == FUSED_MATMUL:
+        scaled = _fold_scale(op)
+        if scaled is not None:
+            op, changed = scaled, True
+    # An activation commutes with layout changes: act(transpose(y)) = transpose(act(y)).
+    views = _views_after(op.results[0])
+    value = views[-1].results[0] if views else op.results[0]
     match = _match_activation(value)
     if match is None:
         return changed
@@ -97,13 +104,37 @@ def _fuse(op: ir.Operation, table: dict[str, Producer]) -> bool:
         "activation": ir.StringAttr.get(name),
         "activationArgs": ir.DenseF32ArrayAttr.get(args),
     }
-    with ir.InsertionPoint(last), last.location:
+    # The fused op computes both nodes: its location names both (profiles and pictures list them).
+    with ir.InsertionPoint(last), ir.Location.fused([op.location, last.location]):
         fused = g.make(table[op.name].fused, list(op.operands), op.results[0].type, attributes)
-    if view is not None:
-        with ir.InsertionPoint(last), view.location:
-            fused = g.make(view.name, [fused], view.results[0].type, g.attributes(view))
-    g.replace(last, fused)
+    g.replace(last, _reapply_views(fused, views, last))
     return True
+
+
+def _views_after(value: ir.Value) -> list[ir.Operation]:
+    """The chain of transposes and reshapes that alone read `value`, then each other's result (BERT's
+    product is reshaped to [batch, seq, hidden] and then to [batch, seq, heads, head_dim])."""
+    chain: list[ir.Operation] = []
+    view = _single_user(value)
+    while view is not None and view.name in VIEWS:
+        chain.append(view)
+        view = _single_user(view.results[0])
+    return chain
+
+
+def _reshapes_after(value: ir.Value) -> list[ir.Operation]:
+    """The leading reshapes of `_views_after(value)` (a bias along the last dim stays along it through them)."""
+    views = _views_after(value)
+    count = next((i for i, v in enumerate(views) if v.name != "glow.reshape"), len(views))
+    return views[:count]
+
+
+def _reapply_views(value: ir.Value, views: list[ir.Operation], before: ir.Operation) -> ir.Value:
+    """`value` through copies of `views` (a chain `_views_after` found), built before `before`."""
+    for view in views:
+        with ir.InsertionPoint(before), view.location:
+            value = g.make(view.name, [value], view.results[0].type, g.attributes(view))
+    return value
 
 
 def _activation_of(op: ir.Operation) -> str:
@@ -119,14 +150,64 @@ def _fuse_matmul_bias(matmul: ir.Operation) -> ir.Operation | None:
     product = matmul.results[0]
     if not g.has_one_use(product) or not _is_float(product):
         return None
-    add = g.users(product)[0]
-    if add.name != BATCHED_ADD or add.operands[0] != product:
+    views = _reshapes_after(product)
+    reshaped = views[-1].results[0] if views else product
+    add = _single_user(reshaped)
+    if add is None:
         return None
     attributes = {"activation": ir.StringAttr.get(NONE), "activationArgs": ir.DenseF32ArrayAttr.get([])}
-    with ir.InsertionPoint(add), add.location:
-        fused = g.make("glow.fused_matmul", [*matmul.operands, add.operands[1]], add.results[0].type, attributes)
-    g.replace(add, fused)
+    if add.name == BATCHED_ADD and add.operands[0] == product:
+        with ir.InsertionPoint(add), ir.Location.fused([matmul.location, add.location]):
+            fused = g.make(FUSED_MATMUL, [*matmul.operands, add.operands[1]], add.results[0].type, attributes)
+        g.replace(add, fused)
+        return g.producer(fused)
+    bias = _column_bias(add, reshaped, ops.shape(product)[-1])
+    if bias is None:
+        return None
+    # product + c, with c constant along every dim but the columns (ONNX MatMul then Add, as transformers
+    # export a Linear layer on 3-D activations: the product is reshaped to [batch, seq, n] first).
+    with ir.InsertionPoint(add), ir.Location.fused([matmul.location, add.location]):
+        bias_value = g.materialize(bias, ops.tensor_type(bias.shape, ops.element_type(product)), prefer_splat=False)
+        fused = g.make(FUSED_MATMUL, [*matmul.operands, bias_value], product.type, attributes)
+    g.replace(add, _reapply_views(fused, views, add))
     return g.producer(fused)
+
+
+def _column_bias(add: ir.Operation, value: ir.Value, columns: int) -> np.ndarray | None:
+    """c[n] when `add` is value + c or c + value with c constant along every dim but the last, which is the
+    product's column dim (`columns` long); else None."""
+    if add.name != "glow.add" or add.operands[0] == add.operands[1]:
+        return None
+    dims = ops.shape(value)
+    if not dims or dims[-1] != columns or add.results[0].type != value.type:
+        return None
+    other = add.operands[1] if add.operands[0] == value else add.operands[0]
+    return _channel_vector(other, len(dims) - 1)
+
+
+def _fold_scale(op: ir.Operation) -> ir.Operation | None:
+    """fused_matmul(x, W, b) (through reshapes) times or divided by a uniform constant s -> fused_matmul(x, W s,
+    b s), when W and b are constants: attention's 1 / sqrt(head_dim) scaling of the queries (and keys) costs no
+    pass over the activation. Rounds once where the two steps rounded twice."""
+    weights, bias = g.constant_array(op.operands[1]), g.constant_array(op.operands[2])
+    views = _reshapes_after(op.results[0])
+    value = views[-1].results[0] if views else op.results[0]
+    scale_op = _single_user(value)
+    if weights is None or bias is None or scale_op is None or scale_op.name not in ("glow.mul", "glow.div"):
+        return None
+    lhs, rhs = scale_op.operands
+    if lhs == rhs or (scale_op.name == "glow.div" and lhs != value):
+        return None
+    factor = g.uniform_value(rhs if lhs == value else lhs)
+    if factor is None or not math.isfinite(float(factor)) or float(factor) == 0.0:
+        return None
+    factor = float(factor) if scale_op.name == "glow.mul" else 1.0 / float(factor)
+    with ir.InsertionPoint(scale_op), ir.Location.fused([op.location, scale_op.location]):
+        new_weights = g.materialize(weights.astype(np.float64) * factor, op.operands[1].type, prefer_splat=False)
+        new_bias = g.materialize(bias.astype(np.float64) * factor, op.operands[2].type, prefer_splat=False)
+        new = g.make(op.name, [op.operands[0], new_weights, new_bias], op.results[0].type, g.attributes(op))
+    g.replace(scale_op, _reapply_views(new, views, scale_op))
+    return g.producer(new)
 
 
 def _fold_bias_add(op: ir.Operation, table: dict[str, Producer]) -> ir.Operation | None:
@@ -145,7 +226,7 @@ def _fold_bias_add(op: ir.Operation, table: dict[str, Producer]) -> ir.Operation
     bias = g.constant_array(op.operands[2])
     if per_channel is None or bias is None:
         return None
-    with ir.InsertionPoint(add), add.location:
+    with ir.InsertionPoint(add), ir.Location.fused([op.location, add.location]):
         new_bias = g.materialize(
             bias.astype(np.float64) + per_channel.astype(np.float64), op.operands[2].type, prefer_splat=False
         )
@@ -213,6 +294,9 @@ def _match_activation(y: ir.Value) -> Match | None:
     leaky = _match_leaky_relu(y)
     if leaky is not None:
         return leaky
+    gelu = match_gelu(y)
+    if gelu is not None:
+        return gelu
     user = _single_user(y)
     if user is None:
         return None

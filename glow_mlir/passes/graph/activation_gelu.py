@@ -1,0 +1,203 @@
+"""GELU as a fused activation, in both of its forms, and the matcher that finds it in lowered arithmetic.
+
+ONNX before opset 20 has no Gelu: PyTorch exports nn.GELU as x * 0.5 * (1 + erf(x / sqrt 2)) (BERT, ViT, DeiT,
+Whisper) and GPT-2's "gelu_new" as 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))), five to nine
+elementwise ops, each one more pass over the widest activation of a transformer block (the FFN's inner one),
+and erf is generated in f64 (opdefs/scalar.erf), whose exp LLVM calls from libm one element at a time: on a
+BERT encoder (hidden 256, seq 64) that erf alone was a third of the run time. As an activation of the
+producing matmul it is one vectorized pass in f32, in place on the product.
+
+- "gelu_erf" (erf form) and "gelu_tanh" are defined here with `define_activation` (codegen body and numpy
+  meaning); glow-fuse-activations imports this module, so both exist wherever a fused op can carry them.
+- The f32 body computes erf with the rational approximation of Eigen/XLA (`generic_fast_erf_float`: odd
+  degree-13 numerator over degree-8 denominator in x, x clamped to [-4, 4]), within 5e-7 of erf over all f32
+  (checked against math.erf in test/python/passes/graph/test_fuse_gelu.py); other float types use the f64
+  erf of opdefs/scalar. tanh goes through math.tanh, which glow-cpu-schedule replaces by fastmath's.
+- `match_gelu(y)` finds the elementwise ops after y that compute one of the two forms whatever their order
+  and spelling (x / sqrt 2 or x * 1 / sqrt 2, 0.5 first or last, x^3 as pow or products): it collects the
+  connected region of elementwise ops reading y and uniform constants, with exactly one erf or tanh and one
+  value leaving it, and evaluates that region (with the interpreter's evaluators) at sample points over
+  [-8, 8], against each form: a region that agrees everywhere to f32 rounding is that form.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith
+from mlir.dialects import math as mmath
+
+from glow_mlir import ops
+from glow_mlir.interpreter import evaluate
+from glow_mlir.opdefs import scalar as s
+from glow_mlir.opdefs.base import Activation, define_activation
+from glow_mlir.passes.graph import utils as g
+
+# Eigen's generic_fast_erf_float: erf(x) = x * P(x^2) / Q(x^2) on x clamped to [-4, 4] (erf(4) rounds to 1 in
+# f32), coefficients from the lowest degree up.
+ERF_P = (
+    -1.60960333262415e-02, -2.95459980854025e-03, -7.34990630326855e-04, -5.69250639462346e-05,
+    -2.10102402082508e-06, 2.77068142495902e-08, -2.72614225801306e-10,
+)  # fmt: skip
+ERF_Q = (-1.42647390514189e-02, -7.37332916720468e-03, -1.68282697438203e-03, -2.13374055278905e-04,
+         -1.45660718464996e-05)  # fmt: skip
+ERF_CLAMP = 4.0
+SQRT_HALF = 1.0 / math.sqrt(2.0)
+TANH_SCALE = math.sqrt(2.0 / math.pi)
+TANH_CUBIC = 0.044715
+# The ops a GELU region may hold besides its one erf or tanh, and the most ops it has (ONNX's tanh Gelu: 9).
+_ARITHMETIC = ("glow.add", "glow.sub", "glow.mul", "glow.div", "glow.pow", "glow.neg")
+_TRANSCENDENTAL = ("glow.erf", "glow.tanh")
+_MAX_REGION = 10
+# Sample points of the numeric identification, and its tolerance (f32 rounding of ~10 ops, relative).
+_SAMPLES = np.concatenate([np.linspace(-8.0, 8.0, 161), [-0.3, 0.1, 0.7071, 1.5, 2.5, 3.3]])
+_RTOL = 2e-5
+
+
+def erf_f32(x: ir.Value) -> ir.Value:
+    """erf of an f32 value as vectorizable arithmetic (Eigen's rational approximation, error < 5e-7);
+    NaN stays NaN (the clamp's maximumf/minimumf propagate it)."""
+    bound = s.constant(x.type, ERF_CLAMP)
+    clamped = arith.maximumf(arith.minimumf(x, bound), arith.negf(bound))
+    square = arith.mulf(clamped, clamped)
+    numerator = arith.mulf(clamped, _fma_poly(ERF_P, square))
+    return arith.divf(numerator, _fma_poly(ERF_Q, square))
+
+
+def _fma_poly(coefficients: tuple[float, ...], x: ir.Value) -> ir.Value:
+    """sum_i coefficients[i] * x^i by Horner's rule with fused multiply-adds."""
+    total = s.constant(x.type, coefficients[-1])
+    for coefficient in reversed(coefficients[:-1]):
+        total = mmath.fma(total, x, s.constant(x.type, coefficient))
+    return total
+
+
+def _erf(x: ir.Value) -> ir.Value:
+    return erf_f32(x) if x.type == ir.F32Type.get() else s.erf(x)
+
+
+def _half_x_times(x: ir.Value, inner: ir.Value) -> ir.Value:
+    """0.5 * x * (1 + inner)."""
+    one_plus = arith.addf(s.constant(x.type, 1.0), inner)
+    return arith.mulf(arith.mulf(x, s.constant(x.type, 0.5)), one_plus)
+
+
+def gelu_scalar(x: ir.Value, _: list[float]) -> ir.Value:
+    """x * 0.5 * (1 + erf(x / sqrt 2))."""
+    return _half_x_times(x, _erf(arith.mulf(x, s.constant(x.type, SQRT_HALF))))
+
+
+def gelu_tanh_scalar(x: ir.Value, _: list[float]) -> ir.Value:
+    """0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))."""
+    cube = arith.mulf(arith.mulf(x, x), x)
+    inner = arith.addf(x, arith.mulf(s.constant(x.type, TANH_CUBIC), cube))
+    return _half_x_times(x, mmath.tanh(arith.mulf(s.constant(x.type, TANH_SCALE), inner)))
+
+
+_erf64 = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def gelu_reference(y: np.ndarray, _: list[float] | None = None) -> np.ndarray:
+    y = np.asarray(y, np.float64)
+    return 0.5 * y * (1.0 + _erf64(y * SQRT_HALF))
+
+
+def gelu_tanh_reference(y: np.ndarray, _: list[float] | None = None) -> np.ndarray:
+    y = np.asarray(y, np.float64)
+    return 0.5 * y * (1.0 + np.tanh(TANH_SCALE * (y + TANH_CUBIC * y**3)))
+
+
+define_activation(Activation("gelu_erf", (), gelu_scalar, gelu_reference))
+define_activation(Activation("gelu_tanh", (), gelu_tanh_scalar, gelu_tanh_reference))
+_FORMS = {"glow.erf": ("gelu_erf", gelu_reference), "glow.tanh": ("gelu_tanh", gelu_tanh_reference)}
+
+
+def match_gelu(y: ir.Value) -> tuple[str, list[float], ir.Operation] | None:
+    """("gelu_erf" or "gelu_tanh", [], the op whose result is GELU(y)) when the elementwise ops reading y compute
+    GELU and nothing else reads their intermediate results; else None."""
+    closure = _closure(y)
+    if closure is None:
+        return None
+    for last in closure:
+        region = _ancestors(last, closure)
+        if not _self_contained(y, region, last):
+            continue
+        kinds = [op.name for op in region if op.name in _TRANSCENDENTAL]
+        if len(kinds) != 1:
+            continue
+        name, reference = _FORMS[kinds[0]]
+        got = _evaluate(y, region, last)
+        if got is not None and np.allclose(got, reference(_SAMPLES), rtol=_RTOL, atol=_RTOL):
+            return name, [], last
+    return None
+
+
+def _closure(y: ir.Value) -> list[ir.Operation] | None:
+    """The elementwise ops (program order) reachable from y through ops whose every other operand is a
+    uniform constant or a value computed from y; None when y has no such reader or the region is too big."""
+    if not isinstance(ops.element_type(y), ir.FloatType):
+        return None
+    inside: list[ir.Operation] = []
+    values = [y]
+    frontier = [y]
+    while frontier:
+        value = frontier.pop()
+        for user in g.users(value):
+            if user in inside or user.name not in _ARITHMETIC + _TRANSCENDENTAL:
+                continue
+            if user.results[0].type != y.type:
+                continue
+            if not all(any(v == known for known in values) or g.uniform_value(v) is not None for v in user.operands):
+                continue
+            inside.append(user)
+            if len(inside) > _MAX_REGION:
+                return None
+            values.append(user.results[0])
+            frontier.append(user.results[0])
+    if not inside:
+        return None
+    block_order = {op: i for i, op in enumerate(o.operation for o in inside[0].block.operations)}
+    return sorted(inside, key=lambda op: block_order[op])
+
+
+def _ancestors(last: ir.Operation, closure: list[ir.Operation]) -> list[ir.Operation]:
+    """The ops of `closure` that `last` depends on, `last` included, in program order."""
+    needed = {last}
+    for op in reversed(closure):
+        if op in needed:
+            for v in op.operands:
+                source = g.producer(v)
+                if source is not None and source in closure:
+                    needed.add(source)
+    return [op for op in closure if op in needed]
+
+
+def _self_contained(y: ir.Value, region: list[ir.Operation], last: ir.Operation) -> bool:
+    """Whether y is read only inside `region` and every result in it but `last`'s only inside it."""
+    if any(user not in region for user in g.users(y)):
+        return False
+    return all(all(user in region for user in g.users(op.results[0])) for op in region if op != last)
+
+
+def _evaluate(y: ir.Value, region: list[ir.Operation], last: ir.Operation) -> np.ndarray | None:
+    """`region` applied to the sample points (each op by its own evaluator, in y's element type)."""
+    dtype = ops.numpy_dtype(ops.element_type(y))
+    known: list[tuple[ir.Value, np.ndarray]] = [(y, _SAMPLES.astype(dtype))]
+
+    def lookup(value: ir.Value) -> np.ndarray:
+        for candidate, array in known:
+            if candidate == value:
+                return array
+        return np.full(_SAMPLES.shape, g.uniform_value(value), dtype)
+
+    for op in region:
+        known.append((op.results[0], evaluate_samples(op, [lookup(v) for v in op.operands])))
+    result = lookup(last.results[0]).astype(np.float64)
+    return result if np.all(np.isfinite(result)) else None
+
+
+def evaluate_samples(op: ir.Operation, operands: list[np.ndarray]) -> np.ndarray:
+    """One elementwise op on 1-D sample arrays (its evaluator broadcasts like numpy)."""
+    return np.asarray(evaluate(op, operands)).reshape(_SAMPLES.shape)
