@@ -116,6 +116,23 @@ def test_a_graph_output_without_a_name_is_refused() -> None:
         import_model(model)
 
 
+def test_a_graph_without_outputs_is_refused() -> None:
+    # Bit flips and a deleted chunk left a graph with neither nodes nor outputs (found as the builder's
+    # ValueError "graph 'model' has no outputs" escaping InferenceSession).
+    with pytest.raises(MalformedModelError, match="graph 'g' has no outputs"):
+        import_model(_model([], [_x([2])], []))
+
+
+def test_a_reshape_copying_a_dim_the_input_lacks_is_named() -> None:
+    # SoftmaxCrossEntropyLoss fed its own scalar loss: its function body reshapes the scalar to a shape with a
+    # 0 (copy the input's dim) at position 0 (found as an IndexError in the Reshape handler).
+    node = helper.make_node("Reshape", ["x", "shape"], ["y"], name="flat")
+    shape = numpy_helper.from_array(np.array([0, -1], np.int64), "shape")
+    with pytest.raises(InvalidNodeError, match=r"'flat' \(Reshape\): shape \[0, -1\] copies dim 0 \(a 0\) of an "
+                                               r"input of rank 0"):
+        import_model(_model([node], [_x([])], ["y"], [shape]))
+
+
 def test_a_tensor_attribute_with_external_data_outside_the_folder_names_the_node() -> None:
     # Found as onnx's ValidationError ("points outside the directory") escaping the importer.
     value = numpy_helper.from_array(np.array([1], np.int64), "")

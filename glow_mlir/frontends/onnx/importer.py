@@ -158,9 +158,11 @@ def _check_text(message: Message, path: str) -> None:
 
 
 def _check_values(graph: onnx.GraphProto) -> None:
-    """Refuses a graph input, output or initializer without a name, and two initializers of one name: which
-    one a node reads is undefined, and shape inference fails on them naming neither (it merges the types of
-    an unnamed initializer and an unnamed output)."""
+    """Refuses a graph without outputs, a graph input, output or initializer without a name, and two
+    initializers of one name: which one a node reads is undefined, and shape inference fails on them naming
+    neither (it merges the types of an unnamed initializer and an unnamed output)."""
+    if not graph.output:
+        raise MalformedModelError(f"the model's graph '{graph.name}' has no outputs: there is nothing to compute")
     for what, values in (("input", graph.input), ("output", graph.output), ("initializer", graph.initializer)):
         for index, value in enumerate(values):
             if not value.name:

@@ -70,6 +70,9 @@ def reshape(ctx: NodeContext) -> list[Value]:
     if target is None:
         raise ctx.invalid("the shape input is required")
     allow_zero = ctx.attr("allowzero", 0)
+    copied = [i for i, d in enumerate(target) if d == 0 and not allow_zero and i >= rank(x)]
+    if copied:
+        raise ctx.invalid(f"shape {target} copies dim {copied[0]} (a 0) of an input of rank {rank(x)}")
     dims = [shape(x)[i] if d == 0 and not allow_zero else d for i, d in enumerate(target)]
     if dims.count(-1) > 1:
         raise ctx.invalid(f"shape {target} has more than one -1")
