@@ -62,6 +62,7 @@ from glow_mlir.frontends.onnx import (  # noqa: F401
     ops_resize,
     ops_rnn,
     ops_sequence,
+    ops_signal,
     ops_tensor,
 )
 from glow_mlir.frontends.onnx.node import (
