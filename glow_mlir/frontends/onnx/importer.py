@@ -54,6 +54,7 @@ from glow_mlir.frontends.onnx import (  # noqa: F401
     ops_control,
     ops_einsum,
     ops_elementwise,
+    ops_grid,
     ops_index,
     ops_nn,
     ops_pool,
