@@ -4,6 +4,7 @@ outputs with RunOptions, profiling calls, errors for bad feeds)."""
 
 from __future__ import annotations
 
+import json
 import types
 from pathlib import Path
 from typing import Any
@@ -141,3 +142,31 @@ def test_free_dimension_override_fixes_a_symbolic_dim(tmp_path: Path) -> None:
     assert session.report["arena_bytes"] >= 0  # compiled at construction
     with pytest.raises(glow_mlir.FeedError, match="input 'x'"):
         session.run(None, {"x": rand(4, 8)})
+
+
+def ort_profiling(ort: types.ModuleType, path: str, x: np.ndarray, folder: Path) -> list[dict[str, Any]]:
+    """onnxruntime's profiling, written once: the trace end_profiling() names, read back."""
+    options = ort.SessionOptions()
+    options.enable_profiling = True
+    options.profile_file_prefix = str(folder / "trace")
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    for _ in range(2):
+        session.run(None, {"x": x})
+    name = session.end_profiling()
+    assert Path(name).name.startswith("trace_") and name.endswith(".json"), name
+    return json.loads(Path(name).read_text())
+
+
+def test_onnxruntime_profiling_code_runs_unchanged(tmp_path: Path) -> None:
+    """Both traces are chrome-trace events of the same fields, with one model_run per run and node events
+    named after the model's nodes (ours per generated kernel, which may compute several nodes; onnxruntime
+    names its fused nodes "fused fc1")."""
+    path = classifier(tmp_path / "classifier.onnx")
+    x = rand(4, 8)
+    for name, module in (("ours", glow_mlir), ("theirs", onnxruntime)):
+        (tmp_path / name).mkdir()
+        events = ort_profiling(module, path, x, tmp_path / name)
+        assert all({"cat", "pid", "tid", "dur", "ts", "ph", "name", "args"} <= e.keys() for e in events), name
+        assert sum(e["name"] == "model_run" for e in events) == 2, name
+        nodes = {e["name"].removesuffix("_kernel_time") for e in events if e["cat"] == "Node"}
+        assert nodes and all(any(n in node for n in ("fc1", "relu", "fc2", "softmax")) for node in nodes), nodes
