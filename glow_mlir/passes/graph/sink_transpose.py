@@ -36,6 +36,8 @@ from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.registry import register
 
 TRANSPOSE = "glow.transpose"
+BROADCAST = "glow.broadcast"
+CONCAT = "glow.concat"
 
 
 def transpose_to(value: ir.Value, shuffle: Sequence[int]) -> ir.Value:
@@ -75,21 +77,90 @@ def _sink(op: ir.Operation) -> ir.Value | None:
     shuffle = list(shuffles.pop())
     inverse = g.inverse_permutation(shuffle)
     for t in transposes:
-        # Every use of the transpose must be this op, or the transpose would stay and be computed twice.
-        if len(list(t.results[0].uses)) != sum(1 for v in operands if v == t.results[0]):
+        # Every use of the transpose must be this op, or one that sinks it too (below), or the transpose
+        # would stay and be computed twice.
+        only_here = len(list(t.results[0].uses)) == sum(1 for v in operands if v == t.results[0])
+        if not only_here and not _all_users_sink(t):
             return None
-    for v in operands:
-        kind = g.producer_name(v)
-        if kind == TRANSPOSE or kind == g.SPLAT or _uniform_splat(v) is not None:
-            continue
-        if kind != g.CONSTANT or not g.has_one_use(v) or g.constant_array(v) is None:
-            return None
+    if not all(_sinkable_operand(v) for v in operands):
+        return None
     with ir.InsertionPoint(op), op.location:
         inner_operands = [_untransposed(v, inverse) for v in operands]
         dims = ops.shape(inner_operands[0])
         inner_type = ops.tensor_type(dims, ops.element_type(op.results[0]))
         inner = g.make(op.name, inner_operands, inner_type, g.attributes(op))
         return transpose_to(inner, shuffle)
+
+
+def _sinkable_operand(value: ir.Value) -> bool:
+    """An operand an elementwise op can take untransposed: a transpose, a splat, a uniform constant, a constant
+    used only there, or a broadcast of a value whose dims are 1 wherever the broadcast is not (a
+    squeeze-and-excite scale [N, C, 1, 1] -> [N, C, H, W]: its input is transposed instead, which moves no
+    data, and the broadcast stays a broadcast) or of a vector (a batch norm's [C]: the broadcast's axis
+    moves instead)."""
+    kind = g.producer_name(value)
+    if kind in (TRANSPOSE, g.SPLAT) or _uniform_splat(value) is not None:
+        return True
+    if kind == BROADCAST:
+        return _stretch_broadcast(g.producer(value)) and g.has_one_use(value)
+    return kind == g.CONSTANT and g.has_one_use(value) and g.constant_array(value) is not None
+
+
+def _stretch_broadcast(op: ir.Operation) -> bool:
+    """A broadcast that any shuffle commutes with: of an input of the result's rank (dims 1 or equal), or of
+    a vector along one dim (a batch norm's per-channel scale, [C] at axis 1)."""
+    source, result = ops.shape(op.operands[0]), ops.shape(op.results[0])
+    return len(source) == 1 or len(source) == len(result) and all(
+        d in (1, r) for d, r in zip(source, result, strict=True)
+    )
+
+
+# How many elementwise ops deep `_all_users_sink` follows a value back to the transpose it derives from.
+DERIVE_DEPTH = 8
+
+
+def _all_users_sink(transpose: ir.Operation, seen: tuple[ir.Operation, ...] = ()) -> bool:
+    """Whether every user of `transpose` is an elementwise op that sinking will cross: each of its operands is
+    the transpose, a sinkable operand, or computed from those by elementwise ops (x * hardsigmoid(x),
+    x * sigmoid(x): the transposed convolution output read twice), a reduction (a squeeze-and-excite's
+    global pool beside its scaling), or a concat of transposes alike (DenseNet: each layer's output joins the
+    concat of every later layer of its block). Another transpose met on the way must go too: read only there,
+    or with all its users sinking likewise (`seen`: the transposes already being asked about). Each user is
+    then rewritten in turn (the last one when the transpose has no other user left), so the transpose goes
+    and none is added."""
+    shuffle = ops.ints(transpose, "shuffle")
+    asked = (*seen, transpose)
+
+    def goes(other: ir.Operation) -> bool:
+        if ops.ints(other, "shuffle") != shuffle:
+            return False
+        if any(other == t for t in asked) or g.has_one_use(other.results[0]):
+            return True
+        return _all_users_sink(other, asked)
+
+    def derives(value: ir.Value, depth: int) -> bool:
+        op = g.producer(value)
+        if op is None:
+            return False
+        if op.name == TRANSPOSE:
+            return goes(op)
+        if _sinkable_operand(value):
+            return True
+        return (
+            depth > 0 and op.name in g.ELEMENTWISE and len(op.results) == 1
+            and all(derives(v, depth - 1) for v in op.operands)
+        )
+
+    def sinks(user: ir.Operation) -> bool:
+        if user.name in REDUCTIONS:
+            return True
+        if user.name == CONCAT:
+            return all(g.producer_name(v) == TRANSPOSE and goes(g.producer(v)) for v in user.operands)
+        return user.name in g.ELEMENTWISE and len(user.results) == 1 and all(
+            derives(v, DERIVE_DEPTH) for v in user.operands
+        )
+
+    return all(sinks(user) for user in g.users(transpose.results[0]))
 
 
 def _uniform_splat(value: ir.Value) -> ir.Attribute | None:
@@ -113,6 +184,13 @@ def _untransposed(value: ir.Value, inverse: Sequence[int]) -> ir.Value:
     uniform = _uniform_splat(value)
     if uniform is not None:
         return g.make(g.SPLAT, [], result, {"value": uniform})
+    if op.name == BROADCAST:
+        source = op.operands[0]
+        if len(ops.shape(source)) == 1:
+            # The vector's dim moves where the shuffle puts it.
+            axis = list(inverse).index(ops.integer(op, "axis"))
+            return g.make(BROADCAST, [source], result, {"axis": ops.i64(axis)})
+        return g.make(BROADCAST, [transpose_to(source, inverse)], result, g.attributes(op))
     array: np.ndarray = g.constant_array(value)
     return g.materialize(array.transpose(inverse), result, prefer_splat=False)
 
@@ -124,7 +202,7 @@ def _only_used_by(transpose: ir.Operation, op: ir.Operation) -> bool:
 def _sink_concat(op: ir.Operation) -> ir.Value | None:
     """concat of transposes with one shuffle, each read only by the concat, as a transposed concat."""
     inputs = [g.producer(v) for v in op.operands]
-    if any(t is None or t.name != TRANSPOSE or not _only_used_by(t, op) for t in inputs):
+    if any(t is None or t.name != TRANSPOSE or not (_only_used_by(t, op) or _all_users_sink(t)) for t in inputs):
         return None
     shuffles = {tuple(ops.ints(t, "shuffle")) for t in inputs}
     if len(shuffles) != 1:
@@ -143,7 +221,7 @@ def _sink_concat(op: ir.Operation) -> ir.Value | None:
 def _sink_reduce(op: ir.Operation) -> ir.Value | None:
     """batched_reduce_*(transpose(x, s), axes) as a reduction of x over s[axes], then the kept dims' order."""
     t = g.producer(op.operands[0])
-    if t is None or t.name != TRANSPOSE or not _only_used_by(t, op):
+    if t is None or t.name != TRANSPOSE or not (_only_used_by(t, op) or _all_users_sink(t)):
         return None
     shuffle, axes = ops.ints(t, "shuffle"), ops.ints(op, "axes")
     inner_axes = sorted(shuffle[a] for a in axes)
@@ -180,7 +258,7 @@ def _rewrite(op: ir.Operation) -> ir.Value | None:
         return replacement if replacement is not None else _as_reshape(op)
     if op.name in g.ELEMENTWISE and len(op.results) == 1:
         return _sink(op)
-    if op.name == "glow.concat":
+    if op.name == CONCAT:
         return _sink_concat(op)
     if op.name in REDUCTIONS:
         return _sink_reduce(op)
