@@ -405,17 +405,22 @@ def space_to_depth(ctx: NodeContext) -> list[Value]:
     return [ctx.reshape(y, [n, c * b * b, h // b, w // b])]
 
 
-@handles("CumSum")
-def cumsum(ctx: NodeContext) -> list[Value]:
-    """Sums along `axis` as one product with a 0/1 triangular matrix: the axis moved last and the rest
-    flattened, [M, N] x [N, N]; `exclusive` leaves the diagonal out, `reverse` sums from the end."""
+def _scan_operands(ctx: NodeContext) -> tuple[Value, int]:
+    """CumSum's and CumProd's input and axis (a compile-time input: it decides the kernel's shape)."""
     x = ctx.input(0)
     axes = ctx.ints(1, "the axis input")
     if axes is None or len(axes) != 1:
         raise ctx.invalid(f"the axis input must be one integer, got {axes}")
-    axis = normalize_axis(axes[0], rank(x), ctx)
     if dtype(x) == np.bool_:
-        raise ctx.invalid("CumSum takes numbers, got bool")
+        raise ctx.invalid(f"{ctx.op_type} takes numbers, got bool")
+    return x, normalize_axis(axes[0], rank(x), ctx)
+
+
+@handles("CumSum")
+def cumsum(ctx: NodeContext) -> list[Value]:
+    """Sums along `axis` as one product with a 0/1 triangular matrix: the axis moved last and the rest
+    flattened, [M, N] x [N, N]; `exclusive` leaves the diagonal out, `reverse` sums from the end."""
+    x, axis = _scan_operands(ctx)
     n = shape(x)[axis]
     # row j of the weights says which outputs x[j] adds into: j <= i forward, j >= i in reverse.
     j, i = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
@@ -438,13 +443,7 @@ def cumprod(ctx: NodeContext) -> list[Value]:
     holds the product of the 2d elements ending at it, so ceil(log2 n) elementwise products of the whole
     tensor with itself shifted (a slice concatenated after ones) compute it; no triangular matrix serves a
     product. `exclusive` shifts the input by one first, `reverse` scans the axis reversed."""
-    x = ctx.input(0)
-    axes = ctx.ints(1, "the axis input")
-    if axes is None or len(axes) != 1:
-        raise ctx.invalid(f"the axis input must be one integer, got {axes}")
-    axis = normalize_axis(axes[0], rank(x), ctx)
-    if dtype(x) == np.bool_:
-        raise ctx.invalid("CumProd takes numbers, got bool")
+    x, axis = _scan_operands(ctx)
     n = shape(x)[axis]
     backward = np.arange(n - 1, -1, -1, dtype=np.int64)
     y = ctx.g.gather(x, backward, axis) if ctx.attr("reverse", 0) else x
