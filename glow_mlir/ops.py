@@ -127,6 +127,21 @@ def location_text(op_or_loc: ir.Operation | ir.OpView | ir.Location) -> str:
     return location_string(str(loc))
 
 
+def node_names(location: ir.Location, positions: bool = False) -> list[str]:
+    """The model nodes a location names: a node's own name, or every name of a fused location (an op fused
+    from several nodes). With `positions`, a file position (not `-`, text parsed from a string) counts as a
+    name too, `f.mlir:3:7`, which finds the op in its file."""
+    if location.is_a_fused():
+        return [name for loc in location.locations for name in node_names(loc, positions)]
+    if location.is_a_name():
+        return [location.name_str]
+    if location.is_a_callsite():
+        return node_names(location.callee, positions)
+    if positions and location.is_a_file() and location.filename != "-":
+        return [f"{location.filename}:{location.start_line}:{location.start_col}"]
+    return []
+
+
 def location_string(text: str) -> str:
     """`loc("f.mlir":3:7)` -> `f.mlir:3:7`, `loc("pool1")` -> `pool1`: the printed form without quoting."""
     if text.startswith("loc(") and text.endswith(")"):

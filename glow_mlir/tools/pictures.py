@@ -109,20 +109,6 @@ def _function(module: ir.Module, name: str | None) -> ir.Operation:
     return found[0]
 
 
-def node_names(location: ir.Location) -> list[str]:
-    """The model nodes a location names: one for a node's own op, several for a fused location."""
-    if location.is_a_fused():
-        return [name for loc in location.locations for name in node_names(loc)]
-    if location.is_a_name():
-        return [location.name_str]
-    if location.is_a_callsite():
-        return node_names(location.callee)
-    # A position in a file names no node, but finds the op in the file; text parsed from a string reads "-".
-    if location.is_a_file() and location.filename != "-":
-        return [f"{location.filename}:{location.start_line}:{location.start_col}"]
-    return []
-
-
 def type_text(t: ir.Type) -> str:
     """`tensor<1x64x56x56xf32>` -> `1x64x56x56 f32`; a scalar shape reads `scalar`."""
     if not isinstance(t, ir.ShapedType):
@@ -175,7 +161,7 @@ def _html_label(title: str, rows: Sequence[tuple[str, bool]]) -> str:
 
 def _op_node(node: str, operation: ir.Operation, constants: Sequence[str]) -> str:
     fused = activation(operation)
-    names = node_names(operation.location)
+    names = ops.node_names(operation.location, positions=True)
     rows = [(name, True) for name in names[:MAX_NODE_NAMES]]
     if len(names) > MAX_NODE_NAMES:
         rows.append((f"(+{len(names) - MAX_NODE_NAMES} more nodes)", True))
@@ -365,7 +351,7 @@ def plan_rectangles(module: ir.Module | str, *, function: str | None = None) -> 
         start = at[view]
         offset = ir.IntegerAttr(offset_op.attributes["value"]).value
         t = view.results[0].type
-        label = ", ".join(node_names(view.location)) or type_text(t)
+        label = ", ".join(ops.node_names(view.location, positions=True)) or type_text(t)
         buffers.append(Rectangle(start, max([start, *users]), offset, _byte_size(t), label))
     buffers.sort(key=lambda b: (b.start, b.offset))
     return MemoryPlan(name, tuple(buffers), count, ops.integer(func, "glow.arena_bytes"),

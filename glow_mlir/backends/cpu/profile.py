@@ -73,22 +73,11 @@ func.func @{READ}(%out: {shape}) attributes {{llvm.emit_c_interface}} {{
 """
 
 
-def node_names(location: ir.Location) -> list[str]:
-    """The model nodes a location names: a node's own name, or every name of a fused location."""
-    if location.is_a_fused():
-        return [name for loc in location.locations for name in node_names(loc)]
-    if location.is_a_name():
-        return [location.name_str]
-    if location.is_a_callsite():
-        return node_names(location.callee)
-    return []
-
-
 def kernel_nodes(function: ir.Operation) -> list[str]:
     """The node names of every op in `function`, in order of first appearance."""
     names: dict[str, None] = {}
     for op in ops.walk_ops(function):
-        names.update(dict.fromkeys(node_names(op.location)))
+        names.update(dict.fromkeys(ops.node_names(op.location)))
     return list(names)
 
 
@@ -113,7 +102,7 @@ def _sites(entry: ir.Operation, functions: dict[str, ir.Operation]) -> list[tupl
             callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
             sites.append((call, [callee, *kernel_nodes(functions[callee])]))
         if len(op.regions) and not inner:
-            names = dict.fromkeys(n for o in [op, *ops.walk_ops(op)] for n in node_names(o.location))
+            names = dict.fromkeys(n for o in [op, *ops.walk_ops(op)] for n in ops.node_names(o.location))
             sites.append((op, [f"{entry_name}:{op.name}:{len(sites)}", *names]))
     return sites
 
