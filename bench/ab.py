@@ -26,7 +26,7 @@ import numpy as np
 
 from bench import models
 from glow_mlir import cache
-from glow_mlir.runtime import CompiledModel, _abi_from_json
+from glow_mlir.compiled import CompiledModel, abi_from_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,7 +69,7 @@ def load(cache_dir: Path) -> CompiledModel:
     if hit is None:
         raise RuntimeError(f"the cache entry {entry} in {cache_dir} does not load")
     library, meta = hit
-    return CompiledModel(None, _abi_from_json(meta["abi"]), meta["report"], {}, library=library)
+    return CompiledModel(None, abi_from_json(meta["abi"]), meta["report"], {}, library=library)
 
 
 def per_call(model: CompiledModel, feeds: dict[str, np.ndarray], calls: int) -> float:
