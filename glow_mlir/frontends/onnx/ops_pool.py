@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,10 +36,35 @@ from glow_mlir.frontends.onnx.ops_nn import (
 from glow_mlir.frontends.onnx.registry import handles
 
 
+@dataclass(frozen=True)
+class Window:
+    """A pooling window over the spatial dims: its size, strides and dilations, the begin and end pads, the
+    output sizes they give, and the end pads that ceil_mode adds past them (cells that do not count)."""
+
+    kernel: list[int]
+    strides: list[int]
+    dilations: list[int]
+    begin: list[int]
+    end: list[int]
+    out: list[int]
+    extra: list[int]
+
+    def tail(self, size: Sequence[int]) -> list[int]:
+        """The end pads that cover every window: cells past the padded input (ceil_mode) are taps that do not
+        exist, padded too and never counted."""
+        extent = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(self.out, self.strides, self.kernel,
+                                                                        self.dilations)]
+        return [max(e, t - s_ - b) for e, t, s_, b in zip(self.end, extent, size, self.begin)]
+
+    def lifted(self) -> Window:
+        """The 1-D window as a 2-D one with a unit height (glow's pools are 2-D)."""
+        return Window(to_2d(self.kernel, 1), to_2d(self.strides, 1), to_2d(self.dilations, 1),
+                      to_2d(self.begin, 0), to_2d(self.end, 0), to_2d(self.out, 1), to_2d(self.extra, 0))
+
+
 def _pool_geometry(
     ctx: NodeContext, sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int]
-) -> tuple[list[int], list[int], list[int], list[int]]:
-    """(begin pads, end pads, output sizes, extra end pads that ceil_mode needs)."""
+) -> Window:
     begin, end = window_pads(ctx, sizes, kernel, strides, dilations)
     ceil_mode = ctx.attr("ceil_mode", 0)
     out, extra = [], []
@@ -54,7 +80,7 @@ def _pool_geometry(
                 o -= 1
         out.append(o)
         extra.append(max(0, (o - 1) * s + (k - 1) * d + 1 - (size + b + e)))
-    return begin, end, out, extra
+    return Window(list(kernel), list(strides), list(dilations), list(begin), list(end), out, extra)
 
 
 @handles("MaxPool", "AveragePool", "LpPool")
@@ -66,46 +92,36 @@ def pool(ctx: NodeContext) -> list[Value]:
         raise UnsupportedTypeError(f"node '{ctx.name}' ({ctx.op_type}) input 0", dtype(x).name)
     kernel = list(ctx.attr("kernel_shape"))
     strides, dilations = window_attrs(ctx, n, kernel)
-    begin, end, out, extra = _pool_geometry(ctx, shape(x)[2:], kernel, strides, dilations)
+    window = _pool_geometry(ctx, shape(x)[2:], kernel, strides, dilations)
     if ctx.outputs_wanted() > 1:
-        return _max_pool_with_indices(ctx, x, kernel, strides, dilations, begin, end, out)
+        return _max_pool_with_indices(ctx, x, window)
     if ctx.op_type == "LpPool":
-        return [_lp_pool(ctx, x, kernel, strides, dilations, begin, end, out)]
+        return [_lp_pool(ctx, x, window)]
     is_max = ctx.op_type == "MaxPool"
     include_pad = bool(ctx.attr("count_include_pad", 0))
     kind = "max" if is_max else "avg"
     if n == 3:
         # glow's pools are 2-D; the separable passes take any number of spatial dims.
-        return [_pool_by_gathers(ctx, x, kind, kernel, strides, dilations, begin, end, out, include_pad)]
+        return [_pool_by_gathers(ctx, x, kind, window, include_pad)]
     if n == 1:
-        x = lift_1d(ctx, x)
-        kernel, strides, dilations = to_2d(kernel, 1), to_2d(strides, 1), to_2d(dilations, 1)
-        begin, end, out, extra = to_2d(begin, 0), to_2d(end, 0), to_2d(out, 1), to_2d(extra, 0)
-    ends = [e + x_ for e, x_ in zip(end, extra)]
+        x, window = lift_1d(ctx, x), window.lifted()
+    kernel, strides, begin, extra = window.kernel, window.strides, window.begin, window.extra
+    ends = [e + x_ for e, x_ in zip(window.end, extra)]
     fits = all(p < k for p, k in zip([*begin, *ends], kernel * 2))
-    if dilations != [1, 1] or not fits:
-        y = _pool_by_gathers(ctx, x, kind, kernel, strides, dilations, begin, end, out, include_pad)
+    if window.dilations != [1, 1] or not fits:
+        y = _pool_by_gathers(ctx, x, kind, window, include_pad)
     elif is_max:
         y = ctx.g.max_pool(x, kernel, strides, [*begin, *ends])
     elif not include_pad or not any(extra):
         y = ctx.g.avg_pool(x, kernel, strides, [*begin, *ends], include_pad)
     else:
         # The real pads count, ceil_mode's extra cells do not: pad explicitly, let glow exclude the rest.
-        padded = _pad_spatial(ctx, x, begin, end, 0.0)
+        padded = _pad_spatial(ctx, x, begin, window.end, 0.0)
         y = ctx.g.avg_pool(padded, kernel, strides, [0, 0, *extra], False)
     return [ctx.reshape(y, [*shape(y)[:2], shape(y)[3]]) if n == 1 else y]
 
 
-def _lp_pool(
-    ctx: NodeContext,
-    x: Value,
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    dilations: Sequence[int],
-    begin: Sequence[int],
-    end: Sequence[int],
-    out: Sequence[int],
-) -> Value:
+def _lp_pool(ctx: NodeContext, x: Value, window: Window) -> Value:
     """(sum of |x|^p over the window) ^ (1/p): the power sum pools like a sum, its pads adding 0."""
     p = ctx.attr("p", 2)
     if p <= 0:
@@ -114,22 +130,13 @@ def _lp_pool(
         power = ctx.g.abs(x)
     else:
         power = ctx.g.mul(x, x) if p == 2 else ctx.g.pow(ctx.g.abs(x), ctx.scalar_like(x, p))
-    total = _pool_by_gathers(ctx, power, "sum", kernel, strides, dilations, begin, end, out, False)
+    total = _pool_by_gathers(ctx, power, "sum", window, False)
     if p == 1:
         return total
     return ctx.g.sqrt(total) if p == 2 else ctx.g.pow(total, ctx.scalar_like(total, 1 / p))
 
 
-def _max_pool_with_indices(
-    ctx: NodeContext,
-    x: Value,
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    dilations: Sequence[int],
-    begin: Sequence[int],
-    end: Sequence[int],
-    out: Sequence[int],
-) -> list[Value]:
+def _max_pool_with_indices(ctx: NodeContext, x: Value, window: Window) -> list[Value]:
     """MaxPool and its Indices output: one gather reads every window's cells (taps in row-major order, as
     the spec's reference scans them) from the -inf-padded input flattened per channel; the max and the first
     arg max over the taps give the values and the tap, and a constant table maps (output cell, tap) to the
@@ -140,7 +147,8 @@ def _max_pool_with_indices(
         raise ctx.invalid(f"storage_order must be 0 or 1, got {ctx.attr('storage_order')}")
     size = shape(x)[2:]
     n = len(size)
-    padded = _pad_spatial(ctx, x, begin, _window_tail(size, kernel, strides, dilations, begin, end, out), -np.inf)
+    kernel, strides, dilations, begin, out = window.kernel, window.strides, window.dilations, window.begin, window.out
+    padded = _pad_spatial(ctx, x, begin, window.tail(size), -np.inf)
     # The padded coordinates of every (output cell, tap), [spatial dim, *out, *kernel].
     grid = np.indices([*out, *kernel])
     cells = np.stack([grid[i] * strides[i] + grid[n + i] * dilations[i] for i in range(n)])
@@ -168,41 +176,16 @@ def _pad_spatial(ctx: NodeContext, x: Value, begin: Sequence[int], end: Sequence
     return ctx.g.insert_tensor(ctx.full(dims, value, dtype(x)), x, [0, 0, *begin])
 
 
-def _window_tail(
-    size: Sequence[int],
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    dilations: Sequence[int],
-    begin: Sequence[int],
-    end: Sequence[int],
-    out: Sequence[int],
-) -> list[int]:
-    """The end pads that cover every window: cells past the padded input (ceil_mode) are taps that do not
-    exist, padded too and never counted."""
-    extent = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, strides, kernel, dilations)]
-    return [max(e, t - s_ - b) for e, t, s_, b in zip(end, extent, size, begin)]
-
-
-def _pool_by_gathers(
-    ctx: NodeContext,
-    x: Value,
-    kind: str,
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    dilations: Sequence[int],
-    begin: Sequence[int],
-    end: Sequence[int],
-    out: Sequence[int],
-    include_pad: bool,
-) -> Value:
+def _pool_by_gathers(ctx: NodeContext, x: Value, kind: str, window: Window, include_pad: bool) -> Value:
     """Pooling (`kind` max, avg or sum) over the explicitly padded input as one pass per spatial dim: along
     H, the max or sum of one strided gather per kernel row, then the same along W per kernel column (and so
     on). A window's max (sum) is the max (sum) over its rows of the max (sum) along each row, so this is the
     pool itself with kh + kw gathers of at most one output's length of indices each; an average divides by
     the count of cells it covers, whose table is the outer product of the per-axis counts."""
     size = shape(x)[2:]
-    tail = _window_tail(size, kernel, strides, dilations, begin, end, out)
-    result = _pad_spatial(ctx, x, begin, tail, -np.inf if kind == "max" else 0.0)
+    kernel, strides, dilations, begin, end, out = (
+        window.kernel, window.strides, window.dilations, window.begin, window.end, window.out)
+    result = _pad_spatial(ctx, x, begin, window.tail(size), -np.inf if kind == "max" else 0.0)
     counts = []
     for axis in range(len(size)):
         # The cells an average counts: the input and, with count_include_pad, the pads (never ceil_mode's).
