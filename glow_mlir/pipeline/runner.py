@@ -200,11 +200,12 @@ def run_pipeline(
     Raises `PipelineError` for an unknown pass or a failed upstream pass; glow passes raise their own errors.
     """
     elements = split_pipeline(pipeline) if isinstance(pipeline, str) else list(pipeline)
+    # The op count after one element is the count before the next: the module is walked once per element.
+    before = count_ops(module) if stats is not None else 0
     for element in elements:
         name = stage_name(element)
         # Looked up before the clock starts: the first lookup imports every pass module.
         glow_pass = catalog.get(name)
-        before = count_ops(module) if stats is not None else 0
         start = time.perf_counter()
         if glow_pass is not None:
             options = _options(glow_pass, element)
@@ -213,7 +214,10 @@ def run_pipeline(
         else:
             _run_upstream(module, element)
         if stats is not None:
-            stats.records.append(PassRecord(name, time.perf_counter() - start, before, count_ops(module)))
+            seconds = time.perf_counter() - start
+            after = count_ops(module)
+            stats.records.append(PassRecord(name, seconds, before, after))
+            before = after
         if after_each is not None:
             after_each(element, module)
 

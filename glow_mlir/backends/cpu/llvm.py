@@ -154,7 +154,8 @@ def weights_as_bytes(op: ir.Operation) -> None:
     if not readable:
         return
     # The host's byte order, which is the target's: x86 for the JIT and for save_object alike.
-    data = np.ascontiguousarray(np.array(value)).reshape(-1).view(np.uint8)
+    # A view of the attribute's own buffer (no copy of the weights): DenseElementsAttr.get copies it.
+    data = np.asarray(value).reshape(-1).view(np.uint8)
     op.attributes["value"] = ir.DenseElementsAttr.get(data)
     op.attributes["global_type"] = ir.TypeAttr.get(ir.Type.parse(f"!llvm.array<{data.size} x i8>"))
 

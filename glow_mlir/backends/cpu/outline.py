@@ -1,6 +1,7 @@
 """Kernel outlining for glow-cpu-schedule: each scheduled kernel moves into a private function of its own,
 called in its place, before the transform sequence runs (why: see `outline`); afterwards, so does every loop
-nest that no recipe scheduled (why: see `outline_leftovers`)."""
+nest that no recipe scheduled (why: see `outline_leftovers`). A function identical to one outlined before is
+dropped for that one (`Outlined`): the repeated layers of a model compile once and are called many times."""
 
 from __future__ import annotations
 
@@ -18,7 +19,35 @@ KERNEL_PREFIX = f"{OUTLINED_PREFIX}kernel"
 LOOPS_PREFIX = f"{OUTLINED_PREFIX}loops"
 
 
-def outline_leftovers(func: ir.Operation) -> None:
+class Outlined:
+    """The functions outlined so far in one module, one per distinct text. An outlined function that prints
+    like an earlier one but for its name (the same ops, shapes and attributes: weights and activations are
+    arguments) is erased, and its call calls the earlier one.
+
+    Without it, every stage after outlining (the kernel schedules, the lowering to LLVM, LLVM itself) works
+    once per call site: ResNet-50's 103 outlined functions are 56 distinct ones, ViT-tiny's 297 are 52
+    (notes: "Where compile time goes"). Only text is compared, so two calls share a function only when
+    their functions would have compiled to the same code.
+    """
+
+    def __init__(self) -> None:
+        self._by_text: dict[str, str] = {}
+
+    def keep(self, call: ir.Operation, function: ir.Operation, key: str = "") -> bool:
+        """True if `function` (which `call` calls) is new, and is kept; otherwise it is erased and `call`
+        calls its twin. `key` is what else two kernels must share (their transform steps)."""
+        name = ir.StringAttr(function.attributes["sym_name"]).value
+        # A local scope: the names are numbered in the function alone (and the module is not walked).
+        text = function.get_asm(use_local_scope=True).replace(f"@{name}(", "@(", 1)
+        first = self._by_text.setdefault(f"{key}\n{text}", name)
+        if first == name:
+            return True
+        call.attributes["callee"] = ir.FlatSymbolRefAttr.get(first)
+        function.erase()
+        return False
+
+
+def outline_leftovers(func: ir.Operation, outlined: Outlined) -> None:
     """Moves every linalg op left in `func` (one that no recipe scheduled: a layout transpose, a concat's copy,
     an elementwise op on an odd shape) into a private function of its own, called in its place.
 
@@ -32,17 +61,19 @@ def outline_leftovers(func: ir.Operation) -> None:
         op for op in ops.walk_ops(func) if op.name.startswith("linalg.") and not op.parent.name.startswith("linalg.")
     ]
     for i, op in enumerate(leftovers):
-        outline(op, f"{LOOPS_PREFIX}_{name}_{i}")
+        outlined.keep(*outline(op, f"{LOOPS_PREFIX}_{name}_{i}"))
 
 
-def outline(op: ir.Operation, name: str) -> None:
-    """Moves kernel `op` into a private function of its own, called in its place.
+def outline(op: ir.Operation, name: str) -> tuple[ir.Operation, ir.Operation]:
+    """Moves kernel `op` into a private function of its own, called in its place; returns the call and the
+    function. The call has the locations of the ops it replaces (the model nodes it computes, which the
+    profiler reports per call), since the function may serve other calls too (`Outlined`).
 
     Hoisting the accumulators out of the reduction loop (the heart of every register-tiled kernel) gives up
     on transfers whose buffer comes from a view op (notes: condition 4 of hoistRedundantVectorTransfers), and
     every activation is a `memref.view` into the arena. Inside the kernel's function its buffers are block
     arguments. A kernel on tensors takes its `to_tensor` producers and `materialize_in_destination` consumers
-    along; constants it uses are cloned in. LLVM inlines the calls back after the vector code is formed.
+    along; constants it uses are cloned in.
     """
     # Everything the kernel computes on tensors comes along: its chain of tensor producers (a fused
     # convolution's bias op, the convolution, the `to_tensor`s), in block order.
@@ -79,8 +110,9 @@ def outline(op: ir.Operation, name: str) -> None:
     block = callee.add_entry_block()
     with ir.InsertionPoint(block):
         terminator = func.ReturnOp([])
+    where = ir.Location.fused(list({str(m.location): m.location for m in cluster}.values()))
     with ir.InsertionPoint(op):
-        func.CallOp([], ir.FlatSymbolRefAttr.get(name), arguments)
+        call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), arguments, loc=where)
     for member in cluster:
         member.move_before(terminator)
     for inner in ops.walk_ops(callee.operation):
@@ -91,6 +123,7 @@ def outline(op: ir.Operation, name: str) -> None:
                 inner.operands[i] = value.owner.clone(ir.InsertionPoint.at_block_begin(block)).results[0]
                 continue
             inner.operands[i] = block.arguments[next(j for j, v in enumerate(arguments) if v == value)]
+    return call.operation, callee.operation
 
 
 def _is_constant(value: ir.Value) -> bool:

@@ -12,8 +12,9 @@ run (glow_mlir/profiling.py).
 The counters are a memref<3xN x i64> for N sites: row 0 the nanoseconds the site took, row 1 how many times
 it ran (a call inside a loop runs more than once), row 2 the clock when it first started.
 
-Which model nodes each kernel computes comes from the locations of the ops in its function as they survived
-fusion (an ONNX node's name, a fused location listing every node a fused op computes). The module gets the
+Which model nodes each kernel computes comes from the location of its call, which outline.py makes from the
+locations of the ops the call replaced as they survived fusion (an ONNX node's name, a fused location listing
+every node a fused op computes): one function may serve several calls, of other nodes. The module gets the
 table as the attribute `glow.profile_kernels`: one array per site, the callee's name (`<entry>:<op>:<k>` for a
 loop nest of the entry), then the node names. The runtime reads the table and drops the attribute before
 LLVM translation.
@@ -73,14 +74,6 @@ func.func @{READ}(%out: {shape}) attributes {{llvm.emit_c_interface}} {{
 """
 
 
-def kernel_nodes(function: ir.Operation) -> list[str]:
-    """The node names of every op in `function`, in order of first appearance."""
-    names: dict[str, None] = {}
-    for op in ops.walk_ops(function):
-        names.update(dict.fromkeys(ops.node_names(op.location)))
-    return list(names)
-
-
 def _name(op: ir.Operation) -> str:
     return ir.StringAttr(op.attributes["sym_name"]).value
 
@@ -89,7 +82,7 @@ def _outlined_call(op: ir.Operation) -> bool:
     return op.name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value.startswith(OUTLINED_PREFIX)
 
 
-def _sites(entry: ir.Operation, functions: dict[str, ir.Operation]) -> list[tuple[ir.Operation, list[str]]]:
+def _sites(entry: ir.Operation) -> list[tuple[ir.Operation, list[str]]]:
     """The timed sites of entry function `entry`, each with its table row (its name, then node names): every
     call of an outlined function, and every loop nest left in the entry itself (softmax's scf loops), named
     `<entry>:<op>:<k>` after its position. A loop that holds outlined calls is not timed whole: its calls are."""
@@ -100,7 +93,7 @@ def _sites(entry: ir.Operation, functions: dict[str, ir.Operation]) -> list[tupl
         inner = [o for o in ops.walk_ops(op) if _outlined_call(o)]
         for call in [op] if _outlined_call(op) else inner:
             callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
-            sites.append((call, [callee, *kernel_nodes(functions[callee])]))
+            sites.append((call, [callee, *dict.fromkeys(ops.node_names(call.location))]))
         if len(op.regions) and not inner:
             names = dict.fromkeys(n for o in [op, *ops.walk_ops(op)] for n in ops.node_names(o.location))
             sites.append((op, [f"{entry_name}:{op.name}:{len(sites)}", *names]))
@@ -115,7 +108,7 @@ def instrument(module: ir.Module) -> None:
         f for name, f in functions.items()
         if f.regions[0].blocks and not name.startswith(OUTLINED_PREFIX) and "sym_visibility" not in f.attributes
     ]
-    found = [site for entry in entries for site in _sites(entry, functions)]
+    found = [site for entry in entries for site in _sites(entry)]
     sites = [op for op, _ in found]
     table = [row for _, row in found]
     with module.context, ir.Location.unknown():

@@ -9,7 +9,9 @@ marks elementwise chains (elementwise_recipes.py), then asks the recipe register
 (recipes.py holds the contract and the registry; matmul_recipes.py, elementwise_recipes.py and
 conv_recipes.py the recipes) what to do. It tags every kernel a recipe returns, outlines it into a function of
 its own (outline.py), and runs one transform named sequence (transform.py) that schedules them all. Last, it
-outlines every linalg op that no recipe took (outline.py: `outline_leftovers`).
+outlines every linalg op that no recipe took (outline.py: `outline_leftovers`). A kernel whose function and
+transform steps print like an earlier kernel's is not scheduled again: its call calls the earlier kernel's
+function (outline.py: `Outlined`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from glow_mlir.backends.cpu import conv_recipes, matmul_recipes  # noqa: F401
 from glow_mlir.backends.cpu import fastmath
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.elementwise_recipes import mark_chains
-from glow_mlir.backends.cpu.outline import KERNEL_PREFIX, outline, outline_leftovers
+from glow_mlir.backends.cpu.outline import KERNEL_PREFIX, Outlined, outline, outline_leftovers
 from glow_mlir.backends.cpu.recipes import CLAIMED_MARKS, Kernel, recipes
 from glow_mlir.errors import PipelineError
 from glow_mlir.passes.registry import register
@@ -51,20 +53,21 @@ def cpu_schedule(module: ir.Module) -> None:
                     chosen = fn(op)
                 if chosen is not None:
                     kernels.extend(chosen.kernels)
+        outlined = Outlined()
         if kernels:
-            _schedule(module, kernels)
+            _schedule(module, kernels, outlined)
         for func in entries:
-            outline_leftovers(func)
+            outline_leftovers(func, outlined)
 
 
-def _schedule(module: ir.Module, kernels: list[Kernel]) -> None:
-    """Outlines `kernels` and schedules them with one transform named sequence."""
+def _schedule(module: ir.Module, kernels: list[Kernel], outlined: Outlined) -> None:
+    """Outlines `kernels` and schedules the distinct ones with one transform named sequence."""
     on_tensors = any(op.name == "bufferization.to_tensor" for op in ops.walk_ops(module.operation))
     tagged: list[tuple[ir.Operation, str, steps.Build]] = []
     for i, kernel in enumerate(kernels):
-        kernel.op.attributes[steps.KERNEL_ATTR] = ir.StringAttr.get(f"k{i}")
-        outline(kernel.op, f"{KERNEL_PREFIX}{i}")
-        tagged.append((kernel.op, f"k{i}", kernel.build))
+        if outlined.keep(*outline(kernel.op, f"{KERNEL_PREFIX}{i}"), steps.text_of(kernel.build)):
+            kernel.op.attributes[steps.KERNEL_ATTR] = ir.StringAttr.get(f"k{i}")
+            tagged.append((kernel.op, f"k{i}", kernel.build))
     script = steps.sequence(tagged, on_tensors)
     try:
         interpreter.apply_named_sequence(module.operation, script.body.operations[0], script)

@@ -121,6 +121,21 @@ def _clean_up(functions: ir.Value, *patterns: Callable[[], object], cse: bool = 
     return _hoist(functions)
 
 
+def text_of(build: Build) -> str:
+    """The transform ops `build` makes, as text (built on a sequence of their own): two kernels whose
+    functions and steps print alike compile alike (outline.py: `Outlined`)."""
+    with ir.Location.unknown():
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            named = transform.NamedSequenceOp(
+                "steps", [_any_op()], [], arg_attrs=[{"transform.consumed": ir.UnitAttr.get()}]
+            )
+        with ir.InsertionPoint(named.body):
+            build(named.bodyTarget)
+            transform.YieldOp([])
+    return str(module)
+
+
 def sequence(kernels: Sequence[tuple[ir.Operation, str, Build]], on_tensors: bool) -> ir.Module:
     """The transform module: match each kernel (its payload op, tagged `KERNEL_ATTR = tag`) and build its
     steps, in order; bufferize once if kernels were emitted on tensors; then the vector tail.

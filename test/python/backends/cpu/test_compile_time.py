@@ -100,3 +100,47 @@ def test_compiling_imports_no_dialect_module() -> None:
     finally:
         sys.meta_path.remove(spy)
     assert not [name for name in spy.names if name.startswith("mlir.dialects.glow")]
+
+
+def _layers(count: int) -> tuple[glow_mlir.Graph, dict[str, np.ndarray], np.ndarray]:
+    """`count` identical layers (matmul with weights of their own, bias add, tanh, transpose) in a row."""
+    x = RNG.standard_normal((32, 32)).astype(np.float32)
+    g = glow_mlir.Graph("layers")
+    y = g.input("x", x.shape)
+    want = x.astype(np.float64)
+    for _ in range(count):
+        w = (RNG.standard_normal((32, 32)) / 8).astype(np.float32)
+        b = RNG.standard_normal((32, 32)).astype(np.float32)
+        y = g.transpose(g.tanh(g.add(g.matmul(y, g.constant(w)), g.constant(b))), [1, 0])
+        want = np.tanh(want @ w + b).T
+    g.output("y", y)
+    return g, {"x": x}, want
+
+
+def _outlined(scheduled: str) -> tuple[set[str], int]:
+    """The outlined functions of a scheduled module's text, and how many calls call them."""
+    functions = set(re.findall(r"func\.func private @(__glow_\w+)\(", scheduled))
+    return functions, len(re.findall(r"call @__glow_", scheduled))
+
+
+def test_repeated_layers_compile_once() -> None:
+    """Compile time grows linearly with the model, by no more than each layer's call sites: the kernels of
+    identical layers (the same ops, shapes and attributes; weights of their own) are scheduled and compiled
+    once (outline.py: `Outlined`). The proxy: the outlined functions of 2 and 4 layers are the same ones, and
+    the LLVM module grows by the same op count per layer, less than the layer's kernels would add."""
+    functions: dict[int, set[str]] = {}
+    llvm_ops: dict[int, int] = {}
+    for count in (2, 3, 4):
+        g, feeds, want = _layers(count)
+        with glow_mlir.compile(g, keep_ir=True, cache=False) as model:
+            np.testing.assert_allclose(model.run(feeds)["y"], want, rtol=1e-4, atol=1e-4)
+            functions[count], calls = _outlined(model.ir("glow-cpu-schedule"))
+            assert calls >= 2 * count and len(functions[count]) < calls
+            llvm_ops[count] = next(p["ops_after"] for p in model.report["passes"] if p["name"] == "glow-to-llvm")
+            lowered = model.ir("glow-to-llvm")
+    assert functions[2] == functions[4]
+    per_layer = llvm_ops[4] - llvm_ops[3]
+    assert llvm_ops[3] - llvm_ops[2] == per_layer
+    # Lines of the outlined functions, about one op each: what every layer would add if compiled anew.
+    kernel_lines = sum(_llvm_function(lowered, name).count("\n") for name in functions[4])
+    assert per_layer < kernel_lines

@@ -42,6 +42,30 @@ def test_small_cnn_matches_onnxruntime() -> None:
     check(small_cnn(), {"x": rand(2, 3, 8, 8)}, rtol=1e-4)
 
 
+def test_shape_inference_gets_no_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    """onnx's shape inference copies the model to C++ and back: large initializers reach it without their data
+    (importer._infer_shapes), a shape read from a small one still folds, and the model imports whole."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+        helper.make_node("Reshape", ["m", "shape"], ["y"], name="reshape"),
+    ]
+    init = {"w": rand(64, 512), "shape": np.array([2, 4, 128], np.int64)}
+    m = model(nodes, {"x": rand(2, 64)}, ["y"], init)
+    seen: list[onnx.ModelProto] = []
+    infer = onnx.shape_inference.infer_shapes
+
+    def spy(proto: onnx.ModelProto, *args: object, **kwargs: object) -> onnx.ModelProto:
+        seen.append(proto)
+        return infer(proto, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(onnx.shape_inference, "infer_shapes", spy)
+        import_model(m)
+    assert len(seen) == 1 and seen[0].ByteSize() < 4096 < m.ByteSize()
+    assert len(m.graph.initializer[0].raw_data) == 64 * 512 * 4  # the caller's model is left whole
+    check(m, {"x": rand(2, 64)}, rtol=1e-4, atol=1e-4)
+
+
 def test_accepts_proto_bytes_and_path(tmp_path: Path) -> None:
     m = small_cnn()
     path = tmp_path / "cnn.onnx"
