@@ -35,6 +35,9 @@ class Backend:
     should_lower: Callable[[ir.Operation], bool] = lower_everything
     # Whether the backend compiles glow op `name` (with its `glow.` prefix).
     supports: Callable[[str], bool] = lambda name: True
+    # Whether the backend computes bf16 product `op` on its bf16 factors into an f32 result (glow-lower's
+    # widen_bf16 then keeps it so instead of computing it in f32).
+    native_bf16: Callable[[ir.Operation], bool] = lambda op: False
 
 
 _BACKENDS: dict[str, Backend] = {}

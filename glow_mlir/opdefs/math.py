@@ -222,8 +222,9 @@ define(OpDef(
     shape=lambda o, a, r: shapes.fully_connected(*o), types=t.FLOAT, evaluate=ref.fully_connected,
 ))
 define(OpDef(
-    "matmul", "2-D matrix product.", ("lhs", "rhs"), shape=lambda o, a, r: shapes.matmul(*o), types=t.NUMBER,
-    evaluate=ref.matmul, ir=IrDef("matmul", BINARY_OPERANDS, doc="dest = lhs x rhs (2-D).", graph="matmul"),
+    "matmul", "2-D matrix product.", ("lhs", "rhs"), shape=lambda o, a, r: shapes.matmul(*o),
+    types=t.NUMBER_PRODUCT, evaluate=ref.matmul,
+    ir=IrDef("matmul", BINARY_OPERANDS, doc="dest = lhs x rhs (2-D).", graph="matmul"),
 ))
 define(OpDef(
     "batch_matmul", "result[b] = lhs[b] x rhs[b] for lhs [B, M, K] and rhs [B, K, N].", ("lhs", "rhs"),
@@ -244,7 +245,8 @@ define(OpDef(
     "activation(lhs x rhs + bias), bias [N] added to every row: a fully connected layer with its activation, "
     "one kernel.",
     ("lhs", "rhs", "bias"), attrs=_ACTIVATION_ATTRS,
-    shape=lambda o, a, r: shapes.fused(a, shapes.fused_matmul(*o)), types=t.FLOAT, evaluate=ref.fused_matmul,
+    shape=lambda o, a, r: shapes.fused(a, shapes.fused_matmul(*o)), types=t.FLOAT_PRODUCT,
+    evaluate=ref.fused_matmul,
     producer=Producer("glow.fused_matmul", None),
     ir=IrDef(
         "fused_matmul", (("dest", "out"), ("lhs", "in"), ("rhs", "in"), ("bias", "in")),

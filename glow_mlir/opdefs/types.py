@@ -134,10 +134,24 @@ def gather(operands: Sequence[str], _: str | None) -> str:
     return data
 
 
+def product(allowed: Sequence[str], kind: str) -> TypeRule:
+    """`same`, and also bf16 factors delivering an f32 result (any further operand, a bias, bf16 or f32): the
+    native bf16 products of the CPU backend (glow-lower's widen_bf16), which accumulate bf16 pairs in f32."""
+
+    def rule(operands: Sequence[str], result: str | None) -> str:
+        if result == "f32" and tuple(operands[:2]) == ("bf16", "bf16") and set(operands[2:]) <= {"bf16", "f32"}:
+            return result
+        return _same(operands, allowed, kind)
+
+    return _taking(rule, allowed)
+
+
 FLOAT = same(FLOATS, "a float")
 # i1 is left out: arithmetic and ordering on booleans (true as -1 in signed i1) would silently miscompute.
 NUMBER = same(NUMBERS, "an integer or float")
 ANY = same(ELEMENT_TYPES, "an element type")
+FLOAT_PRODUCT = product(FLOATS, "a float")
+NUMBER_PRODUCT = product(NUMBERS, "an integer or float")
 LOGIC = same((BOOL,), "boolean")
 INTEGER = same(INTEGERS, "an integer")
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from glow_mlir import opdefs
 from glow_mlir.backends.base import Backend, register_backend
+# The bf16 products' recipes register on import, guarded to take their ops before the f32 recipes.
+from glow_mlir.backends.cpu.bf16_recipes import native_product
 from glow_mlir.codegen.table import LOWERINGS
 from glow_mlir.passes.lowering import irgen
 from glow_mlir.passes.lowering.lower import RULES
@@ -29,5 +31,6 @@ CPU = register_backend(
         layout=("glow-cpu-layout", "glow-sink-transpose"),
         codegen=("glow-cpu-schedule", "glow-to-llvm"),
         supports=supports,
+        native_bf16=native_product,
     )
 )

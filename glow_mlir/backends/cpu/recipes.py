@@ -66,12 +66,18 @@ class Recipe:
 
 RecipeFn = Callable[[ir.Operation], Recipe | None]
 _RECIPES: dict[str, RecipeFn] = {}
+# Recipes for the ops of one name that a predicate picks (the bf16 products: bf16_recipes.py), by op name.
+_GUARDED: dict[str, list[tuple[Callable[[ir.Operation], bool], RecipeFn]]] = {}
 
 
-def recipe(op_name: str) -> Callable[[RecipeFn], RecipeFn]:
-    """Registers `fn` as the recipe of payload ops named `op_name` (one recipe per name)."""
+def recipe(op_name: str, when: Callable[[ir.Operation], bool] | None = None) -> Callable[[RecipeFn], RecipeFn]:
+    """Registers `fn` as the recipe of payload ops named `op_name` (one recipe per name), or, given `when`, of
+    those `when` accepts, which it then takes instead of the name's recipe (kernels for other element types)."""
 
     def wrap(fn: RecipeFn) -> RecipeFn:
+        if when is not None:
+            _GUARDED.setdefault(op_name, []).append((when, fn))
+            return fn
         if op_name in _RECIPES:
             raise ValueError(f"a recipe for '{op_name}' is registered twice")
         _RECIPES[op_name] = fn
@@ -82,7 +88,20 @@ def recipe(op_name: str) -> Callable[[RecipeFn], RecipeFn]:
 
 def recipes() -> dict[str, RecipeFn]:
     """Every registered recipe, by payload op name (those of the recipe modules imported so far)."""
-    return dict(_RECIPES)
+    return {name: _dispatch(name) for name in _RECIPES | _GUARDED}
+
+
+def _dispatch(op_name: str) -> RecipeFn:
+    """The recipe of an `op_name` op: the first guarded recipe that accepts it, else the name's own."""
+    guarded, general = _GUARDED.get(op_name, []), _RECIPES.get(op_name)
+    if not guarded and general is not None:
+        return general
+
+    def fn(op: ir.Operation) -> Recipe | None:
+        chosen = next((f for when, f in guarded if when(op)), general)
+        return chosen(op) if chosen is not None else None
+
+    return fn
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -167,7 +186,8 @@ def largest_divisor(n: int, at_most: int, multiple_of: int = 1) -> int:
 
 
 def constant_data(value: ir.Value) -> np.ndarray | None:
-    """The data of a memref that is a `memref.get_global` of a constant global with a dense f32 value."""
+    """The data of a memref that is a `memref.get_global` of a constant global with a dense float value, in
+    the global's element type (ml_dtypes' bfloat16 for bf16)."""
     owner = value.owner
     if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
         owner = owner.operation
@@ -182,8 +202,9 @@ def constant_data(value: ir.Value) -> np.ndarray | None:
         return None
     shape = static_shape(value)
     if attr.is_splat:
-        return np.full(shape, ir.FloatAttr(attr.get_splat_value()).value, np.float32)
-    return np.array(attr, dtype=np.float32).reshape(shape)
+        dtype = ops.numpy_dtype(ir.ShapedType(attr.type).element_type)
+        return np.full(shape, ir.FloatAttr(attr.get_splat_value()).value, np.float32).astype(dtype)
+    return ops.dense_array(attr).reshape(shape)
 
 
 def _module_of(op: ir.Operation) -> ir.Operation:
@@ -202,8 +223,8 @@ def _global(user: ir.Operation, name: str) -> ir.Operation | None:
 
 
 def packed_global(user: ir.Operation, data: np.ndarray, hint: str) -> ir.Value:
-    """A new private constant global holding `data` (64-byte aligned), and its get_global at the insertion
-    point."""
+    """A new private constant global holding `data` (64-byte aligned; f32, or bf16 for ml_dtypes' bfloat16),
+    and its get_global at the insertion point."""
     module = _module_of(user)
     names = {
         ir.StringAttr(o.attributes["sym_name"]).value
@@ -213,15 +234,14 @@ def packed_global(user: ir.Operation, data: np.ndarray, hint: str) -> ir.Value:
     name = hint
     while name in names:
         name += "_"
-    t = ops.memref_type(data.shape, ir.F32Type.get())
+    elt = ops.mlir_type(data.dtype if data.dtype == ops.MLIR_TO_NUMPY["bf16"] else np.float32)
+    t = ops.memref_type(data.shape, elt)
     with ir.InsertionPoint.at_block_begin(module.regions[0].blocks[0]):
         memref.GlobalOp(
             sym_name=name,
             type_=t,
             sym_visibility="private",
-            initial_value=ir.DenseElementsAttr.get(
-                np.ascontiguousarray(data, np.float32), type=ops.tensor_type(data.shape, ir.F32Type.get())
-            ),
+            initial_value=ops.dense_attr(data.astype(ops.numpy_dtype(elt)), ops.tensor_type(data.shape, elt)),
             constant=True,
             alignment=64,
         )

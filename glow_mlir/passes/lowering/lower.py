@@ -16,10 +16,15 @@ Like Glow's `lower()`, every rule replaces one node by a small graph of simpler 
 - conv_transpose with padding -> conv_transpose with zero pads (its full output) and a slice that crops it,
   since a transposed convolution's pads remove output rather than add input
 - every op computing a bfloat16 result -> the same op on f32, between conversions (`widen_bf16`): bf16 is
-  a storage type here, as the CPU backend has no bf16 arithmetic. A chain of such ops passes its f32 values
-  on, so a value is rounded to bf16 once, where it leaves the chain (a graph output, a convert_to, an op of
-  another result type), as ONNX's reference computes bf16 (in f32, rounding the result). Rounding each step
-  loses bits with every op, and every partial sum of a matmul or softmax (about log2(terms) bits)
+  a storage type here, as the CPU backend has no bf16 arithmetic but its products. A chain of such ops
+  passes its f32 values on, so a value is rounded to bf16 once, where it leaves the chain (a graph output, a
+  convert_to, an op of another result type, a native product's factor), as ONNX's reference computes bf16
+  (in f32, rounding the result). Rounding each step loses bits with every op, and every partial sum of a
+  matmul or softmax (about log2(terms) bits). The exceptions are the products a backend computes natively
+  (`Backend.native_bf16`; the CPU backend's: matmul, fully_connected and group-1 NHWC convolutions with
+  constant weights, where its vdpbf16ps kernels beat f32, backends/cpu/bf16_recipes.py): they take their
+  bf16 factors as they are and give an f32 result (a bias in f32); the f32 chain before one is rounded at
+  that factor, the one after starts from its f32 sums (docs/QUANTIZATION.md, "Native bf16 products")
 
 A backend may keep any op whole (Glow's `shouldLower`): `lower(module, should_lower)` asks it per op. Every
 op a rule creates carries the location of the op it replaces, so later errors still name the model node.
@@ -61,10 +66,12 @@ def lower(module: ir.Module, should_lower: Callable[[ir.Operation], bool] = lowe
 _NOT_WIDENED = frozenset({"glow.constant", "glow.splat", "glow.convert_to"})
 
 
-def widen_bf16(function: ir.Operation) -> None:
+def widen_bf16(function: ir.Operation, native: Callable[[ir.Operation], bool] = lambda op: False) -> None:
     """Computes every op of bf16 result in f32: its bf16 operands converted up, the result converted back
     down. An operand that is such a down-conversion is read as the f32 value it converts, so a chain of ops
-    rounds to bf16 once, at its end; the down-conversions left without uses go to glow-dce."""
+    rounds to bf16 once, at its end; the down-conversions left without uses go to glow-dce. A product that
+    `native` accepts (the backend's `native_bf16`) keeps its two bf16 factors, a down-conversion included,
+    and gives f32 (a fully_connected as matmul + batched_add, its bias in f32)."""
     f32, bf16 = ir.F32Type.get(), ir.BF16Type.get()
     wide_of: dict[ir.Value, ir.Value] = {}  # a down-conversion this pass made -> the f32 value it converts
     for op in ops.walk_ops(function):
@@ -75,13 +82,21 @@ def widen_bf16(function: ir.Operation) -> None:
             or not isinstance(ops.element_type(op.results[0]), ir.BF16Type)
         ):
             continue
+        is_native = native(op)
         with ir.InsertionPoint(op), op.location:
             operands = [
-                wide_of.get(v) or _converted(v, f32) if isinstance(ops.element_type(v), ir.BF16Type) else v
-                for v in op.operands
+                v
+                if (i < 2 and is_native) or not isinstance(ops.element_type(v), ir.BF16Type)
+                else wide_of.get(v) or _converted(v, f32)
+                for i, v in enumerate(op.operands)
             ]
             result = ops.tensor_type(ops.shape(op.results[0]), f32)
-            wide = ops.create(op.name, operands, [result], attributes(op))
+            if is_native and op.name == "glow.fully_connected":
+                # matmul + batched_add, as glow-lower's rule, with the bias added in f32.
+                product = _make("glow.matmul", operands[:2], result)
+                wide = ops.create("glow.batched_add", [product, operands[2]], [result])
+            else:
+                wide = ops.create(op.name, operands, [result], attributes(op))
             narrow = _converted(wide.results[0], bf16)
         wide_of[narrow] = wide.results[0]
         op.results[0].replace_all_uses_with(narrow)
@@ -101,7 +116,7 @@ def lower_pass(module: ir.Module, backend: str = DEFAULT) -> None:
     except KeyError as e:
         raise PipelineError(f"glow-lower: {e.args[0]}") from None
     for function in ops.functions(module):
-        widen_bf16(function)
+        widen_bf16(function, chosen.native_bf16)
     lower(module, chosen.should_lower)
 
 

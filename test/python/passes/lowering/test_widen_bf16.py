@@ -1,12 +1,20 @@
 """glow-lower computes bfloat16 ops in f32 and rounds a chain of them once (passes/lowering/lower.py:
-widen_bf16)."""
+widen_bf16), but the products the backend computes natively on bf16 factors (the CPU backend's, where
+vdpbf16ps pays: backends/cpu/bf16_host.py), which give f32."""
 
 from __future__ import annotations
 
+from unittest import mock
+
 import ml_dtypes
 import numpy as np
+import pytest
 
 import glow_mlir
+from glow_mlir.backends.cpu import bf16_host
+from glow_mlir.context import copy_module
+from glow_mlir.opdefs import types
+from glow_mlir.opdefs.shapes import ShapeError
 from glow_mlir.pipeline.runner import run_pipeline
 
 RNG = np.random.default_rng(3)
@@ -19,17 +27,55 @@ def bf16_matmul() -> tuple[glow_mlir.Graph, np.ndarray]:
     return g, w
 
 
-def test_a_bf16_matmul_runs_in_f32_between_conversions() -> None:
+@pytest.fixture(params=[False, True], ids=["widened", "native"])
+def native(request: pytest.FixtureRequest) -> bool:
+    """Runs a test with the CPU backend's native bf16 products off and on, whatever this host's probe says
+    (on, where the host has avx512_bf16: the tests run the code)."""
+    if request.param and not bf16_host.has_avx512_bf16():
+        pytest.skip("the host CPU has no avx512_bf16")
+    with mock.patch.object(bf16_host, "dot_pays", lambda: request.param):
+        yield request.param
+
+
+def test_a_bf16_matmul_runs_in_f32_between_conversions(native: bool) -> None:
     g, _ = bf16_matmul()
     module = g.module
     with module.context:
         run_pipeline(module, "builtin.module(glow-lower)")
     text = str(module)
-    assert "glow.matmul" in text and "-> tensor<2x4xf32>" in text
-    assert text.count("glow.convert_to") == 3  # both operands up, the result down
+    if native:  # the bf16 factors as they are, the f32 result down
+        assert "(tensor<2x512xbf16>, tensor<512x4xbf16>) -> tensor<2x4xf32>" in text
+        assert text.count("glow.convert_to") == 1
+    else:  # both operands up, the result down
+        assert "(tensor<2x512xf32>, tensor<512x4xf32>) -> tensor<2x4xf32>" in text
+        assert text.count("glow.convert_to") == 3
 
 
-def test_the_sum_is_rounded_once() -> None:
+@pytest.mark.skipif(not bf16_host.has_avx512_bf16(), reason="the host CPU has no avx512_bf16")
+def test_a_native_product_rounds_the_chain_before_it_and_starts_one_after_it() -> None:
+    """exp -> matmul -> exp in bf16: the first exp's f32 result is rounded to bf16 once, as the matmul's
+    factor; the matmul's f32 sums go on into the second exp unrounded; the output is rounded once."""
+    w = RNG.standard_normal((8, 4)).astype(ml_dtypes.bfloat16) / 4
+    g = glow_mlir.Graph("chain")
+    g.output("y", g.exp(g.matmul(g.exp(g.input("x", (3, 8), "bf16")), g.constant(w))))
+    x = (RNG.standard_normal((3, 8)) / 2).astype(ml_dtypes.bfloat16)
+    with mock.patch.object(bf16_host, "dot_pays", lambda: True):
+        module = copy_module(g.module)
+        with module.context:
+            run_pipeline(module, "builtin.module(glow-lower,glow-dce)")
+        text = str(module)
+        assert text.count("glow.convert_to") == 3  # x up, exp's result down (the factor), the output down
+        assert '"glow.matmul"(%2, %3) : (tensor<3x8xbf16>, tensor<8x4xbf16>) -> tensor<3x4xf32>' in text
+        with glow_mlir.compile(g, cache=False) as model:
+            y = model.run({"x": x})["y"]
+    factor = np.exp(x.astype(np.float32)).astype(ml_dtypes.bfloat16).astype(np.float32)
+    want = np.exp(factor @ w.astype(np.float32)).astype(ml_dtypes.bfloat16).astype(np.float32)
+    # One bf16 step where the f32 sums (another order) straddle a rounding boundary, exact elsewhere.
+    assert np.all(np.abs(y.astype(np.float32) - want) <= np.abs(want) * 2.0**-7)
+    assert np.mean(y.astype(np.float32) == want) > 0.9
+
+
+def test_the_sum_is_rounded_once(native: bool) -> None:
     g, w = bf16_matmul()
     x = RNG.standard_normal((2, 512)).astype(ml_dtypes.bfloat16)
     with glow_mlir.compile(g, cache=False) as model:
@@ -54,3 +100,50 @@ def test_a_chain_of_bf16_ops_is_rounded_once() -> None:
     wide = x.astype(np.float32)
     once = (np.exp(wide / 2) * 2 + wide).astype(ml_dtypes.bfloat16)
     np.testing.assert_array_equal(y, once)
+
+
+def test_the_product_type_rule_admits_bf16_factors_with_an_f32_result_only() -> None:
+    """opdefs/types.py `product`: what glow-verify accepts of matmul / fused_matmul / cpu_conv_nhwc."""
+    assert types.NUMBER_PRODUCT(["bf16", "bf16"], "f32") == "f32"
+    assert types.FLOAT_PRODUCT(["bf16", "bf16", "f32"], "f32") == "f32"  # a bias in f32
+    assert types.NUMBER_PRODUCT(["bf16", "bf16"], None) == "bf16"  # the builder's inference is unchanged
+    # glow-verify rejects a result type other than the rule's
+    assert types.FLOAT_PRODUCT(["f16", "f16"], "f32") == "f16"
+    assert types.FLOAT_PRODUCT(["f32", "f32"], "bf16") == "f32"
+    with pytest.raises(ShapeError):
+        types.FLOAT_PRODUCT(["bf16", "f32"], "f32")  # factors of two types
+
+
+def test_only_products_with_constant_weights_are_native() -> None:
+    """Attention's batch_matmul and a matmul of two activations stay widened; grouped convolutions too."""
+    g = glow_mlir.Graph("products")
+    a, b = g.input("a", (4, 8), "bf16"), g.input("b", (8, 4), "bf16")
+    w = g.constant(RNG.standard_normal((8, 4)).astype(ml_dtypes.bfloat16))
+    g.output("ab", g.matmul(a, b))
+    g.output("aw", g.matmul(a, w))
+    g.output("batch", g.batch_matmul(g.reshape(a, (1, 4, 8)), g.reshape(b, (1, 8, 4))))
+    with mock.patch.object(bf16_host, "dot_pays", lambda: True):
+        module = copy_module(g.module)
+        with module.context:
+            run_pipeline(module, "builtin.module(glow-lower)")
+    text = str(module)
+    assert text.count("bf16>) -> tensor<4x4xf32>") == 1  # a x w only
+    assert "(tensor<1x4x8xf32>, tensor<1x8x4xf32>) -> tensor<1x4x4xf32>" in text
+
+
+@pytest.mark.parametrize(
+    "rows,k,n,native", [(1, 1024, 1024, True), (4, 1024, 1024, True), (8, 1024, 1024, False), (1, 512, 256, False)]
+)
+def test_products_streaming_their_weights_are_native_where_vdpbf16ps_does_not_pay(
+    rows: int, k: int, n: int, native: bool
+) -> None:
+    """A GEMV-like product (few rows, weights beyond L2) reads its weights in half the bytes in bf16."""
+    g = glow_mlir.Graph("gemv")
+    w = g.constant(np.zeros((k, n), ml_dtypes.bfloat16))
+    g.output("y", g.matmul(g.input("x", (rows, k), "bf16"), w))
+    slow_dot = mock.patch.object(bf16_host, "dot_pays", lambda: False)
+    with slow_dot, mock.patch.object(bf16_host, "has_avx512_bf16", lambda: True):
+        module = copy_module(g.module)
+        with module.context:
+            run_pipeline(module, "builtin.module(glow-lower)")
+    assert (f"tensor<{k}x{n}xbf16>) -> tensor<{rows}x{n}xf32>" in str(module)) == native
