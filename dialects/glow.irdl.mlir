@@ -766,6 +766,40 @@ irdl.dialect @glow {
     irdl.results(result: %result)
   }
 
+  // CPU backend: int8 or uint8 activation [M, K] x constant int8 weights packed [ceil(N/16), ceil(K/4), 64], requantized to f32: f32(sum (input + offset) * W - correction) * multiplier + bias, offset 128 for int8 and 0 for uint8, then optionally relu and QuantizeLinear to uint8 (backends/cpu/int8_ops.py).
+  irdl.operation @cpu_int8_matmul {
+    %input = irdl.base "!builtin.tensor"
+    %weights = irdl.base "!builtin.tensor"
+    %correction = irdl.base "!builtin.tensor"
+    %multiplier = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %relu = irdl.base "#builtin.integer"
+    %output_scale = irdl.base "#builtin.float"
+    %output_zero = irdl.base "#builtin.integer"
+    irdl.operands(input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
+    irdl.results(result: %result)
+    irdl.attributes {"relu" = %relu, "output_scale" = %output_scale, "output_zero" = %output_zero}
+  }
+
+  // CPU backend: int8 or uint8 NHWC input, already padded (with its zero point), convolved with a constant int8 filter packed [ceil(O/16), KH * KW * ceil(C/4), 64] (conv_weights, then pack_weights), requantized to f32 as cpu_int8_matmul: [N, OH, OW, O] (backends/cpu/int8_ops.py).
+  irdl.operation @cpu_int8_conv_nhwc {
+    %input = irdl.base "!builtin.tensor"
+    %weights = irdl.base "!builtin.tensor"
+    %correction = irdl.base "!builtin.tensor"
+    %multiplier = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %relu = irdl.base "#builtin.integer"
+    %output_scale = irdl.base "#builtin.float"
+    %output_zero = irdl.base "#builtin.integer"
+    irdl.operands(input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "output_scale" = %output_scale, "output_zero" = %output_zero}
+  }
+
   // CPU backend: the fused convolution in NHWC, filter [KH, KW, C / group, O], bias [O]; pads [top, left, bottom, right].
   irdl.operation @cpu_conv_nhwc {
     %input = irdl.base "!builtin.tensor"

@@ -781,6 +781,40 @@ irdl.dialect @glow_ir {
     irdl.attributes {"start" = %start, "roles" = %roles}
   }
 
+  // CPU backend: dest = f32(sum (input + offset) * W - correction) * multiplier + bias, vpdpbusd on packed int8 weights.
+  irdl.operation @cpu_int8_matmul {
+    %dest = irdl.base "!builtin.memref"
+    %input = irdl.base "!builtin.memref"
+    %weights = irdl.base "!builtin.memref"
+    %correction = irdl.base "!builtin.memref"
+    %multiplier = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %relu = irdl.base "#builtin.integer"
+    %output_scale = irdl.base "#builtin.float"
+    %output_zero = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in", "in", "in", "in", "in"]
+    irdl.operands(dest: %dest, input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
+    irdl.attributes {"relu" = %relu, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
+  }
+
+  // CPU backend: dest = f32(sum (input + offset) * W - correction) * multiplier + bias over each window of the padded NHWC input, vpdpbusd on packed int8 weights.
+  irdl.operation @cpu_int8_conv_nhwc {
+    %dest = irdl.base "!builtin.memref"
+    %input = irdl.base "!builtin.memref"
+    %weights = irdl.base "!builtin.memref"
+    %correction = irdl.base "!builtin.memref"
+    %multiplier = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %relu = irdl.base "#builtin.integer"
+    %output_scale = irdl.base "#builtin.float"
+    %output_zero = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in", "in", "in", "in", "in"]
+    irdl.operands(dest: %dest, input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
+  }
+
   // CPU backend: dest = activation(convolution(src, filter, bias)) in NHWC, filter [KH, KW, C / group, O], no padding.
   irdl.operation @cpu_conv_nhwc {
     %dest = irdl.base "!builtin.memref"

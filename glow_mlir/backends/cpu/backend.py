@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from glow_mlir import opdefs
 from glow_mlir.backends.base import Backend, register_backend
+# The int8 product (its op, glow-cpu-int8 and its vpdpbusd lowering) register on import.
+from glow_mlir.backends.cpu import int8_gemm, int8_rewrite  # noqa: F401
 # The bf16 products' recipes register on import, guarded to take their ops before the f32 recipes.
 from glow_mlir.backends.cpu.bf16_recipes import native_product
 from glow_mlir.codegen.table import LOWERINGS
@@ -28,7 +30,7 @@ CPU = register_backend(
     Backend(
         name="cpu",
         description="NHWC direct convolutions, packed GEMMs and vector code for the host CPU, JIT or object code",
-        layout=("glow-cpu-layout", "glow-sink-transpose"),
+        layout=("glow-cpu-int8", "glow-cpu-layout", "glow-sink-transpose"),
         codegen=("glow-cpu-schedule", "glow-to-llvm"),
         supports=supports,
         native_bf16=native_product,

@@ -1,0 +1,301 @@
+"""glow-ir-to-linalg's lowerings of `glow_ir.cpu_int8_matmul` and `glow_ir.cpu_int8_conv_nhwc` (int8_ops.py): an
+int8 GEMM on vpdpbusd, and the direct NHWC convolution as that GEMM over output pixels.
+
+AVX-512 VNNI's vpdpbusd multiplies the 64 unsigned bytes of one operand by the 64 signed bytes of another and
+adds each group of 4 products to one of 16 i32 lanes. With the weights packed as int8_ops.py says (one
+512-bit row per 16 columns and 4 steps of K), one vpdpbusd takes 4 steps of K for 16 columns of one row
+of the result: its unsigned operand is 4 activation bytes of that row broadcast to every lane (xor 0x80
+makes int8 the unsigned `q + 128` that the op's definition adds, uint8 goes as it is; the correction operand
+takes the offset and the zero point off).
+
+The kernel is hand-written here rather than left to a transform recipe, because nothing upstream turns a
+linalg product into vpdpbusd: scf loops over a register tile of `rows` x `blocks` 16-lane i32 accumulators
+(`register_tile`: at most 24, with the weights and the broadcast in the other 8 of AVX-512's 32 zmm
+registers), whose k loop loads `blocks` packed weight rows and `rows` broadcasts and issues rows x blocks
+vpdpbusd (`llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"`, which LLVM 22 types (<16 x i32>,
+<64 x i8>, <64 x i8>)). The epilogue subtracts the correction, converts to f32, multiplies and adds the bias
+(two roundings, as the reference interpreter), applies the op's relu and uint8 quantization when it has them
+(int8_ops.epilogue: divf, roundeven, clamp, as the graph ops it replaces) and stores 16 columns.
+
+Every M, N, K: the column-block groups of `blocks` run in an scf.for, the last group (fewer blocks, the
+last one partial when 16 does not divide N: masked loads and stores) is emitted once after it; likewise
+the row tiles and their remainder; a K not a multiple of 4 ends with a masked 1-3 byte load (the weights
+are zero there). Column groups are the outer loop, so a group's packed weights (blocks x 64 x K/4 bytes)
+stay in cache while every row tile streams past them.
+
+A convolution is the same tiles over the output pixels (dest viewed as [N * OH * OW, O]) whose K loops run
+over the filter rows, filter columns and channels of each pixel's window in the padded input, read in place
+(no im2col copy); a 1x1 stride-1 convolution is exactly the GEMM of the input viewed as [N * H * W, C].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mlir import ir
+from mlir.dialects import arith, builtin, llvm, math, scf, vector
+
+from glow_mlir import ops
+from glow_mlir.backends.cpu.int8_ops import K_STEP, LANES
+from glow_mlir.codegen.builders import index, pair, reshape, storage_type
+from glow_mlir.codegen.table import fail, lowering
+
+VPDPBUSD = "llvm.x86.avx512.vpdpbusd.512"
+# Accumulator registers a tile may use, and the most rows or 16-column blocks it spans.
+MAX_ACCUMULATORS = 24
+MAX_ROWS = 8
+MAX_BLOCKS = 8
+# Rows of a tile when there are at least 4 column blocks (6 x 4 accumulators), else MAX_ROWS.
+WIDE_ROWS = 6
+WIDE_BLOCKS = 4
+
+
+def register_tile(m: int, blocks: int) -> tuple[int, int]:
+    """(rows, column blocks) of the register tile for an M-row result of `blocks` 16-column blocks:
+    6 x 4 when both are large, more rows for narrow results and more blocks for short ones, never over
+    MAX_ACCUMULATORS accumulators."""
+    rows = min(m, WIDE_ROWS if blocks >= WIDE_BLOCKS else MAX_ROWS)
+    return rows, min(blocks, MAX_ACCUMULATORS // rows, MAX_BLOCKS)
+
+
+def _vec(length: int, elt: ir.Type) -> ir.VectorType:
+    return ir.VectorType.get([length], elt)
+
+
+def _signless(buffer: ir.Value) -> ir.Value:
+    """uint8 `buffer` as the i8 buffer it is stored as (glow-ir-to-linalg's `signless_types` removes the cast)."""
+    return builtin.unrealized_conversion_cast([storage_type(buffer.type)], [buffer])
+
+
+def _splat(t: ir.VectorType, value: ir.Attribute) -> ir.Value:
+    return arith.constant(t, ir.DenseElementsAttr.get_splat(t, value))
+
+
+# A row's reader: (K step index k4 of the packed weights, the row's context) -> vpdpbusd's unsigned operand.
+Accumulate = Callable[["_Kernel", list[ir.Value], list[object], ir.Value, int], list[ir.Value]]
+
+
+class _Kernel:
+    """The buffers and types of one int8 product over an [M, N] result, and the emitters of its register
+    tiles; `rows_of(row)` gives a result row's context for `accumulate`, which emits the K loops."""
+
+    def __init__(self, op: ir.Operation, dest: ir.Value, src: ir.Value, m: int, rows_of: Callable[[ir.Value], object],
+                 accumulate: Accumulate) -> None:  # fmt: skip
+        _, _, self.weights, self.correction, self.multiplier, self.bias = op.operands
+        self.m, self.n = m, ops.shape(dest)[1]
+        self.relu = ir.BoolAttr(op.attributes["relu"]).value
+        self.output_scale = ir.FloatAttr(op.attributes["output_scale"]).value
+        self.output_zero = ir.IntegerAttr(op.attributes["output_zero"]).value
+        # A quantized (uint8) result is stored as the i8 bytes it is.
+        self.dest = _signless(dest) if self.output_scale else dest
+        # uint8 bytes are vpdpbusd's unsigned operand as they are; int8 ones get 128 added (int8_ops.offset).
+        self.signed = not ir.IntegerType(ops.element_type(src)).is_unsigned
+        self.src = src if self.signed else _signless(src)
+        self.rows_of, self.accumulate = rows_of, accumulate
+        self.i8, self.i32, self.f32 = (ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32),
+                                       ir.F32Type.get())  # fmt: skip
+        self.acc_type, self.bytes_type = _vec(LANES, self.i32), _vec(LANES * K_STEP, self.i8)
+        self.zero = _splat(self.acc_type, ir.IntegerAttr.get(self.i32, 0))
+        # xor with 0x80 in each byte: int8 q -> unsigned q + 128.
+        self.flip = _splat(self.acc_type, ir.IntegerAttr.get(self.i32, -0x7F7F7F80))
+
+    def columns(self, rows: int, blocks: int) -> None:
+        """The whole product with `rows` x `blocks` tiles: column groups outside, row tiles inside."""
+        full_blocks = self.n // LANES
+        groups = full_blocks // blocks
+        if groups:
+            loop = scf.ForOp(index(0), index(groups * blocks), index(blocks))
+            with ir.InsertionPoint(loop.body):
+                self.rows(loop.induction_variable, rows, blocks, 0)
+                scf.YieldOp([])
+        tail = full_blocks - groups * blocks + (1 if self.n % LANES else 0)
+        if tail:
+            self.rows(index(groups * blocks), rows, tail, self.n % LANES)
+
+    def rows(self, block0: ir.Value, rows: int, blocks: int, partial: int) -> None:
+        """Every row tile of the column group starting at block `block0`; its last block has only `partial`
+        columns when that is not 0."""
+        count = self.m // rows
+        if count:
+            loop = scf.ForOp(index(0), index(count * rows), index(rows))
+            with ir.InsertionPoint(loop.body):
+                self.tile(loop.induction_variable, rows, block0, blocks, partial)
+                scf.YieldOp([])
+        if self.m % rows:
+            self.tile(index(count * rows), self.m % rows, block0, blocks, partial)
+
+    def broadcast(self, indices: list[ir.Value], valid: int) -> ir.Value:
+        """The 4 source bytes at `indices` (only the first `valid` read, the rest 0) as unsigned q + 128 in
+        every i32 lane: vpdpbusd's first byte operand."""
+        quad = _vec(K_STEP, self.i8)
+        if valid == K_STEP:
+            four = vector.load(quad, self.src, indices)
+        else:
+            mask = vector.constant_mask(_vec(K_STEP, ir.IntegerType.get_signless(1)), [valid])
+            four = vector.maskedload(quad, self.src, indices, mask, _splat(quad, ir.IntegerAttr.get(self.i8, 0)))
+        word = vector.extract(vector.bitcast(_vec(1, self.i32), four), [], [0])
+        lanes = vector.broadcast(self.acc_type, word)
+        return vector.bitcast(self.bytes_type, arith.xori(lanes, self.flip) if self.signed else lanes)
+
+    def step(self, accs: list[ir.Value], operands: list[Callable[[], ir.Value]], block0: ir.Value, blocks: int,
+             k4: ir.Value) -> list[ir.Value]:  # fmt: skip
+        """One step of 4 along K (`k4` indexes the packed weights): rows x blocks vpdpbusd, each row's operand
+        from `operands`."""
+        weights = [vector.load(self.bytes_type, self.weights, [arith.addi(block0, index(j)), k4, index(0)])
+                   for j in range(blocks)]  # fmt: skip
+        out = []
+        for i, operand in enumerate(operands):
+            a = operand()
+            for j in range(blocks):
+                out.append(llvm.call_intrinsic(self.acc_type, VPDPBUSD, [accs[i * blocks + j], a, weights[j]], [], []))
+        return out
+
+    def tile(self, row0: ir.Value, rows: int, block0: ir.Value, blocks: int, partial: int) -> None:
+        """The register tile of `rows` rows from `row0` and `blocks` column blocks from `block0`."""
+        row_index = [arith.addi(row0, index(i)) for i in range(rows)]
+        contexts = [self.rows_of(row) for row in row_index]
+        accs = self.accumulate(self, [self.zero] * (rows * blocks), contexts, block0, blocks)
+        for j in range(blocks):
+            column = arith.muli(arith.addi(block0, index(j)), index(LANES))
+            width = partial if j == blocks - 1 and partial else LANES
+            self.epilogue([accs[i * blocks + j] for i in range(rows)], row_index, column, width)
+
+    def epilogue(self, accs: list[ir.Value], rows: list[ir.Value], column: ir.Value, width: int) -> None:
+        """f32(acc - correction) * multiplier + bias into 16 (or `width`) columns from `column` of each row."""
+        f32s = _vec(LANES, self.f32)
+        mask = None
+        if width < LANES:
+            mask = vector.constant_mask(_vec(LANES, ir.IntegerType.get_signless(1)), [width])
+
+        def load(buffer: ir.Value, t: ir.VectorType, zero: ir.Attribute) -> ir.Value:
+            if mask is None:
+                return vector.load(t, buffer, [column])
+            return vector.maskedload(t, buffer, [column], mask, _splat(t, zero))
+
+        corr = load(self.correction, self.acc_type, ir.IntegerAttr.get(self.i32, 0))
+        mult = load(self.multiplier, f32s, ir.FloatAttr.get(self.f32, 0.0))
+        bias = load(self.bias, f32s, ir.FloatAttr.get(self.f32, 0.0))
+        for acc, row in zip(accs, rows, strict=True):
+            value = self.output(arith.addf(arith.mulf(arith.sitofp(f32s, arith.subi(acc, corr)), mult), bias))
+            if mask is None:
+                vector.store(value, self.dest, [row, column])
+            else:
+                vector.maskedstore(self.dest, [row, column], mask, value)
+
+    def output(self, value: ir.Value) -> ir.Value:
+        """The f32 result through the op's relu and uint8 quantization (int8_ops.epilogue), in the same float32
+        operations as the ops they replace: maximumf, divf, roundeven, addf, clamp, then to bytes."""
+        f32s = _vec(LANES, self.f32)
+
+        def splat(number: float) -> ir.Value:
+            return _splat(f32s, ir.FloatAttr.get(self.f32, number))
+
+        if self.relu:
+            value = arith.maximumf(value, splat(0.0))
+        if not self.output_scale:
+            return value
+        steps = arith.addf(math.roundeven(arith.divf(value, splat(self.output_scale))), splat(self.output_zero))
+        clamped = arith.minimumf(arith.maximumf(steps, splat(0.0)), splat(255.0))
+        return arith.trunci(_vec(LANES, self.i8), arith.fptoui(self.acc_type, clamped))
+
+
+def _k_loop(kernel: _Kernel, accs: list[ir.Value], steps: int, body: Callable[[list[ir.Value], ir.Value],
+            list[ir.Value]]) -> list[ir.Value]:  # fmt: skip
+    """scf.for over [0, steps) carrying `accs`: `body(accs, i)` gives the next ones; none when steps is 0."""
+    if not steps:
+        return accs
+    loop = scf.ForOp(index(0), index(steps), index(1), accs)
+    with ir.InsertionPoint(loop.body):
+        scf.YieldOp(body(list(loop.inner_iter_args), loop.induction_variable))
+    return list(loop.results)
+
+
+def _gemm_accumulate(k: int) -> Accumulate:
+    """The K loop of a GEMM over a [M, k] int8 source: contexts are row indices; a K not a multiple of 4 ends
+    with a step of masked loads."""
+
+    def accumulate(kernel: _Kernel, accs: list[ir.Value], rows: list[object], block0: ir.Value,
+                   blocks: int) -> list[ir.Value]:  # fmt: skip
+        def step(carried: list[ir.Value], k4: ir.Value, valid: int = K_STEP) -> list[ir.Value]:
+            k_index = arith.muli(k4, index(K_STEP))
+            reads = [lambda row=row: kernel.broadcast([row, k_index], valid) for row in rows]
+            return kernel.step(carried, reads, block0, blocks, k4)
+
+        accs = _k_loop(kernel, accs, k // K_STEP, step)
+        if k % K_STEP:
+            accs = step(accs, index(k // K_STEP), k % K_STEP)
+        return accs
+
+    return accumulate
+
+
+def _conv_accumulate(kernels: tuple[int, int], channels: int) -> Accumulate:
+    """The K loops of a direct NHWC convolution: contexts are (image, first input row, first input column) of
+    an output pixel; loops over the filter rows and columns, then the channels 4 at a time (a last masked
+    step when 4 does not divide them), reading the packed weights tap by tap (int8_ops.conv_weights)."""
+    kh, kw = kernels
+    steps_per_tap = -(-channels // K_STEP)
+
+    def accumulate(kernel: _Kernel, accs: list[ir.Value], pixels: list[object], block0: ir.Value,
+                   blocks: int) -> list[ir.Value]:  # fmt: skip
+        def tap(carried: list[ir.Value], i: ir.Value, j: ir.Value) -> list[ir.Value]:
+            base = arith.muli(arith.addi(arith.muli(i, index(kw)), j), index(steps_per_tap))
+            at = [(n, arith.addi(y, i), arith.addi(x, j)) for n, y, x in pixels]  # type: ignore[misc]
+
+            def step(inner: list[ir.Value], c4: ir.Value, valid: int = K_STEP) -> list[ir.Value]:
+                c = arith.muli(c4, index(K_STEP))
+                reads = [lambda p=p: kernel.broadcast([p[0], p[1], p[2], c], valid) for p in at]
+                return kernel.step(inner, reads, block0, blocks, arith.addi(base, c4))
+
+            carried = _k_loop(kernel, carried, channels // K_STEP, step)
+            if channels % K_STEP:
+                carried = step(carried, index(channels // K_STEP), channels % K_STEP)
+            return carried
+
+        return _k_loop(kernel, accs, kh, lambda c1, i: _k_loop(kernel, c1, kw, lambda c2, j: tap(c2, i, j)))
+
+    return accumulate
+
+
+def _check_packed(op: ir.Operation, rows: int, n: int) -> int:
+    """The number of 16-column blocks; the packed weights must be [blocks, ceil(rows / 4), 64]."""
+    packed = (-(-n // LANES), rows, LANES * K_STEP)
+    if ops.shape(op.operands[2]) != packed:
+        raise fail(op, f"weights {list(ops.shape(op.operands[2]))} are not packed as {list(packed)}")
+    return packed[0]
+
+
+@lowering("cpu_int8_matmul")
+def _cpu_int8_matmul(op: ir.Operation) -> None:
+    """dest = f32(sum (src + 128) * W - correction) * multiplier + bias, on vpdpbusd (module docstring)."""
+    dest, src = op.operands[0], op.operands[1]
+    m, k = ops.shape(src)
+    blocks = _check_packed(op, -(-k // K_STEP), ops.shape(dest)[1])
+    kernel = _Kernel(op, dest, src, m, lambda row: row, _gemm_accumulate(k))
+    kernel.columns(*register_tile(m, blocks))
+
+
+@lowering("cpu_int8_conv_nhwc")
+def _cpu_int8_conv_nhwc(op: ir.Operation) -> None:
+    """The direct NHWC convolution on vpdpbusd: a GEMM whose rows are the output pixels (dest viewed as
+    [N * OH * OW, O]) and whose K runs over the filter taps and channels of each pixel's window; a 1x1
+    stride-1 convolution is exactly the GEMM of the source viewed as [N * H * W, C]."""
+    dest, src = op.operands[0], op.operands[1]
+    n, oh, ow, o = ops.shape(dest)
+    _, h, w, c = ops.shape(src)
+    kh, kw = pair(op, "kernels")
+    sh, sw = pair(op, "strides")
+    blocks = _check_packed(op, kh * kw * -(-c // K_STEP), o)
+    pixels = reshape(dest, [n * oh * ow, o])
+    if (kh, kw, sh, sw) == (1, 1, 1, 1):
+        gemm = _Kernel(op, pixels, reshape(src, [n * h * w, c]), n * oh * ow, lambda row: row, _gemm_accumulate(c))
+        gemm.columns(*register_tile(n * oh * ow, blocks))
+        return
+
+    def window(row: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+        image, rest = arith.divui(row, index(oh * ow)), arith.remui(row, index(oh * ow))
+        y, x = arith.divui(rest, index(ow)), arith.remui(rest, index(ow))
+        return image, arith.muli(y, index(sh)), arith.muli(x, index(sw))
+
+    kernel = _Kernel(op, pixels, src, n * oh * ow, window, _conv_accumulate((kh, kw), c))
+    kernel.columns(*register_tile(n * oh * ow, blocks))

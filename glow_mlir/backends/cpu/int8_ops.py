@@ -1,0 +1,208 @@
+"""The CPU backend's int8 products, `glow.cpu_int8_matmul` and `glow.cpu_int8_conv_nhwc`: their definitions,
+evaluators and the compile-time preparation of their operands. glow-cpu-int8 (int8_rewrite.py) makes them;
+int8_gemm.py lowers them to vpdpbusd. Their operands are what the kernels read:
+
+- `input`: the int8 or uint8 activation `q`, [M, K] (a convolution's: NHWC, padded with its zero point);
+- `weights`: W [K, N] packed as [ceil(N/16), ceil(K/4), 64] bytes: block `j` holds columns 16j..16j+15, and
+  its row `k4` the 16 x 4 bytes W[4 k4 + t, 16 j + c] at 4 c + t (zero beyond K and N), i.e. one 512-bit
+  vpdpbusd operand per step of 4 along K (a convolution's K runs over its taps: `conv_weights`);
+- `correction`: i32 [N], `(offset + z) * sum_k W[k, n]`: vpdpbusd multiplies *unsigned* bytes by signed ones,
+  so the kernel feeds it `q + offset` (int8: q xor 0x80, offset 128; uint8: q itself, offset 0) and
+  subtracts this per column, which also removes the zero point: sum_k (q + offset) W - (offset + z)
+  colsum(W) = sum_k (q - z) W, exactly;
+- `multiplier`, `bias`: f32 [N], the requantization to float (bias 0 when there is none).
+
+result[m, n] = f32(sum_k (input[m, k] + offset) * W[k, n] - correction[n]) * multiplier[n] + bias[n], then the
+`epilogue` its attributes ask for: an optional relu, and with an output scale the uint8 QuantizeLinear of the
+next product's activation. Every step is the float32 operation of the graph ops it replaces.
+"""
+
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from mlir import ir
+
+from glow_mlir.opdefs.base import Array, Attr, Attrs, IrDef, OpDef, Shape, define
+from glow_mlir.opdefs.shapes import ShapeError, rank, require
+
+# The activation types vpdpbusd takes (int8 through `offset`).
+BYTES = (np.dtype(np.int8), np.dtype(np.uint8))
+# Columns per packed block (one zmm of i32 lanes) and K per vpdpbusd lane step (4 bytes per i32 lane).
+LANES = 16
+K_STEP = 4
+# vpdpbusd's unsigned operand is the activation plus this: 128 for int8, 0 for uint8 (`offset`).
+SIGNED_OFFSET = 128
+
+
+def offset(dtype: np.dtype) -> int:
+    """What the kernel adds to an activation of `dtype` (int8 or uint8) to make it vpdpbusd's unsigned byte."""
+    return SIGNED_OFFSET if np.dtype(dtype) == np.int8 else 0
+
+
+def pack_weights(w: np.ndarray) -> np.ndarray:
+    """int8 W [K, N] as the kernel reads it: [ceil(N/16), ceil(K/4), 64] (the module docstring's layout)."""
+    k, n = w.shape
+    kb, nb = -(-k // K_STEP), -(-n // LANES)
+    padded = np.zeros((nb * LANES, kb * K_STEP), np.int8)
+    padded[:n, :k] = w.T
+    return np.ascontiguousarray(
+        padded.reshape(nb, LANES, kb, K_STEP).transpose(0, 2, 1, 3).reshape(nb, kb, LANES * K_STEP)
+    )
+
+
+def unpack_weights(packed: np.ndarray, k: int, n: int) -> np.ndarray:
+    """The inverse of `pack_weights`: int8 W [k, n]."""
+    nb, kb, _ = packed.shape
+    blocks = packed.reshape(nb, kb, LANES, K_STEP).transpose(0, 2, 1, 3).reshape(nb * LANES, kb * K_STEP)
+    return np.ascontiguousarray(blocks[:n, :k].T)
+
+
+def correction(w: np.ndarray, zero: int, added: int = SIGNED_OFFSET) -> np.ndarray:
+    """(added + zero) * colsum(W) as i32: what the kernel subtracts per column (module docstring), `added` the
+    activation's `offset`."""
+    return ((added + zero) * w.astype(np.int64).sum(axis=0)).astype(np.int32)
+
+
+def _shape(o: Sequence[Shape], _: Attrs, __: Shape | None) -> Shape:
+    input_, weights, corr, multiplier, bias = o
+    rank(input_, 2, "input")
+    rank(weights, 3, "weights (packed)")
+    for vector, what in ((corr, "correction"), (multiplier, "multiplier"), (bias, "bias")):
+        rank(vector, 1, what)
+    m, k = input_
+    n = bias[0]
+    require(corr[0] == n and multiplier[0] == n, f"correction, multiplier and bias must have one length, got "
+            f"{corr[0]}, {multiplier[0]}, {n}")  # fmt: skip
+    packed = (-(-n // LANES), -(-k // K_STEP), LANES * K_STEP)
+    require(tuple(weights) == packed, f"weights must be packed as {list(packed)} for K={k}, N={n}, got "
+            f"{list(weights)}")  # fmt: skip
+    return (m, n)
+
+
+# Per operand after the input (i8 or ui8), its element type.
+_OPERAND_TYPES = ("i8", "i32", "f32", "f32")
+
+
+def _types(operands: Sequence[str], result: str | None) -> str:
+    if operands[0] not in ("i8", "ui8") or tuple(operands[1:]) != _OPERAND_TYPES:
+        raise ShapeError(f"operands must be i8 or ui8, {', '.join(_OPERAND_TYPES)}, got {', '.join(operands)}")
+    if result not in (None, "f32", "ui8"):
+        raise ShapeError(f"the result is f32, or ui8 with an output scale, got {result}")
+    return result or "f32"
+
+
+# The epilogue after the requantization to f32: an optional relu, then, with an output scale, QuantizeLinear to
+# uint8 (round half to even of y / scale, plus the zero point, clamped): the next product's activation, written
+# by this one (glow-cpu-int8 fuses it). output_scale 0 keeps the f32 result.
+OUTPUT_ATTRS = (("relu", Attr.BOOL), ("output_scale", Attr.FLOAT), ("output_zero", Attr.INT))
+OUTPUT_ATTR_NAMES = tuple(name for name, _ in OUTPUT_ATTRS)
+
+
+def output_attributes(relu: bool = False, scale: float = 0.0, zero: int = 0) -> dict[str, ir.Attribute]:
+    return {"relu": Attr.BOOL.make(relu), "output_scale": Attr.FLOAT.make(scale), "output_zero": Attr.INT.make(zero)}
+
+
+def epilogue(op: ir.Operation, y: np.ndarray) -> np.ndarray:
+    """The float32 result `y` through op's relu and output quantization (the evaluators' last step)."""
+    if ir.BoolAttr(op.attributes["relu"]).value:
+        y = np.maximum(y, np.float32(0))
+    scale = np.float32(ir.FloatAttr(op.attributes["output_scale"]).value)
+    if not scale:
+        return y
+    zero = np.float32(ir.IntegerAttr(op.attributes["output_zero"]).value)
+    return np.clip(np.round(y / scale) + zero, 0, 255).astype(np.uint8)
+
+
+def product(x: Array, packed: Array, corr: Array, multiplier: Array, bias: Array) -> Array:
+    """cpu_int8_matmul's f32 result before its epilogue, in exact integer arithmetic (int64 sums, which the
+    kernel's i32 sums equal)."""
+    w = unpack_weights(packed, x.shape[1], bias.shape[0]).astype(np.int64)
+    acc = ((x.astype(np.int64) + offset(x.dtype)) @ w - corr).astype(np.int32)
+    return acc.astype(np.float32) * multiplier.astype(np.float32) + bias.astype(np.float32)
+
+
+def evaluate(op: ir.Operation, a: list[Array]) -> Array:
+    return epilogue(op, product(*a))
+
+
+OPERANDS = ("input", "weights", "correction", "multiplier", "bias")
+CPU_INT8_MATMUL = define(OpDef(
+    "cpu_int8_matmul",
+    "CPU backend: int8 or uint8 activation [M, K] x constant int8 weights packed [ceil(N/16), ceil(K/4), 64], "
+    "requantized to f32: f32(sum (input + offset) * W - correction) * multiplier + bias, offset 128 for int8 "
+    "and 0 for uint8, then optionally relu and QuantizeLinear to uint8 (backends/cpu/int8_ops.py).",
+    OPERANDS, attrs=OUTPUT_ATTRS, backend="cpu", shape=_shape, types=_types, evaluate=evaluate,
+    ir=IrDef(
+        "cpu_int8_matmul", (("dest", "out"), *((name, "in") for name in OPERANDS)), attrs=OUTPUT_ATTR_NAMES,
+        graph="cpu_int8_matmul",
+        doc="CPU backend: dest = f32(sum (input + offset) * W - correction) * multiplier + bias, vpdpbusd on "
+        "packed int8 weights.",
+    ),
+))  # fmt: skip
+
+
+def conv_weights(w: np.ndarray) -> np.ndarray:
+    """int8 OIHW filter `w` as the GEMM weights [KH * KW * C4, O] the conv kernel reads, C4 = C rounded up to
+    4 (zero rows): row (kh * KW + kw) * C4 + c holds W[:, c, kh, kw], so each tap starts a packed K step."""
+    o, c, kh, kw = w.shape
+    c4 = -(-c // K_STEP) * K_STEP
+    taps = np.zeros((kh, kw, c4, o), np.int8)
+    taps[:, :, :c] = w.transpose(2, 3, 1, 0)
+    return taps.reshape(kh * kw * c4, o)
+
+
+def _conv_geometry(input_: Shape, weights: Shape, bias: Shape, a: Attrs) -> Shape:
+    rank(input_, 4, "input (NHWC, padded)")
+    n, h, w, c = input_
+    kh, kw = a["kernels"]
+    sh, sw = a["strides"]
+    require(kh <= h and kw <= w and sh > 0 and sw > 0, f"kernels {[kh, kw]} / strides {[sh, sw]} do not fit {h}x{w}")
+    o = bias[0]
+    packed = (-(-o // LANES), kh * kw * -(-c // K_STEP), LANES * K_STEP)
+    require(tuple(weights) == packed, f"weights must be packed as {list(packed)}, got {list(weights)}")
+    return (n, (h - kh) // sh + 1, (w - kw) // sw + 1, o)
+
+
+def _conv_shape(o: Sequence[Shape], a: Attrs, _: Shape | None) -> Shape:
+    input_, weights, corr, multiplier, bias = o
+    for vector, what in ((corr, "correction"), (multiplier, "multiplier"), (bias, "bias")):
+        rank(vector, 1, what)
+        require(vector[0] == bias[0], f"{what} must have the bias's length {bias[0]}, got {vector[0]}")
+    return _conv_geometry(input_, weights, bias, a)
+
+
+def evaluate_conv(op: ir.Operation, a: list[Array]) -> Array:
+    """The definition in exact integer arithmetic: one int64 product per filter tap, summed."""
+    x, packed, corr, multiplier, bias = a
+    kh, kw = (int(v) for v in ir.DenseI64ArrayAttr(op.attributes["kernels"]))
+    sh, sw = (int(v) for v in ir.DenseI64ArrayAttr(op.attributes["strides"]))
+    n, h, w, c = x.shape
+    o = bias.shape[0]
+    c4 = -(-c // K_STEP) * K_STEP
+    taps = unpack_weights(packed, kh * kw * c4, o).reshape(kh, kw, c4, o)[:, :, :c].astype(np.int64)
+    oh, ow = (h - kh) // sh + 1, (w - kw) // sw + 1
+    u = x.astype(np.int64) + offset(x.dtype)
+    acc = sum(u[:, i : i + sh * (oh - 1) + 1 : sh, j : j + sw * (ow - 1) + 1 : sw] @ taps[i, j]
+              for i in range(kh) for j in range(kw))  # fmt: skip
+    acc = (acc - corr).astype(np.int32)
+    return epilogue(op, acc.astype(np.float32) * multiplier.astype(np.float32) + bias.astype(np.float32))
+
+
+CPU_INT8_CONV = define(OpDef(
+    "cpu_int8_conv_nhwc",
+    "CPU backend: int8 or uint8 NHWC input, already padded (with its zero point), convolved with a constant int8 "
+    "filter packed [ceil(O/16), KH * KW * ceil(C/4), 64] (conv_weights, then pack_weights), requantized to f32 "
+    "as cpu_int8_matmul: [N, OH, OW, O] (backends/cpu/int8_ops.py).",
+    OPERANDS, attrs=(("kernels", Attr.INTS), ("strides", Attr.INTS), *OUTPUT_ATTRS), backend="cpu",
+    shape=_conv_shape, types=_types, evaluate=evaluate_conv,
+    ir=IrDef(
+        "cpu_int8_conv_nhwc", (("dest", "out"), *((name, "in") for name in OPERANDS)),
+        attrs=("kernels", "strides", *OUTPUT_ATTR_NAMES),
+        graph="cpu_int8_conv_nhwc",
+        doc="CPU backend: dest = f32(sum (input + offset) * W - correction) * multiplier + bias over each window of "
+        "the padded NHWC input, vpdpbusd on packed int8 weights.",
+    ),
+))  # fmt: skip

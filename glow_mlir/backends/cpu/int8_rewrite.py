@@ -1,0 +1,421 @@
+"""glow-cpu-int8: the CPU backend's pass that turns int8 products into its vpdpbusd ops (int8_ops.py), from the
+two ways int8 products reach the graph (docs/QUANTIZATION.md):
+
+- `quantization.quantize(...)` writes, for a matmul (fully connected layers become matmuls) or convolution
+  with constant weights,
+
+      q   = convert_to(clamp(round(x / s) + z) : f32 -> i8)                the activation, quantized
+      acc = matmul(sub(convert_to(q : i8 -> i32), splat z), W : i32)       W constant, int8 values
+            (convolution: the same centred integers in f32 or f64, zero bias)
+      y   = add(mul(convert_to(acc : i32 -> f32), m), b)                   m, b constant per channel
+
+  which the op reproduces bit for bit;
+- an imported QDQ model (onnxruntime's quantize_static) writes `matmul / fully_connected / convolution(
+  mul(sub(convert_to(q : i8 or ui8 -> f32), z), s), W, b)`, where the importer has folded the weights'
+  DequantizeLinear into float constants: `integer_weights` recovers their int8 steps and per-channel scales
+  exactly (or the product stays float), and the multiplier is s times those scales. The integer product
+  then differs from the float one by float rounding only, which is how onnxruntime computes such a model
+  too once it fuses it into QLinearConv / QLinearMatMul.
+
+These are patterns on the existing ops, so the reference interpreter, glow-verify and every graph pass keep
+working on quantized graphs unchanged. Then, per product: the quantizer's int8 activation chain is rebuilt
+as uint8 (`_unsigned`: the same integers plus 128, so the kernel adds nothing), and, once every product is
+rewritten, a product whose result only feeds a relu and the next product's uint8 quantization computes that
+activation in its epilogue (`fuse_output`). A convolution sits between NCHW/NHWC transposes, which
+glow-sink-transpose cancels between layers, as glow-cpu-layout's do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+from mlir import ir
+
+from glow_mlir import ops
+from glow_mlir.backends.cpu.int8_ops import (
+    BYTES,
+    SIGNED_OFFSET,
+    conv_weights,
+    correction,
+    offset,
+    output_attributes,
+    pack_weights,
+)
+from glow_mlir.passes.graph import utils as g
+from glow_mlir.passes.graph.sink_transpose import transpose_to
+from glow_mlir.passes.registry import register
+
+
+def _channels(value: ir.Value, axis: int) -> np.ndarray | None:
+    """The f32 vector that `value` repeats along every dim but `axis`, when it is a constant or a broadcast of
+    one aligned at `axis`; else None."""
+    n = ops.shape(value)[axis]
+    op = g.producer(value)
+    if op is not None and op.name == "glow.broadcast" and ops.shape(op.operands[0]) == (n,):
+        if ir.IntegerAttr(op.attributes["axis"]).value == axis:
+            small = g.constant_array(op.operands[0])
+            return None if small is None else small.astype(np.float32)
+    array = g.constant_array(value)
+    if array is None:
+        return None
+    line = np.moveaxis(array, axis, -1).reshape(-1, n)
+    return line[0].astype(np.float32) if (line == line[:1]).all() else None
+
+
+def _sole_user(value: ir.Value, name: str) -> ir.Operation | None:
+    """The one op that uses `value`, when it is a `name`."""
+    users = g.users(value)
+    return users[0] if len(users) == 1 and users[0].name == name else None
+
+
+def _other(op: ir.Operation, value: ir.Value) -> ir.Value:
+    """The operand of binary `op` that is not `value`."""
+    return op.operands[1] if op.operands[0] == value else op.operands[0]
+
+
+def _quantized_input(value: ir.Value) -> tuple[ir.Value, int] | None:
+    """(q, z) when `value` is convert_to(q : i8 or ui8 -> i32, f32 or f64), minus a uniform zero point z in
+    q's range or not."""
+    zero = 0
+    op = g.producer(value)
+    if op is not None and op.name == "glow.sub":
+        uniform = g.uniform_value(op.operands[1])
+        if uniform is None:
+            return None
+        zero, op = uniform, g.producer(op.operands[0])
+    if op is None or op.name != "glow.convert_to" or g.dtype(op.operands[0]) not in BYTES:
+        return None
+    info = np.iinfo(g.dtype(op.operands[0]))
+    if zero != int(zero) or not info.min <= zero <= info.max:
+        return None
+    return op.operands[0], int(zero)
+
+
+def _dequantized_input(value: ir.Value) -> tuple[ir.Value, int, float] | None:
+    """(q, z, s) when `value` is a per-tensor DequantizeLinear as the ONNX importer writes it, mul(convert_to(q)
+    [- z], s) with s uniform."""
+    op = g.producer(value)
+    if op is None or op.name != "glow.mul":
+        return None
+    for centred, scale in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
+        s, found = g.uniform_value(scale), _quantized_input(centred)
+        if s is not None and found is not None and s > 0:
+            return found[0], found[1], float(s)
+    return None
+
+
+# How many float32 ulps either side of max|w| / 127 the recovered per-channel scales may lie.
+SCALE_ULPS = 2
+
+
+def _near(x: np.float32, ulps: int) -> list[np.float32]:
+    """`x` and the float32 values up to `ulps` ulps below and above it, nearest first."""
+    out, down, up = [x], x, x
+    for _ in range(ulps):
+        down, up = np.nextafter(down, np.float32(0)), np.nextafter(up, np.float32(np.inf))
+        out += [down, up]
+    return out
+
+
+def integer_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(q, scales) with q int8 in [-127, 127] and float32(q * scale) == w exactly, one scale per index of `axis`:
+    the symmetric int8 weights a DequantizeLinear folded into float constant `w`, per channel or per tensor (the
+    largest magnitude of the channel, or of the tensor, is 127 steps, as onnxruntime and quantize() choose
+    scales); None when some channel is not so."""
+    if w.dtype != np.float32:
+        return None
+    lines = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
+    q = np.zeros(lines.shape, np.int8)
+    scales = np.ones(len(lines), np.float32)
+    # Per-tensor weights share one scale, whose 127 steps only the largest channel reaches.
+    shared = _near(np.float32(np.abs(w).max() / np.float32(127)), SCALE_ULPS)
+    for c, line in enumerate(lines):
+        top = np.float32(np.abs(line).max())
+        if top == 0:
+            continue
+        for candidate in _near(np.float32(top / np.float32(127)), SCALE_ULPS) + shared:
+            steps = np.round(line / candidate)
+            if np.abs(steps).max() <= 127 and (np.float32(steps.astype(np.float32) * candidate) == line).all():
+                q[c], scales[c] = steps.astype(np.int8), candidate
+                break
+        else:
+            return None
+    return np.moveaxis(q.reshape(np.moveaxis(w, axis, 0).shape), 0, axis), scales
+
+
+def _int8_weights(value: ir.Value) -> np.ndarray | None:
+    """The constant `value` as int8, when every element is an integer in int8's range."""
+    w = g.constant_array(value)
+    if w is None or w.min(initial=0) < -128 or w.max(initial=0) > 127 or (w != np.round(w)).any():
+        return None
+    return w.astype(np.int8)
+
+
+def _requantization(product: ir.Value, axis: int) -> tuple[ir.Operation, np.ndarray, np.ndarray] | None:
+    """(last op, multiplier, bias) of the requantization after integer `product`: an optional convert_to f32
+    (required from i32), a mul by a per-channel constant and an optional add of one (channels along `axis`),
+    each the only user of the one before; bias is 0 without the add."""
+    current = product
+    widen = _sole_user(current, "glow.convert_to")
+    if widen is not None and g.dtype(widen.results[0]) == np.float32:
+        current = widen.results[0]
+    elif g.dtype(product) != np.float32:
+        return None
+    scale = _sole_user(current, "glow.mul")
+    multiplier = None if scale is None else _channels(_other(scale, current), axis)
+    if multiplier is None:
+        return None
+    last, bias = scale, np.zeros_like(multiplier)
+    add = _sole_user(scale.results[0], "glow.add")
+    if add is not None:
+        added = _channels(_other(add, scale.results[0]), axis)
+        if added is not None:
+            last, bias = add, added
+    return last, multiplier, bias
+
+
+def _vectors(w: np.ndarray, q: ir.Value, zero: int, multiplier: np.ndarray, bias: np.ndarray) -> list[ir.Value]:
+    """The correction, multiplier and bias operands of weights `w` [K, N] for activation `q`, as constants."""
+    added = offset(g.dtype(q))
+    arrays = [(correction(w, zero, added), ir.IntegerType.get_signless(32)), (multiplier, ir.F32Type.get()),
+              (bias, ir.F32Type.get())]  # fmt: skip
+    return [g.materialize(a, ops.tensor_type(a.shape, elt), prefer_splat=False) for a, elt in arrays]
+
+
+def _packed(packed: np.ndarray) -> ir.Value:
+    return g.materialize(packed, ops.tensor_type(packed.shape, ir.IntegerType.get_signless(8)), prefer_splat=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Product:
+    """A matched int8 product: activation q and its zero point, int8 weights (as the op holds them: [K, N],
+    or OIHW), the per-channel multiplier and bias, and the op whose result the rewrite replaces."""
+
+    q: ir.Value
+    zero: int
+    weights: np.ndarray
+    multiplier: np.ndarray
+    bias: np.ndarray
+    last: ir.Operation
+
+
+def _from_quantizer(op: ir.Operation, axis: int) -> _Product | None:
+    """The quantizer's form (module docstring) at product `op`, its channels along result `axis`; a
+    convolution's own bias must be zero (the quantizer adds the bias after the multiplier)."""
+    # The activation first: float models stop here, before their weights are read.
+    quantized = _quantized_input(op.operands[0])
+    if quantized is None:
+        return None
+    w, found = _int8_weights(op.operands[1]), _requantization(op.results[0], axis)
+    if w is None or found is None:
+        return None
+    if len(op.operands) > 2:
+        bias = g.constant_array(op.operands[2])
+        if bias is None or bias.any():
+            return None
+    return _Product(*quantized, w, found[1], found[2], found[0])
+
+
+def _from_qdq(op: ir.Operation, weight_axis: int) -> _Product | None:
+    """An imported QDQ product at `op`: a per-tensor DequantizeLinear input, float weights that are int8 steps
+    of one scale per output channel (`integer_weights`, along `weight_axis`) and a constant bias or none. The
+    multiplier is float32(input scale * weight scale); op's float result is replaced."""
+    dequantized = _dequantized_input(op.operands[0])
+    if dequantized is None or g.dtype(op.results[0]) != np.float32:
+        return None
+    w = g.constant_array(op.operands[1])
+    if w is None:
+        return None
+    recovered = integer_weights(w, weight_axis)
+    bias = g.constant_array(op.operands[2]) if len(op.operands) > 2 else np.zeros(w.shape[weight_axis], np.float32)
+    if recovered is None or bias is None:
+        return None
+    q, zero, scale = dequantized
+    multiplier = np.float32(scale) * recovered[1]
+    return _Product(q, zero, recovered[0], multiplier, bias.astype(np.float32), op)
+
+
+def _rounded(q: ir.Value, zero: int) -> ir.Value | None:
+    """round(x / s) of the quantizer's chain q = convert_to(min(max([add(] round(x / s) [, z)], -128), 127) :
+    f32 -> i8) (quantize.py's `_Emitter.quantize`), when q is one; else None."""
+    op = g.producer(q)
+    if op is None or op.name != "glow.convert_to" or g.dtype(op.operands[0]) != np.float32:
+        return None
+    bounds = (("glow.min", 127), ("glow.max", -128))
+    value = op.operands[0]
+    for name, bound in bounds:
+        step = g.producer(value)
+        if step is None or step.name != name or g.uniform_value(step.operands[1]) != bound:
+            return None
+        value = step.operands[0]
+    step = g.producer(value)
+    if zero:
+        if step is None or step.name != "glow.add" or g.uniform_value(step.operands[1]) != zero:
+            return None
+        value = step.operands[0]
+        step = g.producer(value)
+    return value if step is not None and step.name == "glow.round" else None
+
+
+def _unsigned(found: _Product) -> _Product:
+    """`found` with its int8 activation from the quantizer's chain made uint8, built before `found.last`: the
+    same integers plus 128 (zero point z + 128), so the kernel feeds them to vpdpbusd as they are instead of
+    adding 128 to every broadcast. Any other activation is kept."""
+    rounded = None if g.dtype(found.q) != np.int8 else _rounded(found.q, found.zero)
+    if rounded is None:
+        return found
+    zero = found.zero + SIGNED_OFFSET
+    shape = ops.shape(rounded)
+    with ir.InsertionPoint(found.last), found.last.location:
+        def splat(value: int) -> ir.Value:
+            return g.materialize(np.full(shape, value, np.float32), rounded.type)
+
+        y = g.make("glow.add", [rounded, splat(zero)], rounded.type)
+        y = g.make("glow.max", [y, splat(0)], rounded.type)
+        y = g.make("glow.min", [y, splat(255)], rounded.type)
+        q = g.make("glow.convert_to", [y], ops.tensor_type(shape, ir.IntegerType.get_unsigned(8)))
+    return dataclasses.replace(found, q=q, zero=zero)
+
+
+def int8_matmul(op: ir.Operation) -> ir.Value | None:
+    """The cpu_int8_matmul replacing the int8 product at glow.matmul or glow.fully_connected `op` (the
+    quantizer's i32 form or an imported QDQ one), built before the op it replaces; None when there is none."""
+    if op.name == "glow.matmul" and g.dtype(op.results[0]) == np.int32:
+        found = _from_quantizer(op, 1)
+    else:
+        found = _from_qdq(op, 1)
+    if found is None or len(ops.shape(op.operands[0])) != 2:
+        return None
+    found = _unsigned(found)
+    with ir.InsertionPoint(found.last), found.last.location:
+        operands = [found.q, _packed(pack_weights(found.weights)),
+                    *_vectors(found.weights, found.q, found.zero, found.multiplier, found.bias)]  # fmt: skip
+        product = g.make("glow.cpu_int8_matmul", operands, found.last.results[0].type, output_attributes())
+    g.replace(found.last, product)
+    return product
+
+
+# NCHW <-> NHWC, as glow-cpu-layout: glow-sink-transpose cancels them between consecutive layers.
+TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+
+
+def int8_convolution(op: ir.Operation) -> ir.Value | None:
+    """The int8 convolution at glow.convolution `op` (group 1, no dilation; the quantizer's form, centred
+    integers in f32 or f64, or an imported QDQ one) as transpose(cpu_int8_conv_nhwc(padded transpose(q))): the
+    padding is the zero point, whose centred value is 0 as the float convolution's."""
+    if ir.IntegerAttr(op.attributes["group"]).value != 1:
+        return None
+    if any(d != 1 for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])):
+        return None
+    found = _from_quantizer(op, 1) or _from_qdq(op, 0)
+    if found is None:
+        return None
+    found = _unsigned(found)
+    q, zero = found.q, found.zero
+    top, left, bottom, right = (int(v) for v in ir.DenseI64ArrayAttr(op.attributes["pads"]))
+    gemm = conv_weights(found.weights)
+    n, _, oh, ow = ops.shape(op.results[0])
+    with ir.InsertionPoint(found.last), found.last.location:
+        x = transpose_to(q, TO_NHWC)
+        if top or left or bottom or right:
+            b, h, wd, c = ops.shape(x)
+            padded = ops.tensor_type([b, h + top + bottom, wd + left + right, c], ops.element_type(q))
+            canvas = g.materialize(np.full(ops.shape(padded), zero, g.dtype(q)), padded)
+            x = g.make("glow.insert_tensor", [canvas, x], padded, {"start": ops.i64_array([0, top, left, 0])})
+        result = ops.tensor_type([n, oh, ow, gemm.shape[1]], ir.F32Type.get())
+        attrs = {a: op.attributes[a] for a in ("kernels", "strides")} | output_attributes()
+        vectors = _vectors(gemm, q, zero, found.multiplier, found.bias)
+        conv = g.make("glow.cpu_int8_conv_nhwc", [x, _packed(pack_weights(gemm)), *vectors], result, attrs)
+        product = transpose_to(conv, TO_NCHW)
+    g.replace(found.last, product)
+    return product
+
+
+_REWRITES = {"glow.matmul": int8_matmul, "glow.fully_connected": int8_matmul, "glow.convolution": int8_convolution}
+
+
+INT8_OPS = ("glow.cpu_int8_matmul", "glow.cpu_int8_conv_nhwc")
+
+
+def _output_quantization(op: ir.Operation) -> tuple[bool, float, int, ir.Operation] | None:
+    """(relu, scale, zero, the convert_to it ends in) when f32 int8 product `op` feeds, and only feeds, an
+    optional relu and then a uint8 QuantizeLinear (div by s, round, add z, max 0, min 255, convert_to ui8, as
+    `_unsigned` builds them), each the only user of the one before; a convolution's result goes through its
+    transpose back to NCHW first."""
+    value = op.results[0]
+    if g.dtype(value) != np.float32:
+        return None
+    if op.name == "glow.cpu_int8_conv_nhwc":
+        back = _sole_user(value, "glow.transpose")
+        if back is None:
+            return None
+        value = back.results[0]
+    relu = _sole_user(value, "glow.relu")
+    if relu is not None:
+        value = relu.results[0]
+    constants = {}
+    for name, what in (("glow.div", "scale"), ("glow.round", None), ("glow.add", "zero"), ("glow.max", 0),
+                       ("glow.min", 255)):  # fmt: skip
+        step = _sole_user(value, name)
+        if step is None or step.operands[0] != value:
+            return None
+        if what is not None:
+            constant = g.uniform_value(step.operands[1])
+            if constant is None or (isinstance(what, int) and constant != what):
+                return None
+            constants[what] = constant
+        value = step.results[0]
+    last = _sole_user(value, "glow.convert_to")
+    zero, scale = constants["zero"], constants["scale"]
+    if last is None or g.dtype(last.results[0]) != np.uint8 or scale <= 0 or zero != int(zero) or not 0 <= zero <= 255:
+        return None
+    return relu is not None, float(scale), int(zero), last
+
+
+def fuse_output(op: ir.Operation) -> ir.Value | None:
+    """int8 product `op` with the relu and uint8 quantization after it (`_output_quantization`) in its
+    epilogue, replacing the quantized value; None when it has none."""
+    found = _output_quantization(op)
+    if found is None:
+        return None
+    relu, scale, zero, last = found
+    attrs = g.attributes(op) | output_attributes(relu, scale, zero)
+    dims = ops.shape(op.results[0])
+    with ir.InsertionPoint(last), last.location:
+        fused = g.make(op.name, list(op.operands), ops.tensor_type(dims, ir.IntegerType.get_unsigned(8)), attrs)
+        if op.name == "glow.cpu_int8_conv_nhwc":
+            fused = transpose_to(fused, TO_NCHW)
+    g.replace(last, fused)
+    return fused
+
+
+def int8_function(function: ir.Operation) -> bool:
+    """Rewrites every requantized int8 product of `function`; returns whether any changed."""
+    # The roots first: a rewrite erases its chain, which may hold ops after its root. Outputs are fused once
+    # every product is rewritten: the next product's rewrite is what makes its activation a uint8 chain.
+    roots = [op for op in g.graph_ops(function) if op.name in _REWRITES]
+    changed = any([_REWRITES[op.name](op) is not None for op in roots])
+    products = [op for op in g.graph_ops(function) if op.name in INT8_OPS]
+    return any([fuse_output(op) is not None for op in products]) or changed
+
+
+@cache
+def host_has_vnni() -> bool:
+    """Whether this CPU runs vpdpbusd on zmm registers (Linux's `avx512_vnni` flag): the JIT targets the host,
+    and LLVM cannot select the intrinsic for a CPU without it."""
+    try:
+        return "avx512_vnni" in Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+
+
+@register("glow-cpu-int8")
+def cpu_int8(module: ir.Module) -> None:
+    """Turn int8 matmuls and convolutions with constant int8 weights (quantize()'s integer products and imported
+    QDQ ones) into glow.cpu_int8_matmul / cpu_int8_conv_nhwc on weights packed for vpdpbusd, with a following
+    relu and uint8 quantization fused; on a host without AVX-512 VNNI the graph stays as it is."""
+    if host_has_vnni():
+        g.run_on_functions(module, int8_function, fixed_point=False)

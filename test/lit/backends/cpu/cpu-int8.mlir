@@ -1,0 +1,93 @@
+// glow-cpu-int8 turns the quantizer's requantized int8 product (convert_to(q : i8 -> i32) minus its zero point,
+// times constant int8-valued weights, to f32, times a per-column multiplier, plus a bias) into one
+// glow.cpu_int8_matmul on weights packed for vpdpbusd ([ceil(N/16), ceil(K/4), 64]) with the per-column
+// correction (128 + z) * colsum(W) = (128 - 3) * [1 + 3 + 5, 2 + 4 + 6] = [1125, 1500]; glow-ir-to-linalg
+// lowers it to the vpdpbusd intrinsic. A product whose weights leave the int8 range stays as it is.
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-int8,glow-verify)' | FileCheck %s
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-int8,glow-lower,glow-irgen,glow-allocate,glow-ir-to-linalg)' | FileCheck %s --check-prefix=KERNEL
+
+// CHECK-LABEL: func.func @fc
+// CHECK-NOT: glow.matmul
+// Lane 0 holds column 0's four K bytes (1, 3, 5 and a zero pad), lane 1 column 1's; lanes 2-15 are padding.
+// CHECK: %[[W:.*]] = "glow.constant"() {value = dense<{{\[\[\[}}1, 3, 5, 0, 2, 4, 6, 0, 0, {{.*}}> : tensor<1x1x64xi8>}
+// CHECK: %[[C:.*]] = "glow.constant"() {value = dense<[1125, 1500]> : tensor<2xi32>}
+// CHECK: %[[M:.*]] = "glow.constant"() {value = dense<[5.000000e-01, 2.500000e-01]> : tensor<2xf32>}
+// CHECK: %[[B:.*]] = "glow.constant"() {value = dense<[1.000000e+00, -1.000000e+00]> : tensor<2xf32>}
+// CHECK: %[[Y:.*]] = "glow.cpu_int8_matmul"(%[[Q:.*]], %[[W]], %[[C]], %[[M]], %[[B]]) {output_scale = 0.000000e+00 : f32, output_zero = 0 : i64, relu = false} : (tensor<4x3xi8>, tensor<1x1x64xi8>, tensor<2xi32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+// CHECK: return %[[Y]]
+// KERNEL-LABEL: func.func @fc
+// KERNEL: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// KERNEL-SAME: (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+func.func @fc(%q: tensor<4x3xi8> {glow.name = "q"}) -> (tensor<4x2xf32> {glow.name = "y"}) {
+  %wide = "glow.convert_to"(%q) : (tensor<4x3xi8>) -> tensor<4x3xi32>
+  %z = "glow.splat"() {value = -3 : i64} : () -> tensor<4x3xi32>
+  %centred = "glow.sub"(%wide, %z) : (tensor<4x3xi32>, tensor<4x3xi32>) -> tensor<4x3xi32>
+  %w = "glow.constant"() {value = dense<[[1, 2], [3, 4], [5, 6]]> : tensor<3x2xi32>} : () -> tensor<3x2xi32>
+  %acc = "glow.matmul"(%centred, %w) : (tensor<4x3xi32>, tensor<3x2xi32>) -> tensor<4x2xi32>
+  %f = "glow.convert_to"(%acc) : (tensor<4x2xi32>) -> tensor<4x2xf32>
+  %m = "glow.constant"() {value = dense<[0.5, 0.25]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %mb = "glow.broadcast"(%m) {axis = 1 : i64} : (tensor<2xf32>) -> tensor<4x2xf32>
+  %scaled = "glow.mul"(%f, %mb) : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %b = "glow.constant"() {value = dense<[1.0, -1.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %bb = "glow.broadcast"(%b) {axis = 1 : i64} : (tensor<2xf32>) -> tensor<4x2xf32>
+  %y = "glow.add"(%scaled, %bb) : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  return %y : tensor<4x2xf32>
+}
+
+// CHECK-LABEL: func.func @wide_weights
+// CHECK-NOT: glow.cpu_int8_matmul
+// CHECK: "glow.matmul"
+func.func @wide_weights(%q: tensor<4x3xi8> {glow.name = "q"}) -> (tensor<4x2xf32> {glow.name = "y"}) {
+  %wide = "glow.convert_to"(%q) : (tensor<4x3xi8>) -> tensor<4x3xi32>
+  %w = "glow.constant"() {value = dense<[[1, 2], [3, 4], [5, 600]]> : tensor<3x2xi32>} : () -> tensor<3x2xi32>
+  %acc = "glow.matmul"(%wide, %w) : (tensor<4x3xi32>, tensor<3x2xi32>) -> tensor<4x2xi32>
+  %f = "glow.convert_to"(%acc) : (tensor<4x2xi32>) -> tensor<4x2xf32>
+  %m = "glow.splat"() {value = 0.5 : f32} : () -> tensor<4x2xf32>
+  %y = "glow.mul"(%f, %m) : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  return %y : tensor<4x2xf32>
+}
+
+// An imported QDQ product: DequantizeLinear of uint8 activations (zero point 3, scale 0.5) times weights folded
+// from DequantizeLinear, here per column 2 * [1, -1, 127] and 0.25 * [127, 4, 0]: the int8 steps are recovered,
+// the multiplier is 0.5 * [2, 0.25], the correction (0 + 3) * colsum = [381, 393] (uint8 needs no offset).
+// CHECK-LABEL: func.func @qdq
+// CHECK: %[[C:.*]] = "glow.constant"() {value = dense<[381, 393]> : tensor<2xi32>}
+// CHECK: %[[M:.*]] = "glow.constant"() {value = dense<[1.000000e+00, 1.250000e-01]> : tensor<2xf32>}
+// CHECK: "glow.cpu_int8_matmul"(%arg0, %{{.*}}, %[[C]], %[[M]], %{{.*}}) {{{.*}}} : (tensor<4x3xui8>
+func.func @qdq(%q: tensor<4x3xui8> {glow.name = "q"}) -> (tensor<4x2xf32> {glow.name = "y"}) {
+  %wide = "glow.convert_to"(%q) : (tensor<4x3xui8>) -> tensor<4x3xf32>
+  %z = "glow.splat"() {value = 3.0 : f32} : () -> tensor<4x3xf32>
+  %centred = "glow.sub"(%wide, %z) : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %s = "glow.splat"() {value = 0.5 : f32} : () -> tensor<4x3xf32>
+  %x = "glow.mul"(%centred, %s) : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %w = "glow.constant"() {value = dense<[[2.0, 31.75], [-2.0, 1.0], [254.0, 0.0]]> : tensor<3x2xf32>} : () -> tensor<3x2xf32>
+  %y = "glow.matmul"(%x, %w) : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  return %y : tensor<4x2xf32>
+}
+
+// A product whose result only feeds a relu and a uint8 QuantizeLinear (scale 0.25, zero point 130) computes
+// that activation in its epilogue: one op with a uint8 result, the relu and the quantization chain gone.
+// CHECK-LABEL: func.func @fused
+// CHECK-NOT: glow.relu
+// CHECK: %[[Y:.*]] = "glow.cpu_int8_matmul"({{.*}}) {output_scale = 2.500000e-01 : f32, output_zero = 130 : i64, relu = true} : ({{.*}}) -> tensor<4x2xui8>
+// CHECK-NEXT: return %[[Y]]
+func.func @fused(%q: tensor<4x3xi8> {glow.name = "q"}) -> (tensor<4x2xui8> {glow.name = "y"}) {
+  %wide = "glow.convert_to"(%q) : (tensor<4x3xi8>) -> tensor<4x3xi32>
+  %w = "glow.constant"() {value = dense<[[1, 2], [3, 4], [5, 6]]> : tensor<3x2xi32>} : () -> tensor<3x2xi32>
+  %acc = "glow.matmul"(%wide, %w) : (tensor<4x3xi32>, tensor<3x2xi32>) -> tensor<4x2xi32>
+  %f = "glow.convert_to"(%acc) : (tensor<4x2xi32>) -> tensor<4x2xf32>
+  %m = "glow.splat"() {value = 0.5 : f32} : () -> tensor<4x2xf32>
+  %y = "glow.mul"(%f, %m) : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %r = "glow.relu"(%y) : (tensor<4x2xf32>) -> tensor<4x2xf32>
+  %s = "glow.splat"() {value = 0.25 : f32} : () -> tensor<4x2xf32>
+  %d = "glow.div"(%r, %s) : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %n = "glow.round"(%d) : (tensor<4x2xf32>) -> tensor<4x2xf32>
+  %z = "glow.splat"() {value = 130.0 : f32} : () -> tensor<4x2xf32>
+  %a = "glow.add"(%n, %z) : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %lo = "glow.splat"() {value = 0.0 : f32} : () -> tensor<4x2xf32>
+  %c1 = "glow.max"(%a, %lo) : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %hi = "glow.splat"() {value = 255.0 : f32} : () -> tensor<4x2xf32>
+  %c2 = "glow.min"(%c1, %hi) : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %u = "glow.convert_to"(%c2) : (tensor<4x2xf32>) -> tensor<4x2xui8>
+  return %u : tensor<4x2xui8>
+}

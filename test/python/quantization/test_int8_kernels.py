@@ -1,0 +1,219 @@
+"""The CPU backend's int8 GEMM (glow.cpu_int8_matmul, vpdpbusd): weight packing, the op's definition against
+numpy's integer arithmetic, glow-cpu-int8 on the quantizer's output, and compiled code bit-identical to the
+reference interpreter over shapes whose M, N and K are not multiples of the register tile."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+import glow_mlir
+from glow_mlir import quantization as quant
+from glow_mlir.backends.cpu import int8_ops, int8_rewrite
+from glow_mlir.backends.cpu.int8_gemm import MAX_ACCUMULATORS, register_tile
+
+needs_vnni = pytest.mark.skipif(not int8_rewrite.host_has_vnni(), reason="the host CPU has no avx512_vnni")
+rng = np.random.default_rng(14)
+
+
+@pytest.mark.parametrize(("k", "n"), [(1, 1), (4, 16), (5, 17), (13, 40), (64, 64)])
+def test_packing_round_trips_and_pads_with_zeros(k: int, n: int) -> None:
+    w = rng.integers(-128, 128, (k, n), dtype=np.int8)
+    packed = int8_ops.pack_weights(w)
+    assert packed.shape == (-(-n // 16), -(-k // 4), 64)
+    np.testing.assert_array_equal(int8_ops.unpack_weights(packed, k, n), w)
+    # Block 0, step 0: lane c holds W[0..3, c], four bytes each.
+    np.testing.assert_array_equal(packed[0, 0].reshape(16, 4)[: min(n, 16), : min(k, 4)], w[:4, :16].T)
+    assert np.abs(packed.astype(np.int64)).sum() == np.abs(w.astype(np.int64)).sum()
+
+
+@pytest.mark.parametrize("zero", [0, -11, 127, -128])
+def test_definition_is_the_centred_integer_product(zero: int) -> None:
+    """sum (q + 128) W - (128 + z) colsum(W) = sum (q - z) W, then the two float32 operations."""
+    m, k, n = 5, 37, 21
+    q = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    w = rng.integers(-127, 128, (k, n), dtype=np.int8)
+    multiplier = rng.uniform(1e-5, 1e-3, n).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    got = int8_ops.product(q, int8_ops.pack_weights(w), int8_ops.correction(w, zero), multiplier, bias)
+    acc = (q.astype(np.int32) - zero) @ w.astype(np.int32)
+    np.testing.assert_array_equal(got, acc.astype(np.float32) * multiplier + bias)
+
+
+@pytest.mark.parametrize(("m", "blocks"), [(1, 1), (1, 63), (3, 5), (6, 4), (100, 4), (100, 2), (7, 3)])
+def test_register_tile_rule(m: int, blocks: int) -> None:
+    rows, cols = register_tile(m, blocks)
+    assert 1 <= rows <= m and 1 <= cols <= blocks and rows * cols <= MAX_ACCUMULATORS
+
+
+def _layer(m: int, k: int, n: int, kind: str) -> glow_mlir.Graph:
+    g = glow_mlir.Graph("layer")
+    x = g.input("x", (m, k))
+    w = g.constant(rng.standard_normal((k, n)).astype(np.float32))
+    if kind == "fully_connected":
+        y = g.fully_connected(x, w, g.constant(rng.standard_normal(n).astype(np.float32)), name="p")
+    else:
+        y = g.matmul(x, w, name="p")
+    g.output("y", y)
+    return g
+
+
+# (M, K, N): one row, one column, K below and not a multiple of 4, N below, at and across 16-column blocks and
+# the 4-block groups, M across the 6- and 8-row tiles with remainders.
+SHAPES = [(1, 1, 1), (1, 64, 1000), (3, 5, 17), (7, 13, 33), (13, 64, 70), (6, 256, 64), (25, 37, 130), (50, 3, 16)]
+
+
+@needs_vnni
+@pytest.mark.parametrize(("m", "k", "n"), SHAPES)
+@pytest.mark.parametrize(("kind", "schema"), [("fully_connected", "asymmetric"), ("matmul", "symmetric")])
+def test_compiled_int8_gemm_equals_the_interpreter(m: int, k: int, n: int, kind: str, schema: str) -> None:
+    g = _layer(m, k, n, kind)
+    feeds = [{"x": rng.standard_normal((m, k)).astype(np.float32)} for _ in range(3)]
+    q = quant.quantize(g, quant.profile(g, feeds[:2]), schema=schema)
+    with glow_mlir.compile(q, keep_ir=True, cache=False) as compiled:
+        assert "glow.cpu_int8_matmul" in compiled.ir("glow-cpu-int8")
+        assert '"llvm.x86.avx512.vpdpbusd.512"' in compiled.ir("glow-to-llvm")
+        for feed in feeds:
+            np.testing.assert_array_equal(compiled.run(feed)["y"], glow_mlir.interpret(q, feed)["y"])
+
+
+@needs_vnni
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump is not installed")
+def test_object_code_runs_vpdpbusd(tmp_path) -> None:  # noqa: ANN001
+    g = _layer(8, 64, 48, "fully_connected")
+    feeds = [{"x": rng.standard_normal((8, 64)).astype(np.float32)}]
+    q = quant.quantize(g, quant.profile(g, feeds))
+    with glow_mlir.compile(q, cache=False) as compiled:
+        compiled.save_object(tmp_path / "model.o")
+    listing = subprocess.run(["objdump", "-d", str(tmp_path / "model.o")], capture_output=True, text=True,
+                             check=True).stdout  # fmt: skip
+    assert "vpdpbusd" in listing and "zmm" in listing
+
+
+def _conv(n: int, c: int, hw: int, o: int, kernel: int, stride: int, pad: int) -> glow_mlir.Graph:
+    g = glow_mlir.Graph("conv")
+    x = g.input("x", (n, c, hw, hw))
+    w = g.constant(rng.standard_normal((o, c, kernel, kernel)).astype(np.float32))
+    b = g.constant(rng.standard_normal(o).astype(np.float32))
+    y = g.relu(g.convolution(x, w, b, strides=(stride, stride), pads=(pad,) * 4, name="c"))
+    g.output("y", y)
+    return g
+
+
+# (N, C, H = W, O, kernel, stride, pad): 1x1 as a GEMM (stride 1) or strided; 3x3 and 7x7 windows, strided and
+# padded (the padding is the zero point); C not a multiple of 4 (ResNet's first layer has 3); O across blocks.
+CONVS = [(1, 8, 6, 16, 1, 1, 0), (2, 5, 7, 20, 1, 2, 0), (1, 3, 9, 33, 3, 1, 1), (1, 12, 8, 16, 3, 2, 1),
+         (1, 3, 15, 8, 7, 2, 3), (1, 64, 5, 70, 3, 1, 1)]  # fmt: skip
+
+
+@needs_vnni
+@pytest.mark.parametrize(("n", "c", "hw", "o", "kernel", "stride", "pad"), CONVS)
+@pytest.mark.parametrize("schema", ["asymmetric", "symmetric"])
+def test_compiled_int8_convolution_equals_the_interpreter(n: int, c: int, hw: int, o: int, kernel: int, stride: int,
+                                                          pad: int, schema: str) -> None:  # fmt: skip
+    g = _conv(n, c, hw, o, kernel, stride, pad)
+    feeds = [{"x": rng.standard_normal((n, c, hw, hw)).astype(np.float32) + 0.5} for _ in range(3)]
+    q = quant.quantize(g, quant.profile(g, feeds[:2]), schema=schema)
+    with glow_mlir.compile(q, keep_ir=True, cache=False) as compiled:
+        assert "glow.cpu_int8_conv_nhwc" in compiled.ir("glow-cpu-int8")
+        assert "glow.convolution" not in compiled.ir("glow-cpu-int8")
+        for feed in feeds:
+            np.testing.assert_array_equal(compiled.run(feed)["y"], glow_mlir.interpret(q, feed)["y"])
+
+
+def test_integer_weights_recover_per_channel_int8_steps() -> None:
+    q = rng.integers(-127, 128, (12, 8, 3, 3)).astype(np.int8)
+    q[:, 0, 0, 0] = 127
+    scales = rng.uniform(0.002, 0.006, 12).astype(np.float32)
+    folded = q.astype(np.float32) * scales[:, None, None, None]  # DequantizeLinear, folded at import
+    recovered = int8_rewrite.integer_weights(folded, 0)
+    assert recovered is not None
+    np.testing.assert_array_equal(recovered[0], q)
+    np.testing.assert_array_equal(recovered[1], scales)
+    assert int8_rewrite.integer_weights(rng.standard_normal((4, 5)).astype(np.float32), 1) is None
+    # Per-tensor weights: one scale, reached by the largest channel only.
+    shared = (q.astype(np.float32) // 2 * scales[0]).astype(np.float32)
+    shared[0, 0, 0, 0] = 127 * scales[0]
+    recovered = int8_rewrite.integer_weights(shared, 0)
+    assert recovered is not None and (recovered[1] == scales[0]).all()
+
+
+class _QdqNet(torch.nn.Module):
+    """conv 3x3 -> relu -> conv 3x3 stride 2 -> relu -> global mean -> linear: what quantize_static makes QDQ."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1, self.c2 = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Conv2d(8, 20, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(20, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.relu(self.c2(torch.relu(self.c1(x)))).mean((2, 3)))
+
+
+@needs_vnni
+@pytest.mark.parametrize("activations", ["QUInt8", "QInt8"])
+def test_imported_qdq_model_runs_the_int8_kernels(tmp_path, activations: str) -> None:  # noqa: ANN001
+    """onnxruntime's quantize_static QDQ model: the importer folds each DequantizeLinear of int8 weights into
+    a float constant, glow-cpu-int8 recovers the int8 steps and runs vpdpbusd; the output stays within one
+    output quantization step of onnxruntime (which requantizes its fused QLinearConv differently)."""
+    import onnx
+    import onnxruntime as ort
+    import onnxruntime.quantization as oq
+
+    torch.manual_seed(0)
+    shape = (1, 3, 12, 12)
+    source, quantized = str(tmp_path / "net.onnx"), str(tmp_path / "net.qdq.onnx")
+    torch.onnx.export(_QdqNet().eval(), (torch.randn(*shape),), source, input_names=["x"], output_names=["y"],
+                      dynamo=False, opset_version=17)  # fmt: skip
+
+    class Reader(oq.CalibrationDataReader):
+        def __init__(self) -> None:
+            self.feeds = iter([{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(8)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.feeds, None)
+
+    oq.quantize_static(source, quantized, Reader(), quant_format=oq.QuantFormat.QDQ, per_channel=True,
+                       activation_type=getattr(oq.QuantType, activations), weight_type=oq.QuantType.QInt8)  # fmt: skip
+    model = onnx.load(quantized)
+    [last] = [n for n in model.graph.node if "y" in n.output]
+    step = float(next(onnx.numpy_helper.to_array(i) for i in model.graph.initializer if i.name == last.input[1]))
+    session = ort.InferenceSession(quantized, providers=["CPUExecutionProvider"])
+    with glow_mlir.compile(glow_mlir.import_onnx(quantized), keep_ir=True, cache=False) as compiled:
+        text = compiled.ir("glow-cpu-int8")
+        assert text.count("glow.cpu_int8_conv_nhwc") == 2 and "glow.cpu_int8_matmul" in text
+        for seed in range(3):
+            x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+            diff = np.abs(compiled.run({"x": x})["y"] - session.run(None, {"x": x})[0]).max()
+            assert diff <= step * (1 + 1e-5), f"seed {seed}: {diff / step:.2f} output steps"
+
+
+@needs_vnni
+@pytest.mark.parametrize("schema", ["asymmetric", "symmetric"])
+def test_relu_and_next_quantization_fuse_into_the_epilogue(schema: str) -> None:
+    """conv -> relu -> conv -> relu -> reshape -> fully connected, quantized: a product whose result only feeds
+    a relu and the next product's quantization writes that uint8 activation itself, bit-identical to the
+    interpreter's chain of float ops."""
+    g = glow_mlir.Graph("chain")
+    x = g.input("x", (1, 5, 9, 9))
+    w1, b1 = rng.standard_normal((12, 5, 3, 3)).astype(np.float32), rng.standard_normal(12).astype(np.float32)
+    w2, b2 = rng.standard_normal((20, 12, 3, 3)).astype(np.float32), rng.standard_normal(20).astype(np.float32)
+    h = g.relu(g.convolution(x, g.constant(w1), g.constant(b1), pads=(1, 1, 1, 1), name="c1"), name="r1")
+    h = g.relu(g.convolution(h, g.constant(w2), g.constant(b2), strides=(2, 2), pads=(1, 1, 1, 1), name="c2"))
+    flat = g.reshape(h, (1, 20 * 5 * 5))
+    w3 = rng.standard_normal((500, 7)).astype(np.float32)
+    g.output("y", g.fully_connected(flat, g.constant(w3), g.constant(np.zeros(7, np.float32)), name="fc"))
+    feeds = [{"x": rng.standard_normal((1, 5, 9, 9)).astype(np.float32)} for _ in range(3)]
+    q = quant.quantize(g, quant.profile(g, feeds[:2]), schema=schema)
+    with glow_mlir.compile(q, keep_ir=True, cache=False) as compiled:
+        text = compiled.ir("glow-cpu-int8")
+        # c1 writes uint8 for c2; c2's relu reaches fc's quantization through a reshape, which stays float.
+        [fused] = [line for line in text.splitlines() if "relu = true" in line]
+        assert "glow.cpu_int8_conv_nhwc" in fused and fused.endswith("-> tensor<1x9x9x12xui8>")
+        assert text.count("glow.relu") == 1
+        for feed in feeds:
+            np.testing.assert_array_equal(compiled.run(feed)["y"], glow_mlir.interpret(q, feed)["y"])
