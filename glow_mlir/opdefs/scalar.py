@@ -483,9 +483,42 @@ def horner(coefficients: Sequence[float], x: ir.Value) -> ir.Value:
     return total
 
 
+# f32 erf: Eigen's and XLA's generic_fast_erf_float, erf(x) = x * P(x^2) / Q(x^2) on x clamped to [-4, 4]
+# (erf(4) rounds to 1 in f32), coefficients from the lowest degree up; within 5e-7 of erf over all f32.
+ERF_F32_P = (
+    -1.60960333262415e-02, -2.95459980854025e-03, -7.34990630326855e-04, -5.69250639462346e-05,
+    -2.10102402082508e-06, 2.77068142495902e-08, -2.72614225801306e-10,
+)  # fmt: skip
+ERF_F32_Q = (-1.42647390514189e-02, -7.37332916720468e-03, -1.68282697438203e-03, -2.13374055278905e-04,
+             -1.45660718464996e-05)  # fmt: skip
+ERF_F32_CLAMP = 4.0
+
+
+def fma_horner(coefficients: Sequence[float], x: ir.Value) -> ir.Value:
+    """sum_i coefficients[i] * x^i by Horner's rule with fused multiply-adds."""
+    total = constant(x.type, coefficients[-1])
+    for c in reversed(coefficients[:-1]):
+        total = math.fma(total, x, constant(x.type, c))
+    return total
+
+
+def erf_f32(x: ir.Value) -> ir.Value:
+    """erf of an f32 value in f32 arithmetic that vectorizes (no f64, no libm call: the f64 form below ran at
+    about 14 ns per element, half of wav2vec2's run time), within 5e-7 of erf (it reaches 1 + 2e-7 near
+    x = 3, and exactly 1 at the clamp); NaN stays NaN and -0 stays -0 (maximumf and minimumf propagate NaN
+    and order -0 below +0)."""
+    bound = constant(x.type, ERF_F32_CLAMP)
+    clamped = arith.maximumf(arith.minimumf(x, bound), arith.negf(bound))
+    square = arith.mulf(clamped, clamped)
+    return arith.divf(arith.mulf(clamped, fma_horner(ERF_F32_P, square)), fma_horner(ERF_F32_Q, square))
+
+
 def erf(x: ir.Value) -> ir.Value:
-    """The error function as generated arithmetic (LLVM has no erf intrinsic), in f64 whatever x's float type,
-    accurate to about 1e-10: a series near 0, 1 - erfc beyond. NaN stays NaN, erf(+-inf) = +-1."""
+    """The error function as generated arithmetic (LLVM has no erf intrinsic): f32 by `erf_f32`; other float
+    types in f64, accurate to about 1e-10: a series near 0, 1 - erfc beyond. NaN stays NaN, erf(+-inf) =
+    +-1."""
+    if x.type == ir.F32Type.get():
+        return erf_f32(x)
     f64 = ir.F64Type.get()
     wide = x if x.type == f64 else arith.extf(f64, x)
     a = math.absf(wide)

@@ -26,16 +26,18 @@ from glow_mlir.backends.cpu.recipes import (
     recipe,
     write_back,
 )
+from glow_mlir.backends.cpu.rowreduce_recipes import row_reduction_recipe
 
 
 @recipe("linalg.generic")
 def generic_recipe(op: ir.Operation) -> Recipe | None:
     """Elementwise ops, broadcasts, batched_add, conversions, selects, reductions and fused epilogues; the
-    last op of an elementwise chain (`mark_chains`) takes the whole chain into one loop nest."""
+    last op of an elementwise chain (`mark_chains`) takes the whole chain into one loop nest, and a row
+    reduction gets the kernel of rowreduce_recipes.py."""
     chain = _chain_ending_at(op)
     if len(chain) > 1:
         return _chain_recipe(chain)
-    return elementwise_recipe(op)
+    return row_reduction_recipe(op) or elementwise_recipe(op)
 
 
 def _chainable(op: ir.Operation) -> bool:

@@ -3,16 +3,15 @@
 ONNX before opset 20 has no Gelu: PyTorch exports nn.GELU as x * 0.5 * (1 + erf(x / sqrt 2)) (BERT, ViT, DeiT,
 Whisper) and GPT-2's "gelu_new" as 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))), five to nine
 elementwise ops, each one more pass over the widest activation of a transformer block (the FFN's inner one),
-and erf is generated in f64 (opdefs/scalar.erf), whose exp LLVM calls from libm one element at a time: on a
-BERT encoder (hidden 256, seq 64) that erf alone was a third of the run time. As an activation of the
-producing matmul it is one vectorized pass in f32, in place on the product.
+and erf was generated in f64, whose exp LLVM calls from libm one element at a time: on a BERT encoder
+(hidden 256, seq 64) that erf alone was a third of the run time. As an activation of the producing matmul it
+is one vectorized pass in f32, in place on the product.
 
 - "gelu_erf" (erf form) and "gelu_tanh" are defined here with `define_activation` (codegen body and numpy
   meaning); glow-fuse-activations imports this module, so both exist wherever a fused op can carry them.
-- The f32 body computes erf with the rational approximation of Eigen/XLA (`generic_fast_erf_float`: odd
-  degree-13 numerator over degree-8 denominator in x, x clamped to [-4, 4]), within 5e-7 of erf over all f32
-  (checked against math.erf in test/python/passes/graph/test_fuse_gelu.py); other float types use the f64
-  erf of opdefs/scalar. tanh goes through math.tanh, which glow-cpu-schedule replaces by fastmath's.
+- The body computes erf with opdefs/scalar's `erf` (in f32 the rational approximation of Eigen/XLA, within
+  5e-7 of erf, checked against math.erf in test/python/passes/graph/test_fuse_transformer.py; in f64 for
+  other float types). tanh goes through math.tanh, which glow-cpu-schedule replaces by fastmath's.
 - `match_gelu(y)` finds the elementwise ops after y that compute one of the two forms whatever their order
   and spelling (x / sqrt 2 or x * 1 / sqrt 2, 0.5 first or last, x^3 as pow or products): it collects the
   connected region of elementwise ops reading y and uniform constants, with exactly one erf or tanh and one
@@ -35,15 +34,6 @@ from glow_mlir.opdefs import scalar as s
 from glow_mlir.opdefs.base import Activation, define_activation
 from glow_mlir.passes.graph import utils as g
 
-# Eigen's generic_fast_erf_float: erf(x) = x * P(x^2) / Q(x^2) on x clamped to [-4, 4] (erf(4) rounds to 1 in
-# f32), coefficients from the lowest degree up.
-ERF_P = (
-    -1.60960333262415e-02, -2.95459980854025e-03, -7.34990630326855e-04, -5.69250639462346e-05,
-    -2.10102402082508e-06, 2.77068142495902e-08, -2.72614225801306e-10,
-)  # fmt: skip
-ERF_Q = (-1.42647390514189e-02, -7.37332916720468e-03, -1.68282697438203e-03, -2.13374055278905e-04,
-         -1.45660718464996e-05)  # fmt: skip
-ERF_CLAMP = 4.0
 SQRT_HALF = 1.0 / math.sqrt(2.0)
 TANH_SCALE = math.sqrt(2.0 / math.pi)
 TANH_CUBIC = 0.044715
@@ -56,28 +46,6 @@ _SAMPLES = np.concatenate([np.linspace(-8.0, 8.0, 161), [-0.3, 0.1, 0.7071, 1.5,
 _RTOL = 2e-5
 
 
-def erf_f32(x: ir.Value) -> ir.Value:
-    """erf of an f32 value as vectorizable arithmetic (Eigen's rational approximation, error < 5e-7);
-    NaN stays NaN (the clamp's maximumf/minimumf propagate it)."""
-    bound = s.constant(x.type, ERF_CLAMP)
-    clamped = arith.maximumf(arith.minimumf(x, bound), arith.negf(bound))
-    square = arith.mulf(clamped, clamped)
-    numerator = arith.mulf(clamped, _fma_poly(ERF_P, square))
-    return arith.divf(numerator, _fma_poly(ERF_Q, square))
-
-
-def _fma_poly(coefficients: tuple[float, ...], x: ir.Value) -> ir.Value:
-    """sum_i coefficients[i] * x^i by Horner's rule with fused multiply-adds."""
-    total = s.constant(x.type, coefficients[-1])
-    for coefficient in reversed(coefficients[:-1]):
-        total = mmath.fma(total, x, s.constant(x.type, coefficient))
-    return total
-
-
-def _erf(x: ir.Value) -> ir.Value:
-    return erf_f32(x) if x.type == ir.F32Type.get() else s.erf(x)
-
-
 def _half_x_times(x: ir.Value, inner: ir.Value) -> ir.Value:
     """0.5 * x * (1 + inner)."""
     one_plus = arith.addf(s.constant(x.type, 1.0), inner)
@@ -86,7 +54,7 @@ def _half_x_times(x: ir.Value, inner: ir.Value) -> ir.Value:
 
 def gelu_scalar(x: ir.Value, _: list[float]) -> ir.Value:
     """x * 0.5 * (1 + erf(x / sqrt 2))."""
-    return _half_x_times(x, _erf(arith.mulf(x, s.constant(x.type, SQRT_HALF))))
+    return _half_x_times(x, s.erf(arith.mulf(x, s.constant(x.type, SQRT_HALF))))
 
 
 def gelu_tanh_scalar(x: ir.Value, _: list[float]) -> ir.Value:

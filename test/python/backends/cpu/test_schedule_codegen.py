@@ -47,6 +47,29 @@ def test_matmul_kernels_match_numpy(m: int, n: int, k: int, constant: bool) -> N
     assert ("__glow_packed" in scheduled) == constant
 
 
+@pytest.mark.parametrize("constant", [True, False])
+@pytest.mark.parametrize("m,n,k", [(37, 768, 192), (19, 1024, 1100), (197, 64, 48), (13, 96, 600)])
+def test_matmul_row_remainders_share_the_column_kernel(m: int, n: int, k: int, constant: bool) -> None:
+    """Rows that the register tile does not divide (37 = 4 x 8 + 5) run in the kernel of their column block,
+    inside its column and depth blocks (here also with kc < k and nc < n), not as a kernel of their own that
+    reads all of B again: one kernel per column block, and the same numbers."""
+    g, feeds, want = matmul_model(m, n, k, constant)
+    with glow_mlir.compile(g, keep_ir=True) as model:
+        np.testing.assert_allclose(model.run(feeds)["y"], want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+        scheduled = model.ir("glow-cpu-schedule")
+    # One more kernel: the fill that zeroes C.
+    assert scheduled.count("func.func private @__glow_kernel") == 1 + len(column_blocks(n, 32))
+
+
+def test_batch_matmul_row_remainder() -> None:
+    a = RNG.standard_normal((2, 13, 40)).astype(np.float32)
+    b = RNG.standard_normal((2, 40, 72)).astype(np.float32)
+    g = glow_mlir.Graph("bmm")
+    g.output("y", g.batch_matmul(g.input("a", a.shape), g.input("b", b.shape)))
+    with glow_mlir.compile(g) as model:
+        np.testing.assert_allclose(model.run({"a": a, "b": b})["y"], a @ b, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("n,nr", [(120, 128), (1000, 128), (10, 128), (84, 64), (512, 128), (7, 32)])
 def test_matmul_column_blocks_are_powers_of_two(n: int, nr: int) -> None:
     """LLVM scalarizes vectors of other lengths, so every column tile is a power of two and the blocks tile
