@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import models
+from bench import broad
 from glow_mlir import cache
 from glow_mlir.compiled import CompiledModel, abi_from_json
 
@@ -80,8 +80,9 @@ def per_call(model: CompiledModel, feeds: dict[str, np.ndarray], calls: int) -> 
 
 
 def ab(name: str, base_tree: Path, work: Path, rounds: int, budget: float) -> dict[str, object]:
-    onnx_file = models.onnx_path(name)
-    feeds = models.spec(name).inputs()
+    entry = broad.entries()[name]  # bench models and the zoo's (`zoo.<name>`)
+    onnx_file = entry.path()
+    feeds = entry.feeds()
     built = {}
     for label, tree in (("base", base_tree), ("new", ROOT)):
         folder = work / label / name
@@ -114,7 +115,9 @@ def ab(name: str, base_tree: Path, work: Path, rounds: int, budget: float) -> di
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", required=True, help="git revision to compare the working tree with")
-    parser.add_argument("--models", default="resnet50,mobilenetv2,bert", help="comma-separated bench models")
+    parser.add_argument(
+        "--models", default="resnet50,mobilenetv2,bert", help="comma-separated models of bench.broad's set (zoo.*)"
+    )
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--budget", type=float, default=20.0, help="seconds of timed calls per model")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -126,12 +129,12 @@ def main() -> None:
         archive = subprocess.run(["git", "archive", args.base], cwd=ROOT, capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(base_tree)], input=archive, check=True)
         results = []
-        print(f"{'model':<14} {'base ms':>9} {'new ms':>9} {'base/new':>9}  outputs  llvm")
+        print(f"{'model':<26} {'base ms':>9} {'new ms':>9} {'base/new':>9}  outputs  llvm")
         for name in args.models.split(","):
             row = ab(name, base_tree, work, args.rounds, args.budget)
             results.append(row)
             print(
-                f"{name:<14} {row['base_ms']:9.3f} {row['new_ms']:9.3f} {row['base_over_new']:9.3f}  "
+                f"{name:<26} {row['base_ms']:9.3f} {row['new_ms']:9.3f} {row['base_over_new']:9.3f}  "
                 f"{'equal' if row['outputs_bitwise_equal'] else 'DIFFER':<7}  "
                 f"{'identical' if row['llvm_identical'] else 'different'}"
             )

@@ -57,6 +57,18 @@ LANES = 16  # f32 lanes of one AVX-512 register
 # output row (ResNet's 7x7x512 3x3 layer: 19 -> 94 GFLOP/s; no shape measured slower).
 CHANNELS_OUTER = (0, 3, 1, 2, 4, 5, 6)
 ACCUMULATORS = 16
+# Output rows of at most this many pixels are short: too few FMAs per filter vector to stream the filter
+# from beyond L1 (`_channel_block`), or to fill a register tile (`_pixel_tile`).
+SHORT_ROW = 6
+# The filter block that the rows of a blocked convolution reuse: L1D is 32 KiB on Zen 4, 48 KiB on Sapphire
+# Rapids.
+L1_FILTER_BYTES = 32 * 1024
+# The pixel kernel's budget (`_pixel_tile`): each step loads one input row per pixel and one filter vector
+# per 16 channels, so 12 pixels x 16 channels spend 13 loads on 12 FMAs, and 12 x 32 (24 accumulators, with
+# the broadcast and 2 filter vectors 27 of the 32 registers) 14 loads on 24 FMAs. Measured one process,
+# 16 -> 24: 1x1 320 -> 1280 and 1280 -> 320 on 6x6 1.14x and 1.12x, 160 -> 960 on 6x6 1.06x, 512 -> 2048 on
+# 3x3 1.03x, 64 <-> 256 on 5x5 0.99-1.05x.
+PIXEL_ACCUMULATORS = 24
 
 
 def _divisor_at_most(n: int, limit: int) -> int:
@@ -221,6 +233,10 @@ def _fused_kernel(conv: _Conv, ow_tile: int, f_tile: int) -> Kernel:
         result = generic_on_tensors(activation_op, [], result)
     write_back(result, y)
     root = result.owner.operation
+    block = _channel_block(conv, f_tile)
+    if block is not None:
+        epilogue = bias_op is not None or activation_op is not None
+        return Kernel(root, _blocked_steps(block, ow_tile, f_tile, epilogue))
     if bias_op is None and activation_op is None:
         return Kernel(root, _steps([1, 1, ow_tile, f_tile, 1, 1, 1], CHANNELS_OUTER))
     extra = [] if activation_op is not None else [0, 0, 0]
@@ -236,6 +252,42 @@ def _fused_kernel(conv: _Conv, ow_tile: int, f_tile: int) -> Kernel:
     return Kernel(root, build)
 
 
+def _channel_block(conv: _Conv, f_tile: int) -> int | None:
+    """The input channels per block of a convolution on several short output rows (OW <= SHORT_ROW), or None
+    for the unblocked schedule.
+
+    The direct schedule reads a channel tile's whole filter slice (KH * KW * C * f floats: 1.2 MB for a 3x3
+    512 -> 512 layer at f = 64) once per output row, and a row of 3 to 6 pixels does only that many FMAs per
+    filter vector, so those layers stream the slice from L2 or memory at a few FMAs per load. With the input
+    channels in blocks whose filter [KH, KW, block, f] fits in L1 (L1_FILTER_BYTES), outermost, every output
+    row reuses the block from L1 (measured, one process against onnxruntime: 3x3 512 -> 512 on a 3x3 map 0.58
+    -> 1.07-1.11, 3x3 stride 2 320 -> 512 onto 3x3 0.92 -> 1.22, 3x3 256 -> 256 on 6x6 0.96 -> 1.04; on rows of
+    7 and more it gained nothing, within noise, and 1x1 layers on 7x7 lost up to 10 %)."""
+    kh, kw, c, _ = static_shape(conv.filter)
+    n, oh, ow, _ = static_shape(conv.y)
+    # One output row (a squeeze-and-excite FC as a 1x1 convolution on a 1x1 map) reads the filter once anyway.
+    if ow > SHORT_ROW or n * oh == 1:
+        return None
+    block = _divisor_at_most(c, max(1, L1_FILTER_BYTES // (kh * kw * f_tile * 4)))
+    return block if block < c else None
+
+
+def _blocked_steps(block: int, ow_tile: int, f_tile: int, epilogue: bool) -> steps.Build:
+    """The direct schedule under an outer loop over input-channel blocks (`_channel_block`): the reduction
+    is split, so the bias (the accumulators' start) and the activation (after the last block) run as
+    vectorized passes of their own over the output tile, which on short rows is small."""
+
+    def build(handle: ir.Value) -> None:
+        function = steps.function_of(handle)
+        blocked = steps.tile(steps.match(function, "linalg.conv_2d_nhwc_hwcf"), [0, 0, 0, 0, 0, 0, block])
+        steps.vectorize(steps.decompose(steps.tile(blocked, [1, 1, ow_tile, f_tile, 1, 1, 1], CHANNELS_OUTER)))
+        if epilogue:
+            generics = steps.match(function, "linalg.generic")
+            steps.vectorize(steps.tile(generics, [1, 1, ow_tile, f_tile], CHANNELS_OUTER[:4]))
+
+    return build
+
+
 def _pixel_tile(conv: _Conv, filter_shape: Sequence[int]) -> tuple[int, int] | None:
     """The register tile (pixels, channels) of a 1x1, stride-1 convolution on a small map, run as a matrix
     product over all pixels (`_pixels_kernel`), or None for the row-by-row direct schedule.
@@ -243,13 +295,14 @@ def _pixel_tile(conv: _Conv, filter_shape: Sequence[int]) -> tuple[int, int] | N
     On a map of OW <= 6 columns the direct schedule's register tile is one output row (OW pixels, up to 64
     channels) and the filter streams through once per output row; as pixels x channels (NHWC makes the
     pixels of an identity-layout map one [N*OH*OW, C] matrix), a tile of up to 16 pixels x 16 channels
-    reads each filter row once per 16 pixels instead of once per row of 3 to 6 (ResNeXt-26's 512 -> 2048
-    layer on 3x3 pixels: 1.39x; ConvNeXt-atto, ResNeXt-26, EfficientNet-B0, MobileNetV3-small: 1.02-1.06x).
+    (or more channels, `PIXEL_ACCUMULATORS`) reads each filter row once per 16 pixels instead of once per
+    row of 3 to 6 (ResNeXt-26's 512 -> 2048 layer on 3x3 pixels: 1.39x; ConvNeXt-atto, ResNeXt-26,
+    EfficientNet-B0, MobileNetV3-small: 1.02-1.06x).
     """
     kh, kw = filter_shape[:2]
     n, oh, ow, f = static_shape(conv.y)
     strides = conv.window["strides"]
-    if (kh, kw) != (1, 1) or list(strides) != [1, 1] or ow > 6 or oh == 1 and n == 1 or f % LANES:
+    if (kh, kw) != (1, 1) or list(strides) != [1, 1] or ow > SHORT_ROW or oh == 1 and n == 1 or f % LANES:
         return None
     if static_shape(conv.x)[:3] != (n, oh, ow) or not has_identity_layout(conv.x):
         return None
@@ -259,8 +312,10 @@ def _pixel_tile(conv: _Conv, filter_shape: Sequence[int]) -> tuple[int, int] | N
     if strides[1] != ow * strides[2] or n > 1 and strides[0] != oh * strides[1]:
         return None
     pixels = _divisor_at_most(n * oh * ow, ACCUMULATORS)
-    # Channels widen the tile up to the accumulator budget where the pixels leave room (5 pixels x 32).
-    width = max(w for w in CHANNEL_TILES if f % w == 0 and (w == LANES or pixels * w // LANES <= ACCUMULATORS))
+    # Channels widen the tile up to PIXEL_ACCUMULATORS where the pixels leave room (12 pixels x 32, 5 x 64).
+    width = max(
+        w for w in CHANNEL_TILES if f % w == 0 and (w == LANES or pixels * w // LANES <= PIXEL_ACCUMULATORS)
+    )
     return pixels, width
 
 

@@ -43,11 +43,11 @@ def _pointwise(c: int, h: int, w: int, f: int, activation: str | None, bias: boo
 
 # (C, H, W, F, activation, bias) -> the pixel kernel's [pixels, channels] tile, or None for the row schedule.
 CASES = {
-    "3x3_512_to_64_relu": ((512, 3, 3, 64, "relu", True), (9, 16)),
+    "3x3_512_to_64_relu": ((512, 3, 3, 64, "relu", True), (9, 32)),
     "5x5_64_to_48": ((64, 5, 5, 48, None, True), (5, 16)),
-    "5x5_64_to_64_clip": ((64, 5, 5, 64, "clip", True), (5, 32)),
+    "5x5_64_to_64_clip": ((64, 5, 5, 64, "clip", True), (5, 64)),
     "2x2_32_to_128_no_bias": ((32, 2, 2, 128, "relu", False), (4, 64)),
-    "6x6_40_to_32": ((40, 6, 6, 32, None, True), (12, 16)),
+    "6x6_40_to_32": ((40, 6, 6, 32, None, True), (12, 32)),
     "7x7_rows": ((16, 7, 7, 32, "relu", True), None),
     "channel_remainder_rows": ((32, 3, 3, 40, None, True), None),
     "narrow_rows": ((8, 6, 6, 4, None, True), None),

@@ -1,0 +1,102 @@
+"""KxK convolutions on short output rows (OW <= SHORT_ROW) run with their input channels in blocks whose filter
+fits in L1, outermost (conv_recipes.py, `_channel_block` / `_blocked_steps`), the bias and activation as passes
+of their own: the schedule has the block loop where the rule says so, and every case computes what
+onnxruntime computes (channel counts with remainders, strides, 5x5 windows, with and without bias and
+activation)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import glow_mlir
+from glow_mlir.frontends.onnx import import_model
+
+rng = np.random.default_rng(0)
+
+
+def _conv(c: int, h: int, f: int, k: int, stride: int, activation: str | None, bias: bool):
+    weights = (rng.standard_normal((f, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32)
+    inits = [numpy_helper.from_array(weights, "w")]
+    inputs = ["x", "w"]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.uniform(-0.5, 0.5, f).astype(np.float32), "b"))
+        inputs.append("b")
+    pads = [k // 2] * 4
+    nodes = [helper.make_node("Conv", inputs, ["conv"], kernel_shape=[k, k], strides=[stride] * 2, pads=pads)]
+    out = "conv"
+    if activation == "relu":
+        nodes.append(helper.make_node("Relu", ["conv"], ["y"]))
+        out = "y"
+    elif activation == "clip":
+        inits += [numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
+                  numpy_helper.from_array(np.array(0.5, np.float32), "hi")]
+        nodes.append(helper.make_node("Clip", ["conv", "lo", "hi"], ["y"]))
+        out = "y"
+    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, h])],
+                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return model
+
+
+# (C, H, F, K, stride, activation, bias) -> the channel block of the main channel tile (None: not blocked).
+CASES = {
+    # f tile 32 on 4 pixels: 32 KiB / (9 * 32 * 4 B) = 28 -> 16 of 64 channels.
+    "4x4_64_to_32_relu": ((64, 4, 32, 3, 1, "relu", True), 16),
+    # 40 filters: a 32-channel main tile (blocks of 24 of 48 channels) and an 8-channel remainder.
+    "5x5_48_to_40": ((48, 5, 40, 3, 1, None, True), 24),
+    # Stride 2 onto 4x4, 4 pixels x 64 channels: blocks of 12 of 96 channels.
+    "7x7_stride2_96_to_64_clip": ((96, 7, 64, 3, 2, "clip", True), 12),
+    "6x6_5x5_window_no_bias": ((32, 6, 16, 5, 1, "relu", False), 16),
+    "3x3_map_128_to_48": ((128, 3, 48, 3, 1, None, True), 32),
+    # Rows of 7 keep the unblocked schedule; so do channels whose whole filter fits in L1.
+    "7x7_rows": ((32, 7, 32, 3, 1, "relu", True), None),
+    "few_channels": ((8, 4, 16, 3, 1, None, True), None),
+    # One output row: the filter is read once anyway.
+    "1x1_map": ((256, 1, 64, 1, 1, "relu", True), None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_channel_blocks_on_short_rows(case: str) -> None:
+    (c, h, f, k, stride, activation, bias), block = CASES[case]
+    model = _conv(c, h, f, k, stride, activation, bias)
+    x = rng.standard_normal((1, c, h, h)).astype(np.float32)
+    with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
+        scheduled = compiled.ir("glow-cpu-schedule")
+        [got] = compiled.run({"x": x}).values()
+    # Loops over all C input channels in steps of more than one: the block loop.
+    blocks = [b for b in re.findall(rf"scf\.for %\w+ = %c0\w* to %c{c}\w* step %c(\d+)\b", scheduled) if b != "1"]
+    if block is None:
+        assert not blocks, scheduled
+    else:
+        assert str(block) in blocks, scheduled
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    [want] = session.run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_convolution_on_short_rows() -> None:
+    """Two groups of 128 channels on a 4x4 map: each group's convolution is blocked on its own channel slice
+    (blocks of 8 of 128) and the result is right."""
+    c = f = 256
+    weights = (rng.standard_normal((f, c // 2, 3, 3)) / np.sqrt(9 * c // 2)).astype(np.float32)
+    bias = rng.uniform(-0.5, 0.5, f).astype(np.float32)
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], pads=[1] * 4, group=2)
+    graph = helper.make_graph([node], "grouped", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(weights, "w"), numpy_helper.from_array(bias, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    x = rng.standard_normal((1, c, 4, 4)).astype(np.float32)
+    with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
+        scheduled = compiled.ir("glow-cpu-schedule")
+        [got] = compiled.run({"x": x}).values()
+    assert re.search(r"scf\.for %\w+ = %c0\w* to %c128\w* step %c8\b", scheduled), scheduled
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
