@@ -12,6 +12,11 @@ round so that load on the machine hits them alike (medians of process CPU time p
 
 Accuracy: top-1 agreement of each int8 model with `glow_fp32` over `--heldout` inputs drawn apart from the
 calibration set (issue 14's done-when asks for >= 99 % on 200). Ratios are what count (docs/PERFORMANCE.md).
+
+Transformers (`DYNAMIC_MODELS`: `--models bert`) are quantized dynamically instead, activations per run:
+`glow_fp32`, `glow_dyn` (`quantization.quantize(model, dynamic=True)`), `ort_dyn` (onnxruntime's
+`quantize_dynamic`, int8 weights, run by onnxruntime) and `glow_ort_dyn` (that model imported); accuracy is the
+output SQNR against `glow_fp32` over the held-out inputs (issue 14: >= 20 dB).
 """
 
 from __future__ import annotations
@@ -81,6 +86,81 @@ def _per_call(run: Runner, feed: dict[str, np.ndarray], calls: int) -> float:
     return (time.process_time() - start) / calls
 
 
+def _alternate(runners: dict[str, Runner], feed: dict[str, np.ndarray], rounds: int,
+               budget: float) -> tuple[dict[str, float], int]:  # fmt: skip
+    """Median ms per call of each runner on `feed`, the runners alternating round by round, and the calls per
+    round (sized so that all rounds take about `budget` seconds)."""
+    first = max(_per_call(run, feed, 1) for run in runners.values())
+    calls = max(2, int(budget / rounds / len(runners) / max(first, 1e-6)))
+    times: dict[str, list[float]] = {label: [] for label in runners}
+    for _ in range(rounds):
+        for label, run in runners.items():
+            times[label].append(_per_call(run, feed, calls))
+    return {label: statistics.median(v) * 1e3 for label, v in times.items()}, calls
+
+
+def _sqnr(reference: list[np.ndarray], got: list[np.ndarray]) -> float:
+    """Signal to quantization noise of `got` against `reference` over all outputs, in dB."""
+    ref, out = np.concatenate([r.ravel() for r in reference]), np.concatenate([g.ravel() for g in got])
+    return float(10 * np.log10((ref.astype(np.float64) ** 2).sum() / ((ref - out).astype(np.float64) ** 2).sum()))
+
+
+# Models benchmarked with dynamic quantization (transformers: activations quantized per run) instead of the
+# profile-guided static flow.
+DYNAMIC_MODELS = ("bert",)
+
+
+def bench_dynamic(name: str, heldout: int, rounds: int, budget: float) -> dict[str, object]:
+    """Dynamic int8 against fp32: `glow_fp32`, `glow_dyn` (quantize(dynamic=True)), `ort_dyn` (onnxruntime's
+    quantize_dynamic model, int8 weights, run by onnxruntime) and `glow_ort_dyn` (that model imported); the
+    output SQNR of each int8 model against glow_fp32 over `heldout` inputs."""
+    from onnxruntime import quantization as oq
+
+    path = models.onnx_path(name)
+    [(input_name, example)] = models.spec(name).inputs().items()
+    tests = _inputs(input_name, example, heldout, seed=2)
+    float_model = glow_mlir.import_onnx(str(path))
+    closing = []
+    with tempfile.TemporaryDirectory() as folder:
+        dynamic = Path(folder) / "dynamic.onnx"
+        oq.quantize_dynamic(str(path), str(dynamic), weight_type=oq.QuantType.QInt8)
+        runners: dict[str, Runner] = {"ort_dyn": _ort_session(dynamic)}
+        for label, model in (("glow_fp32", float_model), ("glow_dyn", quantization.quantize(float_model, dynamic=True)),
+                             ("glow_ort_dyn", glow_mlir.import_onnx(str(dynamic)))):  # fmt: skip
+            runners[label], compiled = _glow(model)
+            closing.append(compiled)
+        ms, calls = _alternate(runners, tests[0], rounds, budget)
+        outputs = {label: [run(t) for t in tests] for label, run in runners.items()}
+        for compiled in closing:
+            compiled.close()
+    return {
+        "model": name,
+        "ms": ms,
+        "fp32_over_dyn": ms["glow_fp32"] / ms["glow_dyn"],
+        "fp32_over_ort_dyn_imported": ms["glow_fp32"] / ms["glow_ort_dyn"],
+        "ort_dyn_over_glow_dyn": ms["ort_dyn"] / ms["glow_dyn"],
+        "sqnr_db": {label: _sqnr(outputs["glow_fp32"], v) for label, v in outputs.items() if label != "glow_fp32"},
+        "heldout": heldout,
+        "rounds": rounds,
+        "calls_per_round": calls,
+    }
+
+
+def markdown_dynamic(rows: list[dict[str, object]]) -> str:
+    lines = ["| model | glow fp32 ms | glow dyn ms | ort dyn ms | glow ort-dyn ms | fp32/dyn | fp32/ort-dyn imported | "
+             "ort/glow dyn | SQNR glow dyn | SQNR ort dyn | SQNR glow ort-dyn |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for r in rows:
+        ms, sqnr = r["ms"], r["sqnr_db"]
+        lines.append(
+            f"| {r['model']} | {ms['glow_fp32']:.3f} | {ms['glow_dyn']:.3f} | {ms['ort_dyn']:.3f} | "
+            f"{ms['glow_ort_dyn']:.3f} | {r['fp32_over_dyn']:.2f} | {r['fp32_over_ort_dyn_imported']:.2f} | "
+            f"{r['ort_dyn_over_glow_dyn']:.2f} | {sqnr['glow_dyn']:.1f} dB | {sqnr['ort_dyn']:.1f} dB | "
+            f"{sqnr['glow_ort_dyn']:.1f} dB |"
+        )
+    return "\n".join(lines)
+
+
 def bench(name: str, calibration: int, heldout: int, rounds: int, budget: float) -> dict[str, object]:
     spec = models.spec(name)
     path = models.onnx_path(name)
@@ -99,20 +179,13 @@ def bench(name: str, calibration: int, heldout: int, rounds: int, budget: float)
                              ("glow_qdq", glow_mlir.import_onnx(str(qdq)))):  # fmt: skip
             runners[label], compiled = _glow(model)
             closing.append(compiled)
-        feed = tests[0]
-        first = max(_per_call(run, feed, 1) for run in runners.values())
-        calls = max(2, int(budget / rounds / len(runners) / max(first, 1e-6)))
-        times: dict[str, list[float]] = {label: [] for label in runners}
-        for _ in range(rounds):
-            for label, run in runners.items():
-                times[label].append(_per_call(run, feed, calls))
+        ms, calls = _alternate(runners, tests[0], rounds, budget)
         top1 = {label: [] for label in runners}
         for t in tests:
             for label, run in runners.items():
                 top1[label].append(int(np.argmax(run(t))))
         for compiled in closing:
             compiled.close()
-    ms = {label: statistics.median(v) * 1e3 for label, v in times.items()}
     reference = np.array(top1["glow_fp32"])
     agreement = {label: float(np.mean(np.array(v) == reference)) for label, v in top1.items() if label != "glow_fp32"}
     return {
@@ -154,8 +227,15 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=20.0, help="seconds of timed calls per model")
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()
-    rows = [bench(name, args.calibration, args.heldout, args.rounds, args.budget) for name in args.models.split(",")]
-    print(markdown(rows))
+    names = args.models.split(",")
+    rows = [bench(name, args.calibration, args.heldout, args.rounds, args.budget) for name in names
+            if name not in DYNAMIC_MODELS]  # fmt: skip
+    dynamic = [bench_dynamic(name, args.heldout, args.rounds, args.budget) for name in names if name in DYNAMIC_MODELS]
+    if rows:
+        print(markdown(rows))
+    if dynamic:
+        print(markdown_dynamic(dynamic))
+    rows += dynamic
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
 

@@ -775,11 +775,12 @@ irdl.dialect @glow {
     %bias = irdl.base "!builtin.tensor"
     %result = irdl.base "!builtin.tensor"
     %relu = irdl.base "#builtin.integer"
+    %clip = irdl.base "#builtin.float"
     %output_scale = irdl.base "#builtin.float"
     %output_zero = irdl.base "#builtin.integer"
     irdl.operands(input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
     irdl.results(result: %result)
-    irdl.attributes {"relu" = %relu, "output_scale" = %output_scale, "output_zero" = %output_zero}
+    irdl.attributes {"relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero}
   }
 
   // CPU backend: int8 or uint8 NHWC input, already padded (with its zero point), convolved with a constant int8 filter packed [ceil(O/16), KH * KW * ceil(C/4), 64] (conv_weights, then pack_weights), requantized to f32 as cpu_int8_matmul: [N, OH, OW, O] (backends/cpu/int8_ops.py).
@@ -793,11 +794,31 @@ irdl.dialect @glow {
     %kernels = irdl.base "#builtin.dense_array"
     %strides = irdl.base "#builtin.dense_array"
     %relu = irdl.base "#builtin.integer"
+    %clip = irdl.base "#builtin.float"
     %output_scale = irdl.base "#builtin.float"
     %output_zero = irdl.base "#builtin.integer"
     irdl.operands(input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
     irdl.results(result: %result)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "output_scale" = %output_scale, "output_zero" = %output_zero}
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero}
+  }
+
+  // CPU backend: cpu_int8_matmul whose activation zero point and scale are run-time rank-0 values (dynamic quantization): f32(sum (input + offset) * W - (offset + zero) * colsum) * float32(scale * multiplier) + bias (backends/cpu/int8_ops.py).
+  irdl.operation @cpu_int8_matmul_dynamic {
+    %input = irdl.base "!builtin.tensor"
+    %weights = irdl.base "!builtin.tensor"
+    %colsum = irdl.base "!builtin.tensor"
+    %multiplier = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %zero = irdl.base "!builtin.tensor"
+    %scale = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %relu = irdl.base "#builtin.integer"
+    %clip = irdl.base "#builtin.float"
+    %output_scale = irdl.base "#builtin.float"
+    %output_zero = irdl.base "#builtin.integer"
+    irdl.operands(input: %input, weights: %weights, colsum: %colsum, multiplier: %multiplier, bias: %bias, zero: %zero, scale: %scale)
+    irdl.results(result: %result)
+    irdl.attributes {"relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero}
   }
 
   // CPU backend: the fused convolution in NHWC, filter [KH, KW, C / group, O], bias [O]; pads [top, left, bottom, right].

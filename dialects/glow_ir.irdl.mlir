@@ -790,11 +790,12 @@ irdl.dialect @glow_ir {
     %multiplier = irdl.base "!builtin.memref"
     %bias = irdl.base "!builtin.memref"
     %relu = irdl.base "#builtin.integer"
+    %clip = irdl.base "#builtin.float"
     %output_scale = irdl.base "#builtin.float"
     %output_zero = irdl.base "#builtin.integer"
     %roles = irdl.is ["out", "in", "in", "in", "in", "in"]
     irdl.operands(dest: %dest, input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
-    irdl.attributes {"relu" = %relu, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
+    irdl.attributes {"relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
   }
 
   // CPU backend: dest = f32(sum (input + offset) * W - correction) * multiplier + bias over each window of the padded NHWC input, vpdpbusd on packed int8 weights.
@@ -808,11 +809,31 @@ irdl.dialect @glow_ir {
     %kernels = irdl.base "#builtin.dense_array"
     %strides = irdl.base "#builtin.dense_array"
     %relu = irdl.base "#builtin.integer"
+    %clip = irdl.base "#builtin.float"
     %output_scale = irdl.base "#builtin.float"
     %output_zero = irdl.base "#builtin.integer"
     %roles = irdl.is ["out", "in", "in", "in", "in", "in"]
     irdl.operands(dest: %dest, input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
+  }
+
+  // CPU backend: dest = f32(sum (input + offset) * W - (offset + zero) * colsum) * (scale * multiplier) + bias, vpdpbusd on packed int8 weights with run-time zero point and scale.
+  irdl.operation @cpu_int8_matmul_dynamic {
+    %dest = irdl.base "!builtin.memref"
+    %input = irdl.base "!builtin.memref"
+    %weights = irdl.base "!builtin.memref"
+    %colsum = irdl.base "!builtin.memref"
+    %multiplier = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %zero = irdl.base "!builtin.memref"
+    %scale = irdl.base "!builtin.memref"
+    %relu = irdl.base "#builtin.integer"
+    %clip = irdl.base "#builtin.float"
+    %output_scale = irdl.base "#builtin.float"
+    %output_zero = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in", "in", "in", "in", "in", "in", "in"]
+    irdl.operands(dest: %dest, input: %input, weights: %weights, colsum: %colsum, multiplier: %multiplier, bias: %bias, zero: %zero, scale: %scale)
+    irdl.attributes {"relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
   }
 
   // CPU backend: dest = activation(convolution(src, filter, bias)) in NHWC, filter [KH, KW, C / group, O], no padding.

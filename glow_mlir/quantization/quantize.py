@@ -1,7 +1,8 @@
 """Profile-guided quantization, step two (Glow's -load-profile): a float graph and its profile in, a graph
 whose matrix products and convolutions compute on 8-bit integers out.
 
-Each quantizable op (convolution, fully_connected, matmul, batch_matmul) not kept in float becomes:
+Each quantizable op (convolution, fully_connected, matmul, batch_matmul) not kept in float, and not a grouped or
+dilated convolution (no int8 kernel computes those: `_has_int8_kernel`), becomes:
 
 - its activation operands quantized, `q = clamp(round_half_even(x / scale) + zero_point)` as int8 (ONNX's
   QuantizeLinear: the same rounding onnxruntime's quantized models use), with scale and zero point from the
@@ -21,6 +22,11 @@ code runs. Scales come from `calibration`: "minmax" (the profile's extremes) or 
 calibration on the |x| histogram: the clipping threshold whose 128-level quantization loses the least
 information). `schema` "symmetric" centres the activation range on 0 (zero point 0, int8 [-127, 127]);
 "asymmetric" maps [min(lo, 0), max(hi, 0)] onto [-128, 127] with a zero point.
+
+`dynamic=True` is Glow's and PyTorch's dynamic quantization instead (`_dynamic`): no profile; each matmul and
+fully connected layer with constant weights quantizes its activation per run to uint8 from the activation's
+own min/max, as onnxruntime's DynamicQuantizeLinear, and multiplies the int32 product by float32(run-time
+scale * weight scale).
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ SCHEMAS = ("asymmetric", "symmetric")
 CALIBRATIONS = ("minmax", "kl")
 PRECISIONS = ("int8",)
 QUANTIZABLE = ("glow.convolution", "glow.fully_connected", "glow.matmul", "glow.batch_matmul")
+# What dynamic quantization quantizes: products with constant weights whose rows are the activation's.
+DYNAMIC = ("glow.fully_connected", "glow.matmul")
 # The largest reduction length whose int8 x (int8 - zero point) products sum exactly in f32 (2^24 / 255*127).
 F32_EXACT_TERMS = (1 << 24) // (255 * 127)
 QMIN, QMAX = -128, 127
@@ -188,25 +196,32 @@ class Options:
 
 def quantize(
     model: Model,
-    profile: Profile,
+    profile: Profile | None = None,
     *,
     schema: str = "asymmetric",
     calibration: str = "minmax",
     per_channel: bool = True,
     precision: str = "int8",
     keep_float: Sequence[str] = (),
+    dynamic: bool = False,
 ) -> ir.Module:
     """A copy of `model` (a Graph, module or ONNX model) with its products and convolutions computed on int8
     (the module docstring says how), scaled by `profile`, which must have been taken of this model.
 
     `keep_float` names nodes (by node name) or op kinds ("convolution", "glow.matmul") left in float.
+    `dynamic` quantizes instead only the matmuls and fully connected layers with constant weights, their
+    activations per run from their own min/max (`_dynamic`; no profile, schema or calibration): Glow's and
+    PyTorch's dynamic quantization, onnxruntime's quantize_dynamic.
     """
     for value, allowed, what in ((schema, SCHEMAS, "schema"), (calibration, CALIBRATIONS, "calibration"),
                                  (precision, PRECISIONS, "precision")):  # fmt: skip
         if value not in allowed:
             raise ValueError(f"{what} must be one of {', '.join(allowed)}, got {value!r}")
     source = as_module(model)
-    profile.check(source)
+    if not dynamic:
+        if profile is None:
+            raise ValueError("static quantization needs a profile (or pass dynamic=True)")
+        profile.check(source)
     module = copy_module(source)
     options = Options(schema, calibration, per_channel, frozenset(keep_float))
     with module.context, ir.Location.unknown():
@@ -222,12 +237,16 @@ def quantize(
         chosen = [
             (op, name, [source_name(v) for v in op.operands[:2]])
             for op, name in names.items()
-            if op.name in QUANTIZABLE
+            if op.name in (DYNAMIC if dynamic else QUANTIZABLE)
             and not {name, op.name, op.name.removeprefix("glow.")} & options.keep_float
             and all(g.dtype(v) == np.float32 for v in op.operands)
+            and _has_int8_kernel(op, dynamic)
         ]
         for op, name, sources in chosen:
-            replacement = _quantized(op, name, profile, options, sources)
+            if dynamic:
+                replacement = _dynamic(op, name, per_channel)
+            else:
+                replacement = _quantized(op, name, profile, options, sources)
             op.results[0].replace_all_uses_with(replacement)
             g.erase(op)
     return module
@@ -289,6 +308,82 @@ def _quantized(op: ir.Operation, name: str, profile: Profile, options: Options, 
         bias_value = emit.make("glow.broadcast", [op.operands[2]], result.type, {"axis": ops.i64(out_axis)})
     with ir.InsertionPoint(op), op.location:
         return g.make("glow.add", [scaled, bias_value], result.type)
+
+
+def _has_int8_kernel(op: ir.Operation, dynamic: bool) -> bool:
+    """Whether `op` is worth quantizing. A grouped or dilated convolution (a depthwise one, say) is not: no
+    int8 kernel computes it, so quantizing it would only put a quantization and a float convolution on
+    centred integers where the float convolution was (MobileNetV2 int8 ran 0.71x its fp32 so). With
+    `dynamic`, only products whose weights are constant are."""
+    if dynamic:
+        return g.constant_array(op.operands[1]) is not None
+    if op.name != "glow.convolution":
+        return True
+    return ir.IntegerAttr(op.attributes["group"]).value == 1 and all(
+        d == 1 for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])
+    )
+
+
+def _dynamic(op: ir.Operation, name: str, per_channel: bool) -> ir.Value:
+    """The dynamically quantized form of matmul or fully_connected `op` (constant weights), built before it,
+    as onnxruntime's DynamicQuantizeLinear + MatMulInteger: per run, lo = min(min x, 0), hi = max(max x, 0),
+    scale s = (hi - lo) / 255 (at least the smallest normal float, so that a zero activation quantizes to its
+    zero point), zero point z = round(clamp(-lo / s, 0, 255)), q = clamp(round(x / s) + z, 0, 255) as uint8;
+    then matmul(q - z, W) in int32 with W symmetric int8, times float32(s * weight scale) [+ bias]. The CPU
+    backend runs it on vpdpbusd with s and z as run-time operands (cpu_int8_matmul_dynamic)."""
+    emit = _Emitter(op, name)
+    x, result = op.operands[0], op.results[0]
+    scalar_f32 = ops.tensor_type([], _element("f32"))
+
+    def constant(number: float, what: str) -> ir.Value:
+        return emit.constant(np.array(number, np.float32), "f32", what)
+
+    def scalar(kind: str, *operands: ir.Value, attrs: dict | None = None) -> ir.Value:
+        return emit.make(f"glow.{kind}", operands, scalar_f32, attrs)
+
+    def elementwise(kind: str, *operands: ir.Value) -> ir.Value:
+        return emit.make(f"glow.{kind}", operands, x.type)
+
+    def spread(value: ir.Value, what: str) -> ir.Value:
+        """Rank-0 `value` broadcast to x's shape (its element type kept)."""
+        target = ops.tensor_type(ops.shape(x), ops.element_type(value))
+        return emit.make("glow.broadcast", [value], target, {"axis": ops.i64(len(ops.shape(x)))}, what)
+
+    axes = {"axes": ops.i64_array(range(len(ops.shape(x))))}
+    zero, qmax = constant(0.0, "zero"), constant(255.0, "qmax")
+    lo = scalar("min", scalar("batched_reduce_min", x, attrs=axes), zero)
+    hi = scalar("max", scalar("batched_reduce_max", x, attrs=axes), zero)
+    tiny = constant(float(np.finfo(np.float32).tiny), "tiny")
+    scale = scalar("max", scalar("div", scalar("sub", hi, lo), qmax), tiny)
+    z = scalar("round", scalar("min", scalar("max", scalar("sub", zero, scalar("div", lo, scale)), zero), qmax))
+    y = elementwise("add", elementwise("round", elementwise("div", x, spread(scale, "scale"))), spread(z, "zero_point"))
+    y = elementwise("min", elementwise("max", y, emit.scalar(x, 0, "f32", "qmin")), emit.scalar(x, 255, "f32", "qmax"))
+    q = emit.make("glow.convert_to", [y], emit.like(x, "ui8"), what="quantize")
+    z_i32 = emit.make("glow.convert_to", [z], ops.tensor_type([], _element("i32")), what="zero_point")
+    wide_q = emit.make("glow.convert_to", [q], emit.like(x, "i32"), what="widen")
+    centred = emit.make("glow.sub", [wide_q, spread(z_i32, "zero_point")], wide_q.type)
+    w = g.constant_array(op.operands[1])
+    w_scale = weight_scales(w, 1 if per_channel else None)
+    weights = emit.constant(quantize_array(w, w_scale).astype(np.int32), "i32", "weights")
+    acc = emit.make("glow.matmul", [centred, weights], emit.like(result, "i32"), what="accumulate")
+    # float32(s * weight scale): per channel, s broadcast to the channels first (ONNX's Mul).
+    if per_channel:
+        vector = ops.tensor_type(w_scale.shape, _element("f32"))
+        s = emit.make("glow.broadcast", [scale], vector, {"axis": ops.i64(1)}, "scale")
+        w_value = emit.constant(w_scale, "f32", "weight_scale")
+    else:
+        s, w_value = scale, constant(float(w_scale), "weight_scale")
+    multiplier = emit.make("glow.mul", [s, w_value], w_value.type, what="multiplier")
+    axis = 1 if per_channel else 2
+    rescale = emit.make("glow.broadcast", [multiplier], result.type, {"axis": ops.i64(axis)}, "multiplier")
+    wide = emit.make("glow.convert_to", [acc], result.type, what="dequantize")
+    if op.name == "glow.matmul":
+        with ir.InsertionPoint(op), op.location:
+            return g.make("glow.mul", [wide, rescale], result.type)
+    scaled = emit.make("glow.mul", [wide, rescale], result.type)
+    bias = emit.make("glow.broadcast", [op.operands[2]], result.type, {"axis": ops.i64(1)}, "bias")
+    with ir.InsertionPoint(op), op.location:
+        return g.make("glow.add", [scaled, bias], result.type)
 
 
 def _reduction_length(op: ir.Operation) -> int:

@@ -16,6 +16,8 @@ vpdpbusd (`llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"`, which LLVM 22 ty
 <64 x i8>, <64 x i8>)). The epilogue subtracts the correction, converts to f32, multiplies and adds the bias
 (two roundings, as the reference interpreter), applies the op's relu and uint8 quantization when it has them
 (int8_ops.epilogue: divf, roundeven, clamp, as the graph ops it replaces) and stores 16 columns.
+`cpu_int8_matmul_dynamic` is the same kernel whose epilogue first forms the correction (offset + zero) *
+colsum and the multiplier float32(scale * multiplier) from its run-time zero point and scale.
 
 Every M, N, K: the column-block groups of `blocks` run in an scf.for, the last group (fewer blocks, the
 last one partial when 16 does not divide N: masked loads and stores) is emitted once after it; likewise
@@ -33,10 +35,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mlir import ir
-from mlir.dialects import arith, builtin, llvm, math, scf, vector
+from mlir.dialects import arith, builtin, llvm, math, memref, scf, vector
 
 from glow_mlir import ops
-from glow_mlir.backends.cpu.int8_ops import K_STEP, LANES
+from glow_mlir.backends.cpu.int8_ops import K_STEP, LANES, SIGNED_OFFSET
 from glow_mlir.codegen.builders import index, pair, reshape, storage_type
 from glow_mlir.codegen.table import fail, lowering
 
@@ -81,9 +83,12 @@ class _Kernel:
 
     def __init__(self, op: ir.Operation, dest: ir.Value, src: ir.Value, m: int, rows_of: Callable[[ir.Value], object],
                  accumulate: Accumulate) -> None:  # fmt: skip
-        _, _, self.weights, self.correction, self.multiplier, self.bias = op.operands
+        self.weights, self.correction, self.multiplier, self.bias = op.operands[2:6]
+        # cpu_int8_matmul_dynamic: the run-time zero point and scale (rank-0), `correction` holding colsum(W).
+        self.runtime = tuple(op.operands[6:8])
         self.m, self.n = m, ops.shape(dest)[1]
         self.relu = ir.BoolAttr(op.attributes["relu"]).value
+        self.clip = ir.FloatAttr(op.attributes["clip"]).value
         self.output_scale = ir.FloatAttr(op.attributes["output_scale"]).value
         self.output_zero = ir.IntegerAttr(op.attributes["output_zero"]).value
         # A quantized (uint8) result is stored as the i8 bytes it is.
@@ -174,6 +179,12 @@ class _Kernel:
 
         corr = load(self.correction, self.acc_type, ir.IntegerAttr.get(self.i32, 0))
         mult = load(self.multiplier, f32s, ir.FloatAttr.get(self.f32, 0.0))
+        if self.runtime:
+            # (offset + zero) * colsum and float32(scale * multiplier), as int8_ops.dynamic_product.
+            zero, scale = (memref.load(buffer, []) for buffer in self.runtime)
+            added = arith.addi(zero, arith.constant(self.i32, SIGNED_OFFSET if self.signed else 0))
+            corr = arith.muli(vector.broadcast(self.acc_type, added), corr)
+            mult = arith.mulf(vector.broadcast(f32s, scale), mult)
         bias = load(self.bias, f32s, ir.FloatAttr.get(self.f32, 0.0))
         for acc, row in zip(accs, rows, strict=True):
             value = self.output(arith.addf(arith.mulf(arith.sitofp(f32s, arith.subi(acc, corr)), mult), bias))
@@ -183,8 +194,8 @@ class _Kernel:
                 vector.maskedstore(self.dest, [row, column], mask, value)
 
     def output(self, value: ir.Value) -> ir.Value:
-        """The f32 result through the op's relu and uint8 quantization (int8_ops.epilogue), in the same float32
-        operations as the ops they replace: maximumf, divf, roundeven, addf, clamp, then to bytes."""
+        """The f32 result through the op's relu, its cap and uint8 quantization (int8_ops.epilogue), in the same
+        float32 operations as the ops they replace: maximumf, minimumf, divf, roundeven, addf, clamp, to bytes."""
         f32s = _vec(LANES, self.f32)
 
         def splat(number: float) -> ir.Value:
@@ -192,6 +203,8 @@ class _Kernel:
 
         if self.relu:
             value = arith.maximumf(value, splat(0.0))
+        if self.clip:
+            value = arith.minimumf(value, splat(self.clip))
         if not self.output_scale:
             return value
         steps = arith.addf(math.roundeven(arith.divf(value, splat(self.output_scale))), splat(self.output_zero))
@@ -266,8 +279,10 @@ def _check_packed(op: ir.Operation, rows: int, n: int) -> int:
 
 
 @lowering("cpu_int8_matmul")
+@lowering("cpu_int8_matmul_dynamic")
 def _cpu_int8_matmul(op: ir.Operation) -> None:
-    """dest = f32(sum (src + 128) * W - correction) * multiplier + bias, on vpdpbusd (module docstring)."""
+    """dest = f32(sum (src + offset) * W - correction) * multiplier + bias, on vpdpbusd (module docstring); the
+    dynamic op forms correction and multiplier from its run-time zero point and scale in the epilogue."""
     dest, src = op.operands[0], op.operands[1]
     m, k = ops.shape(src)
     blocks = _check_packed(op, -(-k // K_STEP), ops.shape(dest)[1])

@@ -60,10 +60,15 @@ def unpack_weights(packed: np.ndarray, k: int, n: int) -> np.ndarray:
     return np.ascontiguousarray(blocks[:n, :k].T)
 
 
+def colsum(w: np.ndarray) -> np.ndarray:
+    """sum_k W[k, n] as i32: the dynamic op's correction is (offset + zero) times this, formed at run time."""
+    return w.astype(np.int64).sum(axis=0).astype(np.int32)
+
+
 def correction(w: np.ndarray, zero: int, added: int = SIGNED_OFFSET) -> np.ndarray:
     """(added + zero) * colsum(W) as i32: what the kernel subtracts per column (module docstring), `added` the
     activation's `offset`."""
-    return ((added + zero) * w.astype(np.int64).sum(axis=0)).astype(np.int32)
+    return ((added + zero) * colsum(w).astype(np.int64)).astype(np.int32)
 
 
 def _shape(o: Sequence[Shape], _: Attrs, __: Shape | None) -> Shape:
@@ -94,21 +99,28 @@ def _types(operands: Sequence[str], result: str | None) -> str:
     return result or "f32"
 
 
-# The epilogue after the requantization to f32: an optional relu, then, with an output scale, QuantizeLinear to
-# uint8 (round half to even of y / scale, plus the zero point, clamped): the next product's activation, written
-# by this one (glow-cpu-int8 fuses it). output_scale 0 keeps the f32 result.
-OUTPUT_ATTRS = (("relu", Attr.BOOL), ("output_scale", Attr.FLOAT), ("output_zero", Attr.INT))
+# The epilogue after the requantization to f32: an optional relu, capped at `clip` when that is not 0 (relu6:
+# MobileNets' Clip(0, 6)), then, with an output scale, QuantizeLinear to uint8 (round half to even of y / scale,
+# plus the zero point, clamped): the next product's activation, written by this one (glow-cpu-int8 fuses it).
+# output_scale 0 keeps the f32 result.
+OUTPUT_ATTRS = (("relu", Attr.BOOL), ("clip", Attr.FLOAT), ("output_scale", Attr.FLOAT), ("output_zero", Attr.INT))
 OUTPUT_ATTR_NAMES = tuple(name for name, _ in OUTPUT_ATTRS)
 
 
-def output_attributes(relu: bool = False, scale: float = 0.0, zero: int = 0) -> dict[str, ir.Attribute]:
-    return {"relu": Attr.BOOL.make(relu), "output_scale": Attr.FLOAT.make(scale), "output_zero": Attr.INT.make(zero)}
+def output_attributes(relu: bool = False, clip: float = 0.0, scale: float = 0.0,
+                      zero: int = 0) -> dict[str, ir.Attribute]:  # fmt: skip
+    return {"relu": Attr.BOOL.make(relu), "clip": Attr.FLOAT.make(clip), "output_scale": Attr.FLOAT.make(scale),
+            "output_zero": Attr.INT.make(zero)}  # fmt: skip
 
 
 def epilogue(op: ir.Operation, y: np.ndarray) -> np.ndarray:
-    """The float32 result `y` through op's relu and output quantization (the evaluators' last step)."""
+    """The float32 result `y` through op's relu (and its cap) and output quantization (the evaluators' last
+    step)."""
     if ir.BoolAttr(op.attributes["relu"]).value:
         y = np.maximum(y, np.float32(0))
+    clip = np.float32(ir.FloatAttr(op.attributes["clip"]).value)
+    if clip:
+        y = np.minimum(y, clip)
     scale = np.float32(ir.FloatAttr(op.attributes["output_scale"]).value)
     if not scale:
         return y
@@ -204,5 +216,52 @@ CPU_INT8_CONV = define(OpDef(
         graph="cpu_int8_conv_nhwc",
         doc="CPU backend: dest = f32(sum (input + offset) * W - correction) * multiplier + bias over each window of "
         "the padded NHWC input, vpdpbusd on packed int8 weights.",
+    ),
+))  # fmt: skip
+
+
+# Dynamic quantization (onnxruntime's quantize_dynamic, quantize(dynamic=True)): the activation's zero point and
+# scale are run-time values computed from its own min/max, so the kernel takes them as rank-0 operands and
+# forms the correction and the multiplier in its epilogue; the weights stay packed int8 constants.
+DYNAMIC_OPERANDS = ("input", "weights", "colsum", "multiplier", "bias", "zero", "scale")
+
+
+def _dynamic_shape(o: Sequence[Shape], a: Attrs, r: Shape | None) -> Shape:
+    *static, zero, scale = o
+    for scalar, what in ((zero, "zero"), (scale, "scale")):
+        require(tuple(scalar) == (), f"{what} must be a rank-0 tensor, got {list(scalar)}")
+    return _shape(static, a, r)
+
+
+def _dynamic_types(operands: Sequence[str], result: str | None) -> str:
+    if tuple(operands[5:]) != ("i32", "f32"):
+        raise ShapeError(f"zero and scale must be i32 and f32, got {', '.join(operands[5:])}")
+    return _types(operands[:5], result)
+
+
+def dynamic_product(x: Array, packed: Array, sums: Array, multiplier: Array, bias: Array, zero: Array,
+                    scale: Array) -> Array:  # fmt: skip
+    """cpu_int8_matmul_dynamic's f32 result before its epilogue, in exact integer arithmetic: the static
+    product with correction (offset + zero) * colsum and multiplier float32(scale * multiplier)."""
+    corr = (offset(x.dtype) + int(zero)) * sums.astype(np.int64)
+    return product(x, packed, corr, np.float32(scale) * multiplier.astype(np.float32), bias)
+
+
+def evaluate_dynamic(op: ir.Operation, a: list[Array]) -> Array:
+    return epilogue(op, dynamic_product(*a))
+
+
+CPU_INT8_MATMUL_DYNAMIC = define(OpDef(
+    "cpu_int8_matmul_dynamic",
+    "CPU backend: cpu_int8_matmul whose activation zero point and scale are run-time rank-0 values (dynamic "
+    "quantization): f32(sum (input + offset) * W - (offset + zero) * colsum) * float32(scale * multiplier) + bias "
+    "(backends/cpu/int8_ops.py).",
+    DYNAMIC_OPERANDS, attrs=OUTPUT_ATTRS, backend="cpu", shape=_dynamic_shape, types=_dynamic_types,
+    evaluate=evaluate_dynamic,
+    ir=IrDef(
+        "cpu_int8_matmul_dynamic", (("dest", "out"), *((name, "in") for name in DYNAMIC_OPERANDS)),
+        attrs=OUTPUT_ATTR_NAMES, graph="cpu_int8_matmul_dynamic",
+        doc="CPU backend: dest = f32(sum (input + offset) * W - (offset + zero) * colsum) * (scale * multiplier) + "
+        "bias, vpdpbusd on packed int8 weights with run-time zero point and scale.",
     ),
 ))  # fmt: skip

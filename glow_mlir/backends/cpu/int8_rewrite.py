@@ -15,14 +15,19 @@ two ways int8 products reach the graph (docs/QUANTIZATION.md):
   DequantizeLinear into float constants: `integer_weights` recovers their int8 steps and per-channel scales
   exactly (or the product stays float), and the multiplier is s times those scales. The integer product
   then differs from the float one by float rounding only, which is how onnxruntime computes such a model
-  too once it fuses it into QLinearConv / QLinearMatMul.
+  too once it fuses it into QLinearConv / QLinearMatMul;
+- dynamic quantization (onnxruntime's quantize_dynamic: DynamicQuantizeLinear + MatMulInteger, or
+  quantize(dynamic=True)) writes the i32 matmul of the first form with a run-time zero point and a run-time
+  scale (rank-0 values computed from the activation's min/max), reshapes around it for 3-D activations:
+  `_from_dynamic` makes it cpu_int8_matmul_dynamic, which takes both as operands, bit for bit; and the full
+  min/max reductions that compute them become row reductions (`row_extreme`).
 
 These are patterns on the existing ops, so the reference interpreter, glow-verify and every graph pass keep
 working on quantized graphs unchanged. Then, per product: the quantizer's int8 activation chain is rebuilt
 as uint8 (`_unsigned`: the same integers plus 128, so the kernel adds nothing), and, once every product is
-rewritten, a product whose result only feeds a relu and the next product's uint8 quantization computes that
-activation in its epilogue (`fuse_output`). A convolution sits between NCHW/NHWC transposes, which
-glow-sink-transpose cancels between layers, as glow-cpu-layout's do.
+rewritten, a product whose result only feeds a relu or relu6 computes it in its epilogue, with the next
+product's uint8 quantization when that alone follows (`fuse_output`). A convolution sits between NCHW/NHWC
+transposes, which glow-sink-transpose cancels between layers, as glow-cpu-layout's do.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu.int8_ops import (
     BYTES,
     SIGNED_OFFSET,
+    colsum,
     conv_weights,
     correction,
     offset,
@@ -280,11 +286,124 @@ def _unsigned(found: _Product) -> _Product:
     return dataclasses.replace(found, q=q, zero=zero)
 
 
+def _through(value: ir.Value, name: str) -> ir.Value:
+    """`value` before any chain of `name` ops (reshapes, broadcasts) that produce it."""
+    op = g.producer(value)
+    while op is not None and op.name == name:
+        value = op.operands[0]
+        op = g.producer(value)
+    return value
+
+
+def _runtime_scalar(value: ir.Value) -> ir.Value | None:
+    """The rank-0 value that `value` broadcasts (or is), when no constant defines it."""
+    value = _through(_through(value, "glow.broadcast"), "glow.reshape")
+    return value if ops.shape(value) == () and g.constant_array(value) is None else None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Dynamic:
+    """A matched dynamically quantized product: activation q (as the matmul reads it, [M, K]), its run-time
+    zero point (i32) and scale (f32), both rank-0, the int8 weights [K, N], the constant per-channel factor
+    of the scale and the bias, and the op whose result the rewrite replaces."""
+
+    q: ir.Value
+    zero: ir.Value
+    scale: ir.Value
+    weights: np.ndarray
+    multiplier: np.ndarray
+    bias: np.ndarray
+    last: ir.Operation
+
+
+def _dynamic_scale(value: ir.Value, n: int) -> tuple[ir.Value, np.ndarray] | None:
+    """(s, m) when `value` broadcasts s * m with s a run-time rank-0 f32 and m a constant scalar or [n]
+    vector (onnxruntime's Mul(input scale, weight scale)), or s alone (m 1); an [n] product must be broadcast
+    along the result's last dim, its channels."""
+    below = _through(value, "glow.broadcast")
+    if ops.shape(below) not in ((), (n,)):
+        return None
+    if ops.shape(below) == (n,) and n > 1:
+        top = g.producer(value)
+        last_axis = len(ops.shape(value)) - 1
+        if top is None or top.operands[0] != below or ir.IntegerAttr(top.attributes["axis"]).value != last_axis:
+            return None
+    op = g.producer(below)
+    if op is None or op.name != "glow.mul":
+        alone = _runtime_scalar(value)
+        return None if alone is None or g.dtype(alone) != np.float32 else (alone, np.ones(n, np.float32))
+    for runtime, constant in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
+        s, m = _runtime_scalar(runtime), g.constant_array(_through(constant, "glow.broadcast"))
+        if s is not None and g.dtype(s) == np.float32 and m is not None and m.size in (1, n) and m.dtype == np.float32:
+            return s, np.broadcast_to(m.reshape(-1), (n,)).astype(np.float32)
+    return None
+
+
+def _from_dynamic(op: ir.Operation) -> _Dynamic | None:
+    """A dynamically quantized product at i32 glow.matmul `op` (DynamicQuantizeLinear + MatMulInteger as the
+    ONNX importer writes them, or quantize(dynamic=True)): matmul(reshape*(sub(convert_to(q : i8 or ui8 ->
+    i32), broadcast(zero : i32, rank 0))), W int8 constant) -> reshape* -> convert_to f32 -> mul(., broadcast(
+    s [* m])) -> [add a per-channel constant]."""
+    centred = g.producer(_through(op.operands[0], "glow.reshape"))
+    if centred is None or centred.name != "glow.sub":
+        return None
+    widen, zero = g.producer(centred.operands[0]), _runtime_scalar(centred.operands[1])
+    if widen is None or widen.name != "glow.convert_to" or g.dtype(widen.operands[0]) not in BYTES or zero is None:
+        return None
+    w = _int8_weights(op.operands[1])
+    if w is None or g.dtype(zero) != np.int32:
+        return None
+    current = op.results[0]
+    while (reshape := _sole_user(current, "glow.reshape")) is not None:
+        current = reshape.results[0]
+    to_float = _sole_user(current, "glow.convert_to")
+    if to_float is None or g.dtype(to_float.results[0]) != np.float32:
+        return None
+    current = to_float.results[0]
+    scale = _sole_user(current, "glow.mul")
+    found = None if scale is None else _dynamic_scale(_other(scale, current), w.shape[1])
+    if found is None:
+        return None
+    last, bias, axis = scale, np.zeros(w.shape[1], np.float32), len(ops.shape(current)) - 1
+    add = _sole_user(scale.results[0], "glow.add")
+    if add is not None and (added := _channels(_other(add, scale.results[0]), axis)) is not None:
+        last, bias = add, added
+    return _Dynamic(widen.operands[0], zero, found[0], w, found[1], bias, last)
+
+
+def int8_dynamic_matmul(op: ir.Operation) -> ir.Value | None:
+    """The cpu_int8_matmul_dynamic replacing the dynamically quantized product at i32 glow.matmul `op`
+    (`_from_dynamic`), reshaped back to the replaced result's shape; None when there is none."""
+    found = _from_dynamic(op)
+    if found is None:
+        return None
+    m, n = ops.shape(op.results[0])
+    with ir.InsertionPoint(found.last), found.last.location:
+        q = found.q
+        if ops.shape(q) != ops.shape(op.operands[0]):
+            q = g.make("glow.reshape", [q], ops.tensor_type(ops.shape(op.operands[0]), ops.element_type(q)),
+                       {"dims": ops.i64_array(list(ops.shape(op.operands[0])))})  # fmt: skip
+        vectors = [g.materialize(a, ops.tensor_type(a.shape, elt), prefer_splat=False) for a, elt in
+                   ((colsum(found.weights), ir.IntegerType.get_signless(32)), (found.multiplier, ir.F32Type.get()),
+                    (found.bias, ir.F32Type.get()))]  # fmt: skip
+        operands = [q, _packed(pack_weights(found.weights)), *vectors, found.zero, found.scale]
+        result = ops.tensor_type([m, n], ir.F32Type.get())
+        product = g.make("glow.cpu_int8_matmul_dynamic", operands, result, output_attributes())
+        if ops.shape(found.last.results[0]) != (m, n):
+            dims = list(ops.shape(found.last.results[0]))
+            product = g.make("glow.reshape", [product], found.last.results[0].type, {"dims": ops.i64_array(dims)})
+    g.replace(found.last, product)
+    return product
+
+
 def int8_matmul(op: ir.Operation) -> ir.Value | None:
     """The cpu_int8_matmul replacing the int8 product at glow.matmul or glow.fully_connected `op` (the
-    quantizer's i32 form or an imported QDQ one), built before the op it replaces; None when there is none."""
+    quantizer's i32 form or an imported QDQ one), built before the op it replaces; None when there is none
+    (a dynamically quantized product becomes cpu_int8_matmul_dynamic)."""
     if op.name == "glow.matmul" and g.dtype(op.results[0]) == np.int32:
         found = _from_quantizer(op, 1)
+        if found is None:
+            return int8_dynamic_matmul(op)
     else:
         found = _from_qdq(op, 1)
     if found is None or len(ops.shape(op.operands[0])) != 2:
@@ -337,14 +456,43 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
 _REWRITES = {"glow.matmul": int8_matmul, "glow.fully_connected": int8_matmul, "glow.convolution": int8_convolution}
 
 
-INT8_OPS = ("glow.cpu_int8_matmul", "glow.cpu_int8_conv_nhwc")
+INT8_OPS = ("glow.cpu_int8_matmul", "glow.cpu_int8_conv_nhwc", "glow.cpu_int8_matmul_dynamic")
 
 
-def _output_quantization(op: ir.Operation) -> tuple[bool, float, int, ir.Operation] | None:
-    """(relu, scale, zero, the convert_to it ends in) when f32 int8 product `op` feeds, and only feeds, an
-    optional relu and then a uint8 QuantizeLinear (div by s, round, add z, max 0, min 255, convert_to ui8, as
-    `_unsigned` builds them), each the only user of the one before; a convolution's result goes through its
-    transpose back to NCHW first."""
+@dataclasses.dataclass(frozen=True)
+class _Output:
+    """What a product's epilogue takes over (int8_ops.OUTPUT_ATTRS): relu, its cap (0: none), the uint8 output
+    scale and zero point (scale 0: the result stays f32), and the op whose result the fused product replaces."""
+
+    relu: bool
+    clip: float
+    scale: float
+    zero: int
+    last: ir.Operation
+
+
+def _activation(value: ir.Value) -> tuple[bool, float, ir.Value, ir.Operation | None]:
+    """(relu, cap, the activation's result, its last op) for the activation that alone uses `value`: a relu
+    (glow.relu, or max(value, 0)), capped when min(., c > 0) follows max (Clip(0, c): relu6); (False, 0,
+    value, None) for none."""
+    relu = _sole_user(value, "glow.relu")
+    if relu is not None:
+        return True, 0.0, relu.results[0], relu
+    floor = _sole_user(value, "glow.max")
+    if floor is None or floor.operands[0] != value or g.uniform_value(floor.operands[1]) != 0:
+        return False, 0.0, value, None
+    cap = _sole_user(floor.results[0], "glow.min")
+    bound = None if cap is None or cap.operands[0] != floor.results[0] else g.uniform_value(cap.operands[1])
+    if bound is None or not bound > 0:
+        return True, 0.0, floor.results[0], floor
+    return True, float(bound), cap.results[0], cap
+
+
+def _output(op: ir.Operation) -> _Output | None:
+    """What f32 int8 product `op` can compute in its epilogue: the activation that alone uses its result
+    (`_activation`), then, when they alone follow, a uint8 QuantizeLinear (div by s, round, add z, max 0, min
+    255, convert_to ui8, as `_unsigned` builds them); a convolution's result goes through its transpose back to
+    NCHW first. None when neither follows."""
     value = op.results[0]
     if g.dtype(value) != np.float32:
         return None
@@ -353,53 +501,78 @@ def _output_quantization(op: ir.Operation) -> tuple[bool, float, int, ir.Operati
         if back is None:
             return None
         value = back.results[0]
-    relu = _sole_user(value, "glow.relu")
-    if relu is not None:
-        value = relu.results[0]
+    relu, clip, value, activation = _activation(value)
     constants = {}
     for name, what in (("glow.div", "scale"), ("glow.round", None), ("glow.add", "zero"), ("glow.max", 0),
                        ("glow.min", 255)):  # fmt: skip
         step = _sole_user(value, name)
         if step is None or step.operands[0] != value:
-            return None
+            break
         if what is not None:
             constant = g.uniform_value(step.operands[1])
             if constant is None or (isinstance(what, int) and constant != what):
-                return None
+                break
             constants[what] = constant
         value = step.results[0]
-    last = _sole_user(value, "glow.convert_to")
-    zero, scale = constants["zero"], constants["scale"]
-    if last is None or g.dtype(last.results[0]) != np.uint8 or scale <= 0 or zero != int(zero) or not 0 <= zero <= 255:
-        return None
-    return relu is not None, float(scale), int(zero), last
+    else:
+        last = _sole_user(value, "glow.convert_to")
+        zero, scale = constants["zero"], constants["scale"]
+        if last is not None and g.dtype(last.results[0]) == np.uint8 and scale > 0 and zero == int(zero) and (
+            0 <= zero <= 255
+        ):
+            return _Output(relu, clip, float(scale), int(zero), last)
+    return None if activation is None else _Output(relu, clip, 0.0, 0, activation)
 
 
 def fuse_output(op: ir.Operation) -> ir.Value | None:
-    """int8 product `op` with the relu and uint8 quantization after it (`_output_quantization`) in its
-    epilogue, replacing the quantized value; None when it has none."""
-    found = _output_quantization(op)
+    """int8 product `op` with the activation and uint8 quantization after it (`_output`) in its epilogue,
+    replacing the activation's or the quantization's result; None when it has neither."""
+    found = _output(op)
     if found is None:
         return None
-    relu, scale, zero, last = found
-    attrs = g.attributes(op) | output_attributes(relu, scale, zero)
+    attrs = g.attributes(op) | output_attributes(found.relu, found.clip, found.scale, found.zero)
     dims = ops.shape(op.results[0])
-    with ir.InsertionPoint(last), last.location:
-        fused = g.make(op.name, list(op.operands), ops.tensor_type(dims, ir.IntegerType.get_unsigned(8)), attrs)
+    result = ir.IntegerType.get_unsigned(8) if found.scale else ir.F32Type.get()
+    with ir.InsertionPoint(found.last), found.last.location:
+        fused = g.make(op.name, list(op.operands), ops.tensor_type(dims, result), attrs)
         if op.name == "glow.cpu_int8_conv_nhwc":
             fused = transpose_to(fused, TO_NCHW)
-    g.replace(last, fused)
+    g.replace(found.last, fused)
     return fused
 
 
+# The reductions whose result does not depend on the order of their terms.
+_EXTREMES = ("glow.batched_reduce_min", "glow.batched_reduce_max")
+
+
+def row_extreme(op: ir.Operation) -> ir.Value | None:
+    """A min or max over every axis of a rank > 1 tensor (a dynamic quantization's range: DynamicQuantizeLinear,
+    quantize(dynamic=True)) as the same reduction of its flat view [1, size] along axis 1: a row reduction,
+    which the CPU backend vectorizes, where the reduction over several axes ran one scalar chain (BERT's
+    dynamic int8 spent 60 % of its time there). Exact: min and max do not round."""
+    dims = ops.shape(op.operands[0])
+    if op.name not in _EXTREMES or len(dims) < 2 or ops.shape(op.results[0]) != ():
+        return None
+    size, elt = int(np.prod(dims)), ops.element_type(op.operands[0])
+    with ir.InsertionPoint(op), op.location:
+        flat = {"dims": ops.i64_array([1, size])}
+        row = g.make("glow.reshape", [op.operands[0]], ops.tensor_type([1, size], elt), flat)
+        one = g.make(op.name, [row], ops.tensor_type([1], elt), {"axes": ops.i64_array([1])})
+        scalar = g.make("glow.reshape", [one], op.results[0].type, {"dims": ops.i64_array([])})
+    g.replace(op, scalar)
+    return scalar
+
+
 def int8_function(function: ir.Operation) -> bool:
-    """Rewrites every requantized int8 product of `function`; returns whether any changed."""
+    """Rewrites every requantized int8 product of `function`, and the full min/max reductions of dynamic
+    quantization as row reductions; returns whether any changed."""
+    extremes = any([row_extreme(op) is not None for op in g.graph_ops(function) if op.name in _EXTREMES])
     # The roots first: a rewrite erases its chain, which may hold ops after its root. Outputs are fused once
     # every product is rewritten: the next product's rewrite is what makes its activation a uint8 chain.
     roots = [op for op in g.graph_ops(function) if op.name in _REWRITES]
     changed = any([_REWRITES[op.name](op) is not None for op in roots])
     products = [op for op in g.graph_ops(function) if op.name in INT8_OPS]
-    return any([fuse_output(op) is not None for op in products]) or changed
+    return any([fuse_output(op) is not None for op in products]) or changed or extremes
 
 
 @cache

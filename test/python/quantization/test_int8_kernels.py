@@ -196,8 +196,8 @@ def test_imported_qdq_model_runs_the_int8_kernels(tmp_path, activations: str) ->
 @pytest.mark.parametrize("schema", ["asymmetric", "symmetric"])
 def test_relu_and_next_quantization_fuse_into_the_epilogue(schema: str) -> None:
     """conv -> relu -> conv -> relu -> reshape -> fully connected, quantized: a product whose result only feeds
-    a relu and the next product's quantization writes that uint8 activation itself, bit-identical to the
-    interpreter's chain of float ops."""
+    a relu and the next product's quantization writes that uint8 activation itself, one whose relu feeds
+    something else computes the relu; bit-identical to the interpreter's chain of float ops."""
     g = glow_mlir.Graph("chain")
     x = g.input("x", (1, 5, 9, 9))
     w1, b1 = rng.standard_normal((12, 5, 3, 3)).astype(np.float32), rng.standard_normal(12).astype(np.float32)
@@ -211,9 +211,41 @@ def test_relu_and_next_quantization_fuse_into_the_epilogue(schema: str) -> None:
     q = quant.quantize(g, quant.profile(g, feeds[:2]), schema=schema)
     with glow_mlir.compile(q, keep_ir=True, cache=False) as compiled:
         text = compiled.ir("glow-cpu-int8")
-        # c1 writes uint8 for c2; c2's relu reaches fc's quantization through a reshape, which stays float.
-        [fused] = [line for line in text.splitlines() if "relu = true" in line]
-        assert "glow.cpu_int8_conv_nhwc" in fused and fused.endswith("-> tensor<1x9x9x12xui8>")
-        assert text.count("glow.relu") == 1
+        # c1 writes uint8 for c2; c2's relu reaches fc's quantization through a reshape: c2 computes the relu
+        # only, in f32.
+        first, second = [line for line in text.splitlines() if "relu = true" in line]
+        assert "glow.cpu_int8_conv_nhwc" in first and first.endswith("-> tensor<1x9x9x12xui8>")
+        assert "glow.cpu_int8_conv_nhwc" in second and second.endswith("-> tensor<1x5x5x20xf32>")
+        assert "glow.relu" not in text
+        for feed in feeds:
+            np.testing.assert_array_equal(compiled.run(feed)["y"], glow_mlir.interpret(q, feed)["y"])
+
+
+@needs_vnni
+@pytest.mark.parametrize("schema", ["asymmetric", "symmetric"])
+def test_relu6_fuses_into_the_epilogue(schema: str) -> None:
+    """MobileNetV2's block: conv 1x1 -> relu6 -> depthwise 3x3 (float: no int8 kernel) -> relu6 -> conv 1x1. The
+    first product's relu6 (max 0, min 6) is its epilogue's relu and cap with an f32 result; the interpreter's
+    chain of float ops gives the same bits."""
+    g = glow_mlir.Graph("block")
+    x = g.input("x", (1, 8, 7, 7))
+
+    def relu6(t: glow_mlir.Tensor) -> glow_mlir.Tensor:
+        return g.min(g.max(t, g.splat(t.shape, 0.0)), g.splat(t.shape, 6.0))
+
+    def conv(t: glow_mlir.Tensor, o: int, k: int, group: int, name: str) -> glow_mlir.Tensor:
+        w = rng.standard_normal((o, t.shape[1] // group, k, k)).astype(np.float32)
+        return g.convolution(t, g.constant(w), g.constant(rng.standard_normal(o).astype(np.float32)),
+                             pads=(k // 2,) * 4, group=group, name=name)  # fmt: skip
+
+    h = relu6(conv(x, 24, 1, 1, "expand"))
+    h = relu6(conv(h, 24, 3, 24, "depthwise"))
+    g.output("y", conv(h, 12, 1, 1, "project"))
+    feeds = [{"x": 2 * rng.standard_normal((1, 8, 7, 7)).astype(np.float32)} for _ in range(3)]
+    q = quant.quantize(g, quant.profile(g, feeds[:2]), schema=schema)
+    with glow_mlir.compile(q, keep_ir=True, cache=False) as compiled:
+        text = compiled.ir("glow-cpu-int8")
+        [fused] = [line for line in text.splitlines() if "clip = 6.0" in line]
+        assert "glow.cpu_int8_conv_nhwc" in fused and "relu = true" in fused and fused.endswith("xf32>")
         for feed in feeds:
             np.testing.assert_array_equal(compiled.run(feed)["y"], glow_mlir.interpret(q, feed)["y"])

@@ -13,7 +13,7 @@
 // CHECK: %[[C:.*]] = "glow.constant"() {value = dense<[1125, 1500]> : tensor<2xi32>}
 // CHECK: %[[M:.*]] = "glow.constant"() {value = dense<[5.000000e-01, 2.500000e-01]> : tensor<2xf32>}
 // CHECK: %[[B:.*]] = "glow.constant"() {value = dense<[1.000000e+00, -1.000000e+00]> : tensor<2xf32>}
-// CHECK: %[[Y:.*]] = "glow.cpu_int8_matmul"(%[[Q:.*]], %[[W]], %[[C]], %[[M]], %[[B]]) {output_scale = 0.000000e+00 : f32, output_zero = 0 : i64, relu = false} : (tensor<4x3xi8>, tensor<1x1x64xi8>, tensor<2xi32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+// CHECK: %[[Y:.*]] = "glow.cpu_int8_matmul"(%[[Q:.*]], %[[W]], %[[C]], %[[M]], %[[B]]) {clip = 0.000000e+00 : f32, output_scale = 0.000000e+00 : f32, output_zero = 0 : i64, relu = false} : (tensor<4x3xi8>, tensor<1x1x64xi8>, tensor<2xi32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
 // CHECK: return %[[Y]]
 // KERNEL-LABEL: func.func @fc
 // KERNEL: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
@@ -69,7 +69,7 @@ func.func @qdq(%q: tensor<4x3xui8> {glow.name = "q"}) -> (tensor<4x2xf32> {glow.
 // that activation in its epilogue: one op with a uint8 result, the relu and the quantization chain gone.
 // CHECK-LABEL: func.func @fused
 // CHECK-NOT: glow.relu
-// CHECK: %[[Y:.*]] = "glow.cpu_int8_matmul"({{.*}}) {output_scale = 2.500000e-01 : f32, output_zero = 130 : i64, relu = true} : ({{.*}}) -> tensor<4x2xui8>
+// CHECK: %[[Y:.*]] = "glow.cpu_int8_matmul"({{.*}}) {clip = 0.000000e+00 : f32, output_scale = 2.500000e-01 : f32, output_zero = 130 : i64, relu = true} : ({{.*}}) -> tensor<4x2xui8>
 // CHECK-NEXT: return %[[Y]]
 func.func @fused(%q: tensor<4x3xi8> {glow.name = "q"}) -> (tensor<4x2xui8> {glow.name = "y"}) {
   %wide = "glow.convert_to"(%q) : (tensor<4x3xi8>) -> tensor<4x3xi32>
@@ -90,4 +90,74 @@ func.func @fused(%q: tensor<4x3xi8> {glow.name = "q"}) -> (tensor<4x2xui8> {glow
   %c2 = "glow.min"(%c1, %hi) : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
   %u = "glow.convert_to"(%c2) : (tensor<4x2xf32>) -> tensor<4x2xui8>
   return %u : tensor<4x2xui8>
+}
+
+// Dynamic quantization (onnxruntime's DynamicQuantizeLinear + MatMulInteger, quantize(dynamic=True)): the zero
+// point and the scale are run-time rank-0 values, so they become operands of glow.cpu_int8_matmul_dynamic,
+// whose correction operand is colsum(W) = [9, 12] and whose multiplier is the constant factor of the scale
+// (s * 0.5); the reshapes around the 2-D matmul move to the uint8 activation and the f32 result.
+// CHECK-LABEL: func.func @dynamic
+// CHECK-NOT: glow.matmul
+// CHECK: %[[Z:.*]] = "glow.convert_to"(%arg1) : (tensor<ui8>) -> tensor<i32>
+// CHECK: %[[Q:.*]] = "glow.reshape"(%arg0) {dims = array<i64: 4, 3>} : (tensor<1x4x3xui8>) -> tensor<4x3xui8>
+// CHECK: %[[C:.*]] = "glow.constant"() {value = dense<[9, 12]> : tensor<2xi32>}
+// CHECK: %[[M:.*]] = "glow.constant"() {value = dense<5.000000e-01> : tensor<2xf32>}
+// CHECK: %[[B:.*]] = "glow.constant"() {value = dense<[1.000000e+00, -1.000000e+00]> : tensor<2xf32>}
+// CHECK: %[[P:.*]] = "glow.cpu_int8_matmul_dynamic"(%[[Q]], %{{.*}}, %[[C]], %[[M]], %[[B]], %[[Z]], %arg2) {{{.*}}} : (tensor<4x3xui8>, tensor<1x1x64xi8>, tensor<2xi32>, tensor<2xf32>, tensor<2xf32>, tensor<i32>, tensor<f32>) -> tensor<4x2xf32>
+// CHECK: %[[Y:.*]] = "glow.reshape"(%[[P]]) {dims = array<i64: 1, 4, 2>}
+// CHECK: return %[[Y]]
+// KERNEL-LABEL: func.func @dynamic
+// KERNEL: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+func.func @dynamic(%q: tensor<1x4x3xui8> {glow.name = "q"}, %z: tensor<ui8> {glow.name = "z"}, %s: tensor<f32> {glow.name = "s"}) -> (tensor<1x4x2xf32> {glow.name = "y"}) {
+  %zi = "glow.convert_to"(%z) : (tensor<ui8>) -> tensor<i32>
+  %zb = "glow.broadcast"(%zi) {axis = 3 : i64} : (tensor<i32>) -> tensor<1x4x3xi32>
+  %wide = "glow.convert_to"(%q) : (tensor<1x4x3xui8>) -> tensor<1x4x3xi32>
+  %centred = "glow.sub"(%wide, %zb) : (tensor<1x4x3xi32>, tensor<1x4x3xi32>) -> tensor<1x4x3xi32>
+  %rows = "glow.reshape"(%centred) {dims = array<i64: 4, 3>} : (tensor<1x4x3xi32>) -> tensor<4x3xi32>
+  %w = "glow.constant"() {value = dense<[[1, 2], [3, 4], [5, 6]]> : tensor<3x2xi32>} : () -> tensor<3x2xi32>
+  %acc = "glow.matmul"(%rows, %w) : (tensor<4x3xi32>, tensor<3x2xi32>) -> tensor<4x2xi32>
+  %back = "glow.reshape"(%acc) {dims = array<i64: 1, 4, 2>} : (tensor<4x2xi32>) -> tensor<1x4x2xi32>
+  %f = "glow.convert_to"(%back) : (tensor<1x4x2xi32>) -> tensor<1x4x2xf32>
+  %ws = "glow.constant"() {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %m = "glow.mul"(%s, %ws) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %mb = "glow.broadcast"(%m) {axis = 3 : i64} : (tensor<f32>) -> tensor<1x4x2xf32>
+  %scaled = "glow.mul"(%f, %mb) : (tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  %b = "glow.constant"() {value = dense<[1.0, -1.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %bb = "glow.broadcast"(%b) {axis = 2 : i64} : (tensor<2xf32>) -> tensor<1x4x2xf32>
+  %y = "glow.add"(%scaled, %bb) : (tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  return %y : tensor<1x4x2xf32>
+}
+
+// A dynamic quantization's range, a min or max over every axis, becomes the same reduction of the flat view
+// along its one row (the CPU backend's vectorized row reduction); a reduction keeping an axis stays.
+// CHECK-LABEL: func.func @extremes
+// CHECK: %[[ROW:.*]] = "glow.reshape"(%arg0) {dims = array<i64: 1, 6>} : (tensor<2x3xf32>) -> tensor<1x6xf32>
+// CHECK: %[[MAX:.*]] = "glow.batched_reduce_max"(%[[ROW]]) {axes = array<i64: 1>} : (tensor<1x6xf32>) -> tensor<1xf32>
+// CHECK: %[[Y:.*]] = "glow.reshape"(%[[MAX]]) {dims = array<i64>} : (tensor<1xf32>) -> tensor<f32>
+// CHECK: %[[KEPT:.*]] = "glow.batched_reduce_min"(%arg0) {axes = array<i64: 0>} : (tensor<2x3xf32>) -> tensor<3xf32>
+// CHECK: return %[[Y]], %[[KEPT]]
+func.func @extremes(%x: tensor<2x3xf32> {glow.name = "x"}) -> (tensor<f32> {glow.name = "y"}, tensor<3xf32> {glow.name = "z"}) {
+  %y = "glow.batched_reduce_max"(%x) {axes = array<i64: 0, 1>} : (tensor<2x3xf32>) -> tensor<f32>
+  %z = "glow.batched_reduce_min"(%x) {axes = array<i64: 0>} : (tensor<2x3xf32>) -> tensor<3xf32>
+  return %y, %z : tensor<f32>, tensor<3xf32>
+}
+
+// A per-channel scale must run along the result's columns: s * m broadcast along the rows (axis 0) is not a
+// per-column multiplier, and the product stays as it is.
+// CHECK-LABEL: func.func @dynamic_rows
+// CHECK-NOT: glow.cpu_int8_matmul_dynamic
+// CHECK: "glow.matmul"
+func.func @dynamic_rows(%q: tensor<2x3xui8> {glow.name = "q"}, %z: tensor<i32> {glow.name = "z"}, %s: tensor<f32> {glow.name = "s"}) -> (tensor<2x2xf32> {glow.name = "y"}) {
+  %zb = "glow.broadcast"(%z) {axis = 2 : i64} : (tensor<i32>) -> tensor<2x3xi32>
+  %wide = "glow.convert_to"(%q) : (tensor<2x3xui8>) -> tensor<2x3xi32>
+  %centred = "glow.sub"(%wide, %zb) : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  %w = "glow.constant"() {value = dense<[[1, 2], [3, 4], [5, 6]]> : tensor<3x2xi32>} : () -> tensor<3x2xi32>
+  %acc = "glow.matmul"(%centred, %w) : (tensor<2x3xi32>, tensor<3x2xi32>) -> tensor<2x2xi32>
+  %f = "glow.convert_to"(%acc) : (tensor<2x2xi32>) -> tensor<2x2xf32>
+  %sv = "glow.broadcast"(%s) {axis = 1 : i64} : (tensor<f32>) -> tensor<2xf32>
+  %ws = "glow.constant"() {value = dense<[0.5, 0.25]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %m = "glow.mul"(%sv, %ws) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %mb = "glow.broadcast"(%m) {axis = 0 : i64} : (tensor<2xf32>) -> tensor<2x2xf32>
+  %y = "glow.mul"(%f, %mb) : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
 }

@@ -23,6 +23,7 @@ from onnx.reference import ReferenceEvaluator
 from onnx_check import IR_VERSION
 
 import glow_mlir
+from glow_mlir.backends.cpu import int8_rewrite
 from glow_mlir.errors import InvalidNodeError
 from glow_mlir.frontends.onnx import import_model
 from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY
@@ -447,6 +448,23 @@ def test_dynamic_model_matches_onnxruntime(float_models, name: str) -> None:  # 
         x = np.random.default_rng(seed).standard_normal(dims).astype(np.float32)
         want = expected.run(None, {"x": x})[0]
         np.testing.assert_allclose(session.run(None, {"x": x})[0], want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
+
+
+@pytest.mark.skipif(not int8_rewrite.host_has_vnni(), reason="the host CPU has no avx512_vnni")
+def test_dynamic_encoder_runs_the_dynamic_int8_kernel(float_models) -> None:  # noqa: ANN001
+    """Every MatMulInteger of the quantize_dynamic encoder (int8 weights, run-time activation scale and zero
+    point) becomes glow.cpu_int8_matmul_dynamic on vpdpbusd, and the result still matches onnxruntime."""
+    path, dims = _quantized(float_models, "encoder", "dynamic")
+    products = sum(n.op_type == "MatMulInteger" for n in onnx.load(path).graph.node)
+    expected = _onnxruntime(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    with glow_mlir.compile(glow_mlir.import_onnx(path), keep_ir=True, cache=False) as compiled:
+        text = compiled.ir("glow-cpu-int8")
+        assert text.count('"glow.cpu_int8_matmul_dynamic"') == products > 0
+        for seed in range(3):
+            x = np.random.default_rng(seed).standard_normal(dims).astype(np.float32)
+            want = expected.run(None, {"x": x})[0]
+            got = next(iter(compiled.run({"x": x}).values()))
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
 
 
 @pytest.mark.parametrize("op", ["MatMul", "Conv"])

@@ -1,0 +1,106 @@
+"""Dynamic int8 (glow.cpu_int8_matmul_dynamic): the op's definition against numpy's integer arithmetic with
+run-time zero points and scales, quantize(dynamic=True) compiled bit-identical to the reference interpreter
+over shapes that are not multiples of the register tile, and quantize() leaving products without an int8
+kernel (grouped convolutions) in float."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mlir import ir
+
+import glow_mlir
+from glow_mlir import quantization as quant
+from glow_mlir.backends.cpu import int8_ops, int8_rewrite
+from glow_mlir.context import copy_module
+
+needs_vnni = pytest.mark.skipif(not int8_rewrite.host_has_vnni(), reason="the host CPU has no avx512_vnni")
+rng = np.random.default_rng(7)
+
+
+@pytest.mark.parametrize(("dtype", "zero"), [(np.uint8, 0), (np.uint8, 131), (np.int8, -5), (np.int8, 127)])
+def test_dynamic_definition_is_the_centred_integer_product(dtype: type, zero: int) -> None:
+    """sum (q + offset) W - (offset + z) colsum(W) = sum (q - z) W, times float32(s * m), plus the bias."""
+    m, k, n = 5, 37, 21
+    info = np.iinfo(dtype)
+    q = rng.integers(info.min, info.max + 1, (m, k)).astype(dtype)
+    w = rng.integers(-127, 128, (k, n), dtype=np.int8)
+    multiplier = rng.uniform(1e-3, 1e-2, n).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    scale = np.array(0.0371, np.float32)
+    got = int8_ops.dynamic_product(q, int8_ops.pack_weights(w), int8_ops.colsum(w), multiplier, bias,
+                                   np.array(zero, np.int32), scale)  # fmt: skip
+    acc = (q.astype(np.int32) - zero) @ w.astype(np.int32)
+    np.testing.assert_array_equal(got, acc.astype(np.float32) * (scale * multiplier) + bias)
+
+
+def _mlp(m: int, k: int, n: int) -> glow_mlir.Graph:
+    """fully_connected (k -> n), relu, then matmul (n -> 5): both products quantized dynamically."""
+    g = glow_mlir.Graph("mlp")
+    x = g.input("x", (m, k))
+    w1 = g.constant(rng.standard_normal((k, n)).astype(np.float32))
+    h = g.relu(g.fully_connected(x, w1, g.constant(rng.standard_normal(n).astype(np.float32)), name="fc"))
+    g.output("y", g.matmul(h, g.constant(rng.standard_normal((n, 5)).astype(np.float32)), name="mm"))
+    return g
+
+
+# (M, K, N): one row, K not a multiple of 4, N below, at and across 16-column blocks, M across row tiles.
+SHAPES = [(1, 1, 1), (3, 5, 17), (7, 13, 33), (16, 128, 70), (25, 37, 130)]
+
+
+@needs_vnni
+@pytest.mark.parametrize(("m", "k", "n"), SHAPES)
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_compiled_dynamic_gemm_equals_the_interpreter(m: int, k: int, n: int, per_channel: bool) -> None:
+    """Each run's own scale and zero point (inputs of different ranges and signs, and all zeros, whose scale
+    is the smallest normal float) reach the kernel as run-time values, the relu between the products its
+    epilogue: bit-identical to the interpreter."""
+    g = _mlp(m, k, n)
+    q = quant.quantize(g, dynamic=True, per_channel=per_channel)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    feeds = [x, 30 * x, np.abs(x) + 1, -np.abs(x), np.zeros_like(x)]
+    # The op's evaluator (int8_ops.dynamic_product) on the rewritten graph is the same oracle.
+    rewritten = copy_module(q)
+    with rewritten.context, ir.Location.unknown():
+        int8_rewrite.cpu_int8(rewritten)
+    assert '"glow.cpu_int8_matmul_dynamic"' in str(rewritten)
+    for feed in feeds:
+        np.testing.assert_array_equal(glow_mlir.interpret(rewritten, {"x": feed})["y"],
+                                      glow_mlir.interpret(q, {"x": feed})["y"])  # fmt: skip
+    with glow_mlir.compile(q, keep_ir=True, cache=False) as compiled:
+        text = compiled.ir("glow-cpu-int8")
+        assert text.count('"glow.cpu_int8_matmul_dynamic"') == 2 and "glow.matmul" not in text
+        # fc computes the relu in its epilogue.
+        assert "relu = true" in text and "glow.relu" not in text
+        for feed in feeds:
+            np.testing.assert_array_equal(compiled.run({"x": feed})["y"], glow_mlir.interpret(q, {"x": feed})["y"])
+
+
+def test_dynamic_quantization_is_accurate_and_needs_no_profile() -> None:
+    g = _mlp(16, 128, 256)
+    feed = {"x": rng.standard_normal((16, 128)).astype(np.float32)}
+    want = glow_mlir.interpret(g.module, feed)["y"]
+    got = glow_mlir.interpret(quant.quantize(g, dynamic=True), feed)["y"]
+    assert 10 * np.log10((want**2).sum() / ((want - got) ** 2).sum()) > 30
+    with pytest.raises(ValueError, match="needs a profile"):
+        quant.quantize(g)
+
+
+def test_grouped_convolutions_stay_float() -> None:
+    """A depthwise convolution has no int8 kernel: quantizing it would only add a quantization before a float
+    convolution on centred integers. The group-1 convolution beside it is quantized."""
+    g = glow_mlir.Graph("dw")
+    x = g.input("x", (1, 8, 6, 6))
+    dw = g.convolution(x, g.constant(rng.standard_normal((8, 1, 3, 3)).astype(np.float32)),
+                       g.constant(np.zeros(8, np.float32)), pads=(1, 1, 1, 1), group=8, name="dw")  # fmt: skip
+    pw = g.convolution(dw, g.constant(rng.standard_normal((4, 8, 1, 1)).astype(np.float32)),
+                       g.constant(np.zeros(4, np.float32)), name="pw")  # fmt: skip
+    g.output("y", pw)
+    feeds = [{"x": rng.standard_normal((1, 8, 6, 6)).astype(np.float32)} for _ in range(2)]
+    text = str(quant.quantize(g, quant.profile(g, feeds)))
+    convolutions = [line for line in text.splitlines() if '"glow.convolution"' in line]
+    assert len(convolutions) == 2
+    # The depthwise one reads the float input itself; the pointwise one reads centred integers.
+    [depthwise] = [line for line in convolutions if "group = 8" in line]
+    assert '"glow.convolution"(%arg0, ' in depthwise
+    assert "glow.round" in text
