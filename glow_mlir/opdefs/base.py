@@ -148,10 +148,14 @@ class Activation:
 @dataclass(frozen=True)
 class Producer:
     """How an op takes a fused bias add and activation (glow-fuse-activations): the op it becomes, and its
-    result's channel dim, along which a bias runs (None when a bias add is not folded into it)."""
+    result's channel dim, along which a bias runs (None when a bias add is not folded into it); and its
+    filter's output- and input-channel dims, along which a per-channel scale of the result and a per-channel
+    affine map of the input fold into the filter (None when they are not folded)."""
 
     fused: str
     channel_axis: int | None
+    filter_channel_axis: int | None = None
+    filter_input_axis: int | None = None
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ def pool_shape(operands: list[Shape], a: Attrs, _: Shape | None) -> Shape:
 define(OpDef(
     "convolution", "2-D convolution, NCHW input, OIHW filter (I = C / group); pads are [top, left, bottom, right].",
     ("input", "filter", "bias"), attrs=CONV, shape=conv_shape, types=t.FLOAT, evaluate=ref.convolution,
-    producer=Producer("glow.fused_convolution", 1),
+    producer=Producer("glow.fused_convolution", 1, 0, 1),
     ir=IrDef(
         "convolution", CONV_OPERANDS, attrs=CONV_IR_ATTRS, graph="convolution",
         doc="2-D NCHW convolution with no padding (the graph makes padding explicit before IRGen).",
@@ -82,7 +82,7 @@ define(OpDef(
     "glow.convolution.",
     ("input", "filter", "bias"), attrs=(*CONV, *ACTIVATION),
     shape=lambda o, a, r: shapes.fused(a, conv_shape(o, a, r)), types=t.FLOAT, evaluate=ref.fused_convolution,
-    producer=Producer("glow.fused_convolution", 1),
+    producer=Producer("glow.fused_convolution", 1, 0, 1),
     ir=IrDef(
         "fused_convolution", CONV_OPERANDS, attrs=(*CONV_IR_ATTRS, "activation", "activationArgs"),
         graph="fused_convolution", doc="dest = activation(convolution(src, filter, bias)), NCHW, no padding.",

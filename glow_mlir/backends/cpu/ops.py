@@ -95,7 +95,7 @@ define(OpDef(
         *o, kernels=a["kernels"], strides=a["strides"], pads=shapes.pads_of(a), dilation=a["dilation"],
         group=a["group"],
     )),
-    types=t.FLOAT_PRODUCT, evaluate=cpu_conv_nhwc, producer=Producer("glow.cpu_conv_nhwc", 3),
+    types=t.FLOAT_PRODUCT, evaluate=cpu_conv_nhwc, producer=Producer("glow.cpu_conv_nhwc", 3, 3, 2),
     ir=IrDef(
         "cpu_conv_nhwc", CONV_OPERANDS, attrs=(*CONV_IR_ATTRS, "activation", "activationArgs"),
         graph="cpu_conv_nhwc",

@@ -13,8 +13,14 @@ Rewrites, in this order for each producer:
 - matmul(x, W) + batched_add(., b) -> glow.fused_matmul(x, W, b) (float only); also matmul(x, W), reshapes, then
   add of a constant c along the last dim only (a Linear layer on 3-D activations as PyTorch exports it) ->
   fused_matmul(x, W, c[n]) and the reshapes;
-- scale: fused_matmul(x, W, b) with constant W and b, reshapes, then mul or div by a uniform constant s ->
-  fused_matmul(x, W s, b s) (attention's query and key scaling);
+- scale: fused_matmul(x, W, b) with constant W and b, reshapes, then mul or div by a constant s along the
+  columns only (uniform or per column) -> fused_matmul(x, W s, b s) (attention's query and key scaling, a
+  layer scale); a convolution with constant W and b, transposes, then mul by a constant k[channel] (a layer
+  scale) -> the convolution with W's output channels and b scaled by k (the producer's
+  `filter_channel_axis` says which dim of W); bias adds and scales fold in any order and number;
+- input affine map: a convolution without padding that reads u * k[c] + s[c] (constants per input channel,
+  through transposes) -> the convolution of u with W and b folded (fold_input_affine.py: a normalization's
+  scale and shift cost no pass over the activation);
 - activation: an op defined as an activation (glow.relu, glow.sigmoid, glow.tanh, ...: `activation=True` in
   glow_mlir/opdefs), relu as max(x, 0), clip (min(max(x, lo), hi); max(min(x, hi), lo) with lo <= hi; max or
   min alone as a half-open clip), leaky_relu, GELU in its erf and tanh forms (activation_gelu.py) -> the fused
@@ -40,6 +46,7 @@ from glow_mlir import opdefs, ops
 from glow_mlir.opdefs.base import Producer
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.graph.activation_gelu import match_gelu
+from glow_mlir.passes.graph.fold_input_affine import fold_input_affine
 from glow_mlir.passes.registry import register
 
 NONE = "none"
@@ -79,6 +86,11 @@ def fuse_function(function: ir.Operation) -> bool:
 def _fuse(op: ir.Operation, table: dict[str, Producer]) -> bool:
     """Folds into `op` the bias add, then the activation, that follow it; returns whether anything changed."""
     changed = False
+    if op.name in table:
+        # A constant per-channel affine map before an unpadded convolution (a normalization's scale and shift).
+        folded = fold_input_affine(op, table[op.name])
+        if folded is not None:
+            op, changed = folded, True
     if op.name == MATMUL:
         op = _fuse_matmul_bias(op)
         if op is None:
@@ -86,13 +98,9 @@ def _fuse(op: ir.Operation, table: dict[str, Producer]) -> bool:
         changed = True
     if _activation_of(op) != NONE:
         return changed
-    with_bias = _fold_bias_add(op, table)
-    if with_bias is not None:
-        op, changed = with_bias, True
-    if op.name == FUSED_MATMUL:
-        scaled = _fold_scale(op)
-        if scaled is not None:
-            op, changed = scaled, True
+    # The constant affine ops after the producer, in any order and number (conv, bias add, layer scale).
+    while (folded := _fold_affine(op, table)) is not None:
+        op, changed = folded, True
     # An activation commutes with layout changes: act(transpose(y)) = transpose(act(y)).
     views = _views_after(op.results[0])
     value = views[-1].results[0] if views else op.results[0]
@@ -122,10 +130,11 @@ def _views_after(value: ir.Value) -> list[ir.Operation]:
     return chain
 
 
-def _reshapes_after(value: ir.Value) -> list[ir.Operation]:
-    """The leading reshapes of `_views_after(value)` (a bias along the last dim stays along it through them)."""
+def _leading_views(value: ir.Value, name: str) -> list[ir.Operation]:
+    """The leading ops named `name` of `_views_after(value)`: reshapes, along which a bias along the last dim
+    stays along it, or transposes, which move a channel dim to a known place."""
     views = _views_after(value)
-    count = next((i for i, v in enumerate(views) if v.name != "glow.reshape"), len(views))
+    count = next((i for i, v in enumerate(views) if v.name != name), len(views))
     return views[:count]
 
 
@@ -150,7 +159,7 @@ def _fuse_matmul_bias(matmul: ir.Operation) -> ir.Operation | None:
     product = matmul.results[0]
     if not g.has_one_use(product) or not _is_float(product):
         return None
-    views = _reshapes_after(product)
+    views = _leading_views(product, "glow.reshape")
     reshaped = views[-1].results[0] if views else product
     add = _single_user(reshaped)
     if add is None:
@@ -182,31 +191,86 @@ def _column_bias(add: ir.Operation, value: ir.Value, columns: int) -> np.ndarray
     if not dims or dims[-1] != columns or add.results[0].type != value.type:
         return None
     other = add.operands[1] if add.operands[0] == value else add.operands[0]
-    return _channel_vector(other, len(dims) - 1)
+    return g.channel_vector(other, len(dims) - 1)
 
 
 def _fold_scale(op: ir.Operation) -> ir.Operation | None:
-    """fused_matmul(x, W, b) (through reshapes) times or divided by a uniform constant s -> fused_matmul(x, W s,
-    b s), when W and b are constants: attention's 1 / sqrt(head_dim) scaling of the queries (and keys) costs no
-    pass over the activation. Rounds once where the two steps rounded twice."""
+    """fused_matmul(x, W, b) (through reshapes that keep its columns last) times or divided by a constant s
+    along the columns only (uniform, or per column: a layer scale) -> fused_matmul(x, W s, b s), when W and b
+    are constants: attention's 1 / sqrt(head_dim) scaling of the queries (and keys) and a Linear layer's layer
+    scale cost no pass over the activation. Rounds once where the two steps rounded twice."""
     weights, bias = g.constant_array(op.operands[1]), g.constant_array(op.operands[2])
-    views = _reshapes_after(op.results[0])
+    views = _leading_views(op.results[0], "glow.reshape")
     value = views[-1].results[0] if views else op.results[0]
     scale_op = _single_user(value)
     if weights is None or bias is None or scale_op is None or scale_op.name not in ("glow.mul", "glow.div"):
         return None
     lhs, rhs = scale_op.operands
-    if lhs == rhs or (scale_op.name == "glow.div" and lhs != value):
+    dims = ops.shape(value)
+    if lhs == rhs or (scale_op.name == "glow.div" and lhs != value) or scale_op.results[0].type != value.type:
         return None
-    factor = g.uniform_value(rhs if lhs == value else lhs)
-    if factor is None or not math.isfinite(float(factor)) or float(factor) == 0.0:
+    other = rhs if lhs == value else lhs
+    uniform = g.uniform_value(other)
+    if uniform is not None:
+        factor = np.full(ops.shape(op.results[0])[-1], float(uniform))
+    elif dims and dims[-1] == ops.shape(op.results[0])[-1]:
+        factor = g.channel_vector(other, len(dims) - 1)
+    else:
         return None
-    factor = float(factor) if scale_op.name == "glow.mul" else 1.0 / float(factor)
+    if factor is None or not np.all(np.isfinite(factor)) or not np.all(factor != 0):
+        return None
+    factor = factor.astype(np.float64)
+    factor = factor if scale_op.name == "glow.mul" else 1.0 / factor
     with ir.InsertionPoint(scale_op), ir.Location.fused([op.location, scale_op.location]):
         new_weights = g.materialize(weights.astype(np.float64) * factor, op.operands[1].type, prefer_splat=False)
         new_bias = g.materialize(bias.astype(np.float64) * factor, op.operands[2].type, prefer_splat=False)
         new = g.make(op.name, [op.operands[0], new_weights, new_bias], op.results[0].type, g.attributes(op))
     g.replace(scale_op, _reapply_views(new, views, scale_op))
+    return g.producer(new)
+
+
+def _fold_affine(op: ir.Operation, table: dict[str, Producer]) -> ir.Operation | None:
+    """The producer with the constant bias add or scale after it folded in; None when neither follows."""
+    with_bias = _fold_bias_add(op, table)
+    if with_bias is not None:
+        return with_bias
+    return _fold_scale(op) if op.name == FUSED_MATMUL else _fold_channel_scale(op, table)
+
+
+def _fold_channel_scale(op: ir.Operation, table: dict[str, Producer]) -> ir.Operation | None:
+    """op * (constant per channel) -> op with its filter's output channels and its bias scaled by it, when
+    the filter and bias are constants: a layer scale (PoolFormer's, ConvNeXt's x * gamma) or a per-channel
+    affine map after a convolution costs no pass over the activation. Rounds once where the two steps
+    rounded twice."""
+    producer = table[op.name]
+    axis, filter_axis = producer.channel_axis, producer.filter_channel_axis
+    if axis is None or filter_axis is None:
+        return None
+    # Through the transposes glow-cpu-layout leaves after an NHWC convolution, which move the channel dim.
+    views = _leading_views(op.results[0], "glow.transpose")
+    for view in views:
+        axis = ops.ints(view, "shuffle").index(axis)
+    value = views[-1].results[0] if views else op.results[0]
+    mul = _single_user(value)
+    if mul is None or mul.name != "glow.mul" or mul.results[0].type != value.type:
+        return None
+    other = mul.operands[1] if mul.operands[0] == value else mul.operands[0]
+    if other == value:
+        return None
+    scale = g.channel_vector(other, axis)
+    weights, bias = g.constant_array(op.operands[1]), g.constant_array(op.operands[2])
+    if scale is None or weights is None or bias is None:
+        return None
+    along = [1] * weights.ndim
+    along[filter_axis] = -1
+    scale = scale.astype(np.float64)
+    with ir.InsertionPoint(mul), ir.Location.fused([op.location, mul.location]):
+        new_weights = g.materialize(
+            weights.astype(np.float64) * scale.reshape(along), op.operands[1].type, prefer_splat=False
+        )
+        new_bias = g.materialize(bias.astype(np.float64) * scale, op.operands[2].type, prefer_splat=False)
+        new = g.make(op.name, [op.operands[0], new_weights, new_bias], op.results[0].type, g.attributes(op))
+    g.replace(mul, _reapply_views(new, views, mul))
     return g.producer(new)
 
 
@@ -222,7 +286,7 @@ def _fold_bias_add(op: ir.Operation, table: dict[str, Producer]) -> ir.Operation
     other = add.operands[1] if add.operands[0] == result else add.operands[0]
     if other == result:
         return None
-    per_channel = _channel_vector(other, axis)
+    per_channel = g.channel_vector(other, axis)
     bias = g.constant_array(op.operands[2])
     if per_channel is None or bias is None:
         return None
@@ -233,31 +297,6 @@ def _fold_bias_add(op: ir.Operation, table: dict[str, Producer]) -> ir.Operation
         new = g.make(op.name, [op.operands[0], op.operands[1], new_bias], result.type, g.attributes(op))
     g.replace(add, new)
     return g.producer(new)
-
-
-def _channel_vector(value: ir.Value, axis: int) -> np.ndarray | None:
-    """The vector c[channel] when every element of `value` is a compile-time constant depending on its index
-    along `axis` only (a constant, a splat, or a broadcast of a constant); else None."""
-    dims = ops.shape(value)
-    source = g.producer(value)
-    if source is not None and source.name == "glow.broadcast":
-        small = g.constant_array(source.operands[0])
-        if small is None:
-            return None
-        start = ops.integer(source, "axis")
-        aligned = (1,) * start + small.shape + (1,) * (len(dims) - start - small.ndim)
-        full = np.broadcast_to(small.reshape(aligned), dims)
-    else:
-        full = g.constant_array(value)
-        if full is None:
-            return None
-    index = tuple(slice(None) if d == axis else 0 for d in range(len(dims)))
-    vector = full[index]
-    along = [1] * len(dims)
-    along[axis] = dims[axis]
-    if not np.array_equal(full, np.broadcast_to(vector.reshape(along), dims)):
-        return None
-    return vector
 
 
 def _is_float(value: ir.Value) -> bool:

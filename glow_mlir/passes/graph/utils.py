@@ -259,3 +259,28 @@ def rewrite_functions(module: ir.Module, rewrite: Rewrite, *, fixed_point: bool)
     """`rewrite_ops` with `rewrite` over every function, once or to a fixed point (`run_on_functions`): the
     whole of a pass that rewrites op by op."""
     run_on_functions(module, lambda function: rewrite_ops(function, rewrite), fixed_point=fixed_point)
+
+
+def channel_vector(value: ir.Value, axis: int) -> np.ndarray | None:
+    """The vector c[channel] when every element of `value` is a compile-time constant depending on its index
+    along `axis` only (a constant, a splat, or a broadcast of a constant); else None."""
+    dims = ops.shape(value)
+    source = producer(value)
+    if source is not None and source.name == "glow.broadcast":
+        small = constant_array(source.operands[0])
+        if small is None:
+            return None
+        start = ops.integer(source, "axis")
+        aligned = (1,) * start + small.shape + (1,) * (len(dims) - start - small.ndim)
+        full = np.broadcast_to(small.reshape(aligned), dims)
+    else:
+        full = constant_array(value)
+        if full is None:
+            return None
+    index = tuple(slice(None) if d == axis else 0 for d in range(len(dims)))
+    vector = full[index]
+    along = [1] * len(dims)
+    along[axis] = dims[axis]
+    if not np.array_equal(full, np.broadcast_to(vector.reshape(along), dims)):
+        return None
+    return vector

@@ -89,3 +89,23 @@ func.func @not_gelu(%x: tensor<3x2xf32> {glow.name = "x"}) -> (tensor<3x2xf32> {
   %y = "glow.mul"(%a, %e) : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
   return %y : tensor<3x2xf32>
 }
+
+// A layer scale after a Linear layer on 4-D activations: a constant per column, through the reshape that
+// keeps the columns last: W[:, n] * k[n], b * k.
+// CHECK-LABEL: func.func @linear_layer_scale
+// CHECK-DAG: %[[W:.*]] = "glow.constant"() {value = dense<{{\[}}[5.000000e-01, -2.000000e+00], [1.500000e+00, -4.000000e+00]]> : tensor<2x2xf32>}
+// CHECK-DAG: %[[B:.*]] = "glow.constant"() {value = dense<[5.000000e-01, 2.000000e+00]> : tensor<2xf32>}
+// CHECK: %[[Y:.*]] = "glow.fused_matmul"(%arg0, %[[W]], %[[B]])
+// CHECK: %[[R:.*]] = "glow.reshape"(%[[Y]])
+// CHECK-NOT: glow.mul
+// CHECK: return %[[R]]
+func.func @linear_layer_scale(%x: tensor<4x2xf32> {glow.name = "x"}) -> (tensor<1x2x2x2xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>} : () -> tensor<2x2xf32>
+  %b = "glow.constant"() {value = dense<[1.0, -2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %m = "glow.fused_matmul"(%x, %w, %b) {activation = "none", activationArgs = array<f32>} : (tensor<4x2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+  %r = "glow.reshape"(%m) {dims = array<i64: 1, 2, 2, 2>} : (tensor<4x2xf32>) -> tensor<1x2x2x2xf32>
+  %k = "glow.constant"() {value = dense<[0.5, -1.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %kb = "glow.broadcast"(%k) {axis = 3 : i64} : (tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  %y = "glow.mul"(%r, %kb) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  return %y : tensor<1x2x2x2xf32>
+}

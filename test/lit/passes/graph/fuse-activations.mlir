@@ -167,3 +167,61 @@ func.func @through_transpose(%x: tensor<1x2x2x1xf32> {glow.name = "x"}) -> (tens
   %y = "glow.select"(%neg, %scaled, %t) : (tensor<1x2x2x2xi1>, tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
   return %y : tensor<1x2x2x2xf32>
 }
+
+// A per-channel scale after a convolution (a layer scale), then a constant bias add: the filter's output
+// channels and the bias are scaled, W' = W * k[o], b' = b * k + c; the scale rounds once.
+// CHECK-LABEL: func.func @conv_channel_scale
+// CHECK-DAG: %[[W:.*]] = "glow.constant"() {value = dense<{{\[}}{{\[}}{{\[}}{{\[}}5.000000e-01]]], {{\[}}{{\[}}{{\[}}-2.000000e+00]]]]> : tensor<2x1x1x1xf32>}
+// CHECK-DAG: %[[B:.*]] = "glow.constant"() {value = dense<[1.500000e+00, -3.000000e+00]> : tensor<2xf32>}
+// CHECK: %[[Y:.*]] = "glow.convolution"(%arg0, %[[W]], %[[B]])
+// CHECK-NOT: glow.mul
+// CHECK-NOT: glow.add
+// CHECK: return %[[Y]]
+func.func @conv_channel_scale(%x: tensor<1x1x2x2xf32> {glow.name = "x"}) -> (tensor<1x2x2x2xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<2x1x1x1xf32>} : () -> tensor<2x1x1x1xf32>
+  %b = "glow.constant"() {value = dense<[1.0, 2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %c = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<2x1x1x1xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  %k = "glow.constant"() {value = dense<[[[0.5]], [[-2.0]]]> : tensor<2x1x1xf32>} : () -> tensor<2x1x1xf32>
+  %kb = "glow.broadcast"(%k) {axis = 1 : i64} : (tensor<2x1x1xf32>) -> tensor<1x2x2x2xf32>
+  %m = "glow.mul"(%kb, %c) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %one = "glow.splat"() {value = 1.0 : f32} : () -> tensor<1x2x2x2xf32>
+  %y = "glow.add"(%m, %one) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  return %y : tensor<1x2x2x2xf32>
+}
+
+// A scale that varies along a spatial dim is no per-channel scale: the mul stays.
+// CHECK-LABEL: func.func @conv_spatial_scale
+// CHECK: glow.convolution
+// CHECK: glow.mul
+func.func @conv_spatial_scale(%x: tensor<1x1x2x2xf32> {glow.name = "x"}) -> (tensor<1x1x2x2xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<1x1x1x1xf32>} : () -> tensor<1x1x1x1xf32>
+  %b = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1xf32>
+  %c = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %k = "glow.constant"() {value = dense<[[[[1.0, 2.0], [3.0, 4.0]]]]> : tensor<1x1x2x2xf32>} : () -> tensor<1x1x2x2xf32>
+  %y = "glow.mul"(%c, %k) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %y : tensor<1x1x2x2xf32>
+}
+
+// A per-channel affine map (u * k + s, a normalization's scale and shift) before an unpadded convolution,
+// through the NCHW -> NHWC transpose: W'[kh, kw, c, o] = W * k[c], b'[o] = b[o] + sum W[., ., c, o] * s[c].
+// CHECK-LABEL: func.func @affine_before_conv
+// CHECK: %[[T:.*]] = "glow.transpose"(%arg0)
+// CHECK-DAG: %[[W:.*]] = "glow.constant"() {value = dense<{{\[}}{{\[}}{{\[}}[2.000000e+00, 4.000000e+00], [-1.000000e+00, -3.000000e+00]]]]> : tensor<1x1x2x2xf32>}
+// CHECK-DAG: %[[B:.*]] = "glow.constant"() {value = dense<[1.000000e+00, 8.000000e+00]> : tensor<2xf32>}
+// CHECK: %[[Y:.*]] = "glow.cpu_conv_nhwc"(%[[T]], %[[W]], %[[B]])
+// CHECK-NOT: glow.mul
+// CHECK-NOT: glow.add
+// CHECK: return %[[Y]]
+func.func @affine_before_conv(%x: tensor<1x2x3x3xf32> {glow.name = "x"}) -> (tensor<1x3x3x2xf32> {glow.name = "y"}) {
+  %k = "glow.constant"() {value = dense<[[[2.0]], [[-1.0]]]> : tensor<2x1x1xf32>} : () -> tensor<2x1x1xf32>
+  %kb = "glow.broadcast"(%k) {axis = 1 : i64} : (tensor<2x1x1xf32>) -> tensor<1x2x3x3xf32>
+  %m = "glow.mul"(%x, %kb) : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %s = "glow.constant"() {value = dense<[[[[1.0]], [[2.0]]]]> : tensor<1x2x1x1xf32>} : () -> tensor<1x2x1x1xf32>
+  %sb = "glow.broadcast"(%s) {axis = 0 : i64} : (tensor<1x2x1x1xf32>) -> tensor<1x2x3x3xf32>
+  %a = "glow.add"(%sb, %m) : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %t = "glow.transpose"(%a) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<1x2x3x3xf32>) -> tensor<1x3x3x2xf32>
+  %w = "glow.constant"() {value = dense<[[[[1.0, 2.0], [1.0, 3.0]]]]> : tensor<1x1x2x2xf32>} : () -> tensor<1x1x2x2xf32>
+  %b = "glow.constant"() {value = dense<[-2.0, 0.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %y = "glow.cpu_conv_nhwc"(%t, %w, %b) {activation = "none", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 1 : i64, kernels = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x3x2xf32>, tensor<1x1x2x2xf32>, tensor<2xf32>) -> tensor<1x3x3x2xf32>
+  return %y : tensor<1x3x3x2xf32>
+}

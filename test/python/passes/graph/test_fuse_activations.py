@@ -133,6 +133,49 @@ def test_cpu_conv_nhwc_takes_bias_add_and_activation() -> None:
         _assert_close(model.run(feeds), want)
 
 
+@pytest.mark.parametrize("layout", [[], ["glow-cpu-layout", "glow-sink-transpose"]])
+def test_layer_scale_folds_into_the_convolution(layout: list[str]) -> None:
+    """x + gamma[c] * conv(x) (a layer scale, PoolFormer's and ConvNeXt's): gamma scales the filter's output
+    channels and the bias, in NCHW and after the CPU layout (NHWC, filter [KH, KW, C / group, O]); grouped,
+    with channel counts that fill no vector."""
+    g = Graph("scale")
+    x = g.input("x", (1, 6, 5, 7))
+    shape = (1, 6, 5, 7)
+    conv = g.convolution(x, _random(6, 3, 3, 3), _random(6), pads=(1, 1, 1, 1), group=2)
+    scaled = g.mul(g.broadcast(_random(6, 1, 1), shape, 1), conv)
+    g.output("y", g.add(x, scaled))
+    feeds = {"x": _random(1, 6, 5, 7)}
+    fused = _run(g.module, [*layout, "glow-lower", "glow-constant-fold", "glow-fuse-activations", "glow-verify"])
+    assert "glow.mul" not in [op.name for op in ops.walk_ops(fused.operation)]
+    want = interpret(g.module, feeds)
+    _assert_close(interpret(fused, feeds), want)
+    with runtime.compile(g) as model:
+        _assert_close(model.run(feeds), want)
+
+
+@pytest.mark.parametrize("layout", [[], ["glow-cpu-layout", "glow-sink-transpose"]])
+@pytest.mark.parametrize(("pads", "folds"), [((0, 0, 0, 0), True), ((1, 0, 1, 1), False)])
+def test_affine_map_before_an_unpadded_convolution_folds(
+    layout: list[str], pads: tuple[int, ...], folds: bool
+) -> None:
+    """conv(x * k[c] + s[c]) (a normalization's scale and shift): folded into the filter and bias when the
+    convolution has no padding (a pad cell would read 0, not s), grouped, strided, channel counts that fill no
+    vector; left alone with padding."""
+    g = Graph("affine")
+    shape = (1, 6, 7, 5)
+    x = g.input("x", shape)
+    affine = g.add(g.broadcast(_random(6, 1, 1), shape, 1), g.mul(x, g.broadcast(_random(6, 1, 1), shape, 1)))
+    g.output("y", g.convolution(affine, _random(4, 3, 3, 2), _random(4), strides=(2, 1), pads=pads, group=2))
+    feeds = {"x": _random(*shape)}
+    fused = _run(g.module, [*layout, "glow-lower", "glow-constant-fold", "glow-fuse-activations", "glow-verify"])
+    names = [op.name for op in ops.walk_ops(fused.operation)]
+    assert ("glow.mul" not in names and "glow.add" not in names) == folds
+    want = interpret(g.module, feeds)
+    _assert_close(interpret(fused, feeds), want)
+    with runtime.compile(g) as model:
+        _assert_close(model.run(feeds), want)
+
+
 @pytest.mark.parametrize(
     ("activation", "args"),
     [("none", []), ("relu", []), ("clip", [-0.5, 0.75]), ("sigmoid", []), ("tanh", []), ("leaky_relu", [0.1])],
