@@ -226,8 +226,10 @@ def mlir_type(dtype: np.dtype | type | str) -> ir.Type:
     return ir.Type.parse(NUMPY_TO_MLIR[resolved])
 
 
-def dense_array(attr: ir.DenseElementsAttr) -> np.ndarray:
-    """The array a dense attr holds, in its element type's numpy dtype and shape.
+def dense_array(attr: ir.DenseElementsAttr, *, copy: bool = True) -> np.ndarray:
+    """The array a dense attr holds, in its element type's numpy dtype and shape; with `copy=False`, a
+    read-only view of the attr's own buffer where numpy reads its type (for readers that copy what they keep:
+    weight packing, which otherwise copied every weight once more).
 
     The bindings read no bf16, float8, float4 or sub-byte integer elements (ml_dtypes' types), neither as a
     buffer nor one by one, so those are read from the attr's text: MLIR prints each element exactly (a
@@ -237,7 +239,7 @@ def dense_array(attr: ir.DenseElementsAttr) -> np.ndarray:
     t = ir.ShapedType(attr.type)
     dtype = numpy_dtype(t.element_type)
     if dtype not in ML_DTYPES:
-        return np.array(attr)
+        return np.array(attr) if copy else np.asarray(attr)
     bits_type = np.dtype(f"uint{8 * dtype.itemsize}")
     body = str(attr)[len("dense<") : str(attr).rindex("> :")]
     if body.startswith('"0x'):

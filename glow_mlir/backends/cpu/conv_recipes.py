@@ -170,12 +170,21 @@ class _Conv:
 
 def _epilogue(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None]:
     """The bias op right before convolution `op` and the activation op right after it, where glow-ir-to-linalg
-    marked them (a CPU convolution), else None."""
-    siblings = [o.operation for o in op.block.operations]
-    i = next(j for j, o in enumerate(siblings) if o == op)
-    before = siblings[i - 1] if i > 0 and CONV_BIAS_ATTR in siblings[i - 1].attributes else None
-    after = siblings[i + 1] if i + 1 < len(siblings) and CONV_ACTIVATION_ATTR in siblings[i + 1].attributes else None
-    return before, after
+    marked them (a CPU convolution), else None. Both use the convolution's output: they are found among its
+    users (nearest before and after `op`), not by listing the block, which made the schedule quadratic."""
+    before = after = None
+    for use in op.operands[-1].uses:
+        user = use.owner.operation
+        if user.block != op.block or user == op:
+            continue
+        if user.is_before_in_block(op):
+            before = user if before is None or before.is_before_in_block(user) else before
+        elif after is None or user.is_before_in_block(after):
+            after = user
+    return (
+        before if before is not None and CONV_BIAS_ATTR in before.attributes else None,
+        after if after is not None and CONV_ACTIVATION_ATTR in after.attributes else None,
+    )
 
 
 def _packed_kernels(conv: _Conv, weights: np.ndarray, user: ir.Operation) -> list[Kernel]:

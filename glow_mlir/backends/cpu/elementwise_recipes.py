@@ -10,6 +10,8 @@ pass over memory instead of one per op.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from mlir import ir
 
@@ -198,13 +200,26 @@ def _base_and_span(value: ir.Value) -> tuple[str, int, int] | None:
 
 
 def _chain_ending_at(op: ir.Operation) -> list[ir.Operation]:
-    """The marked ops right before `op` in its block, then `op`: the chain that `op` ends."""
-    siblings = [o.operation for o in op.block.operations]
-    i = next(j for j, o in enumerate(siblings) if o == op)
-    start = i
-    while start > 0 and CHAIN_MARK in siblings[start - 1].attributes:
-        start -= 1
-    return siblings[start : i + 1]
+    """The marked ops right before `op` in its block, then `op`: the chain that `op` ends.
+
+    Found among the users of `op`'s destination, not by listing the block, which made the pass quadratic in
+    the model's size. Every op of a chain writes that destination, and so does the op after each marked op
+    (`mark_chains`): the chain is the marked writers of it after the last unmarked op before `op` that uses it
+    (the end of an earlier chain in a shared buffer is one)."""
+    dest = op.operands[-1]
+    earlier: list[ir.Operation] = []
+    for use in dest.uses:
+        user = use.owner.operation
+        if user.block == op.block and user != op and user.is_before_in_block(op) and user not in earlier:
+            earlier.append(user)
+    earlier.sort(key=functools.cmp_to_key(lambda a, b: -1 if a.is_before_in_block(b) else 1))
+    chain: list[ir.Operation] = []
+    for user in earlier:
+        if CHAIN_MARK not in user.attributes:
+            chain = []
+        elif user.operands[-1] == dest:
+            chain.append(user)
+    return [*chain, op]
 
 
 def _chain_recipe(chain: list[ir.Operation]) -> Recipe:

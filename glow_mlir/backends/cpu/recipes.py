@@ -187,7 +187,8 @@ def largest_divisor(n: int, at_most: int, multiple_of: int = 1) -> int:
 
 def constant_data(value: ir.Value) -> np.ndarray | None:
     """The data of a memref that is a `memref.get_global` of a constant global with a dense float value, in
-    the global's element type (ml_dtypes' bfloat16 for bf16)."""
+    the global's element type (ml_dtypes' bfloat16 for bf16): a read-only view of the attribute where numpy
+    reads the type, since packing copies it anyway."""
     owner = value.owner
     if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
         owner = owner.operation
@@ -204,7 +205,7 @@ def constant_data(value: ir.Value) -> np.ndarray | None:
     if attr.is_splat:
         dtype = ops.numpy_dtype(ir.ShapedType(attr.type).element_type)
         return np.full(shape, ir.FloatAttr(attr.get_splat_value()).value, np.float32).astype(dtype)
-    return ops.dense_array(attr).reshape(shape)
+    return ops.dense_array(attr, copy=False).reshape(shape)
 
 
 def _module_of(op: ir.Operation) -> ir.Operation:
@@ -241,7 +242,10 @@ def packed_global(user: ir.Operation, data: np.ndarray, hint: str) -> ir.Value:
             sym_name=name,
             type_=t,
             sym_visibility="private",
-            initial_value=ops.dense_attr(data.astype(ops.numpy_dtype(elt)), ops.tensor_type(data.shape, elt)),
+            # One copy into row-major order: astype keeps a packing view's strides, which dense_attr copied again.
+            initial_value=ops.dense_attr(
+                np.ascontiguousarray(data, ops.numpy_dtype(elt)), ops.tensor_type(data.shape, elt)
+            ),
             constant=True,
             alignment=64,
         )

@@ -33,14 +33,13 @@ def fold_function(function: ir.Operation) -> bool:
     cost: dict[ir.Value, int] = {}
     foldable: list[ir.Operation] = []
     for op in g.graph_ops(function):
-        if op.name in LEAVES:
-            array = g.constant_array(op.results[0])
-            if array is None:
-                continue
-            values[op.results[0]] = array
-            cost[op.results[0]] = 1 if op.name == g.SPLAT else array.size
+        if op.name in LEAVES or len(op.results) != 1 or not op.operands:
             continue
-        if len(op.results) != 1 or not op.operands or not all(v in values for v in op.operands):
+        # A leaf is read only for an op whose operands are all constants: reading every leaf copied all of a
+        # model's weights out on every run of the pass (VGG-19: 548 MB each time).
+        if not all(v in values or g.producer_name(v) in LEAVES for v in op.operands):
+            continue
+        if not all(v in values or _read_leaf(v, values, cost) for v in op.operands):
             continue
         result = _evaluate(op, [values[v] for v in op.operands])
         if result is None:
@@ -70,6 +69,16 @@ def fold_function(function: ir.Operation) -> bool:
         g.replace(op, replacement)
         changed = True
     return changed
+
+
+def _read_leaf(value: ir.Value, values: dict[ir.Value, np.ndarray], cost: dict[ir.Value, int]) -> bool:
+    """Reads the constant or splat `value` into `values` and its storage into `cost`; whether it could."""
+    array = g.constant_array(value)
+    if array is None:
+        return False
+    values[value] = array
+    cost[value] = 1 if g.producer_name(value) == g.SPLAT else array.size
+    return True
 
 
 def _evaluate(op: ir.Operation, operands: list[np.ndarray]) -> np.ndarray | None:

@@ -24,6 +24,8 @@ from glow_mlir.errors import (
     UnsupportedTypeError,
 )
 from glow_mlir.frontends.onnx import SUPPORTED_OPS, import_model
+from glow_mlir.frontends.onnx.importer import load
+from glow_mlir.frontends.onnx.node import transposed
 
 
 def small_cnn() -> onnx.ModelProto:
@@ -64,6 +66,35 @@ def test_shape_inference_gets_no_weights(monkeypatch: pytest.MonkeyPatch) -> Non
     assert len(seen) == 1 and seen[0].ByteSize() < 4096 < m.ByteSize()
     assert len(m.graph.initializer[0].raw_data) == 64 * 512 * 4  # the caller's model is left whole
     check(m, {"x": rand(2, 64)}, rtol=1e-4, atol=1e-4)
+
+
+def test_loaded_models_are_shape_inferred_alike(tmp_path: Path) -> None:
+    """A model `load` parses itself takes the inferred fields in place (its weights are not copied back); a
+    caller's ModelProto is left as it was. Both equal onnx's own shape inference of the whole model."""
+    m = small_cnn()
+    path = tmp_path / "cnn.onnx"
+    onnx.save(m, path)
+    given = m.SerializeToString()
+    expected = onnx.shape_inference.infer_shapes(m, data_prop=True)
+    for source in (m, given, str(path)):
+        assert load(source) == expected
+    assert m.SerializeToString() == given and not m.graph.value_info
+
+
+def test_constant_transposes_fold_at_import() -> None:
+    """Gemm's transB on a constant is transposed by the importer (in bands of rows when the matrix is large),
+    so that no glow.transpose of the weights reaches glow-constant-fold, which copied them three times."""
+    w = rand(5, 64)
+    nodes = [helper.make_node("Gemm", ["x", "w"], ["y"], transB=1, name="fc")]
+    m = model(nodes, {"x": rand(2, 64)}, ["y"], {"w": w})
+    assert "glow.transpose" not in str(import_model(m).module)
+    check(m, {"x": rand(2, 64)}, rtol=1e-4, atol=1e-4)
+    for rows, cols in ((1300, 7), (512, 3), (3, 1300)):
+        matrix = rand(rows, cols)
+        out = transposed(matrix, [1, 0])
+        assert out.flags.c_contiguous and np.array_equal(out, matrix.T)
+    cube = rand(2, 3, 4)
+    assert np.array_equal(transposed(cube, [2, 0, 1]), cube.transpose(2, 0, 1))
 
 
 def test_accepts_proto_bytes_and_path(tmp_path: Path) -> None:
