@@ -802,6 +802,37 @@ irdl.dialect @glow {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero}
   }
 
+  // CPU backend: cpu_int8_conv_nhwc whose f32 result gets `addend` (f32, the result's shape: a residual block's shortcut) added before the epilogue's relu and quantization (backends/cpu/int8_ops.py).
+  irdl.operation @cpu_int8_conv_nhwc_add {
+    %input = irdl.base "!builtin.tensor"
+    %weights = irdl.base "!builtin.tensor"
+    %correction = irdl.base "!builtin.tensor"
+    %multiplier = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %addend = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %relu = irdl.base "#builtin.integer"
+    %clip = irdl.base "#builtin.float"
+    %output_scale = irdl.base "#builtin.float"
+    %output_zero = irdl.base "#builtin.integer"
+    irdl.operands(input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias, addend: %addend)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero}
+  }
+
+  // CPU backend: uint8 QuantizeLinear of an f32 tensor, clamp(round_half_even(input / output_scale) + output_zero, 0, 255), in one pass (backends/cpu/int8_ops.py).
+  irdl.operation @cpu_quantize_u8 {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %output_scale = irdl.base "#builtin.float"
+    %output_zero = irdl.base "#builtin.float"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"output_scale" = %output_scale, "output_zero" = %output_zero}
+  }
+
   // CPU backend: cpu_int8_matmul whose activation zero point and scale are run-time rank-0 values (dynamic quantization): f32(sum (input + offset) * W - (offset + zero) * colsum) * float32(scale * multiplier) + bias (backends/cpu/int8_ops.py).
   irdl.operation @cpu_int8_matmul_dynamic {
     %input = irdl.base "!builtin.tensor"

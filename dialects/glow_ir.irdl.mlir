@@ -817,6 +817,37 @@ irdl.dialect @glow_ir {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
   }
 
+  // CPU backend: dest = cpu_int8_conv_nhwc's f32(sum (input + offset) * W - correction) * multiplier + bias + addend, then its epilogue, vpdpbusd on packed int8 weights.
+  irdl.operation @cpu_int8_conv_nhwc_add {
+    %dest = irdl.base "!builtin.memref"
+    %input = irdl.base "!builtin.memref"
+    %weights = irdl.base "!builtin.memref"
+    %correction = irdl.base "!builtin.memref"
+    %multiplier = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %addend = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %relu = irdl.base "#builtin.integer"
+    %clip = irdl.base "#builtin.float"
+    %output_scale = irdl.base "#builtin.float"
+    %output_zero = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in", "in", "in", "in", "in", "in"]
+    irdl.operands(dest: %dest, input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias, addend: %addend)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
+  }
+
+  // CPU backend: dest (ui8) = clamp(round_half_even(src / output_scale) + output_zero, 0, 255).
+  irdl.operation @cpu_quantize_u8 {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %output_scale = irdl.base "#builtin.float"
+    %output_zero = irdl.base "#builtin.float"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
+  }
+
   // CPU backend: dest = f32(sum (input + offset) * W - (offset + zero) * colsum) * (scale * multiplier) + bias, vpdpbusd on packed int8 weights with run-time zero point and scale.
   irdl.operation @cpu_int8_matmul_dynamic {
     %dest = irdl.base "!builtin.memref"

@@ -82,10 +82,12 @@ class _Kernel:
     tiles; `rows_of(row)` gives a result row's context for `accumulate`, which emits the K loops."""
 
     def __init__(self, op: ir.Operation, dest: ir.Value, src: ir.Value, m: int, rows_of: Callable[[ir.Value], object],
-                 accumulate: Accumulate) -> None:  # fmt: skip
+                 accumulate: Accumulate, addend: ir.Value | None = None) -> None:  # fmt: skip
         self.weights, self.correction, self.multiplier, self.bias = op.operands[2:6]
         # cpu_int8_matmul_dynamic: the run-time zero point and scale (rank-0), `correction` holding colsum(W).
-        self.runtime = tuple(op.operands[6:8])
+        self.runtime = tuple(op.operands[6:8]) if op.name.endswith("_dynamic") else ()
+        # cpu_int8_conv_nhwc_add: the f32 [M, N] view of the addend, added before the relu and quantization.
+        self.addend = addend
         self.m, self.n = m, ops.shape(dest)[1]
         self.relu = ir.BoolAttr(op.attributes["relu"]).value
         self.clip = ir.FloatAttr(op.attributes["clip"]).value
@@ -187,7 +189,15 @@ class _Kernel:
             mult = arith.mulf(vector.broadcast(f32s, scale), mult)
         bias = load(self.bias, f32s, ir.FloatAttr.get(self.f32, 0.0))
         for acc, row in zip(accs, rows, strict=True):
-            value = self.output(arith.addf(arith.mulf(arith.sitofp(f32s, arith.subi(acc, corr)), mult), bias))
+            value = arith.addf(arith.mulf(arith.sitofp(f32s, arith.subi(acc, corr)), mult), bias)
+            if self.addend is not None:
+                if mask is None:
+                    added = vector.load(f32s, self.addend, [row, column])
+                else:
+                    added = vector.maskedload(f32s, self.addend, [row, column], mask,
+                                              _splat(f32s, ir.FloatAttr.get(self.f32, 0.0)))  # fmt: skip
+                value = arith.addf(value, added)
+            value = self.output(value)
             if mask is None:
                 vector.store(value, self.dest, [row, column])
             else:
@@ -207,9 +217,46 @@ class _Kernel:
             value = arith.minimumf(value, splat(self.clip))
         if not self.output_scale:
             return value
-        steps = arith.addf(math.roundeven(arith.divf(value, splat(self.output_scale))), splat(self.output_zero))
-        clamped = arith.minimumf(arith.maximumf(steps, splat(0.0)), splat(255.0))
-        return arith.trunci(_vec(LANES, self.i8), arith.fptoui(self.acc_type, clamped))
+        return quantize_u8(value, self.output_scale, self.output_zero)
+
+
+def quantize_u8(value: ir.Value, scale: float, zero: float) -> ir.Value:
+    """16 f32 lanes as uint8 bytes, in the float32 operations of the graph's QuantizeLinear: divf, roundeven, addf,
+    clamp to [0, 255], to bytes."""
+    f32 = ir.F32Type.get()
+    f32s = _vec(LANES, f32)
+
+    def splat(number: float) -> ir.Value:
+        return _splat(f32s, ir.FloatAttr.get(f32, number))
+
+    steps = arith.addf(math.roundeven(arith.divf(value, splat(scale))), splat(zero))
+    clamped = arith.minimumf(arith.maximumf(steps, splat(0.0)), splat(255.0))
+    i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
+    return arith.trunci(_vec(LANES, i8), arith.fptoui(_vec(LANES, i32), clamped))
+
+
+@lowering("cpu_quantize_u8")
+def _cpu_quantize_u8(op: ir.Operation) -> None:
+    """dest = quantize_u8(src) over the flat views of both, 16 elements a step, the last step masked."""
+    dest, src = op.operands[0], op.operands[1]
+    size = 1
+    for d in ops.shape(src):
+        size *= d
+    flat_dest, flat_src = reshape(_signless(dest), [size]), reshape(src, [size])
+    scale = ir.FloatAttr(op.attributes["output_scale"]).value
+    zero = ir.FloatAttr(op.attributes["output_zero"]).value
+    f32s = _vec(LANES, ir.F32Type.get())
+    if size // LANES:
+        loop = scf.ForOp(index(0), index(size // LANES * LANES), index(LANES))
+        with ir.InsertionPoint(loop.body):
+            at = [loop.induction_variable]
+            vector.store(quantize_u8(vector.load(f32s, flat_src, at), scale, zero), flat_dest, at)
+            scf.YieldOp([])
+    if size % LANES:
+        at = [index(size // LANES * LANES)]
+        mask = vector.constant_mask(_vec(LANES, ir.IntegerType.get_signless(1)), [size % LANES])
+        value = vector.maskedload(f32s, flat_src, at, mask, _splat(f32s, ir.FloatAttr.get(ir.F32Type.get(), 0.0)))
+        vector.maskedstore(flat_dest, at, mask, quantize_u8(value, scale, zero))
 
 
 def _k_loop(kernel: _Kernel, accs: list[ir.Value], steps: int, body: Callable[[list[ir.Value], ir.Value],
@@ -291,10 +338,12 @@ def _cpu_int8_matmul(op: ir.Operation) -> None:
 
 
 @lowering("cpu_int8_conv_nhwc")
+@lowering("cpu_int8_conv_nhwc_add")
 def _cpu_int8_conv_nhwc(op: ir.Operation) -> None:
     """The direct NHWC convolution on vpdpbusd: a GEMM whose rows are the output pixels (dest viewed as
     [N * OH * OW, O]) and whose K runs over the filter taps and channels of each pixel's window; a 1x1
-    stride-1 convolution is exactly the GEMM of the source viewed as [N * H * W, C]."""
+    stride-1 convolution is exactly the GEMM of the source viewed as [N * H * W, C]. The residual op's
+    epilogue reads its addend through the same [N * OH * OW, O] view."""
     dest, src = op.operands[0], op.operands[1]
     n, oh, ow, o = ops.shape(dest)
     _, h, w, c = ops.shape(src)
@@ -302,8 +351,10 @@ def _cpu_int8_conv_nhwc(op: ir.Operation) -> None:
     sh, sw = pair(op, "strides")
     blocks = _check_packed(op, kh * kw * -(-c // K_STEP), o)
     pixels = reshape(dest, [n * oh * ow, o])
+    addend = reshape(op.operands[6], [n * oh * ow, o]) if len(op.operands) > 6 else None
     if (kh, kw, sh, sw) == (1, 1, 1, 1):
-        gemm = _Kernel(op, pixels, reshape(src, [n * h * w, c]), n * oh * ow, lambda row: row, _gemm_accumulate(c))
+        gemm = _Kernel(op, pixels, reshape(src, [n * h * w, c]), n * oh * ow, lambda row: row, _gemm_accumulate(c),
+                       addend)  # fmt: skip
         gemm.columns(*register_tile(n * oh * ow, blocks))
         return
 
@@ -312,5 +363,5 @@ def _cpu_int8_conv_nhwc(op: ir.Operation) -> None:
         y, x = arith.divui(rest, index(ow)), arith.remui(rest, index(ow))
         return image, arith.muli(y, index(sh)), arith.muli(x, index(sw))
 
-    kernel = _Kernel(op, pixels, src, n * oh * ow, window, _conv_accumulate((kh, kw), c))
+    kernel = _Kernel(op, pixels, src, n * oh * ow, window, _conv_accumulate((kh, kw), c), addend)
     kernel.columns(*register_tile(n * oh * ow, blocks))

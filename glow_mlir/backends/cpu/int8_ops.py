@@ -1,5 +1,6 @@
-"""The CPU backend's int8 products, `glow.cpu_int8_matmul` and `glow.cpu_int8_conv_nhwc`: their definitions,
-evaluators and the compile-time preparation of their operands. glow-cpu-int8 (int8_rewrite.py) makes them;
+"""The CPU backend's int8 products, `glow.cpu_int8_matmul` and `glow.cpu_int8_conv_nhwc` (with its residual form
+`cpu_int8_conv_nhwc_add`, and the dynamic matmul), and its one-pass uint8 quantization `cpu_quantize_u8`: their
+definitions, evaluators and the compile-time preparation of their operands. glow-cpu-int8 (int8_rewrite.py) makes them;
 int8_gemm.py lowers them to vpdpbusd. Their operands are what the kernels read:
 
 - `input`: the int8 or uint8 activation `q`, [M, K] (a convolution's: NHWC, padded with its zero point);
@@ -156,6 +157,10 @@ CPU_INT8_MATMUL = define(OpDef(
 ))  # fmt: skip
 
 
+# NCHW <-> NHWC around the convolutions, as glow-cpu-layout's: glow-sink-transpose cancels them between layers.
+TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+
+
 def conv_weights(w: np.ndarray) -> np.ndarray:
     """int8 OIHW filter `w` as the GEMM weights [KH * KW * C4, O] the conv kernel reads, C4 = C rounded up to
     4 (zero rows): row (kh * KW + kw) * C4 + c holds W[:, c, kh, kw], so each tap starts a packed K step."""
@@ -186,8 +191,9 @@ def _conv_shape(o: Sequence[Shape], a: Attrs, _: Shape | None) -> Shape:
     return _conv_geometry(input_, weights, bias, a)
 
 
-def evaluate_conv(op: ir.Operation, a: list[Array]) -> Array:
-    """The definition in exact integer arithmetic: one int64 product per filter tap, summed."""
+def conv_product(op: ir.Operation, a: list[Array]) -> Array:
+    """The convolution's f32 result before its epilogue, in exact integer arithmetic: one int64 product per
+    filter tap, summed."""
     x, packed, corr, multiplier, bias = a
     kh, kw = (int(v) for v in ir.DenseI64ArrayAttr(op.attributes["kernels"]))
     sh, sw = (int(v) for v in ir.DenseI64ArrayAttr(op.attributes["strides"]))
@@ -200,7 +206,11 @@ def evaluate_conv(op: ir.Operation, a: list[Array]) -> Array:
     acc = sum(u[:, i : i + sh * (oh - 1) + 1 : sh, j : j + sw * (ow - 1) + 1 : sw] @ taps[i, j]
               for i in range(kh) for j in range(kw))  # fmt: skip
     acc = (acc - corr).astype(np.int32)
-    return epilogue(op, acc.astype(np.float32) * multiplier.astype(np.float32) + bias.astype(np.float32))
+    return acc.astype(np.float32) * multiplier.astype(np.float32) + bias.astype(np.float32)
+
+
+def evaluate_conv(op: ir.Operation, a: list[Array]) -> Array:
+    return epilogue(op, conv_product(op, a))
 
 
 CPU_INT8_CONV = define(OpDef(
@@ -216,6 +226,72 @@ CPU_INT8_CONV = define(OpDef(
         graph="cpu_int8_conv_nhwc",
         doc="CPU backend: dest = f32(sum (input + offset) * W - correction) * multiplier + bias over each window of "
         "the padded NHWC input, vpdpbusd on packed int8 weights.",
+    ),
+))  # fmt: skip
+
+
+# A residual block's output: the convolution's f32 result plus the shortcut (`addend`, f32, the result's shape),
+# added before the epilogue's relu and quantization, so that the add, the relu and the next product's
+# quantization are not passes of their own over the block's output (glow-cpu-int8's `fuse_residual`).
+RESIDUAL_OPERANDS = (*OPERANDS, "addend")
+
+
+def _residual_shape(o: Sequence[Shape], a: Attrs, r: Shape | None) -> Shape:
+    result = _conv_shape(o[:5], a, r)
+    require(tuple(o[5]) == tuple(result), f"addend must have the result's shape {list(result)}, got {list(o[5])}")
+    return result
+
+
+def _residual_types(operands: Sequence[str], result: str | None) -> str:
+    if operands[5] != "f32":
+        raise ShapeError(f"addend must be f32, got {operands[5]}")
+    return _types(operands[:5], result)
+
+
+def evaluate_residual(op: ir.Operation, a: list[Array]) -> Array:
+    return epilogue(op, conv_product(op, a[:5]) + a[5].astype(np.float32))
+
+
+CPU_INT8_CONV_ADD = define(OpDef(
+    "cpu_int8_conv_nhwc_add",
+    "CPU backend: cpu_int8_conv_nhwc whose f32 result gets `addend` (f32, the result's shape: a residual "
+    "block's shortcut) added before the epilogue's relu and quantization (backends/cpu/int8_ops.py).",
+    RESIDUAL_OPERANDS, attrs=(("kernels", Attr.INTS), ("strides", Attr.INTS), *OUTPUT_ATTRS), backend="cpu",
+    shape=_residual_shape, types=_residual_types, evaluate=evaluate_residual,
+    ir=IrDef(
+        "cpu_int8_conv_nhwc_add", (("dest", "out"), *((name, "in") for name in RESIDUAL_OPERANDS)),
+        attrs=("kernels", "strides", *OUTPUT_ATTR_NAMES),
+        graph="cpu_int8_conv_nhwc_add",
+        doc="CPU backend: dest = cpu_int8_conv_nhwc's f32(sum (input + offset) * W - correction) * multiplier + "
+        "bias + addend, then its epilogue, vpdpbusd on packed int8 weights.",
+    ),
+))  # fmt: skip
+
+
+def _quantize_types(operands: Sequence[str], result: str | None) -> str:
+    if tuple(operands) != ("f32",) or result not in (None, "ui8"):
+        raise ShapeError(f"quantizes f32 to ui8, got {', '.join(operands)} -> {result}")
+    return "ui8"
+
+
+def evaluate_quantize(op: ir.Operation, a: list[Array]) -> Array:
+    scale, zero = (np.float32(ir.FloatAttr(op.attributes[name]).value) for name in ("output_scale", "output_zero"))
+    return np.clip(np.round(a[0].astype(np.float32) / scale) + zero, 0, 255).astype(np.uint8)
+
+
+# A uint8 QuantizeLinear that no product's epilogue can take (its input has other users: a residual block's
+# output, which the next block's add reads too): one pass in the epilogue's float32 operations, where the graph's
+# chain of div, round, add, max, min and convert_to ran as separate passes.
+CPU_QUANTIZE_U8 = define(OpDef(
+    "cpu_quantize_u8",
+    "CPU backend: uint8 QuantizeLinear of an f32 tensor, clamp(round_half_even(input / output_scale) + "
+    "output_zero, 0, 255), in one pass (backends/cpu/int8_ops.py).",
+    ("input",), attrs=(("output_scale", Attr.FLOAT), ("output_zero", Attr.FLOAT)), backend="cpu",
+    shape=lambda o, a, r: tuple(o[0]), types=_quantize_types, evaluate=evaluate_quantize,
+    ir=IrDef(
+        "cpu_quantize_u8", (("dest", "out"), ("src", "in")), attrs=("output_scale", "output_zero"),
+        graph="cpu_quantize_u8",
+        doc="CPU backend: dest (ui8) = clamp(round_half_even(src / output_scale) + output_zero, 0, 255).",
     ),
 ))  # fmt: skip
 

@@ -26,8 +26,9 @@ These are patterns on the existing ops, so the reference interpreter, glow-verif
 working on quantized graphs unchanged. Then, per product: the quantizer's int8 activation chain is rebuilt
 as uint8 (`_unsigned`: the same integers plus 128, so the kernel adds nothing), and, once every product is
 rewritten, a product whose result only feeds a relu or relu6 computes it in its epilogue, with the next
-product's uint8 quantization when that alone follows (`fuse_output`). A convolution sits between NCHW/NHWC
-transposes, which glow-sink-transpose cancels between layers, as glow-cpu-layout's do.
+product's uint8 quantization when that alone follows (`fuse_output`), after a residual add has joined the
+convolution before it (int8_residual.py); the uint8 quantizations left become one pass each. A convolution sits
+between NCHW/NHWC transposes, which glow-sink-transpose cancels between layers, as glow-cpu-layout's do.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu.int8_ops import (
     BYTES,
     SIGNED_OFFSET,
+    TO_NCHW,
+    TO_NHWC,
     colsum,
     conv_weights,
     correction,
@@ -50,7 +53,9 @@ from glow_mlir.backends.cpu.int8_ops import (
     output_attributes,
     pack_weights,
 )
+from glow_mlir.backends.cpu.int8_residual import CONV, RESIDUAL, fuse_residual, quantization, quantize_pass
 from glow_mlir.passes.graph import utils as g
+from glow_mlir.passes.graph.cse import cse_function
 from glow_mlir.passes.graph.sink_transpose import transpose_to
 from glow_mlir.passes.registry import register
 
@@ -417,10 +422,6 @@ def int8_matmul(op: ir.Operation) -> ir.Value | None:
     return product
 
 
-# NCHW <-> NHWC, as glow-cpu-layout: glow-sink-transpose cancels them between consecutive layers.
-TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
-
-
 def int8_convolution(op: ir.Operation) -> ir.Value | None:
     """The int8 convolution at glow.convolution `op` (group 1, no dilation; the quantizer's form, centred
     integers in f32 or f64, or an imported QDQ one) as transpose(cpu_int8_conv_nhwc(padded transpose(q))): the
@@ -456,7 +457,7 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
 _REWRITES = {"glow.matmul": int8_matmul, "glow.fully_connected": int8_matmul, "glow.convolution": int8_convolution}
 
 
-INT8_OPS = ("glow.cpu_int8_matmul", "glow.cpu_int8_conv_nhwc", "glow.cpu_int8_matmul_dynamic")
+INT8_OPS = ("glow.cpu_int8_matmul", CONV, RESIDUAL, "glow.cpu_int8_matmul_dynamic")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -496,31 +497,16 @@ def _output(op: ir.Operation) -> _Output | None:
     value = op.results[0]
     if g.dtype(value) != np.float32:
         return None
-    if op.name == "glow.cpu_int8_conv_nhwc":
+    if op.name in (CONV, RESIDUAL):
         back = _sole_user(value, "glow.transpose")
         if back is None:
             return None
         value = back.results[0]
     relu, clip, value, activation = _activation(value)
-    constants = {}
-    for name, what in (("glow.div", "scale"), ("glow.round", None), ("glow.add", "zero"), ("glow.max", 0),
-                       ("glow.min", 255)):  # fmt: skip
-        step = _sole_user(value, name)
-        if step is None or step.operands[0] != value:
-            break
-        if what is not None:
-            constant = g.uniform_value(step.operands[1])
-            if constant is None or (isinstance(what, int) and constant != what):
-                break
-            constants[what] = constant
-        value = step.results[0]
-    else:
-        last = _sole_user(value, "glow.convert_to")
-        zero, scale = constants["zero"], constants["scale"]
-        if last is not None and g.dtype(last.results[0]) == np.uint8 and scale > 0 and zero == int(zero) and (
-            0 <= zero <= 255
-        ):
-            return _Output(relu, clip, float(scale), int(zero), last)
+    divide = _sole_user(value, "glow.div")
+    found = None if divide is None or divide.operands[0] != value else quantization(divide)
+    if found is not None:
+        return _Output(relu, clip, *found)
     return None if activation is None else _Output(relu, clip, 0.0, 0, activation)
 
 
@@ -535,7 +521,7 @@ def fuse_output(op: ir.Operation) -> ir.Value | None:
     result = ir.IntegerType.get_unsigned(8) if found.scale else ir.F32Type.get()
     with ir.InsertionPoint(found.last), found.last.location:
         fused = g.make(op.name, list(op.operands), ops.tensor_type(dims, result), attrs)
-        if op.name == "glow.cpu_int8_conv_nhwc":
+        if op.name in (CONV, RESIDUAL):
             fused = transpose_to(fused, TO_NCHW)
     g.replace(found.last, fused)
     return fused
@@ -568,11 +554,18 @@ def int8_function(function: ir.Operation) -> bool:
     quantization as row reductions; returns whether any changed."""
     extremes = any([row_extreme(op) is not None for op in g.graph_ops(function) if op.name in _EXTREMES])
     # The roots first: a rewrite erases its chain, which may hold ops after its root. Outputs are fused once
-    # every product is rewritten: the next product's rewrite is what makes its activation a uint8 chain.
+    # every product is rewritten: the next product's rewrite is what makes its activation a uint8 chain;
+    # a residual add first, as it comes before them (int8_residual.py).
     roots = [op for op in g.graph_ops(function) if op.name in _REWRITES]
     changed = any([_REWRITES[op.name](op) is not None for op in roots])
+    # Products sharing an activation rebuilt its uint8 chain once each (`_unsigned`): one chain, whose producer
+    # can then take it into its epilogue.
+    cse_function(function)
+    changed = any([fuse_residual(op) is not None for op in g.graph_ops(function) if op.name == CONV]) or changed
     products = [op for op in g.graph_ops(function) if op.name in INT8_OPS]
-    return any([fuse_output(op) is not None for op in products]) or changed or extremes
+    changed = any([fuse_output(op) is not None for op in products]) or changed or extremes
+    # The uint8 quantizations that no epilogue took, one pass each.
+    return any([quantize_pass(op) is not None for op in g.graph_ops(function) if op.name == "glow.div"]) or changed
 
 
 @cache
