@@ -138,8 +138,10 @@ def test_the_generated_code_runs_without_the_gil() -> None:
     counter = threading.Thread(target=count)
     counter.start()
     try:
-        moved = 0
-        for _ in range(20):
+        # A short run on a loaded machine may end before the counter thread is scheduled on a core: try for up
+        # to 10 s (the count never moves across a call that keeps the GIL, however long the test tries).
+        moved, deadline = 0, time.monotonic() + 10.0
+        while not moved and time.monotonic() < deadline:
             before = ticks
             compiled.run({"x": x})
             moved += ticks != before
