@@ -68,6 +68,37 @@ def model(
     return m
 
 
+def conv_model(
+    c: int, h: int, w: int, f: int, k: int = 1, stride: int = 1, activation: str | None = None, bias: bool = True
+) -> onnx.ModelProto:
+    """A CNN layer for the kernel-schedule tests: Conv of x [1, C, H, W] to F channels with a k x k window,
+    'same' pads (k // 2) and the given stride, constant weights scaled by 1 / sqrt(fan-in) and optionally a
+    bias, then an optional "relu" or "clip" (Clip to [0, 0.5]): the epilogue a convolution kernel fuses."""
+    weights = (rng.standard_normal((f, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32)
+    inits = [numpy_helper.from_array(weights, "w")]
+    inputs = ["x", "w"]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.uniform(-0.5, 0.5, f).astype(np.float32), "b"))
+        inputs.append("b")
+    nodes = [helper.make_node("Conv", inputs, ["conv"], kernel_shape=[k, k], strides=[stride] * 2, pads=[k // 2] * 4)]
+    out = "conv"
+    if activation == "relu":
+        nodes.append(helper.make_node("Relu", ["conv"], ["y"]))
+        out = "y"
+    elif activation == "clip":
+        inits += [numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
+                  numpy_helper.from_array(np.array(0.5, np.float32), "hi")]
+        nodes.append(helper.make_node("Clip", ["conv", "lo", "hi"], ["y"]))
+        out = "y"
+    graph = helper.make_graph(
+        nodes, "conv", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, c, h, w])],
+        [helper.make_tensor_value_info(out, onnx.TensorProto.FLOAT, None)], inits,
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = IR_VERSION
+    return m
+
+
 def run_both(
     m: onnx.ModelProto,
     feeds: dict[str, np.ndarray],

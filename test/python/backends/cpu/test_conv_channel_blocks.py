@@ -15,33 +15,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 import glow_mlir
 from glow_mlir.frontends.onnx import import_model
+from onnx_check import conv_model
 
 rng = np.random.default_rng(0)
-
-
-def _conv(c: int, h: int, f: int, k: int, stride: int, activation: str | None, bias: bool):
-    weights = (rng.standard_normal((f, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32)
-    inits = [numpy_helper.from_array(weights, "w")]
-    inputs = ["x", "w"]
-    if bias:
-        inits.append(numpy_helper.from_array(rng.uniform(-0.5, 0.5, f).astype(np.float32), "b"))
-        inputs.append("b")
-    pads = [k // 2] * 4
-    nodes = [helper.make_node("Conv", inputs, ["conv"], kernel_shape=[k, k], strides=[stride] * 2, pads=pads)]
-    out = "conv"
-    if activation == "relu":
-        nodes.append(helper.make_node("Relu", ["conv"], ["y"]))
-        out = "y"
-    elif activation == "clip":
-        inits += [numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
-                  numpy_helper.from_array(np.array(0.5, np.float32), "hi")]
-        nodes.append(helper.make_node("Clip", ["conv", "lo", "hi"], ["y"]))
-        out = "y"
-    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, h])],
-                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    return model
 
 
 # (C, H, F, K, stride, activation, bias) -> the channel block of the main channel tile (None: not blocked).
@@ -65,7 +41,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_channel_blocks_on_short_rows(case: str) -> None:
     (c, h, f, k, stride, activation, bias), block = CASES[case]
-    model = _conv(c, h, f, k, stride, activation, bias)
+    model = conv_model(c, h, h, f, k, stride, activation, bias)
     x = rng.standard_normal((1, c, h, h)).astype(np.float32)
     with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
         scheduled = compiled.ir("glow-cpu-schedule")

@@ -13,32 +13,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 import glow_mlir
 from glow_mlir.frontends.onnx import import_model
+from onnx_check import conv_model
 
 rng = np.random.default_rng(0)
-
-
-def _pointwise(c: int, h: int, w: int, f: int, activation: str | None, bias: bool):
-    weights = (rng.standard_normal((f, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
-    inits = [numpy_helper.from_array(weights, "w")]
-    inputs = ["x", "w"]
-    if bias:
-        inits.append(numpy_helper.from_array(rng.uniform(-0.5, 0.5, f).astype(np.float32), "b"))
-        inputs.append("b")
-    nodes = [helper.make_node("Conv", inputs, ["conv"], kernel_shape=[1, 1])]
-    out = "conv"
-    if activation == "relu":
-        nodes.append(helper.make_node("Relu", ["conv"], ["y"]))
-        out = "y"
-    elif activation == "clip":
-        inits += [numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
-                  numpy_helper.from_array(np.array(0.5, np.float32), "hi")]
-        nodes.append(helper.make_node("Clip", ["conv", "lo", "hi"], ["y"]))
-        out = "y"
-    graph = helper.make_graph(nodes, "pw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
-                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    return model
 
 
 # (C, H, W, F, activation, bias) -> the pixel kernel's [pixels, channels] tile, or None for the row schedule.
@@ -77,7 +54,7 @@ def test_pointwise_into_a_padded_buffer_keeps_rows() -> None:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_pointwise_on_small_maps(case: str) -> None:
     (c, h, w, f, activation, bias), tile = CASES[case]
-    model = _pointwise(c, h, w, f, activation, bias)
+    model = conv_model(c, h, w, f, activation=activation, bias=bias)
     x = rng.standard_normal((1, c, h, w)).astype(np.float32)
     with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
         scheduled = compiled.ir("glow-cpu-schedule")
