@@ -20,6 +20,8 @@ import numpy as np
 from mlir import execution_engine, ir, passmanager
 from mlir.runtime import get_ranked_memref_descriptor
 
+from glow_mlir.backends.cpu.host import cpu_flags
+
 _CHAINS = 12  # independent accumulators: enough to cover either instruction's latency at full rate
 _TRIPS = 1_000_000
 _PIPELINE = (
@@ -32,11 +34,7 @@ _PIPELINE = (
 def has_avx512_bf16() -> bool:
     """Whether the CPU has vdpbf16ps (Linux's cpuinfo flag; False where it cannot tell). The JIT compiles for
     the host, so without it no product may use it."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return any(line.startswith("flags") and "avx512_bf16" in line.split() for line in f)
-    except OSError:
-        return False
+    return "avx512_bf16" in cpu_flags()
 
 
 @functools.cache

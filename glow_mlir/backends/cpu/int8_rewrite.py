@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 from mlir import ir
 
 from glow_mlir import ops
+from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.int8_ops import (
     BYTES,
     SIGNED_OFFSET,
@@ -572,10 +572,7 @@ def int8_function(function: ir.Operation) -> bool:
 def host_has_vnni() -> bool:
     """Whether this CPU runs vpdpbusd on zmm registers (Linux's `avx512_vnni` flag): the JIT targets the host,
     and LLVM cannot select the intrinsic for a CPU without it."""
-    try:
-        return "avx512_vnni" in Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return False
+    return "avx512_vnni" in cpu_flags()
 
 
 @register("glow-cpu-int8")
