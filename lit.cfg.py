@@ -12,6 +12,9 @@ config.suffixes = [".mlir"]
 config.test_source_root = os.path.join(os.path.dirname(__file__), "test", "lit")
 config.excludes = ["Inputs"]
 config.environment["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+# Passed through, so that a second checkout sharing this environment tests its own sources (PYTHONPATH=checkout).
+if "PYTHONPATH" in os.environ:
+    config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
 
 
 def _filecheck() -> str:
