@@ -25,8 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import broad
-from glow_mlir import cache
-from glow_mlir.compiled import CompiledModel, abi_from_json
+from glow_mlir.library import LoadedModel, open_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,18 +60,7 @@ def compile_in(tree: Path, onnx_file: Path, cache_dir: Path) -> dict[str, str]:
     return result
 
 
-def load(cache_dir: Path) -> CompiledModel:
-    """The one entry the child stored in `cache_dir` (each tree keys entries its own way)."""
-    os.environ["GLOW_MLIR_CACHE_DIR"] = str(cache_dir)
-    [entry] = [p.stem for p in cache_dir.glob("*.json")]
-    hit = cache.load(entry)
-    if hit is None:
-        raise RuntimeError(f"the cache entry {entry} in {cache_dir} does not load")
-    library, meta = hit
-    return CompiledModel(None, abi_from_json(meta["abi"]), meta["report"], {}, library=library)
-
-
-def per_call(model: CompiledModel, feeds: dict[str, np.ndarray], calls: int) -> float:
+def per_call(model: LoadedModel, feeds: dict[str, np.ndarray], calls: int) -> float:
     start = time.process_time()
     for _ in range(calls):
         model.run(feeds)
@@ -87,8 +75,8 @@ def ab(name: str, base_tree: Path, work: Path, rounds: int, budget: float) -> di
     for label, tree in (("base", base_tree), ("new", ROOT)):
         folder = work / label / name
         built[label] = (folder, compile_in(tree, onnx_file, folder))
-    base = load(built["base"][0])
-    new = load(built["new"][0])
+    base, _ = open_entry(built["base"][0])
+    new, _ = open_entry(built["new"][0])
     outputs_equal = all(
         np.array_equal(a, b, equal_nan=True)
         for a, b in zip(base.run(feeds).values(), new.run(feeds).values(), strict=True)

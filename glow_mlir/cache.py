@@ -36,9 +36,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import ml_dtypes  # noqa: F401 - registers bfloat16, float8_* ... with numpy, for decode_dtype
-import numpy as np
-
 # 2: dtypes are stored by name. 3: the metadata carries its own SHA-256.
 FORMAT = 3
 DEFAULT_MAX_BYTES = 2 * 1024**3
@@ -103,9 +100,10 @@ def key(model_bytecode: bytes, options: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def load(entry_key: str) -> tuple[ctypes.CDLL, dict[str, Any]] | None:
-    """The loaded library and metadata of an intact entry, or None (missing, corrupt or unloadable)."""
-    folder = directory()
+def load(entry_key: str, folder: Path | None = None) -> tuple[ctypes.CDLL, dict[str, Any]] | None:
+    """The loaded library and metadata of an intact entry of the cache (or of `folder`), or None (missing,
+    corrupt or unloadable)."""
+    folder = folder or directory()
     meta_path, library_path = folder / f"{entry_key}.json", folder / f"{entry_key}.so"
     if not meta_path.exists():
         return None
@@ -113,7 +111,7 @@ def load(entry_key: str) -> tuple[ctypes.CDLL, dict[str, Any]] | None:
         meta = json.loads(meta_path.read_text())
         data = library_path.read_bytes()
     except (OSError, ValueError):
-        _drop(entry_key)
+        _drop(entry_key, folder)
         return None
     if (
         not isinstance(meta, dict)
@@ -122,12 +120,12 @@ def load(entry_key: str) -> tuple[ctypes.CDLL, dict[str, Any]] | None:
         or meta.get("library_size") != len(data)
         or meta.get("library_sha256") != hashlib.sha256(data).hexdigest()
     ):
-        _drop(entry_key)
+        _drop(entry_key, folder)
         return None
     try:
         library = ctypes.CDLL(str(library_path))
     except OSError:
-        _drop(entry_key)
+        _drop(entry_key, folder)
         return None
     # The JSON's modification time is the entry's last use, for least-recently-used eviction.
     os.utime(meta_path)
@@ -141,8 +139,7 @@ def _meta_digest(meta: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
 
 
-def _drop(entry_key: str) -> None:
-    folder = directory()
+def _drop(entry_key: str, folder: Path) -> None:
     for suffix in (".json", ".so"):
         (folder / f"{entry_key}{suffix}").unlink(missing_ok=True)
 
@@ -180,7 +177,7 @@ def evict(limit: int) -> list[Entry]:
     for entry in present:
         if total <= limit:
             break
-        _drop(entry.key)
+        _drop(entry.key, directory())
         total -= entry.bytes
         dropped.append(entry)
     return dropped
@@ -223,12 +220,3 @@ def store(entry_key: str, object_file: Path, meta: dict[str, Any]) -> bool:
     finally:
         for leftover in (library_tmp, meta_tmp):
             leftover.unlink(missing_ok=True)
-
-
-def encode_dtype(dtype: np.dtype) -> str:
-    """By name: ml_dtypes' types (bfloat16, float8_*) have no type string of their own (`.str` is '<V2')."""
-    return np.dtype(dtype).name
-
-
-def decode_dtype(text: str) -> np.dtype:
-    return np.dtype(text)

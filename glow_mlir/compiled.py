@@ -1,12 +1,9 @@
-"""A compiled model and its calling convention: `CompiledModel.run` on numpy arrays.
+"""A JIT-compiled model: `CompiledModel`, a `LoadedModel` (glow_mlir/library.py, which runs it on numpy arrays)
+whose native code MLIR's ExecutionEngine made, or the compile cache's linked library.
 
 `read_abi` reads the calling convention (the ABI) of the function right after `glow-allocate` (later,
 glow-to-llvm splits every memref argument into descriptor fields and the `glow.name` / `glow.output` /
-`glow.arena` marks no longer sit on one argument each). `CompiledModel.run` checks every input against that
-ABI before any generated code runs, then calls `_mlir_ciface_<name>(inputs..., outputs..., arena)` through
-ctypes, which releases the GIL while it runs. Memref descriptors and the arena (64-byte aligned as
-glow-allocate assumed) are allocated once per run slot, one per run in flight (several Python threads may run
-one model at once), and only their data pointers change per call; constants live in the JITed code as globals.
+`glow.arena` marks no longer sit on one argument each).
 
 An MLIR context that still holds a JIT when Python exits makes the interpreter abort, so every model is
 closed at exit (and may be closed earlier with `close()` or a `with` block). glow_mlir/runtime.py compiles.
@@ -23,7 +20,6 @@ import subprocess
 import tempfile
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,35 +30,11 @@ from mlir.execution_engine import ExecutionEngine
 
 from glow_mlir import cache as glow_cache
 from glow_mlir import ops
-from glow_mlir.errors import FeedError, UnsupportedError
-
-ARENA_ALIGNMENT = 64
-
-
-@dataclass(frozen=True)
-class Buffer:
-    """One memref argument of the compiled function."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: np.dtype
-
-    def describe(self) -> str:
-        return describe_array(self.dtype, self.shape)
+from glow_mlir.errors import UnsupportedError
+from glow_mlir.library import Abi, Buffer, LoadedModel, abi_to_json, entry_point
 
 
-@dataclass(frozen=True)
-class Abi:
-    """The calling convention of a function after glow-allocate."""
-
-    function: str
-    inputs: tuple[Buffer, ...]
-    outputs: tuple[Buffer, ...]
-    arena_bytes: int
-    attributes: dict[str, int]
-
-
-class CompiledModel:
+class CompiledModel(LoadedModel):
     """A JIT-compiled model: `run(feeds)` maps input names to arrays and returns outputs by name."""
 
     def __init__(
@@ -78,7 +50,6 @@ class CompiledModel:
     ) -> None:
         """JITs `module` (lowered to LLVM), or, for a cache hit, calls into the already linked `library`;
         `rebuild` compiles a cache hit's model again, for what needs the compiler's output (save_object)."""
-        self.abi = abi
         self._rebuild = rebuild
         self.report = report
         self._stages = stages
@@ -87,95 +58,15 @@ class CompiledModel:
         self._context: ir.Context | None = module.context if module is not None else None
         self._library = library
         self._engine: ExecutionEngine | None = None
-        self._function: Callable[[Any], None] | None
         if library is not None:
-            # The packed entry point (one void** argument), the same one ExecutionEngine.lookup returns.
-            address = ctypes.cast(library[f"_mlir__mlir_ciface_{abi.function}"], ctypes.c_void_p).value
-            self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+            function = entry_point(library, abi)
         else:
             assert module is not None
             # Position-independent code, so that the object file links into a shared library for the cache.
             self._engine = ExecutionEngine(module, opt_level=3, enable_pic=True)
-            self._function = self._engine.lookup(abi.function)
-        self._input_index = {b.name: i for i, b in enumerate(abi.inputs)}
-        # The run slots not in use. A run takes one (a new one when none is free) and puts it back, so runs from
-        # several Python threads each have their own arena, while a lone caller always gets the same one (the
-        # list's pop and append are atomic under the GIL: no lock). `_arena` and `_packed` are that first slot's.
-        first = _RunSlot(abi)
-        self._free = [first]
-        self._arena, self._packed = first.arena, first.packed
+            function = self._engine.lookup(abi.function)
+        super().__init__(abi, function)
         _LIVE.add(self)
-
-    @property
-    def inputs(self) -> dict[str, Buffer]:
-        return {b.name: b for b in self.abi.inputs}
-
-    @property
-    def outputs(self) -> dict[str, Buffer]:
-        return {b.name: b for b in self.abi.outputs}
-
-    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Runs the model; raises FeedError (a ValueError) naming the input for a missing, extra or mistyped one.
-
-        The outputs are new arrays on every call, owned by the caller (no buffer is reused between calls).
-        The common case (exactly the expected inputs, as C-contiguous arrays of the right dtype and shape)
-        takes a fast path with no per-call allocation besides the outputs (bench/overhead.py measures it).
-        """
-        function = self._function
-        if function is None:
-            raise RuntimeError("this CompiledModel is closed")
-        if len(feeds) != len(self.abi.inputs):
-            self._check(feeds)
-        keep: list[np.ndarray] = []
-        results: dict[str, np.ndarray] = {}
-        try:
-            slot = self._free.pop()
-        except IndexError:
-            slot = _RunSlot(self.abi)
-        try:
-            for name, shape, dtype, descriptor in slot.inputs:
-                array = feeds.get(name)
-                if (
-                    array.__class__ is not np.ndarray
-                    or array.dtype != dtype
-                    or array.shape != shape
-                    or not array.flags.c_contiguous
-                ):
-                    array = self._check(feeds)[self._input_index[name]]
-                    keep.append(array)
-                point(descriptor, array)
-            for name, shape, dtype, descriptor in slot.outputs:
-                out = results[name] = np.empty(shape, dtype)
-                point(descriptor, out)
-            # A ctypes call: the GIL is released while the generated code runs.
-            function(slot.packed)
-        finally:
-            self._free.append(slot)
-        return results
-
-    def _check(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        expected = self.inputs
-        missing = [name for name in expected if name not in feeds]
-        if missing:
-            name = missing[0]
-            raise FeedError(f"input '{name}': expected {expected[name].describe()}, got no array")
-        extra = [name for name in feeds if name not in expected]
-        if extra:
-            name = extra[0]
-            known = ", ".join(f"'{b.name}' {b.describe()}" for b in self.abi.inputs) or "none"
-            given = feed_array(name, feeds[name])
-            raise FeedError(
-                f"input '{name}': expected no such input (the inputs are {known}), "
-                f"got {describe_array(given.dtype, given.shape)}"
-            )
-        arrays: list[np.ndarray] = []
-        for buffer in self.abi.inputs:
-            array = feed_array(buffer.name, feeds[buffer.name])
-            if array.dtype != buffer.dtype or array.shape != buffer.shape:
-                given = describe_array(array.dtype, array.shape)
-                raise FeedError(f"input '{buffer.name}': expected {buffer.describe()}, got {given}")
-            arrays.append(np.ascontiguousarray(array))
-        return arrays
 
     def ir(self, stage: str) -> str:
         """The module text after the last run of pipeline element `stage` (compiled with keep_ir=True)."""
@@ -217,7 +108,7 @@ class CompiledModel:
 
     def close(self) -> None:
         """Frees the JITed code, then the module and its context; the model cannot run afterwards."""
-        self._function = None
+        super().close()
         self._engine = None
         self._library = None
         self._module = None
@@ -231,25 +122,6 @@ class CompiledModel:
         self.close()
 
 
-class _RunSlot:
-    """What one run of a model writes besides its outputs: its own arena (allocated once, 64-byte aligned as
-    glow-allocate assumed) and memref descriptors built once, of which a run only changes the data pointers."""
-
-    def __init__(self, abi: Abi) -> None:
-        self.arena = _aligned_bytes(abi.arena_bytes)
-        buffers = (*abi.inputs, *abi.outputs, Buffer("arena", (abi.arena_bytes,), np.dtype(np.uint8)))
-        descriptors = [memref_descriptor(b.shape) for b in buffers]
-        count = len(abi.inputs)
-        self.inputs = tuple((b.name, b.shape, b.dtype, d) for b, d in zip(abi.inputs, descriptors[:count], strict=True))
-        self.outputs = tuple(
-            (b.name, b.shape, b.dtype, d) for b, d in zip(abi.outputs, descriptors[count:-1], strict=True)
-        )
-        point(descriptors[-1], self.arena)
-        # The packed-call convention: one pointer per argument, each to a pointer to its descriptor.
-        self._pointers = [ctypes.pointer(d) for d in descriptors]
-        self.packed = (ctypes.c_void_p * len(buffers))(*[ctypes.addressof(p) for p in self._pointers])
-
-
 _LIVE: weakref.WeakSet[CompiledModel] = weakref.WeakSet()
 
 
@@ -257,28 +129,6 @@ _LIVE: weakref.WeakSet[CompiledModel] = weakref.WeakSet()
 def _close_all() -> None:
     for model in list(_LIVE):
         model.close()
-
-
-def abi_to_json(abi: Abi) -> dict[str, Any]:
-    def buffers(group: tuple[Buffer, ...]) -> list[dict[str, Any]]:
-        return [{"name": b.name, "shape": list(b.shape), "dtype": glow_cache.encode_dtype(b.dtype)} for b in group]
-
-    return {
-        "function": abi.function,
-        "inputs": buffers(abi.inputs),
-        "outputs": buffers(abi.outputs),
-        "arena_bytes": abi.arena_bytes,
-        "attributes": abi.attributes,
-    }
-
-
-def abi_from_json(data: dict[str, Any]) -> Abi:
-    def buffers(group: list[dict[str, Any]]) -> tuple[Buffer, ...]:
-        return tuple(Buffer(b["name"], tuple(b["shape"]), glow_cache.decode_dtype(b["dtype"])) for b in group)
-
-    return Abi(
-        data["function"], buffers(data["inputs"]), buffers(data["outputs"]), data["arena_bytes"], data["attributes"]
-    )
 
 
 def llc_path() -> Path | None:
@@ -356,52 +206,3 @@ def _numpy_dtype(elt: ir.Type) -> np.dtype:
         raise UnsupportedError(f"no numpy type for element type {elt}: {e}") from None
 
 
-def feed_array(name: str, value: Any) -> np.ndarray:
-    """The array of the value fed as input `name`; FeedError when numpy makes none of it (a ragged list)."""
-    try:
-        return np.asarray(value)
-    except ValueError as e:
-        kind = type(value).__name__
-        raise FeedError(f"input '{name}': expected an array, got a {kind} that numpy cannot convert: {e}") from None
-
-
-def describe_array(dtype: np.dtype, shape: tuple[int, ...]) -> str:
-    return f"{dtype.name}{list(shape)}"
-
-
-def memref_descriptor(shape: tuple[int, ...]) -> ctypes.Structure:
-    """An MLIR ranked memref descriptor for a contiguous buffer of `shape`; data pointers are set per call."""
-    rank = len(shape)
-    fields: list[tuple[str, Any]] = [
-        ("allocated", ctypes.c_void_p),
-        ("aligned", ctypes.c_void_p),
-        ("offset", ctypes.c_int64),
-    ]
-    if rank:
-        fields += [("shape", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
-    descriptor_type = type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
-    descriptor = descriptor_type()
-    if rank:
-        descriptor.shape[:] = list(shape)
-        strides = [1] * rank
-        for i in range(rank - 2, -1, -1):
-            strides[i] = strides[i + 1] * shape[i + 1]
-        descriptor.strides[:] = strides
-    return descriptor
-
-
-def point(descriptor: ctypes.Structure, array: np.ndarray) -> None:
-    # ctypes' view of a writable buffer gives its address several times faster than `array.ctypes.data`.
-    try:
-        address = ctypes.addressof(ctypes.c_char.from_buffer(array))
-    except (TypeError, ValueError):  # read-only or empty arrays
-        address = array.ctypes.data
-    descriptor.allocated = address
-    descriptor.aligned = address
-
-
-def _aligned_bytes(size: int) -> np.ndarray:
-    """A zeroed buffer of `size` bytes that starts at an ARENA_ALIGNMENT boundary (it keeps its storage)."""
-    storage = np.zeros(size + ARENA_ALIGNMENT, np.uint8)
-    start = -storage.ctypes.data % ARENA_ALIGNMENT
-    return storage[start : start + size]

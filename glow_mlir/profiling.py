@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from glow_mlir.backends.cpu.profile import CALLS_ROW, NS_ROW, READ, ROWS, START_ROW
-from glow_mlir.compiled import CompiledModel, memref_descriptor, point
+from glow_mlir.compiled import CompiledModel
+from glow_mlir.library import memref_descriptor, point
 
 # Generated code keeps its counters in a global of its library, and two models loaded from the same cached
 # library share them: profiled runs take turns process-wide, so that each reads only its own counts.

@@ -26,18 +26,9 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu import parallel
 from glow_mlir.backends.cpu.backend import CPU
 from glow_mlir.backends.cpu.profile import read_kernels
-from glow_mlir.compiled import (
-    ARENA_ALIGNMENT,
-    Abi,
-    Buffer,
-    CompiledModel,
-    abi_from_json,
-    emit_object,
-    feed_array,
-    llc_path,
-    read_abi,
-)
+from glow_mlir.compiled import CompiledModel, emit_object, llc_path, read_abi
 from glow_mlir.context import make_context
+from glow_mlir.library import ARENA_ALIGNMENT, Abi, Buffer, abi_from_json, feed_array
 from glow_mlir.pipeline.runner import (
     COMPILE_PIPELINE,
     GraphOptimizationLevel,

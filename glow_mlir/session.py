@@ -31,7 +31,8 @@ import numpy as np
 import onnx
 
 from glow_mlir.backends.cpu.parallel import default_threads
-from glow_mlir.compiled import Buffer, CompiledModel, feed_array
+from glow_mlir.compiled import CompiledModel
+from glow_mlir.library import Buffer, feed_array
 from glow_mlir.errors import FeedError
 from glow_mlir.frontends.onnx.importer import import_model, load
 from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY

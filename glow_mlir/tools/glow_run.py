@@ -38,7 +38,8 @@ from onnx import numpy_helper
 
 from glow_mlir import quantization
 from glow_mlir.backends.cpu.parallel import default_threads
-from glow_mlir.compiled import Buffer, CompiledModel
+from glow_mlir.compiled import CompiledModel
+from glow_mlir.library import Buffer
 from glow_mlir.errors import GlowError
 from glow_mlir.frontends.onnx.importer import import_model, load
 from glow_mlir.frontends.onnx.signature import resolve, signature
