@@ -16,27 +16,50 @@ and a worker of the previous session still spinning would take a core from the n
 
 Reported: milliseconds per call, ort/glow at each thread count (> 1: glow-mlir is faster), and each
 runtime's scaling from the first thread count to the others (t(first) / t(n)).
+
+Bundles time the models on another machine, one without the compiler (MLIR's wheels, the models' torch):
+`--write-bundle DIR` compiles each model here for every thread count into a compile cache folder of its own
+and writes its ONNX file and inputs beside it, with libiomp5; `--bundle DIR` times them there (numpy,
+onnxruntime and glow_mlir's sources are all it needs: glow_mlir/library.py runs the cache entries). The
+machine must have the CPU features of the one that compiled. The bundle's weights repeat a slice of the
+model's own values (WEIGHT_PERIOD), so that the libraries and ONNX files, which hold the weights, compress
+from hundreds of MB to a few: the kernels' speed does not depend on the values (all finite and normal).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import importlib
 import json
+import os
+import shutil
 import statistics
+import subprocess
+import sys
 import time
+import types
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import onnxruntime
-
-import glow_mlir
-from bench import models
+from onnx import numpy_helper
 
 DEFAULT_MODELS = ("resnet50", "resnet18", "mobilenetv2", "squeezenet1_1", "bert")
+ROOT = Path(__file__).resolve().parents[1]
+# A prime, so that the repeated slice does not line up with channels or rows.
+WEIGHT_PERIOD = 4093
+RUNTIME = "libiomp5.so"
+
+Runner = Callable[[dict[str, np.ndarray]], list[np.ndarray]]
 
 
-def _glow(path: str, threads: int) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+def _glow(path: str, threads: int) -> Runner:
+    import glow_mlir
+
     options = glow_mlir.SessionOptions()
     options.intra_op_num_threads = threads
     session = glow_mlir.InferenceSession(path, options)
@@ -44,7 +67,7 @@ def _glow(path: str, threads: int) -> Callable[[dict[str, np.ndarray]], list[np.
     return lambda feeds: session.run(None, feeds)
 
 
-def _ort(path: str, threads: int) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+def _ort(path: str, threads: int) -> Runner:
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -67,12 +90,27 @@ def _block(run: Callable[[], object], seconds: float) -> float:
 
 
 def bench_model(name: str, counts: Sequence[int], blocks: int, block_seconds: float, idle: float) -> dict[str, Any]:
+    """Times model `name` of bench/models.py, compiled here."""
+    from bench import models
+
     path = str(models.onnx_path(name))
-    feeds = models.spec(name).inputs()
-    sessions: dict[tuple[str, int], Callable[[dict[str, np.ndarray]], list[np.ndarray]]] = {}
+    sessions: dict[tuple[str, int], Runner] = {}
     for threads in counts:
         sessions["glow", threads] = _glow(path, threads)
         sessions["ort", threads] = _ort(path, threads)
+    return time_sessions(name, sessions, models.spec(name).inputs(), counts, blocks, block_seconds, idle)
+
+
+def time_sessions(
+    name: str,
+    sessions: dict[tuple[str, int], Runner],
+    feeds: dict[str, np.ndarray],
+    counts: Sequence[int],
+    blocks: int,
+    block_seconds: float,
+    idle: float,
+) -> dict[str, Any]:
+    """Checks the outputs of the ("glow" | "ort", threads) sessions, then times them in alternating blocks."""
     outputs = {key: run(feeds) for key, run in sessions.items()}
     first = outputs["glow", counts[0]]
     bitwise = all(
@@ -101,6 +139,74 @@ def bench_model(name: str, counts: Sequence[int], blocks: int, block_seconds: fl
     return result
 
 
+def repeat_weights(model: onnx.ModelProto) -> None:
+    """Replaces every initializer's values by its first WEIGHT_PERIOD values, repeated (module docstring)."""
+    for index, tensor in enumerate(model.graph.initializer):
+        array = numpy_helper.to_array(tensor)
+        if array.size > WEIGHT_PERIOD and array.dtype.kind == "f":
+            repeated = np.resize(array.reshape(-1)[:WEIGHT_PERIOD], array.size).reshape(array.shape)
+            model.graph.initializer[index].CopyFrom(numpy_helper.from_array(repeated, tensor.name))
+
+
+def write_bundle(folder: Path, names: Sequence[str], counts: Sequence[int]) -> None:
+    """Compiles each model for each thread count into `folder` (module docstring)."""
+    from bench import models
+    from glow_mlir.backends.cpu import parallel
+
+    folder.mkdir(parents=True, exist_ok=True)
+    runtime = parallel.runtime_library()
+    assert runtime is not None, "threads > 1 needs intel-openmp"
+    shutil.copy(runtime, folder / RUNTIME)
+    for name in names:
+        model = onnx.load(models.onnx_path(name))
+        repeat_weights(model)
+        target = folder / name
+        target.mkdir(exist_ok=True)
+        onnx.save(model, target / "model.onnx")
+        np.savez(target / "feeds.npz", **models.spec(name).inputs())
+        for threads in counts:
+            entry = target / f"glow-{threads}"
+            shutil.rmtree(entry, ignore_errors=True)
+            os.environ.update(GLOW_MLIR_CACHE="1", GLOW_MLIR_CACHE_DIR=str(entry))
+            _glow(str(target / "model.onnx"), threads)
+            assert len(list(entry.glob("*.so"))) == 1, f"{name} at {threads} threads was not stored in {entry}"
+        print(f"bundled {name}", flush=True)
+    os.environ.pop("GLOW_MLIR_CACHE_DIR")
+    revision = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True)
+    manifest = {"models": list(names), "threads": list(counts), "compiled_by": f"glow-mlir {revision.stdout.strip()}"}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
+
+
+def _library_module() -> types.ModuleType:
+    """glow_mlir.library, also where MLIR is not installed: the package's __init__ imports the compiler, so
+    there `glow_mlir` is first registered as a bare package of its folder, which imports only what is asked."""
+    try:
+        importlib.import_module("mlir")
+    except ImportError:
+        package = types.ModuleType("glow_mlir")
+        package.__path__ = [str(ROOT / "glow_mlir")]
+        sys.modules.setdefault("glow_mlir", package)
+    from glow_mlir import library
+
+    return library
+
+
+def bundle_model(
+    folder: Path, name: str, counts: Sequence[int], blocks: int, block_seconds: float, idle: float
+) -> dict[str, Any]:
+    """Times model `name` of the bundle in `folder` (written by write_bundle)."""
+    library = _library_module()
+    path = folder / name
+    sessions: dict[tuple[str, int], Runner] = {}
+    for threads in counts:
+        model, _ = library.open_entry(path / f"glow-{threads}")
+        sessions["glow", threads] = lambda feeds, model=model: list(model.run(feeds).values())
+        sessions["ort", threads] = _ort(str(path / "model.onnx"), threads)
+    with np.load(path / "feeds.npz") as data:
+        feeds = {key: data[key] for key in data.files}
+    return time_sessions(name, sessions, feeds, counts, blocks, block_seconds, idle)
+
+
 def markdown(rows: list[dict[str, Any]], counts: Sequence[int]) -> str:
     head = ["model"]
     for n in counts:
@@ -127,11 +233,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--block-seconds", type=float, default=1.0, help="timed seconds per block (default 1)")
     parser.add_argument("--idle", type=float, default=0.3, help="sleep before each block, seconds (default 0.3)")
     parser.add_argument("--json", help="also write the results to this file")
+    bundles = parser.add_mutually_exclusive_group()
+    bundles.add_argument("--write-bundle", type=Path, metavar="DIR", help="compile the models into DIR and stop")
+    bundles.add_argument("--bundle", type=Path, metavar="DIR", help="time the models compiled into DIR")
     args = parser.parse_args(argv)
     counts = [int(n) for n in args.threads.split(",")]
+    names = args.models.split(",")
+    if args.write_bundle:
+        write_bundle(args.write_bundle, names, counts)
+        return 0
+    if args.bundle:
+        manifest = json.loads((args.bundle / "manifest.json").read_text())
+        counts, names = manifest["threads"], manifest["models"]
+        # Bound before any model loads, so that the libraries' `__kmpc_*` calls resolve to it.
+        ctypes.CDLL(str(args.bundle / RUNTIME), mode=ctypes.RTLD_GLOBAL)
+        print(f"bundle compiled by {manifest['compiled_by']}; onnxruntime {onnxruntime.__version__}", flush=True)
     rows = []
-    for name in args.models.split(","):
-        rows.append(bench_model(name, counts, args.blocks, args.block_seconds, args.idle))
+    for name in names:
+        if args.bundle:
+            rows.append(bundle_model(args.bundle, name, counts, args.blocks, args.block_seconds, args.idle))
+        else:
+            rows.append(bench_model(name, counts, args.blocks, args.block_seconds, args.idle))
         print(markdown(rows[-1:], counts).splitlines()[-1], flush=True)
     print(f"\nBest of {args.blocks} alternating blocks of ~{args.block_seconds} s (median call per block), wall clock.")
     print(markdown(rows, counts))

@@ -73,3 +73,40 @@ def test_broad_benchmark_writes_the_table_the_plot_and_kernel_profiles(tmp_path:
     table = markdown_path.read_text()
     assert table in result.stdout and "| mlp | bench |" in table and "| zoo.bert | zoo |" in table
     assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# Run as `python -c`: bench/threads.py's bundle runner in a process where MLIR and torch cannot be imported,
+# as on a machine with neither.
+WITHOUT_COMPILER = """
+import importlib.abc, sys
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("mlir", "torch"):
+            raise ImportError(f"{name} is not installed here")
+sys.meta_path.insert(0, Refuse())
+from bench import threads
+sys.exit(threads.main(sys.argv[1:]))
+"""
+
+
+def test_threads_bundle_runs_without_the_compiler(tmp_path: Path) -> None:
+    """bench/threads.py compiles a bundle here, then times it in a process that cannot import MLIR or torch:
+    the libraries load from their cache folders through glow_mlir/library.py, and the weights repeat."""
+    bundle, json_path = tmp_path / "bundle", tmp_path / "threads.json"
+    write = [sys.executable, "-m", "bench.threads", "--models", "mlp", "--threads", "1,2", "--write-bundle", str(bundle)]
+    result = subprocess.run(write, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    weights = [numpy_helper.to_array(t) for t in onnx.load(bundle / "mlp" / "model.onnx").graph.initializer]
+    largest = max(weights, key=lambda w: w.size).reshape(-1)
+    assert np.array_equal(largest[4093 : 2 * 4093], largest[:4093]) and len(np.unique(largest[:4093])) > 1000
+
+    run = [sys.executable, "-c", WITHOUT_COMPILER, "--bundle", str(bundle), "--blocks", "1", "--block-seconds", "0.05"]
+    result = subprocess.run([*run, "--json", str(json_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    [row] = json.loads(json_path.read_text())
+    assert row["model"] == "mlp" and row["bitwise_across_threads"] and row["close_to_onnxruntime"], row
+    assert row["glow_ms_1"] > 0 and row["glow_ms_2"] > 0
