@@ -237,6 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     bundles.add_argument("--write-bundle", type=Path, metavar="DIR", help="compile the models into DIR and stop")
     bundles.add_argument("--bundle", type=Path, metavar="DIR", help="time the models compiled into DIR")
     args = parser.parse_args(argv)
+    # bench/__init__.py sets it to keep numpy's and torch's BLAS on one thread; libiomp5 would take it as its
+    # default team size (nthreads-var), which a user of glow-mlir has not set.
+    os.environ.pop("OMP_NUM_THREADS", None)
     counts = [int(n) for n in args.threads.split(",")]
     names = args.models.split(",")
     if args.write_bundle:
