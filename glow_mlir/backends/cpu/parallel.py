@@ -3,7 +3,7 @@
 It runs between glow-cpu-schedule and glow-to-llvm, only for a model compiled for more than one thread
 (`compile(threads=N)`, `SessionOptions.intra_op_num_threads`); with one thread the pipeline is today's,
 unchanged. In every function (the model's, and each outlined kernel, outline.py) it takes each top-level
-`scf.for` nest whose head is parallel and whose work passes the cost rule (`MIN_WORK_PER_THREAD`), turns the
+`scf.for` nest whose head is parallel and whose estimated time pays for a fork (`_pays`), turns the
 perfectly nested parallel loops at its head (up to MAX_COLLAPSE) into one `scf.parallel`, and lets MLIR's
 `convert-scf-to-openmp` make that an `omp.parallel` + `omp.wsloop` (collapsed, static schedule) with
 `num_threads(N)`. glow-to-llvm lowers the OpenMP ops (`convert-openmp-to-llvm`); the code then calls the
@@ -36,6 +36,7 @@ import math
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from mlir import ir
@@ -51,13 +52,32 @@ PASS_NAME = "glow-cpu-parallelize"
 SCHEDULE_STAGE = "glow-cpu-schedule"
 RUNTIME_NAME = "libiomp5.so"
 
-# The cost rule: a loop nest runs on N threads only when it does at least N x MIN_WORK_PER_THREAD element
-# operations (every op but constants and terminators counts the elements of its vector result, or of the
-# vector it stores, else 1; loops multiply by their trip counts; a call counts its function's work). A fork
-# and join costs microseconds, so small kernels (pads, small adds and pools) stay serial. At 2 threads, 2^15
-# per thread beat 2^17 on every CNN of bench/threads.py (docs/THREADS.md: MobileNetV2 5.23 -> 4.30 ms,
-# ResNet-50 34.3 -> 33.7 ms); it does not keep BERT's small matmuls serial, which do not gain (docs/THREADS.md).
-MIN_WORK_PER_THREAD = 1 << 15
+# The cost rule (`_pays`): a nest's time on one thread is estimated as a roofline, the larger of its arithmetic
+# time and its memory time (`_estimate`), and the nest runs on N threads when its time on the busiest thread
+# (static blocks of its iterations) plus a fork and join is less than its time on one thread.
+#
+# Arithmetic time: an op that computes is ceil(elements x element bits / VECTOR_BITS) vector instructions (a
+# scalar op one), and the core retires INSTRUCTIONS_PER_SECOND of them: two FMA ports each cycle at 3.58 GHz,
+# the single-core peak of the development machine's AVX-512 Xeon (229 GFLOP/s = 2 ports x 16 f32 lanes x
+# 2 flops x 3.58 GHz). Loads and stores issue on ports of their own: they count in the memory time only;
+# constants, views, index arithmetic and register-level reshuffles (REGISTER_MOVES) count nothing.
+VECTOR_BITS = 512
+INSTRUCTIONS_PER_SECOND = 2 * 3.58e9
+# Memory time: the bytes the nest touches (per buffer, its accesses' bytes times their trips, at most the
+# buffer's size: what it touches again comes from the caches) at one core's streaming rate from its L2 when
+# they fit in L2 (L2_BYTES: 2 MiB per core on both machines below), else from beyond. Measured with a C loop
+# z = x + y (gcc -O3 -march=native) on one core of a quiet 16-core Xeon: 88-108 GB/s at 48-768 KiB, 25-27 GB/s
+# at 3-48 MiB (the loaded development VM: 36-239 and 12-14 GB/s; the generated code's add there: 32-83 and 10-26).
+L2_BYTES = 2 << 20
+L2_BYTES_PER_SECOND = 90e9
+BEYOND_L2_BYTES_PER_SECOND = 25e9
+# One fork and join of a region with libiomp5's hot team (its workers spinning, KMP_BLOCKTIME default): a C loop
+# of the regions the generated code makes (__kmpc_push_num_threads, __kmpc_fork_call, a static wsloop) took,
+# on the quiet 16-core Xeon, 1.3-1.5 us at 2 threads, 1.8-2.1 at 4, 2.7-2.9 at 8 and 3.6-3.8 at 16: about
+# FORK_SECONDS plus FORK_SECONDS_PER_DOUBLING for each doubling of the threads (the join is a tree barrier).
+# On the loaded 2-core development VM: 2.5-5.8 us at 2 threads.
+FORK_SECONDS = 0.6e-6
+FORK_SECONDS_PER_DOUBLING = 0.8e-6
 # At most this many perfectly nested parallel loops are collapsed into one parallel loop.
 MAX_COLLAPSE = 3
 # The trip count assumed for a loop whose bounds are not constants (only for the cost estimate).
@@ -71,6 +91,13 @@ WRITES = {"vector.store": 1, "vector.transfer_write": 1, "memref.store": 1, "vec
 # Ops that make a view of a buffer (operand 0) without touching its memory.
 VIEWS = frozenset({"memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape",
                    "memref.collapse_shape", "memref.view", "memref.extract_strided_metadata"})  # fmt: skip
+# Vector ops that only move values between registers: LLVM folds most of them away (shape casts, whole-register
+# extracts and inserts) or into the arithmetic's operands (a scalar broadcast into an FMA's memory operand).
+REGISTER_MOVES = frozenset({"vector.extract", "vector.insert", "vector.broadcast", "vector.shape_cast",
+                            "vector.to_elements", "vector.from_elements", "vector.extract_strided_slice",
+                            "vector.insert_strided_slice"})  # fmt: skip
+# Ops that do no work at run time.
+NO_WORK = frozenset({"arith.constant", "scf.yield", "ub.poison", "memref.get_global", "func.return"})
 
 
 @register(PASS_NAME, options=("threads",))
@@ -130,21 +157,27 @@ def _balance(trips: int, threads: int) -> float:
 
 
 class _Callees:
-    """The functions of a module with a body, and what a call of each does: its work and the arguments it
-    writes, read from its body once."""
+    """The functions of a module with a body, and what a call of each does: its instructions and the arguments
+    it writes, read from its body once."""
 
     def __init__(self, module: ir.Module) -> None:
         self.functions = {
             ir.StringAttr(f.attributes["sym_name"]).value: f for f in ops.functions(module) if f.regions[0].blocks
         }
-        self._work: dict[str, int] = {}
+        self._instructions: dict[str, float] = {}
         self._written: dict[str, frozenset[int] | None] = {}
 
-    def work(self, name: str) -> int:
-        if name not in self._work:
+    def instructions(self, name: str) -> float:
+        """The instructions one call of function `name` executes (`_Cost`); one for a function with no body."""
+        if name not in self._instructions:
             func = self.functions.get(name)
-            self._work[name] = 1 if func is None else _work(func.regions[0].blocks[0].operations, self)
-        return self._work[name]
+            if func is None:
+                self._instructions[name] = 1.0
+            else:
+                cost = _Cost(self)
+                cost.add(func.regions[0].blocks[0].operations, 1)
+                self._instructions[name] = cost.instructions
+        return self._instructions[name]
 
     def written(self, name: str) -> frozenset[int] | None:
         """The indices of the arguments function `name` writes; None when that is not known (a function with
@@ -174,8 +207,8 @@ def _has_buffer_operand(op: ir.Operation) -> bool:
 
 def _plan(loop: ir.Operation, callees: _Callees, threads: int) -> tuple[list[ir.Operation], int] | None:
     """The parallel head of the nest rooted at `loop` (up to MAX_COLLAPSE perfectly nested parallel loops) and
-    its trip count, if it has at least two iterations and passes the cost rule (MIN_WORK_PER_THREAD) for
-    `threads`; None otherwise."""
+    its trip count, if it has at least two iterations and splitting it across `threads` pays (`_pays`); None
+    otherwise."""
     if loop.name != "scf.for":
         return None
     nest: list[ir.Operation] = []
@@ -186,9 +219,127 @@ def _plan(loop: ir.Operation, callees: _Callees, threads: int) -> tuple[list[ir.
     if not nest:
         return None
     trips = math.prod(_trips(l) for l in nest)
-    if trips < 2 or trips * _work(_body(nest[-1]).operations, callees) < threads * MIN_WORK_PER_THREAD:
+    if trips < 2 or not _pays(_estimate(loop, callees), trips, threads):
         return None
     return nest, trips
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    """A loop nest's estimated time on one thread: the larger of its arithmetic and its memory time."""
+
+    instructions: float
+    bytes: int
+
+    @property
+    def arithmetic_seconds(self) -> float:
+        return self.instructions / INSTRUCTIONS_PER_SECOND
+
+    @property
+    def memory_seconds(self) -> float:
+        rate = L2_BYTES_PER_SECOND if self.bytes <= L2_BYTES else BEYOND_L2_BYTES_PER_SECOND
+        return self.bytes / rate
+
+    @property
+    def seconds(self) -> float:
+        return max(self.arithmetic_seconds, self.memory_seconds)
+
+
+def _pays(estimate: _Estimate, trips: int, threads: int) -> bool:
+    """Whether a nest of `trips` equal iterations, split in static blocks across `threads`, ends sooner than on
+    one thread: its busiest thread's share of the time plus a fork and join."""
+    busiest = estimate.seconds / (threads * _balance(trips, threads))
+    fork = FORK_SECONDS + FORK_SECONDS_PER_DOUBLING * math.log2(threads)
+    return busiest + fork < estimate.seconds
+
+
+def _estimate(loop: ir.Operation, callees: _Callees) -> _Estimate:
+    """The estimated time of the nest rooted at `loop` (the cost rule at the top of this file)."""
+    cost = _Cost(callees)
+    cost.add([loop], 1)
+    return _Estimate(cost.instructions, cost.bytes())
+
+
+class _Cost:
+    """Counts, over ops and the trips of the loops around them, the instructions they execute and the bytes
+    they move in and out of each buffer (through accesses, or calls that get the buffer or a view of it)."""
+
+    def __init__(self, callees: _Callees) -> None:
+        self.callees = callees
+        self.instructions = 0.0
+        self._traffic: dict[Root, int] = {}
+        self._size: dict[Root, int | None] = {}
+
+    def bytes(self) -> int:
+        """The bytes touched: per buffer, the bytes its accesses move, at most the buffer's size."""
+        return sum(min(t, self._size[r] or t) for r, t in self._traffic.items())
+
+    def add(self, operations: Iterable[ir.OpView], trips: int) -> None:
+        """Counts `operations`, run `trips` times."""
+        for view in operations:
+            op = view.operation
+            name = op.name
+            if name == "scf.for":
+                self.add(_body(op).operations, trips * _trips(op))
+            elif name == "func.call":
+                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                self.instructions += trips * self.callees.instructions(callee)
+                for value in op.operands:
+                    if isinstance(value.type, ir.MemRefType):
+                        # The callee may touch all of what it gets (a dynamic shape: its bytes are not known).
+                        self._touch(value, _memref_bytes(value.type) or 0, trips)
+            elif name in READS or name in WRITES:
+                buffer = op.operands[READS[name] if name in READS else WRITES[name]]
+                # What it moves: its widest vector (not a mask), else one element of the buffer.
+                elements, bits = _widest(op, (1, _bits(ir.MemRefType(buffer.type).element_type)))
+                self._touch(buffer, elements * bits // 8, trips)
+            elif name in NO_WORK or name in VIEWS or name in REGISTER_MOVES or _on_indices(op):
+                continue
+            else:
+                for region in op.regions:
+                    for block in region.blocks:
+                        self.add(block.operations, trips)
+                self.instructions += trips * _vector_instructions(*_widest(op, (1, 32)))
+
+    def _touch(self, buffer: ir.Value, count: int, trips: int) -> None:
+        """Records `trips` accesses of `count` bytes of memref `buffer`."""
+        root = _root(buffer)
+        self._traffic[root] = self._traffic.get(root, 0) + trips * count
+        self._size[root] = _memref_bytes(_base(buffer).type)
+
+
+def _widest(op: ir.Operation, scalar: tuple[int, int]) -> tuple[int, int]:
+    """The elements and their bits of the widest vector among `op`'s results and operands; `scalar` if none."""
+    vectors = [ir.VectorType(v.type) for v in [*op.results, *op.operands] if isinstance(v.type, ir.VectorType)]
+    sizes = [(math.prod(v.shape), _bits(v.element_type)) for v in vectors]
+    return max(sizes, key=lambda size: size[0] * size[1], default=scalar)
+
+
+def _bits(type: ir.Type) -> int:
+    if isinstance(type, ir.IntegerType | ir.FloatType):
+        return type.width
+    return 64  # index, pointers
+
+
+def _vector_instructions(elements: int, bits: int) -> int:
+    """The instructions an op on `elements` values of `bits` bits takes: one per full vector register."""
+    return max(1, -(-elements * bits // VECTOR_BITS))
+
+
+def _on_indices(op: ir.Operation) -> bool:
+    """Whether `op` computes on indices: address and loop arithmetic, which LLVM folds into addressing modes and
+    the loops' counters."""
+    return any(isinstance(v.type, ir.IndexType) for v in [*op.results, *op.operands])
+
+
+def _memref_bytes(type: ir.Type) -> int | None:
+    """The bytes of the elements a memref of `type` covers; None for another type or a dynamic shape."""
+    if not isinstance(type, ir.MemRefType):
+        return None
+    memref = ir.MemRefType(type)
+    if not memref.has_static_shape:
+        return None
+    return math.prod(memref.shape) * _bits(memref.element_type) // 8
 
 
 def _body(loop: ir.Operation) -> ir.Block:
@@ -256,14 +407,26 @@ def _root(buffer: ir.Value) -> Root:
     """The buffer that `buffer` is a view of, as (underlying buffer, byte offset). An activation is a
     `memref.view` of the arena at a constant byte offset, and glow-allocate gives buffers that live at once
     disjoint bytes: views at distinct constant offsets are distinct buffers (None: not an arena view)."""
-    while not isinstance(buffer.owner, ir.Block) and buffer.owner.operation.name in VIEWS:
-        op = buffer.owner.operation
-        if op.name == "memref.view":
-            offset = _constant(op.operands[1])
-            if offset is not None:
-                return _root(op.operands[0])[0], offset
-        buffer = op.operands[0]
-    return buffer, None
+    base = _base(buffer)
+    if _is_arena_view(base):
+        view = base.owner.operation
+        return _root(view.operands[0])[0], _constant(view.operands[1])
+    return base, None
+
+
+def _base(buffer: ir.Value) -> ir.Value:
+    """The whole buffer that `buffer` is a view of: an arena view (`_root`), or a value that is no view."""
+    while not _is_arena_view(buffer) and not isinstance(buffer.owner, ir.Block):
+        if buffer.owner.operation.name not in VIEWS:
+            break
+        buffer = buffer.owner.operation.operands[0]
+    return buffer
+
+
+def _is_arena_view(buffer: ir.Value) -> bool:
+    owner = buffer.owner
+    return (not isinstance(owner, ir.Block) and owner.operation.name == "memref.view"
+            and _constant(owner.operation.operands[1]) is not None)  # fmt: skip
 
 
 def _inside(value: ir.Value, loop: ir.Operation) -> bool:
@@ -316,29 +479,6 @@ def _trips(loop: ir.Operation) -> int:
     if lower is None or upper is None or step is None or step <= 0:
         return UNKNOWN_TRIPS
     return max(0, -(-(upper - lower) // step))
-
-
-def _work(operations: Iterable[ir.OpView], callees: _Callees) -> int:
-    """Element operations done by `operations` (each vector result counts its elements; loops their trips)."""
-    total = 0
-    for view in operations:
-        op = view.operation
-        if op.name in ("arith.constant", "scf.yield", "ub.poison"):
-            continue
-        if op.name == "scf.for":
-            total += _trips(op) * _work(_body(op).operations, callees)
-            continue
-        if op.name == "func.call":
-            total += callees.work(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-            continue
-        for region in op.regions:
-            for block in region.blocks:
-                total += _work(block.operations, callees)
-        elements = [math.prod(ir.VectorType(r.type).shape) for r in op.results if isinstance(r.type, ir.VectorType)]
-        if op.name in WRITES and isinstance(op.operands[0].type, ir.VectorType):
-            elements.append(math.prod(ir.VectorType(op.operands[0].type).shape))
-        total += max(elements, default=1)
-    return total
 
 
 def _to_parallel(nest: list[ir.Operation]) -> None:
