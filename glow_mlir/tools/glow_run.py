@@ -41,7 +41,7 @@ from glow_mlir.backends.cpu.parallel import default_threads
 from glow_mlir.compiled import CompiledModel
 from glow_mlir.library import Buffer
 from glow_mlir.errors import GlowError
-from glow_mlir.frontends.onnx.importer import import_model, load
+from glow_mlir.frontends.onnx.importer import import_loaded, load
 from glow_mlir.frontends.onnx.signature import resolve, signature
 from glow_mlir.pipeline.runner import COMPILE_PIPELINE, stage_name
 from glow_mlir.profiling import ProfiledModel, profile_table, summarize
@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> None:
         if spec.name in given and given[spec.name].dtype != spec.dtype:
             raise UsageError(f"--input {spec.name}: the model takes {spec.describe()}, the file holds "
                              f"{given[spec.name].dtype.name}{list(given[spec.name].shape)}")
-    graph = import_model(proto, static_inputs=static, shapes=shapes)
+    graph = import_loaded(proto, static_inputs=static, shapes=shapes)
     float_graph = graph
     if args.load_profile is not None and args.dump_profile is not None:
         raise UsageError("--dump-profile profiles the float model: it does not go with --load-profile")

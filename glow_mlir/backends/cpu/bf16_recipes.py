@@ -35,7 +35,8 @@ from mlir import ir
 from mlir.dialects import arith, func, scf, vector
 
 from glow_mlir.backends.cpu import bf16_host
-from glow_mlir.backends.cpu.lowerings import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
+# The f32 convolution recipe's finder of the marked bias and activation ops around a convolution.
+from glow_mlir.backends.cpu.conv_recipes import _epilogue as conv_epilogue
 from glow_mlir.backends.cpu.outline import OUTLINED_PREFIX
 from glow_mlir.backends.cpu.recipes import (
     Recipe,
@@ -150,7 +151,7 @@ def bf16_conv_recipe(op: ir.Operation) -> Recipe | None:
     starting from the bias; the activation runs as its own elementwise kernel. None leaves it to loops."""
     x, filter_, y = op.operands
     weights = constant_data(filter_)
-    bias_op, activation_op = _marked_neighbour(op, -1, CONV_BIAS_ATTR), _marked_neighbour(op, 1, CONV_ACTIVATION_ATTR)
+    bias_op, activation_op = conv_epilogue(op)
     bias = bias_op.operands[0] if bias_op is not None else None
     if weights is None or not all(_rows_contiguous(v) for v in (x, y) + ((bias,) if bias is not None else ())):
         return None
@@ -201,14 +202,6 @@ def _call(op: ir.Operation, p: _Product) -> None:
             _emit(dataclasses.replace(p, x=x, packed=packed, bias=rest[0] if len(rest) == 2 else None, y=rest[-1]))
             func.ReturnOp([])
     func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
-
-
-def _marked_neighbour(op: ir.Operation, offset: int, mark: str) -> ir.Operation | None:
-    """The op `offset` places from `op` in its block if glow-ir-to-linalg marked it `mark` (a CPU
-    convolution's bias op before it, its activation op after it), else None."""
-    siblings = [o.operation for o in op.block.operations]
-    i = next(j for j, o in enumerate(siblings) if o == op) + offset
-    return siblings[i] if 0 <= i < len(siblings) and mark in siblings[i].attributes else None
 
 
 # ----------------------------------------------------------------------------------------------------------

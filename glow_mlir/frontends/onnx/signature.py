@@ -22,6 +22,7 @@ import numpy as np
 import onnx
 
 from glow_mlir.errors import FeedError, MalformedModelError, UnsupportedTypeError
+from glow_mlir.frontends.onnx.inference import infer_shapes
 from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY, onnx_type_name
 
 # A declared dim: a size, the name of a symbolic dim, or None (unknown and unnamed).
@@ -163,7 +164,7 @@ def specialize(model: onnx.ModelProto, shapes: Mapping[str, Shape]) -> onnx.Mode
                 if not d.HasField("dim_value"):
                     d.Clear()
     try:
-        return onnx.shape_inference.infer_shapes(specialized, data_prop=True)
+        return infer_shapes(specialized, owned=True)
     except (onnx.shape_inference.InferenceError, ValueError) as e:
         detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         bound = ", ".join(f"{name} {list(shape)}" for name, shape in shapes.items())

@@ -81,7 +81,9 @@ def _alias_one(
         target = dest
         if dest.type != src_root.type:
             with ir.InsertionPoint(src_alloc), src_alloc.location:
-                target = ops.create(u.VIEW, [dest], [src_root.type]).results[0]
+                view = ops.create(u.VIEW, [dest], [src_root.type])
+            positions.inserted_before(view.operation, src_alloc)
+            target = view.results[0]
         u.retarget(src_alloc, target, positions)
         return True
     return False

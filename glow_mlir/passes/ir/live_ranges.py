@@ -30,7 +30,7 @@ def hoist_deallocs(function: ir.Operation) -> bool:
         buffer = dealloc.operands[0]
         last = positions.last_access(buffer)
         anchor = positions.at(last) if last >= 0 else u.producer(buffer)
-        if positions[anchor] + 1 < positions[dealloc]:
+        if positions[anchor] < positions[dealloc] and positions.after(anchor) != dealloc:
             positions.move_after(dealloc, anchor)
             changed = True
     return changed
@@ -44,7 +44,7 @@ def sink_allocs(function: ir.Operation) -> bool:
     allocs = [op for op in positions.order if op.name == u.ALLOC]
     for op in [*reversed(views), *allocs]:
         first = min((positions[user] for user in u.users(op.results[0])), default=None)
-        if first is not None and first != positions[op] + 1:
+        if first is not None and positions.after(op) != positions.at(first):
             positions.move_before(op, positions.at(first))
             changed = True
     return changed

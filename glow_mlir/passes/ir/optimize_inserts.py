@@ -56,7 +56,7 @@ def optimize_inserts_function(function: ir.Operation) -> bool:
     while True:
         rewrote = False
         for op in [op for op in positions.order if op.name == INSERT]:
-            if op in positions.index and _rewrite(op, positions, outputs):
+            if op in positions and _rewrite(op, positions, outputs):
                 rewrote = True
         if not rewrote:
             return changed

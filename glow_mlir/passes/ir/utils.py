@@ -9,6 +9,8 @@ root. Each instruction's `roles` mark its operands @in (read), @out (the whole o
 
 from __future__ import annotations
 
+import ctypes
+
 from mlir import ir
 
 from glow_mlir import opdefs, ops
@@ -129,63 +131,143 @@ def output_arguments(function: ir.Operation) -> set[ir.Value]:
     return {arg for arg, is_output in zip(arguments, marks, strict=True) if is_output}
 
 
+# Order keys of neighbouring ops start this far apart: an op moved or inserted between two others takes the
+# key halfway between theirs, and 16 such halvings fit in one place before the block is renumbered.
+_KEY_GAP = 1 << 16
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def address(op: ir.Operation) -> int:
+    """The address of `op`'s MLIR operation: its identity while it lives. Not `hash(op)`: the bindings hash an
+    Operation by its contents too (replacing an operand or setting an attribute changes it), so a dict keyed
+    by ops misses one whose operands a pass replaced. Each Python object for the op has the same address."""
+    return _capsule_pointer(op._CAPIPtr, b"mlir.ir.Operation._CAPIPtr")
+
+
 class Positions:
-    """The ops of a block in order, with each op's index, kept current through the moves, insertions and
-    erasures made with its methods (re-reading a block's ops from MLIR costs far more than updating a list).
-    The index is rebuilt lazily, once per batch of changes, so that a pass making thousands of rewrites stays
-    linear in practice."""
+    """The ops of a block in order, each with an order key, kept current through the moves, insertions and
+    erasures made with its methods. Keys only compare: an op placed between two others takes a key between
+    theirs, and the block is renumbered only when no integer is left there (as MLIR orders a block's ops):
+    an edit costs O(1), and a renumbering O(n) once 16 edits split one gap. An index rebuilt after every
+    edit made share-buffers and sink-alloc quadratic in the block. Ops are known by `address`, so every op
+    created or erased while a Positions is in use must go through `inserted_before` and `erase`: an erased
+    op's address may be a new op's."""
 
     def __init__(self, block: ir.Block) -> None:
-        self.order = block_ops(block)
-        self._index: dict[ir.Operation, int] | None = None
+        self._ops = {address(op): op for op in block_ops(block)}
+        order = list(self._ops)
+        self._first = order[0] if order else None
+        # Each op's neighbours (None past either end); zip stops at the last op, also in an empty block.
+        self._prev: dict[int, int | None] = dict(zip(order, [None, *order], strict=False))
+        self._next: dict[int, int | None] = dict(zip(order, [*order[1:], None], strict=False))
+        self._key: dict[int, int] = {}
+        self._at_key: dict[int, int] = {}
+        self._renumber()
 
     @property
-    def index(self) -> dict[ir.Operation, int]:
-        if self._index is None:
-            self._index = {op: i for i, op in enumerate(self.order)}
-        return self._index
+    def order(self) -> list[ir.Operation]:
+        """The block's ops in order (a new list)."""
+        found: list[ir.Operation] = []
+        at = self._first
+        while at is not None:
+            found.append(self._ops[at])
+            at = self._next[at]
+        return found
+
+    def __contains__(self, op: ir.Operation) -> bool:
+        """Whether `op` is in the block (not erased through `erase`)."""
+        return address(op) in self._key
 
     def __getitem__(self, op: ir.Operation) -> int:
-        return self.index[op]
+        """`op`'s order key: greater than those of the ops before it, less than those after it."""
+        return self._key[address(op)]
 
-    def at(self, index: int) -> ir.Operation:
-        return self.order[index]
+    def at(self, key: int) -> ir.Operation:
+        """The op whose order key is `key`."""
+        return self._ops[self._at_key[key]]
+
+    def after(self, op: ir.Operation) -> ir.Operation | None:
+        """The op right after `op`; None after the last."""
+        following = self._next[address(op)]
+        return None if following is None else self._ops[following]
 
     def move_before(self, op: ir.Operation, anchor: ir.Operation) -> None:
         op.move_before(anchor)
-        self.order.pop(self.index[op])
-        self.order.insert(self.order.index(anchor), op)
-        self._index = None
+        self._unlink(address(op))
+        self._link_before(op, address(anchor))
 
     def move_after(self, op: ir.Operation, anchor: ir.Operation) -> None:
         op.move_after(anchor)
-        self.order.pop(self.index[op])
-        self.order.insert(self.order.index(anchor) + 1, op)
-        self._index = None
+        self._unlink(address(op))
+        at, anchor_at = address(op), address(anchor)
+        following = self._next[anchor_at]
+        if following is not None:
+            self._link_before(op, following)
+            return
+        self._ops[at] = op
+        self._prev[at], self._next[at], self._next[anchor_at] = anchor_at, None, at
+        self._set_key(at, self._key[anchor_at] + _KEY_GAP)
 
     def inserted_before(self, op: ir.Operation, anchor: ir.Operation) -> None:
         """Records `op`, just created right before `anchor` in the block."""
-        self.order.insert(self.index[anchor], op)
-        self._index = None
+        self._link_before(op, address(anchor))
 
     def erase(self, op: ir.Operation) -> None:
-        self.order.pop(self.index[op])
+        # Forgotten before it is destroyed: a later op may be created at its address.
+        self._unlink(address(op))
         op.erase()
-        self._index = None
+
+    def _unlink(self, at: int) -> None:
+        before, after = self._prev.pop(at), self._next.pop(at)
+        del self._ops[at], self._at_key[self._key.pop(at)]
+        if before is None:
+            self._first = after
+        else:
+            self._next[before] = after
+        if after is not None:
+            self._prev[after] = before
+
+    def _link_before(self, op: ir.Operation, anchor: int) -> None:
+        at, before = address(op), self._prev[anchor]
+        self._ops[at] = op
+        self._prev[at], self._next[at], self._prev[anchor] = before, anchor, at
+        if before is None:
+            self._first = at
+        else:
+            self._next[before] = at
+        low = self._key[before] if before is not None else 0
+        if self._key[anchor] - low < 2:
+            self._renumber()
+        else:
+            self._set_key(at, (low + self._key[anchor]) // 2)
+
+    def _set_key(self, at: int, key: int) -> None:
+        self._key[at] = key
+        self._at_key[key] = at
+
+    def _renumber(self) -> None:
+        self._key.clear()
+        self._at_key.clear()
+        at, key = self._first, _KEY_GAP
+        while at is not None:
+            self._set_key(at, key)
+            at, key = self._next[at], key + _KEY_GAP
 
     def last_access(self, buffer: ir.Value) -> int:
-        """The index of the last instruction accessing `buffer` (through views too); -1 if none."""
-        return max((self.index[op] for op in accessing(buffer)), default=-1)
+        """The order key of the last instruction accessing `buffer` (through views too); -1 if none."""
+        return max((self[op] for op in accessing(buffer)), default=-1)
 
-    def written_after(self, buffer: ir.Value, index: int) -> bool:
-        """Whether an instruction after `index` writes `buffer` (through views too)."""
-        return any(
-            self.index[op] > index and any(r == buffer for r, _ in writes(op)) for op in accessing(buffer)
-        )
+    def written_after(self, buffer: ir.Value, key: int) -> bool:
+        """Whether an instruction after the op of order key `key` writes `buffer` (through views too)."""
+        return any(self[op] > key and any(r == buffer for r, _ in writes(op)) for op in accessing(buffer))
 
-    def used_before(self, value: ir.Value, index: int) -> bool:
-        """Whether any op before `index` uses `value` or a view of it (a view's definition counts)."""
-        return any(self.index[u] < index for v in views_and_self(value) for u in users(v))
+    def used_before(self, value: ir.Value, key: int) -> bool:
+        """Whether any op before the op of order key `key` uses `value` or a view of it (a view's definition
+        counts)."""
+        return any(self[u] < key for v in views_and_self(value) for u in users(v))
 
 
 def retarget(old: ir.Operation, new: ir.Value, positions: Positions) -> None:

@@ -46,7 +46,7 @@ def test_small_cnn_matches_onnxruntime() -> None:
 
 def test_shape_inference_gets_no_weights(monkeypatch: pytest.MonkeyPatch) -> None:
     """onnx's shape inference copies the model to C++ and back: large initializers reach it without their data
-    (importer._infer_shapes), a shape read from a small one still folds, and the model imports whole."""
+    (inference.infer_shapes), a shape read from a small one still folds, and the model imports whole."""
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
         helper.make_node("Reshape", ["m", "shape"], ["y"], name="reshape"),

@@ -15,6 +15,7 @@ from glow_mlir.builder import Graph
 from glow_mlir.context import copy_module, make_context
 from glow_mlir.errors import VerificationError
 from glow_mlir.interpreter import interpret
+from glow_mlir.passes.ir import utils as u
 from glow_mlir.pipeline.runner import COMPILE_PIPELINE, run_pipeline
 
 RNG = np.random.default_rng(5)
@@ -292,3 +293,93 @@ def test_ir_verify_accepts_in_place_elementwise_and_partial_inserts() -> None:
         module = ir.Module.parse(_function(body))
     with module.context:
         run_pipeline(module, ["glow-ir-verify"])
+
+
+def _wide() -> Graph:
+    """Many edits in one block: a long elementwise chain (a share per step), and a concatenation of 24
+    slices, each computed into its block of the result (optimize-inserts moves allocs before each writer)."""
+    g = Graph("wide")
+    x = g.input("x", (24, 8))
+    h = x
+    for step in range(30):
+        h = (g.sigmoid, g.tanh, g.exp)[step % 3](h)
+    parts = [g.sigmoid(g.slice(h, (row, 0), (1, 8))) for row in range(24)]
+    g.output("y", g.concat(parts, 0))
+    g.output("h", h)
+    return g
+
+
+class _Walking(u.Positions):
+    """The reference for `utils.Positions`' order keys: every query lists the block again, an op's position
+    being its index in the listing; edits only edit the block."""
+
+    def __init__(self, block: ir.Block) -> None:
+        self.block = block
+
+    @property
+    def order(self) -> list[ir.Operation]:
+        return u.block_ops(self.block)
+
+    def __contains__(self, op: ir.Operation) -> bool:
+        return any(o == op for o in self.order)
+
+    def __getitem__(self, op: ir.Operation) -> int:
+        return next(i for i, o in enumerate(self.order) if o == op)
+
+    def at(self, key: int) -> ir.Operation:
+        return self.order[key]
+
+    def after(self, op: ir.Operation) -> ir.Operation | None:
+        order = self.order
+        following = self[op] + 1
+        return order[following] if following < len(order) else None
+
+    def move_before(self, op: ir.Operation, anchor: ir.Operation) -> None:
+        op.move_before(anchor)
+
+    def move_after(self, op: ir.Operation, anchor: ir.Operation) -> None:
+        op.move_after(anchor)
+
+    def inserted_before(self, op: ir.Operation, anchor: ir.Operation) -> None:
+        pass
+
+    def erase(self, op: ir.Operation) -> None:
+        op.erase()
+
+
+@pytest.mark.parametrize("graph", [*GRAPHS, "wide"])
+def test_order_keys_give_the_ir_that_walking_the_block_gives(graph: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    g = _wide() if graph == "wide" else GRAPHS[graph]()
+    _, with_keys = _compile(g, ALL_IR_PASSES)
+    monkeypatch.setattr(u, "Positions", _Walking)
+    _, walking = _compile(g, ALL_IR_PASSES)
+    assert with_keys == walking
+    assert with_keys != _compile(g, [])[1]  # the passes did edit the block
+
+
+def test_copy_elim_records_the_view_it_makes_an_output_take() -> None:
+    """The first copy into y (of another shape than its source's buffer) makes that buffer a view of y; the
+    second copy into y then asks which ops used y before it, the new view among them."""
+    view = '%v = "glow_ir.tensor_view"(%a) : (memref<4xf32>) -> memref<2x2xf32>'
+    body = "\n".join(
+        [
+            ALLOC,
+            EXP_A,
+            view,
+            '"glow_ir.copy"(%y, %v) {roles = ["out", "in"]} : (memref<2x2xf32>, memref<2x2xf32>) -> ()',
+            FREE,
+            '%b = "glow_ir.alloc_activation"() : () -> memref<2x2xf32>',
+            '"glow_ir.element_exp"(%b, %y) {roles = ["out", "in"]} : (memref<2x2xf32>, memref<2x2xf32>) -> ()',
+            '"glow_ir.copy"(%y, %b) {roles = ["out", "in"]} : (memref<2x2xf32>, memref<2x2xf32>) -> ()',
+            '"glow_ir.dealloc_activation"(%b) {roles = ["out"]} : (memref<2x2xf32>) -> ()',
+        ]
+    )
+    args = '%x: memref<4xf32> {glow.name = "x"}, %y: memref<2x2xf32> {glow.name = "y", glow.output}'
+    with make_context():
+        module = ir.Module.parse(_function(body).replace(ARGS, args))
+    with module.context:
+        run_pipeline(module, ["glow-ir-copy-elim", "glow-ir-verify", "glow-allocate"])
+        assert str(module).count('"glow_ir.copy"') == 1
+    x = _random(4)
+    with runtime.compile_allocated(module) as model:
+        np.testing.assert_allclose(model.run({"x": x})["y"], np.exp(np.exp(x)).reshape(2, 2), rtol=1e-5)
