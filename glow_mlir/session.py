@@ -34,7 +34,7 @@ from glow_mlir.backends.cpu.parallel import default_threads
 from glow_mlir.compiled import CompiledModel
 from glow_mlir.library import Buffer, feed_array
 from glow_mlir.errors import FeedError
-from glow_mlir.frontends.onnx.importer import import_model, load
+from glow_mlir.frontends.onnx.importer import import_loaded, load
 from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY
 from glow_mlir.frontends.onnx.signature import Dim, Shape, is_dynamic, resolve, signature, with_overrides
 from glow_mlir.options import PROVIDERS, RunOptions, SessionOptions, logging_level
@@ -119,7 +119,7 @@ class InferenceSession:
     another is skipped with a warning, as onnxruntime does when it is not available) and `provider_options`
     are onnxruntime's. glow-mlir's own keywords: `threads` (as intra_op_num_threads: 0, the default, is
     the physical cores; 1 the single-threaded code; docs/THREADS.md), `static_inputs` binds graph inputs that
-    decide shapes (see `import_model`), `shapes` pre-compiles a model with symbolic dims at the given input
+    decide shapes (see `import_loaded`), `shapes` pre-compiles a model with symbolic dims at the given input
     shapes (a mapping, or a list of them; an input left out takes its shape from the dims it shares with the
     others), and `max_specializations` bounds how many shape specializations stay compiled in the session,
     least recently used first out. One session may be run from several Python threads at once.
@@ -200,7 +200,7 @@ class InferenceSession:
                 named = (
                     self._fixed_shapes if shapes is None else dict(zip((s.name for s in self._specs), shapes, strict=True))
                 )
-                graph = import_model(self._model, static_inputs=self._static_inputs, keep_inputs=keep, shapes=named)
+                graph = import_loaded(self._model, static_inputs=self._static_inputs, keep_inputs=keep, shapes=named)
                 imported = time.perf_counter()
                 compiled = compile(
                     graph,

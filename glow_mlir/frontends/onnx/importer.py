@@ -115,8 +115,8 @@ def import_loaded(
     shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> Graph:
     """`import_model` of a model that `load` returned, which it does not load again: a caller that reads the
-    model before importing it (glow-run, for its inputs) would otherwise check it and copy its weights back
-    from shape inference twice (glow-run's import of VGG-19: 3.7 s, 2.6 s with this)."""
+    model before importing it (glow-run and InferenceSession, for its inputs) would otherwise check it and copy
+    its weights back from shape inference twice (glow-run's import of VGG-19: 3.7 s, 2.6 s with this)."""
     if shapes:
         specs = signature(proto, exclude=static_inputs or {})
         resolved = resolve(specs, shapes)  # checks the shapes, also those of a static model
