@@ -105,6 +105,25 @@ def _sqnr(reference: list[np.ndarray], got: list[np.ndarray]) -> float:
     return float(10 * np.log10((ref.astype(np.float64) ** 2).sum() / ((ref - out).astype(np.float64) ** 2).sum()))
 
 
+def _measure(runners: dict[str, Runner], glow_models: dict[str, object], tests: list[dict[str, np.ndarray]],
+             rounds: int, budget: float) -> tuple[dict[str, float], int, dict[str, list[np.ndarray]]]:  # fmt: skip
+    """`runners` (onnxruntime's) and `glow_models` compiled by glow-mlir, in that order: the median ms per call
+    of each on tests[0], alternating (`_alternate`), the calls per round, and each one's outputs on every test.
+    The compiled models are closed before returning."""
+    runners = dict(runners)
+    closing = []
+    try:
+        for label, model in glow_models.items():
+            runners[label], compiled = _glow(model)
+            closing.append(compiled)
+        ms, calls = _alternate(runners, tests[0], rounds, budget)
+        outputs = {label: [run(t) for t in tests] for label, run in runners.items()}
+    finally:
+        for compiled in closing:
+            compiled.close()
+    return ms, calls, outputs
+
+
 # Models benchmarked with dynamic quantization (transformers: activations quantized per run) instead of the
 # profile-guided static flow.
 DYNAMIC_MODELS = ("bert",)
@@ -120,19 +139,12 @@ def bench_dynamic(name: str, heldout: int, rounds: int, budget: float) -> dict[s
     [(input_name, example)] = models.spec(name).inputs().items()
     tests = _inputs(input_name, example, heldout, seed=2)
     float_model = glow_mlir.import_onnx(str(path))
-    closing = []
     with tempfile.TemporaryDirectory() as folder:
         dynamic = Path(folder) / "dynamic.onnx"
         oq.quantize_dynamic(str(path), str(dynamic), weight_type=oq.QuantType.QInt8)
-        runners: dict[str, Runner] = {"ort_dyn": _ort_session(dynamic)}
-        for label, model in (("glow_fp32", float_model), ("glow_dyn", quantization.quantize(float_model, dynamic=True)),
-                             ("glow_ort_dyn", glow_mlir.import_onnx(str(dynamic)))):  # fmt: skip
-            runners[label], compiled = _glow(model)
-            closing.append(compiled)
-        ms, calls = _alternate(runners, tests[0], rounds, budget)
-        outputs = {label: [run(t) for t in tests] for label, run in runners.items()}
-        for compiled in closing:
-            compiled.close()
+        glow_models = {"glow_fp32": float_model, "glow_dyn": quantization.quantize(float_model, dynamic=True),
+                       "glow_ort_dyn": glow_mlir.import_onnx(str(dynamic))}  # fmt: skip
+        ms, calls, outputs = _measure({"ort_dyn": _ort_session(dynamic)}, glow_models, tests, rounds, budget)
     return {
         "model": name,
         "ms": ms,
@@ -146,21 +158,6 @@ def bench_dynamic(name: str, heldout: int, rounds: int, budget: float) -> dict[s
     }
 
 
-def markdown_dynamic(rows: list[dict[str, object]]) -> str:
-    lines = ["| model | glow fp32 ms | glow dyn ms | ort dyn ms | glow ort-dyn ms | fp32/dyn | fp32/ort-dyn imported | "
-             "ort/glow dyn | SQNR glow dyn | SQNR ort dyn | SQNR glow ort-dyn |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-    for r in rows:
-        ms, sqnr = r["ms"], r["sqnr_db"]
-        lines.append(
-            f"| {r['model']} | {ms['glow_fp32']:.3f} | {ms['glow_dyn']:.3f} | {ms['ort_dyn']:.3f} | "
-            f"{ms['glow_ort_dyn']:.3f} | {r['fp32_over_dyn']:.2f} | {r['fp32_over_ort_dyn_imported']:.2f} | "
-            f"{r['ort_dyn_over_glow_dyn']:.2f} | {sqnr['glow_dyn']:.1f} dB | {sqnr['ort_dyn']:.1f} dB | "
-            f"{sqnr['glow_ort_dyn']:.1f} dB |"
-        )
-    return "\n".join(lines)
-
-
 def bench(name: str, calibration: int, heldout: int, rounds: int, budget: float) -> dict[str, object]:
     spec = models.spec(name)
     path = models.onnx_path(name)
@@ -171,23 +168,12 @@ def bench(name: str, calibration: int, heldout: int, rounds: int, budget: float)
     float_model = glow_mlir.import_onnx(str(path))
     int8_model = quantization.quantize(float_model, quantization.profile(float_model, calib))
     quantize_s = time.perf_counter() - started
-    closing = []
     with tempfile.TemporaryDirectory() as folder:
         qdq = _ort_qdq(path, calib, Path(folder))
-        runners: dict[str, Runner] = {"ort_qdq": _ort_session(qdq)}
-        for label, model in (("glow_fp32", float_model), ("glow_int8", int8_model),
-                             ("glow_qdq", glow_mlir.import_onnx(str(qdq)))):  # fmt: skip
-            runners[label], compiled = _glow(model)
-            closing.append(compiled)
-        ms, calls = _alternate(runners, tests[0], rounds, budget)
-        top1 = {label: [] for label in runners}
-        for t in tests:
-            for label, run in runners.items():
-                top1[label].append(int(np.argmax(run(t))))
-        for compiled in closing:
-            compiled.close()
-    reference = np.array(top1["glow_fp32"])
-    agreement = {label: float(np.mean(np.array(v) == reference)) for label, v in top1.items() if label != "glow_fp32"}
+        glow_models = {"glow_fp32": float_model, "glow_int8": int8_model, "glow_qdq": glow_mlir.import_onnx(str(qdq))}
+        ms, calls, outputs = _measure({"ort_qdq": _ort_session(qdq)}, glow_models, tests, rounds, budget)
+    top1 = {label: np.array([int(np.argmax(y)) for y in v]) for label, v in outputs.items()}
+    agreement = {label: float(np.mean(v == top1["glow_fp32"])) for label, v in top1.items() if label != "glow_fp32"}
     return {
         "model": name,
         "ms": ms,
@@ -203,18 +189,44 @@ def bench(name: str, calibration: int, heldout: int, rounds: int, budget: float)
     }
 
 
-def markdown(rows: list[dict[str, object]]) -> str:
-    lines = ["| model | glow fp32 ms | glow int8 ms | ort QDQ ms | glow QDQ ms | fp32/int8 | ort/glow int8 | "
-             "ort/glow QDQ | top-1 int8 | top-1 ort QDQ | top-1 glow QDQ |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-    for r in rows:
-        ms, agree = r["ms"], r["top1_agreement_with_fp32"]
-        lines.append(
-            f"| {r['model']} | {ms['glow_fp32']:.2f} | {ms['glow_int8']:.2f} | {ms['ort_qdq']:.2f} | "
-            f"{ms['glow_qdq']:.2f} | {r['fp32_over_int8']:.2f} | {r['ort_qdq_over_glow_int8']:.2f} | "
-            f"{r['ort_qdq_over_glow_qdq']:.2f} | {agree['glow_int8']:.1%} | {agree['ort_qdq']:.1%} | "
-            f"{agree['glow_qdq']:.1%} |"
-        )
+# A table column: its header and its cell of a row.
+Column = tuple[str, Callable[[dict], str]]
+
+
+def _ms(label: str, digits: int) -> Callable[[dict], str]:
+    return lambda r: f"{r['ms'][label]:.{digits}f}"
+
+
+def _ratio(key: str) -> Callable[[dict], str]:
+    return lambda r: f"{r[key]:.2f}"
+
+
+STATIC_COLUMNS: list[Column] = [
+    ("model", lambda r: r["model"]),
+    *((f"{title} ms", _ms(label, 2)) for title, label in (("glow fp32", "glow_fp32"), ("glow int8", "glow_int8"),
+                                                          ("ort QDQ", "ort_qdq"), ("glow QDQ", "glow_qdq"))),
+    ("fp32/int8", _ratio("fp32_over_int8")),
+    ("ort/glow int8", _ratio("ort_qdq_over_glow_int8")),
+    ("ort/glow QDQ", _ratio("ort_qdq_over_glow_qdq")),
+    *((f"top-1 {title}", lambda r, label=label: f"{r['top1_agreement_with_fp32'][label]:.1%}")
+      for title, label in (("int8", "glow_int8"), ("ort QDQ", "ort_qdq"), ("glow QDQ", "glow_qdq"))),
+]  # fmt: skip
+DYNAMIC_COLUMNS: list[Column] = [
+    ("model", lambda r: r["model"]),
+    *((f"{title} ms", _ms(label, 3)) for title, label in (("glow fp32", "glow_fp32"), ("glow dyn", "glow_dyn"),
+                                                          ("ort dyn", "ort_dyn"), ("glow ort-dyn", "glow_ort_dyn"))),
+    ("fp32/dyn", _ratio("fp32_over_dyn")),
+    ("fp32/ort-dyn imported", _ratio("fp32_over_ort_dyn_imported")),
+    ("ort/glow dyn", _ratio("ort_dyn_over_glow_dyn")),
+    *((f"SQNR {title}", lambda r, label=label: f"{r['sqnr_db'][label]:.1f} dB")
+      for title, label in (("glow dyn", "glow_dyn"), ("ort dyn", "ort_dyn"), ("glow ort-dyn", "glow_ort_dyn"))),
+]  # fmt: skip
+
+
+def markdown(rows: list[dict[str, object]], columns: list[Column]) -> str:
+    """`rows` as a markdown table of `columns`."""
+    lines = ["| " + " | ".join(title for title, _ in columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
+    lines += ["| " + " | ".join(cell(r) for _, cell in columns) + " |" for r in rows]
     return "\n".join(lines)
 
 
@@ -232,9 +244,9 @@ def main() -> None:
             if name not in DYNAMIC_MODELS]  # fmt: skip
     dynamic = [bench_dynamic(name, args.heldout, args.rounds, args.budget) for name in names if name in DYNAMIC_MODELS]
     if rows:
-        print(markdown(rows))
+        print(markdown(rows, STATIC_COLUMNS))
     if dynamic:
-        print(markdown_dynamic(dynamic))
+        print(markdown(dynamic, DYNAMIC_COLUMNS))
     rows += dynamic
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))

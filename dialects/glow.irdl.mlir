@@ -802,7 +802,7 @@ irdl.dialect @glow {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero}
   }
 
-  // CPU backend: cpu_int8_conv_nhwc whose f32 result gets `addend` (f32, the result's shape: a residual block's shortcut) added before the epilogue's relu and quantization (backends/cpu/int8_ops.py).
+  // CPU backend: cpu_int8_conv_nhwc whose f32 result (quantized to uint8 and back with product_scale != 0) gets `addend` (the result's shape: a residual block's shortcut; f32, or ui8 dequantized with addend_scale and addend_zero) added before the epilogue's relu and quantization (backends/cpu/int8_ops.py).
   irdl.operation @cpu_int8_conv_nhwc_add {
     %input = irdl.base "!builtin.tensor"
     %weights = irdl.base "!builtin.tensor"
@@ -817,9 +817,13 @@ irdl.dialect @glow {
     %clip = irdl.base "#builtin.float"
     %output_scale = irdl.base "#builtin.float"
     %output_zero = irdl.base "#builtin.integer"
+    %product_scale = irdl.base "#builtin.float"
+    %product_zero = irdl.base "#builtin.integer"
+    %addend_scale = irdl.base "#builtin.float"
+    %addend_zero = irdl.base "#builtin.integer"
     irdl.operands(input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias, addend: %addend)
     irdl.results(result: %result)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero}
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "product_scale" = %product_scale, "product_zero" = %product_zero, "addend_scale" = %addend_scale, "addend_zero" = %addend_zero}
   }
 
   // CPU backend: uint8 QuantizeLinear of an f32 tensor, clamp(round_half_even(input / output_scale) + output_zero, 0, 255), in one pass (backends/cpu/int8_ops.py).
@@ -850,6 +854,18 @@ irdl.dialect @glow {
     irdl.operands(input: %input, weights: %weights, colsum: %colsum, multiplier: %multiplier, bias: %bias, zero: %zero, scale: %scale)
     irdl.results(result: %result)
     irdl.attributes {"relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero}
+  }
+
+  // CPU backend: max pooling of a uint8 NHWC tensor, padded windows clipped to the input (backends/cpu/int8_ops.py).
+  irdl.operation @cpu_max_pool_u8_nhwc {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads}
   }
 
   // CPU backend: the fused convolution in NHWC, filter [KH, KW, C / group, O], bias [O]; pads [top, left, bottom, right].

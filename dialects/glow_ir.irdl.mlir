@@ -817,7 +817,7 @@ irdl.dialect @glow_ir {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
   }
 
-  // CPU backend: dest = cpu_int8_conv_nhwc's f32(sum (input + offset) * W - correction) * multiplier + bias + addend, then its epilogue, vpdpbusd on packed int8 weights.
+  // CPU backend: dest = cpu_int8_conv_nhwc's f32(sum (input + offset) * W - correction) * multiplier + bias (through uint8 with product_scale) + addend (dequantized when ui8), then its epilogue, vpdpbusd on packed int8 weights.
   irdl.operation @cpu_int8_conv_nhwc_add {
     %dest = irdl.base "!builtin.memref"
     %input = irdl.base "!builtin.memref"
@@ -832,9 +832,13 @@ irdl.dialect @glow_ir {
     %clip = irdl.base "#builtin.float"
     %output_scale = irdl.base "#builtin.float"
     %output_zero = irdl.base "#builtin.integer"
+    %product_scale = irdl.base "#builtin.float"
+    %product_zero = irdl.base "#builtin.integer"
+    %addend_scale = irdl.base "#builtin.float"
+    %addend_zero = irdl.base "#builtin.integer"
     %roles = irdl.is ["out", "in", "in", "in", "in", "in", "in"]
     irdl.operands(dest: %dest, input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias, addend: %addend)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "product_scale" = %product_scale, "product_zero" = %product_zero, "addend_scale" = %addend_scale, "addend_zero" = %addend_zero, "roles" = %roles}
   }
 
   // CPU backend: dest (ui8) = clamp(round_half_even(src / output_scale) + output_zero, 0, 255).
@@ -865,6 +869,18 @@ irdl.dialect @glow_ir {
     %roles = irdl.is ["out", "in", "in", "in", "in", "in", "in", "in"]
     irdl.operands(dest: %dest, input: %input, weights: %weights, colsum: %colsum, multiplier: %multiplier, bias: %bias, zero: %zero, scale: %scale)
     irdl.attributes {"relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
+  }
+
+  // CPU backend: uint8 max pooling in NHWC over the windows clipped to the input (pads [top, left, bottom, right]).
+  irdl.operation @cpu_max_pool_u8_nhwc {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "roles" = %roles}
   }
 
   // CPU backend: dest = activation(convolution(src, filter, bias)) in NHWC, filter [KH, KW, C / group, O], no padding.

@@ -1,8 +1,9 @@
 """Profile-guided quantization, step two (Glow's -load-profile): a float graph and its profile in, a graph
 whose matrix products and convolutions compute on 8-bit integers out.
 
-Each quantizable op (convolution, fully_connected, matmul, batch_matmul) not kept in float, and not a grouped or
-dilated convolution (no int8 kernel computes those: `_has_int8_kernel`), becomes:
+Each quantizable op (convolution, fully_connected, matmul, batch_matmul) not kept in float, and neither a grouped
+or dilated convolution nor a product of two activations (no int8 kernel computes those: `_has_int8_kernel`),
+becomes:
 
 - its activation operands quantized, `q = clamp(round_half_even(x / scale) + zero_point)` as int8 (ONNX's
   QuantizeLinear: the same rounding onnxruntime's quantized models use), with scale and zero point from the
@@ -313,10 +314,15 @@ def _quantized(op: ir.Operation, name: str, profile: Profile, options: Options, 
 def _has_int8_kernel(op: ir.Operation, dynamic: bool) -> bool:
     """Whether `op` is worth quantizing. A grouped or dilated convolution (a depthwise one, say) is not: no
     int8 kernel computes it, so quantizing it would only put a quantization and a float convolution on
-    centred integers where the float convolution was (MobileNetV2 int8 ran 0.71x its fp32 so). With
-    `dynamic`, only products whose weights are constant are."""
+    centred integers where the float convolution was (MobileNetV2 int8 ran 0.71x its fp32 so). Nor is a product
+    of two activations (attention's batch_matmul): the int8 kernels take constant weights, packed at compile
+    time, and the int32 product ran as a generic loop, slower than the float kernel (a BERT encoder's static
+    int8 0.081 ms, 0.046 ms with its batch_matmuls float: docs/QUANTIZATION.md). With `dynamic`, only products
+    whose weights are constant are."""
     if dynamic:
         return g.constant_array(op.operands[1]) is not None
+    if all(g.producer_name(v) not in (g.CONSTANT, g.SPLAT) for v in op.operands[:2]):
+        return False
     if op.name != "glow.convolution":
         return True
     return ir.IntegerAttr(op.attributes["group"]).value == 1 and all(

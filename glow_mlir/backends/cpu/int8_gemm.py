@@ -38,7 +38,7 @@ from mlir import ir
 from mlir.dialects import arith, builtin, llvm, math, memref, scf, vector
 
 from glow_mlir import ops
-from glow_mlir.backends.cpu.int8_ops import K_STEP, LANES, SIGNED_OFFSET
+from glow_mlir.backends.cpu.int8_ops import K_STEP, LANES, SIGNED_OFFSET, residual_values
 from glow_mlir.codegen.builders import index, pair, reshape, storage_type
 from glow_mlir.codegen.table import fail, lowering
 
@@ -64,7 +64,7 @@ def _vec(length: int, elt: ir.Type) -> ir.VectorType:
     return ir.VectorType.get([length], elt)
 
 
-def _signless(buffer: ir.Value) -> ir.Value:
+def signless(buffer: ir.Value) -> ir.Value:
     """uint8 `buffer` as the i8 buffer it is stored as (glow-ir-to-linalg's `signless_types` removes the cast)."""
     return builtin.unrealized_conversion_cast([storage_type(buffer.type)], [buffer])
 
@@ -86,18 +86,22 @@ class _Kernel:
         self.weights, self.correction, self.multiplier, self.bias = op.operands[2:6]
         # cpu_int8_matmul_dynamic: the run-time zero point and scale (rank-0), `correction` holding colsum(W).
         self.runtime = tuple(op.operands[6:8]) if op.name.endswith("_dynamic") else ()
-        # cpu_int8_conv_nhwc_add: the f32 [M, N] view of the addend, added before the relu and quantization.
+        # cpu_int8_conv_nhwc_add: the [M, N] view of the addend (f32, or uint8 dequantized with addend_scale and
+        # addend_zero), added before the relu and quantization, the product first through uint8 with product_scale.
         self.addend = addend
+        self.residual = residual_values(op) if addend is not None else {}
+        if self.residual.get("addend_scale"):
+            self.addend = signless(addend)
         self.m, self.n = m, ops.shape(dest)[1]
         self.relu = ir.BoolAttr(op.attributes["relu"]).value
         self.clip = ir.FloatAttr(op.attributes["clip"]).value
         self.output_scale = ir.FloatAttr(op.attributes["output_scale"]).value
         self.output_zero = ir.IntegerAttr(op.attributes["output_zero"]).value
         # A quantized (uint8) result is stored as the i8 bytes it is.
-        self.dest = _signless(dest) if self.output_scale else dest
+        self.dest = signless(dest) if self.output_scale else dest
         # uint8 bytes are vpdpbusd's unsigned operand as they are; int8 ones get 128 added (int8_ops.offset).
         self.signed = not ir.IntegerType(ops.element_type(src)).is_unsigned
-        self.src = src if self.signed else _signless(src)
+        self.src = src if self.signed else signless(src)
         self.rows_of, self.accumulate = rows_of, accumulate
         self.i8, self.i32, self.f32 = (ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32),
                                        ir.F32Type.get())  # fmt: skip
@@ -191,17 +195,35 @@ class _Kernel:
         for acc, row in zip(accs, rows, strict=True):
             value = arith.addf(arith.mulf(arith.sitofp(f32s, arith.subi(acc, corr)), mult), bias)
             if self.addend is not None:
-                if mask is None:
-                    added = vector.load(f32s, self.addend, [row, column])
-                else:
-                    added = vector.maskedload(f32s, self.addend, [row, column], mask,
-                                              _splat(f32s, ir.FloatAttr.get(self.f32, 0.0)))  # fmt: skip
-                value = arith.addf(value, added)
+                value = arith.addf(self.product(value), self.added(row, column, mask))
             value = self.output(value)
             if mask is None:
                 vector.store(value, self.dest, [row, column])
             else:
                 vector.maskedstore(self.dest, [row, column], mask, value)
+
+    def product(self, value: ir.Value) -> ir.Value:
+        """The residual op's f32 product, through uint8 and back when it has a product scale (its QuantizeLinear
+        -> DequantizeLinear: int8_ops.evaluate_residual)."""
+        scale = self.residual["product_scale"]
+        if not scale:
+            return value
+        zero = self.residual["product_zero"]
+        return dequantize(quantize_steps(value, scale, zero), scale, zero)
+
+    def added(self, row: ir.Value, column: ir.Value, mask: ir.Value | None) -> ir.Value:
+        """The residual op's addend at `row`, 16 (masked: fewer) columns from `column`, as f32: dequantized from
+        uint8 with addend_scale and addend_zero, or read as it is."""
+        scale = self.residual["addend_scale"]
+        t = _vec(LANES, self.i8) if scale else _vec(LANES, self.f32)
+        zero = ir.IntegerAttr.get(self.i8, 0) if scale else ir.FloatAttr.get(self.f32, 0.0)
+        if mask is None:
+            value = vector.load(t, self.addend, [row, column])
+        else:
+            value = vector.maskedload(t, self.addend, [row, column], mask, _splat(t, zero))
+        if not scale:
+            return value
+        return dequantize(arith.uitofp(_vec(LANES, self.f32), value), scale, self.residual["addend_zero"])
 
     def output(self, value: ir.Value) -> ir.Value:
         """The f32 result through the op's relu, its cap and uint8 quantization (int8_ops.epilogue), in the same
@@ -220,19 +242,27 @@ class _Kernel:
         return quantize_u8(value, self.output_scale, self.output_zero)
 
 
-def quantize_u8(value: ir.Value, scale: float, zero: float) -> ir.Value:
-    """16 f32 lanes as uint8 bytes, in the float32 operations of the graph's QuantizeLinear: divf, roundeven, addf,
-    clamp to [0, 255], to bytes."""
+def _f32_splat(number: float) -> ir.Value:
     f32 = ir.F32Type.get()
-    f32s = _vec(LANES, f32)
+    return _splat(_vec(LANES, f32), ir.FloatAttr.get(f32, number))
 
-    def splat(number: float) -> ir.Value:
-        return _splat(f32s, ir.FloatAttr.get(f32, number))
 
-    steps = arith.addf(math.roundeven(arith.divf(value, splat(scale))), splat(zero))
-    clamped = arith.minimumf(arith.maximumf(steps, splat(0.0)), splat(255.0))
+def quantize_steps(value: ir.Value, scale: float, zero: float) -> ir.Value:
+    """16 f32 lanes as the uint8 steps of the graph's QuantizeLinear, still f32: divf, roundeven, addf, clamp to
+    [0, 255]."""
+    steps = arith.addf(math.roundeven(arith.divf(value, _f32_splat(scale))), _f32_splat(zero))
+    return arith.minimumf(arith.maximumf(steps, _f32_splat(0.0)), _f32_splat(255.0))
+
+
+def dequantize(steps: ir.Value, scale: float, zero: float) -> ir.Value:
+    """16 f32 lanes of uint8 steps through the graph's DequantizeLinear: (steps - zero) * scale."""
+    return arith.mulf(arith.subf(steps, _f32_splat(zero)), _f32_splat(scale))
+
+
+def quantize_u8(value: ir.Value, scale: float, zero: float) -> ir.Value:
+    """16 f32 lanes as uint8 bytes (`quantize_steps`, then to bytes)."""
     i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
-    return arith.trunci(_vec(LANES, i8), arith.fptoui(_vec(LANES, i32), clamped))
+    return arith.trunci(_vec(LANES, i8), arith.fptoui(_vec(LANES, i32), quantize_steps(value, scale, zero)))
 
 
 @lowering("cpu_quantize_u8")
@@ -242,7 +272,7 @@ def _cpu_quantize_u8(op: ir.Operation) -> None:
     size = 1
     for d in ops.shape(src):
         size *= d
-    flat_dest, flat_src = reshape(_signless(dest), [size]), reshape(src, [size])
+    flat_dest, flat_src = reshape(signless(dest), [size]), reshape(src, [size])
     scale = ir.FloatAttr(op.attributes["output_scale"]).value
     zero = ir.FloatAttr(op.attributes["output_zero"]).value
     f32s = _vec(LANES, ir.F32Type.get())

@@ -1,7 +1,8 @@
 """The CPU backend's int8 products, `glow.cpu_int8_matmul` and `glow.cpu_int8_conv_nhwc` (with its residual form
-`cpu_int8_conv_nhwc_add`, and the dynamic matmul), and its one-pass uint8 quantization `cpu_quantize_u8`: their
-definitions, evaluators and the compile-time preparation of their operands. glow-cpu-int8 (int8_rewrite.py) makes them;
-int8_gemm.py lowers them to vpdpbusd. Their operands are what the kernels read:
+`cpu_int8_conv_nhwc_add`, and the dynamic matmul), its one-pass uint8 quantization `cpu_quantize_u8` and its uint8
+max pool `cpu_max_pool_u8_nhwc`: their definitions, evaluators and the compile-time preparation of their operands.
+glow-cpu-int8 (int8_rewrite.py) makes them; int8_gemm.py lowers the products to vpdpbusd (int8_pool.py the pool).
+The products' operands are what the kernels read:
 
 - `input`: the int8 or uint8 activation `q`, [M, K] (a convolution's: NHWC, padded with its zero point);
 - `weights`: W [K, N] packed as [ceil(N/16), ceil(K/4), 64] bytes: block `j` holds columns 16j..16j+15, and
@@ -26,7 +27,9 @@ from collections.abc import Sequence
 import numpy as np
 from mlir import ir
 
+from glow_mlir.opdefs import reference as ref
 from glow_mlir.opdefs.base import Array, Attr, Attrs, IrDef, OpDef, Shape, define
+from glow_mlir.opdefs.nn import POOL_OPERANDS, WINDOW
 from glow_mlir.opdefs.shapes import ShapeError, rank, require
 
 # The activation types vpdpbusd takes (int8 through `offset`).
@@ -114,6 +117,16 @@ def output_attributes(relu: bool = False, clip: float = 0.0, scale: float = 0.0,
             "output_zero": Attr.INT.make(zero)}  # fmt: skip
 
 
+def dequantized(q: np.ndarray, scale: float, zero: int) -> np.ndarray:
+    """uint8 `q` as f32, (f32(q) - zero) * scale: the graph's DequantizeLinear."""
+    return (q.astype(np.float32) - np.float32(zero)) * np.float32(scale)
+
+
+def quantized(y: np.ndarray, scale: float, zero: int) -> np.ndarray:
+    """f32 `y` as uint8, clamp(round_half_even(y / scale) + zero, 0, 255): the graph's QuantizeLinear."""
+    return np.clip(np.round(y / np.float32(scale)) + np.float32(zero), 0, 255).astype(np.uint8)
+
+
 def epilogue(op: ir.Operation, y: np.ndarray) -> np.ndarray:
     """The float32 result `y` through op's relu (and its cap) and output quantization (the evaluators' last
     step)."""
@@ -125,8 +138,7 @@ def epilogue(op: ir.Operation, y: np.ndarray) -> np.ndarray:
     scale = np.float32(ir.FloatAttr(op.attributes["output_scale"]).value)
     if not scale:
         return y
-    zero = np.float32(ir.IntegerAttr(op.attributes["output_zero"]).value)
-    return np.clip(np.round(y / scale) + zero, 0, 255).astype(np.uint8)
+    return quantized(y, scale, ir.IntegerAttr(op.attributes["output_zero"]).value)
 
 
 def product(x: Array, packed: Array, corr: Array, multiplier: Array, bias: Array) -> Array:
@@ -230,10 +242,28 @@ CPU_INT8_CONV = define(OpDef(
 ))  # fmt: skip
 
 
-# A residual block's output: the convolution's f32 result plus the shortcut (`addend`, f32, the result's shape),
-# added before the epilogue's relu and quantization, so that the add, the relu and the next product's
-# quantization are not passes of their own over the block's output (glow-cpu-int8's `fuse_residual`).
+# A residual block's output: the convolution's f32 result plus the shortcut (`addend`, the result's shape), added
+# before the epilogue's relu and quantization, so that the add, the relu and the next product's quantization are
+# not passes of their own over the block's output (glow-cpu-int8's `fuse_residual`). An imported QDQ model adds two
+# dequantized uint8 tensors: with `product_scale`, the product is first quantized to uint8 and dequantized (its
+# QuantizeLinear -> DequantizeLinear), and a uint8 addend is dequantized with `addend_scale` / `addend_zero`, so the
+# block's output is one uint8 tensor that the next block's body and add both read. Each step is the float32
+# operation of the graph's (QuantizeLinear: divf, roundeven, addf, clamp; DequantizeLinear: subf, mulf).
 RESIDUAL_OPERANDS = (*OPERANDS, "addend")
+RESIDUAL_ATTRS = (("product_scale", Attr.FLOAT), ("product_zero", Attr.INT), ("addend_scale", Attr.FLOAT),
+                  ("addend_zero", Attr.INT))  # fmt: skip
+
+
+def residual_attributes(product_scale: float = 0.0, product_zero: int = 0, addend_scale: float = 0.0,
+                        addend_zero: int = 0) -> dict[str, ir.Attribute]:  # fmt: skip
+    return {"product_scale": Attr.FLOAT.make(product_scale), "product_zero": Attr.INT.make(product_zero),
+            "addend_scale": Attr.FLOAT.make(addend_scale), "addend_zero": Attr.INT.make(addend_zero)}  # fmt: skip
+
+
+def residual_values(op: ir.Operation) -> dict[str, float]:
+    """Residual op `op`'s RESIDUAL_ATTRS by name, as numbers (a scale of 0: no such step)."""
+    return {name: ir.FloatAttr(op.attributes[name]).value if kind == Attr.FLOAT else
+            ir.IntegerAttr(op.attributes[name]).value for name, kind in RESIDUAL_ATTRS}  # fmt: skip
 
 
 def _residual_shape(o: Sequence[Shape], a: Attrs, r: Shape | None) -> Shape:
@@ -243,27 +273,36 @@ def _residual_shape(o: Sequence[Shape], a: Attrs, r: Shape | None) -> Shape:
 
 
 def _residual_types(operands: Sequence[str], result: str | None) -> str:
-    if operands[5] != "f32":
-        raise ShapeError(f"addend must be f32, got {operands[5]}")
+    if operands[5] not in ("f32", "ui8"):
+        raise ShapeError(f"addend must be f32, or ui8 with an addend scale, got {operands[5]}")
     return _types(operands[:5], result)
 
 
 def evaluate_residual(op: ir.Operation, a: list[Array]) -> Array:
-    return epilogue(op, conv_product(op, a[:5]) + a[5].astype(np.float32))
+    y, steps = conv_product(op, a[:5]), residual_values(op)
+    if steps["product_scale"]:
+        y = dequantized(quantized(y, steps["product_scale"], steps["product_zero"]), steps["product_scale"],
+                        steps["product_zero"])  # fmt: skip
+    addend = a[5]
+    if addend.dtype == np.uint8:
+        addend = dequantized(addend, steps["addend_scale"], steps["addend_zero"])
+    return epilogue(op, y + addend.astype(np.float32))
 
 
 CPU_INT8_CONV_ADD = define(OpDef(
     "cpu_int8_conv_nhwc_add",
-    "CPU backend: cpu_int8_conv_nhwc whose f32 result gets `addend` (f32, the result's shape: a residual "
-    "block's shortcut) added before the epilogue's relu and quantization (backends/cpu/int8_ops.py).",
-    RESIDUAL_OPERANDS, attrs=(("kernels", Attr.INTS), ("strides", Attr.INTS), *OUTPUT_ATTRS), backend="cpu",
-    shape=_residual_shape, types=_residual_types, evaluate=evaluate_residual,
+    "CPU backend: cpu_int8_conv_nhwc whose f32 result (quantized to uint8 and back with product_scale != 0) gets "
+    "`addend` (the result's shape: a residual block's shortcut; f32, or ui8 dequantized with addend_scale and "
+    "addend_zero) added before the epilogue's relu and quantization (backends/cpu/int8_ops.py).",
+    RESIDUAL_OPERANDS, attrs=(("kernels", Attr.INTS), ("strides", Attr.INTS), *OUTPUT_ATTRS, *RESIDUAL_ATTRS),
+    backend="cpu", shape=_residual_shape, types=_residual_types, evaluate=evaluate_residual,
     ir=IrDef(
         "cpu_int8_conv_nhwc_add", (("dest", "out"), *((name, "in") for name in RESIDUAL_OPERANDS)),
-        attrs=("kernels", "strides", *OUTPUT_ATTR_NAMES),
+        attrs=("kernels", "strides", *OUTPUT_ATTR_NAMES, *(name for name, _ in RESIDUAL_ATTRS)),
         graph="cpu_int8_conv_nhwc_add",
         doc="CPU backend: dest = cpu_int8_conv_nhwc's f32(sum (input + offset) * W - correction) * multiplier + "
-        "bias + addend, then its epilogue, vpdpbusd on packed int8 weights.",
+        "bias (through uint8 with product_scale) + addend (dequantized when ui8), then its epilogue, vpdpbusd on "
+        "packed int8 weights.",
     ),
 ))  # fmt: skip
 
@@ -275,8 +314,8 @@ def _quantize_types(operands: Sequence[str], result: str | None) -> str:
 
 
 def evaluate_quantize(op: ir.Operation, a: list[Array]) -> Array:
-    scale, zero = (np.float32(ir.FloatAttr(op.attributes[name]).value) for name in ("output_scale", "output_zero"))
-    return np.clip(np.round(a[0].astype(np.float32) / scale) + zero, 0, 255).astype(np.uint8)
+    scale, zero = (ir.FloatAttr(op.attributes[name]).value for name in ("output_scale", "output_zero"))
+    return quantized(a[0].astype(np.float32), scale, int(zero))
 
 
 # A uint8 QuantizeLinear that no product's epilogue can take (its input has other users: a residual block's
@@ -340,4 +379,42 @@ CPU_INT8_MATMUL_DYNAMIC = define(OpDef(
         doc="CPU backend: dest = f32(sum (input + offset) * W - (offset + zero) * colsum) * (scale * multiplier) + "
         "bias, vpdpbusd on packed int8 weights with run-time zero point and scale.",
     ),
+))  # fmt: skip
+
+
+def _u8_pool_types(operands: Sequence[str], result: str | None) -> str:
+    if tuple(operands) != ("ui8",) or result not in (None, "ui8"):
+        raise ShapeError(f"pools ui8 to ui8, got {', '.join(operands)} -> {result}")
+    return "ui8"
+
+
+# The float pools' NHWC rules are in ops.py, imported when called: importing it here would define its ops before
+# these and reorder the rendered dialect.
+def _u8_pool_shape(o: Sequence[Shape], a: Attrs, _: Shape | None) -> Shape:
+    from glow_mlir.backends.cpu.ops import pool_nhwc
+
+    return pool_nhwc(*o, kernels=a["kernels"], strides=a["strides"], pads=a["pads"])
+
+
+def evaluate_u8_max_pool(op: ir.Operation, a: list[Array]) -> Array:
+    from glow_mlir.backends.cpu.ops import nhwc_pool
+
+    # uint8 values are exact in f32, and the float pool's -inf padding never wins.
+    return nhwc_pool(ref.max_pool)(op, [a[0].astype(np.float32)]).astype(np.uint8)
+
+
+# Max pooling of a uint8 activation (glow-cpu-int8's `int8_max_pool`): QuantizeLinear is monotone, so it commutes
+# with max, and ResNet's stem pools the uint8 activation that the convolution before writes in its epilogue instead
+# of the f32 one (a quarter of the bytes), where the float pool ran between the convolution and a quantization pass.
+# The padding is read in the kernel (windows clipped to the input), not copied into a canvas.
+CPU_MAX_POOL_U8 = define(OpDef(
+    "cpu_max_pool_u8_nhwc",
+    "CPU backend: max pooling of a uint8 NHWC tensor, padded windows clipped to the input "
+    "(backends/cpu/int8_ops.py).",
+    ("input",), attrs=WINDOW, backend="cpu", shape=_u8_pool_shape, types=_u8_pool_types,
+    evaluate=evaluate_u8_max_pool,
+    ir=IrDef("cpu_max_pool_u8_nhwc", POOL_OPERANDS, attrs=("kernels", "strides", "pads"),
+             graph="cpu_max_pool_u8_nhwc",
+             doc="CPU backend: uint8 max pooling in NHWC over the windows clipped to the input (pads [top, left, "
+             "bottom, right])."),
 ))  # fmt: skip

@@ -26,8 +26,9 @@ These are patterns on the existing ops, so the reference interpreter, glow-verif
 working on quantized graphs unchanged. Then, per product: the quantizer's int8 activation chain is rebuilt
 as uint8 (`_unsigned`: the same integers plus 128, so the kernel adds nothing), and, once every product is
 rewritten, a product whose result only feeds a relu or relu6 computes it in its epilogue, with the next
-product's uint8 quantization when that alone follows (`fuse_output`), after a residual add has joined the
-convolution before it (int8_residual.py); the uint8 quantizations left become one pass each. A convolution sits
+product's uint8 quantization when that alone follows (`fuse_output`), after a max pool before a quantization
+has moved onto the uint8 activation (int8_pool.py) and a residual add has joined the convolution before it
+(int8_residual.py); the uint8 quantizations left become one pass each. A convolution sits
 between NCHW/NHWC transposes, which glow-sink-transpose cancels between layers, as glow-cpu-layout's do.
 """
 
@@ -53,7 +54,16 @@ from glow_mlir.backends.cpu.int8_ops import (
     output_attributes,
     pack_weights,
 )
-from glow_mlir.backends.cpu.int8_residual import CONV, RESIDUAL, fuse_residual, quantization, quantize_pass
+from glow_mlir.backends.cpu.int8_pool import int8_max_pool
+from glow_mlir.backends.cpu.int8_residual import (
+    CONV,
+    RESIDUAL,
+    dequantized_input,
+    fuse_residual,
+    quantization,
+    quantize_pass,
+    quantized_input,
+)
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.graph.cse import cse_function
 from glow_mlir.passes.graph.sink_transpose import transpose_to
@@ -85,37 +95,6 @@ def _sole_user(value: ir.Value, name: str) -> ir.Operation | None:
 def _other(op: ir.Operation, value: ir.Value) -> ir.Value:
     """The operand of binary `op` that is not `value`."""
     return op.operands[1] if op.operands[0] == value else op.operands[0]
-
-
-def _quantized_input(value: ir.Value) -> tuple[ir.Value, int] | None:
-    """(q, z) when `value` is convert_to(q : i8 or ui8 -> i32, f32 or f64), minus a uniform zero point z in
-    q's range or not."""
-    zero = 0
-    op = g.producer(value)
-    if op is not None and op.name == "glow.sub":
-        uniform = g.uniform_value(op.operands[1])
-        if uniform is None:
-            return None
-        zero, op = uniform, g.producer(op.operands[0])
-    if op is None or op.name != "glow.convert_to" or g.dtype(op.operands[0]) not in BYTES:
-        return None
-    info = np.iinfo(g.dtype(op.operands[0]))
-    if zero != int(zero) or not info.min <= zero <= info.max:
-        return None
-    return op.operands[0], int(zero)
-
-
-def _dequantized_input(value: ir.Value) -> tuple[ir.Value, int, float] | None:
-    """(q, z, s) when `value` is a per-tensor DequantizeLinear as the ONNX importer writes it, mul(convert_to(q)
-    [- z], s) with s uniform."""
-    op = g.producer(value)
-    if op is None or op.name != "glow.mul":
-        return None
-    for centred, scale in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
-        s, found = g.uniform_value(scale), _quantized_input(centred)
-        if s is not None and found is not None and s > 0:
-            return found[0], found[1], float(s)
-    return None
 
 
 # How many float32 ulps either side of max|w| / 127 the recovered per-channel scales may lie.
@@ -217,7 +196,7 @@ def _from_quantizer(op: ir.Operation, axis: int) -> _Product | None:
     """The quantizer's form (module docstring) at product `op`, its channels along result `axis`; a
     convolution's own bias must be zero (the quantizer adds the bias after the multiplier)."""
     # The activation first: float models stop here, before their weights are read.
-    quantized = _quantized_input(op.operands[0])
+    quantized = quantized_input(op.operands[0])
     if quantized is None:
         return None
     w, found = _int8_weights(op.operands[1]), _requantization(op.results[0], axis)
@@ -234,7 +213,7 @@ def _from_qdq(op: ir.Operation, weight_axis: int) -> _Product | None:
     """An imported QDQ product at `op`: a per-tensor DequantizeLinear input, float weights that are int8 steps
     of one scale per output channel (`integer_weights`, along `weight_axis`) and a constant bias or none. The
     multiplier is float32(input scale * weight scale); op's float result is replaced."""
-    dequantized = _dequantized_input(op.operands[0])
+    dequantized = dequantized_input(op.operands[0])
     if dequantized is None or g.dtype(op.results[0]) != np.float32:
         return None
     w = g.constant_array(op.operands[1])
@@ -561,11 +540,18 @@ def int8_function(function: ir.Operation) -> bool:
     # Products sharing an activation rebuilt its uint8 chain once each (`_unsigned`): one chain, whose producer
     # can then take it into its epilogue.
     cse_function(function)
-    changed = any([fuse_residual(op) is not None for op in g.graph_ops(function) if op.name == CONV]) or changed
+    # A max pool before a quantization pools its uint8 input (int8_pool.py), whose quantization the producer's
+    # epilogue then takes as any other.
+    pools = [op for op in g.graph_ops(function) if op.name == "glow.max_pool"]
+    changed = any([int8_max_pool(op) is not None for op in pools]) or changed
+    # Each list is taken before its rewrites run: they erase ops (adds, quantization chains) that come later.
+    convolutions = [op for op in g.graph_ops(function) if op.name == CONV]
+    changed = any([fuse_residual(op) is not None for op in convolutions]) or changed
     products = [op for op in g.graph_ops(function) if op.name in INT8_OPS]
     changed = any([fuse_output(op) is not None for op in products]) or changed or extremes
     # The uint8 quantizations that no epilogue took, one pass each.
-    return any([quantize_pass(op) is not None for op in g.graph_ops(function) if op.name == "glow.div"]) or changed
+    divisions = [op for op in g.graph_ops(function) if op.name == "glow.div"]
+    return any([quantize_pass(op) is not None for op in divisions]) or changed
 
 
 @cache

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+from mlir import ir
 
 import glow_mlir
 from glow_mlir import quantization as quant
 from glow_mlir.backends.cpu import int8_rewrite
+from glow_mlir.context import make_context
 
 needs_vnni = pytest.mark.skipif(not int8_rewrite.host_has_vnni(), reason="the host CPU has no avx512_vnni")
 rng = np.random.default_rng(1414)
@@ -54,3 +57,58 @@ def test_residual_add_fuses_into_the_epilogue(channels: int, schema: str) -> Non
         assert text.count('"glow.cpu_quantize_u8"') == 2 and '"glow.round"' not in text
         for feed in feeds:
             np.testing.assert_array_equal(compiled.run(feed)["y"], glow_mlir.interpret(q, feed)["y"])
+
+
+class _QdqBlocks(torch.nn.Module):
+    """A stem, a projection block (strided body, 1x1 strided shortcut) and an identity block, then a 1x1 head:
+    what onnxruntime's quantize_static writes as add(DQ(Q(conv)), DQ(shortcut)) -> Q, the adds' relus folded
+    into their quantization. 20 channels: a partial column block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        conv = torch.nn.Conv2d
+        self.stem = conv(3, 12, 3, padding=1)
+        self.a1, self.a2, self.short = conv(12, 8, 3, stride=2, padding=1), conv(8, 20, 1), conv(12, 20, 1, stride=2)
+        self.b1, self.b2 = conv(20, 8, 3, padding=1), conv(8, 20, 1)
+        self.head = conv(20, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.stem(x))
+        h = torch.relu(self.a2(torch.relu(self.a1(h))) + self.short(h))
+        h = torch.relu(h + self.b2(torch.relu(self.b1(h))))
+        return self.head(h)
+
+
+@needs_vnni
+def test_imported_qdq_residual_blocks_fuse_into_the_epilogue(tmp_path) -> None:  # noqa: ANN001
+    """The imported QDQ model's residual adds reach cpu_int8_conv_nhwc_add: the convolution's Q -> DQ in its
+    epilogue (product_scale), the uint8 shortcut read as it is (addend_scale); no f32 add or quantization
+    pass is left, and the compiled code equals the reference interpreter on the rewritten graph bit for bit."""
+    import onnxruntime.quantization as oq
+
+    torch.manual_seed(0)
+    shape = (1, 3, 10, 10)
+    source, quantized = str(tmp_path / "net.onnx"), str(tmp_path / "net.qdq.onnx")
+    torch.onnx.export(_QdqBlocks().eval(), (torch.randn(*shape),), source, input_names=["x"], output_names=["y"],
+                      dynamo=False, opset_version=17)  # fmt: skip
+
+    class Reader(oq.CalibrationDataReader):
+        def __init__(self) -> None:
+            self.feeds = iter([{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(6)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.feeds, None)
+
+    oq.quantize_static(source, quantized, Reader(), quant_format=oq.QuantFormat.QDQ, per_channel=True,
+                       activation_type=oq.QuantType.QUInt8, weight_type=oq.QuantType.QInt8)  # fmt: skip
+    with glow_mlir.compile(glow_mlir.import_onnx(quantized), keep_ir=True, cache=False) as compiled:
+        text = compiled.ir("glow-cpu-int8")
+        fused = [line for line in text.splitlines() if "glow.cpu_int8_conv_nhwc_add" in line]
+        assert len(fused) == 2
+        assert not any("scale = 0.000000e+00" in line for line in fused)
+        assert all("xui8>) -> tensor" in line and line.endswith("xui8>") for line in fused)
+        assert '"glow.add"' not in text and '"glow.round"' not in text
+        rewritten = ir.Module.parse(text, make_context())
+        for seed in range(3):
+            feed = {"x": np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
+            np.testing.assert_array_equal(compiled.run(feed)["y"], glow_mlir.interpret(rewritten, feed)["y"])

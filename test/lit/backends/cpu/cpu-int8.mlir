@@ -161,3 +161,122 @@ func.func @dynamic_rows(%q: tensor<2x3xui8> {glow.name = "q"}, %z: tensor<i32> {
   %y = "glow.mul"(%f, %mb) : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
   return %y : tensor<2x2xf32>
 }
+
+// An imported QDQ residual block (onnxruntime's quantize_static): add(DQ(Q(conv)), DQ(shortcut)) -> Q, the zero points
+// of the relu'd activations 0 (no add in their QuantizeLinear). The convolution takes its Q -> DQ (product_scale),
+// reads the uint8 shortcut as it is (addend_scale, addend_zero) and quantizes the sum: one op, uint8 in and out.
+// CHECK-LABEL: func.func @qdq_residual
+// CHECK-NOT: glow.add
+// CHECK: %[[R:.*]] = "glow.transpose"(%arg1) {shuffle = array<i64: 0, 2, 3, 1>}
+// CHECK: %[[Y:.*]] = "glow.cpu_int8_conv_nhwc_add"({{.*}}, %[[R]]) {addend_scale = 5.000000e-01 : f32, addend_zero = 10 : i64, clip = 0.000000e+00 : f32, kernels = array<i64: 1, 1>, output_scale = 5.000000e-01 : f32, output_zero = 3 : i64, product_scale = 2.500000e-01 : f32, product_zero = 0 : i64, relu = false, strides = array<i64: 1, 1>} : ({{.*}}, tensor<1x2x2x4xui8>) -> tensor<1x2x2x4xui8>
+// CHECK-NOT: glow.round
+// KERNEL-LABEL: func.func @qdq_residual
+// KERNEL: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// KERNEL: math.roundeven
+// KERNEL: arith.uitofp {{.*}} : vector<16xi8> to vector<16xf32>
+func.func @qdq_residual(%x: tensor<1x4x2x2xui8> {glow.name = "x"}, %r: tensor<1x4x2x2xui8> {glow.name = "r"}) -> (tensor<1x4x2x2xui8> {glow.name = "y"}) {
+  %xf = "glow.convert_to"(%x) : (tensor<1x4x2x2xui8>) -> tensor<1x4x2x2xf32>
+  %xs = "glow.splat"() {value = 0.5 : f32} : () -> tensor<1x4x2x2xf32>
+  %xd = "glow.mul"(%xf, %xs) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %w = "glow.constant"() {value = dense<[[[[127.0]], [[-1.0]], [[2.0]], [[3.0]]], [[[1.0]], [[127.0]], [[0.0]], [[-5.0]]], [[[-127.0]], [[4.0]], [[1.0]], [[0.0]]], [[[2.0]], [[2.0]], [[2.0]], [[127.0]]]]> : tensor<4x4x1x1xf32>} : () -> tensor<4x4x1x1xf32>
+  %b = "glow.constant"() {value = dense<[1.0, 0.0, -1.0, 0.5]> : tensor<4xf32>} : () -> tensor<4xf32>
+  %c = "glow.convolution"(%xd, %w, %b) {dilation = array<i64: 1, 1>, group = 1 : i64, kernels = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x2x2xf32>, tensor<4x4x1x1xf32>, tensor<4xf32>) -> tensor<1x4x2x2xf32>
+  %s1 = "glow.splat"() {value = 0.25 : f32} : () -> tensor<1x4x2x2xf32>
+  %lo = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1x4x2x2xf32>
+  %hi = "glow.splat"() {value = 255.0 : f32} : () -> tensor<1x4x2x2xf32>
+  %d1 = "glow.div"(%c, %s1) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %n1 = "glow.round"(%d1) : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %a1 = "glow.max"(%n1, %lo) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %b1 = "glow.min"(%a1, %hi) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %q1 = "glow.convert_to"(%b1) : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xui8>
+  %f1 = "glow.convert_to"(%q1) : (tensor<1x4x2x2xui8>) -> tensor<1x4x2x2xf32>
+  %p = "glow.mul"(%f1, %s1) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %rf = "glow.convert_to"(%r) : (tensor<1x4x2x2xui8>) -> tensor<1x4x2x2xf32>
+  %rz = "glow.splat"() {value = 10.0 : f32} : () -> tensor<1x4x2x2xf32>
+  %rc = "glow.sub"(%rf, %rz) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %rd = "glow.mul"(%rc, %xs) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %sum = "glow.add"(%p, %rd) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %d2 = "glow.div"(%sum, %xs) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %n2 = "glow.round"(%d2) : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %z2 = "glow.splat"() {value = 3.0 : f32} : () -> tensor<1x4x2x2xf32>
+  %e2 = "glow.add"(%n2, %z2) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %a2 = "glow.max"(%e2, %lo) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %b2 = "glow.min"(%a2, %hi) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %y = "glow.convert_to"(%b2) : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xui8>
+  return %y : tensor<1x4x2x2xui8>
+}
+
+// A max pool between an imported QDQ model's DequantizeLinear and a QuantizeLinear of the same scale and zero point
+// pools the uint8 tensor itself (Q(max(DQ(q))) == max(q): both are monotone), windows clipped to the input.
+// CHECK-LABEL: func.func @qdq_max_pool
+// CHECK-NOT: glow.max_pool
+// CHECK: %[[Q:.*]] = "glow.transpose"(%arg0) {shuffle = array<i64: 0, 2, 3, 1>}
+// CHECK: "glow.cpu_max_pool_u8_nhwc"(%[[Q]]) {kernels = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x5x5x4xui8>) -> tensor<1x3x3x4xui8>
+// CHECK-NOT: glow.round
+// KERNEL-LABEL: func.func @qdq_max_pool
+// KERNEL: arith.maxui {{.*}} : vector<64xi8>
+func.func @qdq_max_pool(%q: tensor<1x4x5x5xui8> {glow.name = "q"}) -> (tensor<1x4x3x3xui8> {glow.name = "y"}) {
+  %f = "glow.convert_to"(%q) : (tensor<1x4x5x5xui8>) -> tensor<1x4x5x5xf32>
+  %z = "glow.splat"() {value = 7.0 : f32} : () -> tensor<1x4x5x5xf32>
+  %c = "glow.sub"(%f, %z) : (tensor<1x4x5x5xf32>, tensor<1x4x5x5xf32>) -> tensor<1x4x5x5xf32>
+  %s = "glow.splat"() {value = 0.5 : f32} : () -> tensor<1x4x5x5xf32>
+  %x = "glow.mul"(%c, %s) : (tensor<1x4x5x5xf32>, tensor<1x4x5x5xf32>) -> tensor<1x4x5x5xf32>
+  %p = "glow.max_pool"(%x) {kernels = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x4x5x5xf32>) -> tensor<1x4x3x3xf32>
+  %s2 = "glow.splat"() {value = 0.5 : f32} : () -> tensor<1x4x3x3xf32>
+  %d = "glow.div"(%p, %s2) : (tensor<1x4x3x3xf32>, tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %n = "glow.round"(%d) : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %z2 = "glow.splat"() {value = 7.0 : f32} : () -> tensor<1x4x3x3xf32>
+  %a = "glow.add"(%n, %z2) : (tensor<1x4x3x3xf32>, tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %lo = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1x4x3x3xf32>
+  %c1 = "glow.max"(%a, %lo) : (tensor<1x4x3x3xf32>, tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %hi = "glow.splat"() {value = 255.0 : f32} : () -> tensor<1x4x3x3xf32>
+  %c2 = "glow.min"(%c1, %hi) : (tensor<1x4x3x3xf32>, tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %y = "glow.convert_to"(%c2) : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xui8>
+  return %y : tensor<1x4x3x3xui8>
+}
+
+// A uint8 quantization that no epilogue takes becomes one cpu_quantize_u8 pass. Of a rank-4 value that
+// glow-cpu-layout will compute in NHWC (a pool's or float convolution's, through elementwise ops), it runs in
+// NHWC between transposes, which glow-sink-transpose cancels against the layout's own (it cannot move them
+// through cpu_quantize_u8); of a value computed from an NCHW input, in NCHW, so that the uint8 result is what
+// gets transposed, not the f32 input.
+// CHECK-LABEL: func.func @quantize_nhwc
+// CHECK-NOT: glow.div
+// CHECK: %[[T:.*]] = "glow.transpose"(%{{.*}}) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x2x4xf32>
+// CHECK: %[[Q:.*]] = "glow.cpu_quantize_u8"(%[[T]]) {output_scale = 5.000000e-01 : f32, output_zero = 3.000000e+00 : f32} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xui8>
+// CHECK: %[[Y:.*]] = "glow.transpose"(%[[Q]]) {shuffle = array<i64: 0, 3, 1, 2>}
+// CHECK: return %[[Y]]
+func.func @quantize_nhwc(%x: tensor<1x4x4x4xf32> {glow.name = "x"}) -> (tensor<1x4x2x2xui8> {glow.name = "y"}) {
+  %p = "glow.avg_pool"(%x) {countIncludePads = true, kernels = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x4x4x4xf32>) -> tensor<1x4x2x2xf32>
+  %r = "glow.relu"(%p) : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %s = "glow.splat"() {value = 0.5 : f32} : () -> tensor<1x4x2x2xf32>
+  %d = "glow.div"(%r, %s) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %n = "glow.round"(%d) : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %z = "glow.splat"() {value = 3.0 : f32} : () -> tensor<1x4x2x2xf32>
+  %a = "glow.add"(%n, %z) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %lo = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1x4x2x2xf32>
+  %c1 = "glow.max"(%a, %lo) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %hi = "glow.splat"() {value = 255.0 : f32} : () -> tensor<1x4x2x2xf32>
+  %c2 = "glow.min"(%c1, %hi) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %u = "glow.convert_to"(%c2) : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xui8>
+  return %u : tensor<1x4x2x2xui8>
+}
+
+// CHECK-LABEL: func.func @quantize_input
+// CHECK-NOT: glow.transpose
+// CHECK: %[[Q:.*]] = "glow.cpu_quantize_u8"(%{{.*}}) {output_scale = 5.000000e-01 : f32, output_zero = 3.000000e+00 : f32} : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xui8>
+// CHECK: return %[[Q]]
+func.func @quantize_input(%x: tensor<1x4x2x2xf32> {glow.name = "x"}) -> (tensor<1x4x2x2xui8> {glow.name = "y"}) {
+  %r = "glow.relu"(%x) : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %s = "glow.splat"() {value = 0.5 : f32} : () -> tensor<1x4x2x2xf32>
+  %d = "glow.div"(%r, %s) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %n = "glow.round"(%d) : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %z = "glow.splat"() {value = 3.0 : f32} : () -> tensor<1x4x2x2xf32>
+  %a = "glow.add"(%n, %z) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %lo = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1x4x2x2xf32>
+  %c1 = "glow.max"(%a, %lo) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %hi = "glow.splat"() {value = 255.0 : f32} : () -> tensor<1x4x2x2xf32>
+  %c2 = "glow.min"(%c1, %hi) : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %u = "glow.convert_to"(%c2) : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xui8>
+  return %u : tensor<1x4x2x2xui8>
+}
