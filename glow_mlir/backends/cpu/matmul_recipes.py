@@ -1,15 +1,16 @@
 """glow-cpu-schedule's recipes of linalg.matmul and linalg.batch_matmul (and the matmul of fused_matmul).
 
-C += A x B runs as register-tiled generics over blocks of C: an mr x nr register tile of 16 zmm
-accumulators with k innermost, inside cache blocks (docs/notes: mc=128, nc=256, kc=512). Constant weights
-(a matmul's B from a constant global) are packed once, at compile time, into the layout the kernel reads;
-columns that the register tile does not divide are peeled into blocks of their own, rows are split off inside
-each column block.
+C += A x B runs as register-tiled generics over blocks of C: an mr x nr register tile of up to 24 zmm
+accumulators with k innermost. B is read in blocks sized for L1 (kc deep, panels of nr columns); each block
+serves every row tile before the next one loads, so B comes from memory or L2 once per call, and where the
+weights live beyond L2 the kernel prefetches the next block. Constant weights (a matmul's B from a constant global) are packed once, at compile time,
+into the layout the kernel reads; columns that the register tile does not divide are peeled into blocks of
+their own, rows that it does not divide run as a smaller tile inside each panel.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from mlir import ir
@@ -25,25 +26,50 @@ from glow_mlir.backends.cpu.recipes import (
     has_identity_layout,
     is_float32,
     largest_divisor,
+    model_weight_bytes,
     packed_global,
     recipe,
     static_shape,
 )
 
 
-# nr per mr: 16 zmm accumulators is the sweet spot with 32 registers (docs/notes); one row needs 8 of them to
-# cover the FMA latency, so a GEMV-like row gets 128 columns.
-_NR_FOR_MR = {1: 128, 2: 128, 3: 64, 4: 64, 5: 32, 6: 32, 7: 32, 8: 32}
-# Cache blocks: A block mc x kc stays in L2, a B panel kc x nr in L1 (docs/notes: mc=128, nc=256, kc=512).
-MC, NC, KC = 128, 256, 512
+# The register tile: at most MAX_MR rows of nr columns. This Xeon issues two 512-bit FMAs per cycle with 4
+# cycles' latency, so a tile needs at least 8 independent accumulators; 12 x 32 (24 of the 32 zmm registers,
+# 12 broadcasts and 2 loads per 24 FMAs) ran a 36 x 512 x 2048 layer (MLP-Mixer) at 163 GFLOP/s where 8 x 32
+# ran 152 (panel order, kc = 256 both). nr per mr: a row needs 8 accumulators, so a GEMV-like row gets 128
+# columns; 5 to 12 rows take 32 (5 x 64 and 6 x 64 measured the same as 5 x 32 and 6 x 32 with the panel in L1).
+MAX_MR = 12
+_NR_FOR_MR = {1: 128, 2: 128, 3: 64, 4: 64, **{mr: 32 for mr in range(5, MAX_MR + 1)}}
+# Bytes of the block of B (kc deep, a whole number of nr-column panels) that every row tile reads from L1 (48
+# KiB here) with its rows of A beside it. kc is the largest depth whose single panel fits (kc = 256 at nr = 32
+# ran 36 x 512 x 2048 at 165 GFLOP/s, kc = 512 (64 KiB) at 151, kc = 128 at 154); shallow B's take several
+# panels, so that each row tile of A also serves several of them.
+L1_B_BYTES = 32 * 1024
+# The L2 of this Xeon: 2 MiB per core.
+L2_BYTES = 2 * 1024 * 1024
+# Bytes of the block of A (mc rows x kc) that every B block reads from L2: half of it, beside B's and C's
+# blocks. Rows beyond it (more than 1024 at kc = 256) run in blocks of mc.
+L2_A_BYTES = L2_BYTES // 2
+# Packed weights come from L3 or memory on every call when the model's weights exceed L2 (L2_BYTES), and the
+# hardware prefetchers, which stop at each 4 KiB page, leave the first row tile of each B block waiting for
+# them while the other row tiles leave memory idle. So, where there are several row tiles, each load of packed
+# B also prefetches, into L2 (prefetcht1: into L1 it would evict the block in use), the B one L1 block
+# (L1_B_BYTES) further on in the packed layout, which the loops read in order. MLP-Mixer (zoo) ran 16.6 ->
+# 12.5 ms (8 KiB ahead 12.3, 64 KiB ahead 11.7; into L1 13.4 from 18.2), ViT-tiny, Swin-tiny and LeViT-128s
+# 11-14 % faster. Where the weights fit L2 the prefetches only cost load slots: the MLP (2 MiB of weights,
+# one row) ran 17 % slower with them, GPT-2 (zoo, 0.45 MiB) 4 %.
+PREFETCH_LOCALITY = 2
+# Floats per cache line: one prefetch per line of a packed row of B.
+_LINE_FLOATS = 16
 
 
 def _pick_mr(m: int) -> int:
-    """The row count of the register tile: 8 (8 x 32, the 16 accumulators), or m if smaller. The m % 8 rows
-    left run as a register tile of their own inside each column block (`_gemm_steps`), which costs less than
-    a smaller tile for all rows: a divisor of m in 8..4, as before, ran 36 x 512 x 2048 (MLP-Mixer) 4 % and
-    20 x 256 x 1024 10 % slower."""
-    return min(m, 8)
+    """The row count of the register tile: the m rows split as evenly as possible into tiles of at most
+    MAX_MR, so that the m % mr rows left (a tile of their own inside each panel, `_gemm_steps`) are not a
+    latency-bound sliver: 37 rows run as 3 x 10 + 7 (a 1-row tile holds 2 accumulators, a quarter of the FMA
+    throughput), 16 as 2 x 8."""
+    tiles = -(-m // MAX_MR)
+    return -(-m // tiles)
 
 
 @recipe("linalg.matmul")
@@ -74,6 +100,7 @@ def _gemm(op: ir.Operation, a: ir.Value, b: ir.Value, c: ir.Value, batch: int | 
         return None
     packed = constant_data(b) if batch is None else None
     mr = _pick_mr(m)
+    streamed = packed is not None and m > mr and model_weight_bytes(op) > L2_BYTES
     kernels: list[Kernel] = []
     # All m rows in each block of columns: rows that mr does not divide are split off inside its column and
     # depth loops (`_gemm_steps`), so that they read each B panel while it is in cache. As a block of their
@@ -81,7 +108,8 @@ def _gemm(op: ir.Operation, a: ir.Value, b: ir.Value, c: ir.Value, batch: int | 
     # the speed of the 32 before them (37 x 192 x 768 constant weights: 237 -> 70 us).
     for n0, np_, tile_n in column_blocks(n, _NR_FOR_MR[mr]):
         generic = _gemm_block(op, a, b, c, packed, batch, (m, n, k), (0, m, mr), (n0, np_, tile_n))
-        kernels.append(Kernel(generic, _gemm_steps(batch, m, np_ // tile_n, k, mr, tile_n)))
+        finish = _prefetch_ahead(generic.operands[1].type) if streamed else None
+        kernels.append(Kernel(generic, _gemm_steps(batch, m, np_ // tile_n, k, mr, tile_n), finish))
     op.erase()
     return Recipe(tuple(kernels))
 
@@ -154,28 +182,97 @@ def _gemm_block(
 
 
 def _gemm_steps(batch: int | None, m: int, nb: int, k: int, mr: int, nr: int) -> steps.Build:
-    """Cache blocks (mc rows, nc columns, kc depth; each a divisor), then the mr x nr register tile with k
-    innermost, vectorized into one contraction per k step. The m % mr rows that mr does not divide are split
-    off inside the column and depth blocks and run as one register tile of their own."""
+    """Blocks of B that fit L1 (kc deep, `panels` x nr wide, `_b_block`), then every mr x nr register tile of
+    rows and, inside it, each panel of the block with k innermost, vectorized into one contraction per k step:
+    the block loads from memory or L2 once and serves the other row tiles from L1. (Rows outer over column
+    blocks of 256 and kc = 512, as before, read B from L2 for each row tile: 36 x 512 x 2048 ran at 141
+    GFLOP/s, now 151 in the same process.) The m % mr rows that mr does not divide run as one register tile
+    of their own inside each block. More rows than an A block of L2_A_BYTES holds run in row blocks,
+    outermost (their rest as an op of its own)."""
     lead = [1] if batch is not None else []
+    d = len(lead)
     rest = m % mr
     main = m - rest
-    mc = mr * largest_divisor(main // mr, max(1, MC // mr))
-    nbc = largest_divisor(nb, max(1, NC // nr))
-    kc = largest_divisor(k, KC)
-    blocks = [nbc if nbc < nb else 0, 0, kc if kc < k else 0]
-    register = [*lead, mr, 1, 0, 1]
+    # A single row tile reads B once anyway, so blocking its depth would only reload C.
+    kc, panels = _b_block(k, nb, nr) if m > mr else (k, nb)
+    mc = mr * largest_divisor(main // mr, max(1, L2_A_BYTES // (4 * kc * mr)))
+
+    def blocks(handle: ir.Value, rows: int) -> ir.Value:
+        return steps.tile(handle, [*lead, rows, panels if panels < nb else 0, 0, kc if kc < k else 0])
+
+    def row_tiles(handle: ir.Value, rows: int) -> None:
+        steps.vectorize(steps.tile(handle, [*lead, rows, 1, 0, 1]))
 
     def build(handle: ir.Value) -> None:
-        if not rest:
-            steps.vectorize(steps.tile(steps.tile(handle, [*lead, mc if mc < m else 0, *blocks]), register))
+        if mc < main:
+            if rest:
+                handle, tail = _split(handle, d, main)
+                row_tiles(blocks(tail, 0), 0)
+            row_tiles(blocks(handle, mc), mr)
             return
-        inside = steps.tile(handle, [*lead, 0, *blocks])
-        first, second = _split(inside, len(lead), main)
-        steps.vectorize(steps.tile(steps.tile(first, [*lead, mc if mc < main else 0, 0, 0, 0]), register))
-        steps.vectorize(steps.tile(second, [*lead, 0, 1, 0, 1]))
+        inside = blocks(handle, 0)
+        if not rest:
+            row_tiles(inside, mr)
+            return
+        first, second = _split(inside, d, main)
+        row_tiles(first, mr)
+        row_tiles(second, 0)
 
     return build
+
+
+def _b_block(k: int, nb: int, nr: int) -> tuple[int, int]:
+    """The block of B read from L1: its depth kc, the largest divisor of k whose kc x nr panel fits
+    L1_B_BYTES (k itself when that divisor is under half the bound, e.g. for a prime k: tiny depth blocks
+    reload C each time), and its width in panels, as many of the nb as fit beside (a divisor of nb)."""
+    bound = L1_B_BYTES // (4 * nr)
+    kc = largest_divisor(k, bound)
+    if 2 * kc < bound and kc != k:
+        kc = k
+    return kc, largest_divisor(nb, max(1, L1_B_BYTES // (4 * kc * nr)))
+
+
+def _prefetch_ahead(packed: ir.Type) -> Callable[[ir.Operation], None]:
+    """The finish of a kernel reading packed weights of type `packed` (its function's argument): before each
+    vector load of them, a prefetch of every line that load reads, L1_B_BYTES further on in the buffer (the
+    last element at most: a prefetch past the end would index out of bounds)."""
+    shape = list(ir.MemRefType(packed).shape)
+    total = int(np.prod(shape))
+    ahead = L1_B_BYTES // 4
+
+    def finish(function: ir.Operation) -> None:
+        entry = function.regions[0].blocks[0]
+        loads = [
+            op
+            for op in ops.walk_ops(function)
+            if op.name == "vector.load"
+            and op.operands[0].type == packed
+            and isinstance(op.operands[0], ir.BlockArgument)
+        ]
+        flat: dict[int, ir.Value] = {}
+        for load in loads:
+            buffer = ir.BlockArgument(load.operands[0])
+            with load.location:
+                if buffer.arg_number not in flat:
+                    with ir.InsertionPoint.at_block_begin(entry):
+                        everything = ir.ArrayAttr.get([ir.ArrayAttr.get([ops.i64(d) for d in range(len(shape))])])
+                        view = ir.MemRefType.get([total], ir.MemRefType(packed).element_type)
+                        flat[buffer.arg_number] = memref.CollapseShapeOp(view, buffer, everything).result
+                with ir.InsertionPoint(load):
+                    first, *rest = load.operands[1:]
+                    linear = first
+                    for index, size in zip(rest, shape[1:], strict=True):
+                        linear = arith.addi(arith.muli(linear, _index(size)), index)
+                    for line in range(0, shape[-1], _LINE_FLOATS):
+                        at = arith.minui(arith.addi(linear, _index(ahead + line)), _index(total - 1))
+                        memref.PrefetchOp(flat[buffer.arg_number], [at], False, PREFETCH_LOCALITY, True)
+
+    return finish
+
+
+def _index(value: int) -> ir.Value:
+    """An index constant at the insertion point."""
+    return arith.constant(ir.IndexType.get(), value)
 
 
 def _split(handle: ir.Value, dim: int, size: int) -> tuple[ir.Value, ir.Value]:

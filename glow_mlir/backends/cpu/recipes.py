@@ -12,6 +12,8 @@ its recipes here; the pass (schedule.py) imports every recipe module and applies
 - A `Recipe` is a list of `Kernel(op, build)`. The pass matches each kernel's op in one transform named
   sequence and calls `build(handle)` there, with the op's handle and the insertion point inside the
   sequence; `build` adds the kernel's transform ops with the step builders of transform.py.
+- A kernel may also carry `finish(function)`, which the pass calls on the kernel's outlined function after the
+  named sequence has run, for what transform ops cannot make (the matmul's prefetches of its packed weights).
 - All kernels' steps run first, in program order. Then, if the function holds any
   `bufferization.to_tensor` (a kernel emitted on tensors, because some transforms, e.g. `decompose` of
   convolutions, work on tensors only: see `on_tensors`), `one_shot_bufferize` runs once. Then comes the
@@ -46,10 +48,12 @@ CLAIMED_MARKS = (CONV_BIAS_ATTR, CONV_ACTIVATION_ATTR, CHAIN_MARK)
 
 @dataclass(frozen=True)
 class Kernel:
-    """One payload op and the builder of the transform steps that schedule it (called on its handle)."""
+    """One payload op, the builder of the transform steps that schedule it (called on its handle), and what is
+    left to do to its outlined function once scheduled (`finish`, if any)."""
 
     op: ir.Operation
     build: steps.Build
+    finish: Callable[[ir.Operation], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -223,9 +227,29 @@ def _global(user: ir.Operation, name: str) -> ir.Operation | None:
     return None
 
 
+# The names of the globals the recipes add (packed copies of weights) start with this; the model's own do not.
+PACKED_PREFIX = "__glow_"
+
+
+def model_weight_bytes(user: ir.Operation) -> int:
+    """The bytes of the model's constant globals in `user`'s module (its weights, not their packed copies, so
+    the figure stays the same while recipes pack)."""
+    total = 0
+    for glob in _module_of(user).regions[0].blocks[0].operations:
+        if glob.name != "memref.global" or "constant" not in glob.attributes:
+            continue
+        if ir.StringAttr(glob.attributes["sym_name"]).value.startswith(PACKED_PREFIX):
+            continue
+        t = ir.MemRefType(ir.TypeAttr(glob.attributes["type"]).value)
+        if isinstance(t.element_type, ir.FloatType | ir.IntegerType):
+            total += int(np.prod(t.shape)) * _bytes(t.element_type)
+    return total
+
+
 def packed_global(user: ir.Operation, data: np.ndarray, hint: str) -> ir.Value:
     """A new private constant global holding `data` (64-byte aligned; f32, or bf16 for ml_dtypes' bfloat16),
-    and its get_global at the insertion point."""
+    and its get_global at the insertion point; `hint`, its name, starts with PACKED_PREFIX."""
+    assert hint.startswith(PACKED_PREFIX), hint
     module = _module_of(user)
     names = {
         ir.StringAttr(o.attributes["sym_name"]).value

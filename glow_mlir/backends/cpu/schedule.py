@@ -16,6 +16,8 @@ function (outline.py: `Outlined`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mlir import ir
 from mlir.dialects.transform import interpreter
 
@@ -64,16 +66,22 @@ def _schedule(module: ir.Module, kernels: list[Kernel], outlined: Outlined) -> N
     """Outlines `kernels` and schedules the distinct ones with one transform named sequence."""
     on_tensors = any(op.name == "bufferization.to_tensor" for op in ops.walk_ops(module.operation))
     tagged: list[tuple[ir.Operation, str, steps.Build]] = []
+    finishing: list[tuple[ir.Operation, Callable[[ir.Operation], None]]] = []
     for i, kernel in enumerate(kernels):
-        if outlined.keep(*outline(kernel.op, f"{KERNEL_PREFIX}{i}"), steps.text_of(kernel.build)):
+        call, function = outline(kernel.op, f"{KERNEL_PREFIX}{i}")
+        if outlined.keep(call, function, steps.text_of(kernel.build)):
             kernel.op.attributes[steps.KERNEL_ATTR] = ir.StringAttr.get(f"k{i}")
             tagged.append((kernel.op, f"k{i}", kernel.build))
+            if kernel.finish is not None:
+                finishing.append((function, kernel.finish))
     script = steps.sequence(tagged, on_tensors)
     try:
         interpreter.apply_named_sequence(module.operation, script.body.operations[0], script)
     except ir.MLIRError as e:
         notes = "; ".join(f"{d.location}: {d.message}" for d in e.error_diagnostics)
         raise PipelineError(f"glow-cpu-schedule failed: {notes or e}") from None
+    for function, finish in finishing:
+        finish(function)
     for op in ops.walk_ops(module.operation):
         if steps.KERNEL_ATTR in op.attributes:
             del op.attributes[steps.KERNEL_ATTR]

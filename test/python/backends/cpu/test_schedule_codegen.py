@@ -50,7 +50,7 @@ def test_matmul_kernels_match_numpy(m: int, n: int, k: int, constant: bool) -> N
 @pytest.mark.parametrize("constant", [True, False])
 @pytest.mark.parametrize("m,n,k", [(37, 768, 192), (19, 1024, 1100), (197, 64, 48), (13, 96, 600)])
 def test_matmul_row_remainders_share_the_column_kernel(m: int, n: int, k: int, constant: bool) -> None:
-    """Rows that the register tile does not divide (37 = 4 x 8 + 5) run in the kernel of their column block,
+    """Rows that the register tile does not divide (37 = 3 x 10 + 7) run in the kernel of their column block,
     inside its column and depth blocks (here also with kc < k and nc < n), not as a kernel of their own that
     reads all of B again: one kernel per column block, and the same numbers."""
     g, feeds, want = matmul_model(m, n, k, constant)
@@ -88,7 +88,10 @@ def test_elementwise_chain_runs_as_one_kernel() -> None:
     g = glow_mlir.Graph("chain")
     g.output("y", g.relu(g.add(g.exp(g.input("x", x.shape)), g.input("b", b.shape))))
     with glow_mlir.compile(g, keep_ir=True) as model:
-        np.testing.assert_allclose(model.run({"x": x, "b": b})["y"], np.maximum(np.exp(x) + b, 0), rtol=1e-5)
+        # atol too: where exp(x) and b cancel, exp's rounding is large against the result (the module's RNG
+        # draws other x and b in another test order).
+        expected = np.maximum(np.exp(x) + b, 0)
+        np.testing.assert_allclose(model.run({"x": x, "b": b})["y"], expected, rtol=1e-5, atol=1e-5)
         scheduled = model.ir("glow-cpu-schedule")
     assert scheduled.count("call @__glow_kernel") == 2
     assert "linalg.fill" not in scheduled and "memref.alloc" not in scheduled
