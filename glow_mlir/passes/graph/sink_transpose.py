@@ -119,24 +119,32 @@ def _stretch_broadcast(op: ir.Operation) -> bool:
 DERIVE_DEPTH = 8
 
 
-def _all_users_sink(transpose: ir.Operation, seen: tuple[ir.Operation, ...] = ()) -> bool:
+def _all_users_sink(transpose: ir.Operation, known: dict[ir.Operation, bool] | None = None) -> bool:
     """Whether every user of `transpose` is an elementwise op that sinking will cross: each of its operands is
     the transpose, a sinkable operand, or computed from those by elementwise ops (x * hardsigmoid(x),
     x * sigmoid(x): the transposed convolution output read twice), a reduction (a squeeze-and-excite's
     global pool beside its scaling), or a concat of transposes alike (DenseNet: each layer's output joins the
     concat of every later layer of its block). Another transpose met on the way must go too: read only there,
-    or with all its users sinking likewise (`seen`: the transposes already being asked about). Each user is
-    then rewritten in turn (the last one when the transpose has no other user left), so the transpose goes
-    and none is added."""
+    or with all its users sinking likewise. Each user is then rewritten in turn (the last one when the
+    transpose has no other user left), so the transpose goes and none is added.
+
+    The answer is a conjunction over every transpose reached, so `known` answers each once per question: a
+    transpose still being asked about counts as going (a cycle asks nothing new), and a False anywhere makes
+    the whole answer False. Without it, DenseNet's blocks, where every layer's transpose reaches those of all
+    later layers, were asked about once per path: exponentially often (DenseNet-121 at 160x160 compiled for
+    over 25 minutes in sink-transpose)."""
     shuffle = ops.ints(transpose, "shuffle")
-    asked = (*seen, transpose)
+    known = {} if known is None else known
+    known[transpose] = True
 
     def goes(other: ir.Operation) -> bool:
         if ops.ints(other, "shuffle") != shuffle:
             return False
-        if any(other == t for t in asked) or g.has_one_use(other.results[0]):
+        if other in known:
+            return known[other]
+        if g.has_one_use(other.results[0]):
             return True
-        return _all_users_sink(other, asked)
+        return _all_users_sink(other, known)
 
     def derives(value: ir.Value, depth: int) -> bool:
         op = g.producer(value)
@@ -160,7 +168,8 @@ def _all_users_sink(transpose: ir.Operation, seen: tuple[ir.Operation, ...] = ()
             derives(v, DERIVE_DEPTH) for v in user.operands
         )
 
-    return all(sinks(user) for user in g.users(transpose.results[0]))
+    known[transpose] = all(sinks(user) for user in g.users(transpose.results[0]))
+    return known[transpose]
 
 
 def _uniform_splat(value: ir.Value) -> ir.Attribute | None:

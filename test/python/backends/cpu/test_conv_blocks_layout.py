@@ -18,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import glow_mlir
 from glow_mlir.frontends.onnx import import_model
+from glow_mlir.passes.graph import sink_transpose
 
 rng = np.random.default_rng(0)
 
@@ -92,23 +93,22 @@ def _batch_norm(name: str, x: str, channels: int) -> Nodes:
     return nodes, inits
 
 
-def test_dense_block_keeps_nhwc_and_matches_onnxruntime(tmp_path) -> None:
+def _dense_block(layers: int) -> onnx.ModelProto:
     """A DenseNet block: every layer concatenates the block input and all earlier layers' outputs, then batch
-    norm, ReLU and a convolution. The concats and batch norms must run on the NHWC values (each output feeds
-    several concats; the batch norm's per-channel vectors are broadcast along the last dim)."""
+    norm, ReLU and a convolution (3x3 and 1x1 in turn)."""
     # The block's input is a layer's output (a stem convolution here), as in DenseNet.
     nodes, inits = _conv("stem", "x", 3, 8, 3)
     more, w = _conv("f1", "stem", 8, 4, 1)
     nodes += more
     inits += w
     features = ["stem", "f1"]
-    for i, k in enumerate((3, 1)):
+    for i in range(layers):
         cat = f"cat{i}"
         nodes.append(helper.make_node("Concat", list(features), [cat], axis=1))
         more, w = _batch_norm(f"bn{i}", cat, 8 + 4 * (i + 1))
         nodes += more
         inits += w
-        more, w = _conv(f"f{i + 2}", f"bn{i}_act", 8 + 4 * (i + 1), 4, k)
+        more, w = _conv(f"f{i + 2}", f"bn{i}_act", 8 + 4 * (i + 1), 4, 3 if i % 2 == 0 else 1)
         nodes += more
         inits += w
         features.append(f"f{i + 2}")
@@ -117,12 +117,44 @@ def test_dense_block_keeps_nhwc_and_matches_onnxruntime(tmp_path) -> None:
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 10
+    return model
+
+
+def test_dense_block_keeps_nhwc_and_matches_onnxruntime(tmp_path) -> None:
+    """The concats and batch norms of a dense block must run on the NHWC values (each output feeds several
+    concats; the batch norm's per-channel vectors are broadcast along the last dim)."""
+    model = _dense_block(2)
     optimized = tmp_path / "optimized.mlir"
     x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
     with glow_mlir.compile(import_model(model), optimized_model_path=optimized) as compiled:
         [got] = compiled.run({"x": x}).values()
     text = optimized.read_text()
     assert len(re.findall(r'"glow\.transpose"', text)) == 2, text
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    [want] = session.run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_sink_transpose_asks_about_each_transpose_of_a_deep_dense_block_once(monkeypatch) -> None:
+    """In a dense block every layer's transpose reaches those of all later layers; asked about once per path,
+    a 16-layer block took exponentially many questions (DenseNet-121 compiled for over 25 minutes). Each
+    question now answers each transpose once: the count stays polynomial (every concat of the block asks, about
+    up to every transpose: 2584 calls at 16 layers, 8100 at 24; asked once per path, 2^16 and more)."""
+    layers = 16
+    calls = 0
+    original = sink_transpose._all_users_sink
+
+    def counting(*args: object) -> bool:
+        nonlocal calls
+        calls += 1
+        return original(*args)
+
+    monkeypatch.setattr(sink_transpose, "_all_users_sink", counting)
+    x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    model = _dense_block(layers)
+    with glow_mlir.compile(import_model(model), cache=False) as compiled:
+        [got] = compiled.run({"x": x}).values()
+    assert 0 < calls <= (layers + 2) ** 3, calls
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     [want] = session.run(None, {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
