@@ -11,11 +11,10 @@ tensors (`decompose`, which turns the 2-D window op into 1-D ones along W, works
 
 The register tile is chosen per shape among tiles that divide the output (decompose fails on partial
 tiles): `f` a multiple of the 16 f32 lanes of an AVX-512 register where the channels allow, and `ow` the
-largest divisor of OW that keeps ow * f / 16 <= 16 accumulators (AVX-512 has 32 vector registers; 16
-accumulators leave room for the broadcasts and filter rows, more spill). 1x1 convolutions take the same
-recipe: 108-114 GFLOP/s on ResNet's 1x1 shapes, as fast as a GEMM. Depthwise convolutions and pools have
-no reduction over channels, so each step is a multiply-add (or max) of `ow x c` lanes; their tiles are
-smaller (notes: ow >= 16 drops sharply).
+largest divisor of OW that keeps ow * f / 16 accumulators within ACCUMULATORS and, with the f / 16 filter
+vectors and the broadcast input, within AVX-512's 32 vector registers. 1x1 convolutions take the same
+recipe. Depthwise convolutions and pools have no reduction over channels, so each step is a multiply-add (or
+max) of `ow x c` lanes; their tiles are smaller (notes: ow >= 16 drops sharply).
 
 A convolution whose filter is a constant reads it repacked at compile time, one contiguous block per channel
 tile (`_packed_kernels`); the same direct schedule then runs once per tile, with the convolution's bias
@@ -56,13 +55,30 @@ LANES = 16  # f32 lanes of one AVX-512 register
 # (KH * KW * C * f_tile floats) stays in cache instead of the whole filter streaming from memory once per
 # output row (ResNet's 7x7x512 3x3 layer: 19 -> 94 GFLOP/s; no shape measured slower).
 CHANNELS_OUTER = (0, 3, 1, 2, 4, 5, 6)
-ACCUMULATORS = 16
-# Output rows of at most this many pixels are short: too few FMAs per filter vector to stream the filter
-# from beyond L1 (`_channel_block`), or to fill a register tile (`_pixel_tile`).
+# AVX-512's vector registers: a register tile's accumulators, its filter vectors and the broadcast input.
+REGISTERS = 32
+# Accumulators of the direct schedule's register tile. Each step loads the tile's filter vectors from L2 (a
+# channel tile's filter slice outgrows L1) and one broadcast per pixel: 4 pixels x 64 channels (16) spend 4
+# filter loads on 16 FMAs, which with two FMA ports (Sapphire Rapids) is 32 bytes per cycle from L2; 14 x 32
+# (28; 31 registers, no spill) spends 2 on 28. Measured one process, caches flushed between calls, GFLOP/s
+# 16 -> 28: ResNet's 3x3 56x56x64 180 -> 193, 28x28x128 176 -> 193, 14x14x256 168 -> 175, stride 2 64 -> 128
+# onto 28x28 166 -> 186, 128 -> 256 onto 14x14 151 -> 159.
+ACCUMULATORS = 28
+# The register tile's accumulators where the input outgrows L2_INPUT_BYTES (`register_tile`).
+LARGE_INPUT_ACCUMULATORS = 16
+# The pixel kernel's pixels per register tile (`_pixel_tile`).
+PIXELS = 16
+# Output rows of at most this many pixels are short: too few FMAs per filter vector to fill a register tile
+# (`_pixel_tile`).
 SHORT_ROW = 6
-# The filter block that the rows of a blocked convolution reuse: L1D is 32 KiB on Zen 4, 48 KiB on Sapphire
-# Rapids.
-L1_FILTER_BYTES = 32 * 1024
+# Output rows of at most this many pixels run with their input channels blocked (`_channel_block`).
+BLOCKED_ROW = 14
+# The bytes of each filter tap ([block, f] of a packed [KH, KW, C, f] tile) per channel block (`_channel_block`).
+TAP_BLOCK_BYTES = 1024
+# The largest input that stays in cache from one sweep to the next (half of Sapphire Rapids' 2 MiB L2): the
+# direct schedule sweeps it once per channel tile (`register_tile`), the blocked one once per channel block
+# (`_channel_block`).
+L2_INPUT_BYTES = 1024 * 1024
 # The pixel kernel's budget (`_pixel_tile`): each step loads one input row per pixel and one filter vector
 # per 16 channels, so 12 pixels x 16 channels spend 13 loads on 12 FMAs, and 12 x 32 (24 accumulators, with
 # the broadcast and 2 filter vectors 27 of the 32 registers) 14 loads on 24 FMAs. Measured one process,
@@ -80,13 +96,18 @@ def _divisor_at_most(n: int, limit: int) -> int:
 CHANNEL_TILES = (64, 32, 16)
 
 
-def register_tile(ow: int, channels: int) -> tuple[int, int]:
+def register_tile(ow: int, channels: int, large_input: bool = False) -> tuple[int, int]:
     """(ow tile, channel tile) for an output row of `ow` pixels and `channels` channels.
 
     The channel tile is one of CHANNEL_TILES that divides the channels, else the largest power of two that
     does (odd vector lengths such as 24 lower to slow code: 6 GFLOP/s against 86 with 8); the ow tile is the
-    largest divisor of ow that keeps the accumulators (ow tile x vectors per channel tile) within budget.
-    The pair computing the most output lanes per step wins, the wider on ties.
+    largest divisor of ow that keeps the accumulators (ow tile x vectors per channel tile) within
+    ACCUMULATORS and, beside the filter vectors and the broadcast, within REGISTERS (64 channels: 6 pixels).
+    The pair computing the most output lanes per step wins, the wider on ties. Each channel tile sweeps the
+    whole input, so a `large_input` (beyond L2_INPUT_BYTES, swept from memory) takes LARGE_INPUT_ACCUMULATORS,
+    whose ties go to the wider tile (4 x 64 on rows of 56 and 28: half the sweeps of 14 x 32). ResNet-50 at
+    batch 8 was 0.97x with 28 accumulators on every input; taking only the widest channel tile there, 0.82x
+    (rows of 14 and 7 got 2 x 64 and 1 x 64).
     """
     candidates = [w for w in CHANNEL_TILES if channels % w == 0]
     if not candidates:
@@ -94,7 +115,8 @@ def register_tile(ow: int, channels: int) -> tuple[int, int]:
     best: tuple[int, int, int] | None = None
     for width in candidates:
         vectors = -(-width // LANES)
-        tile = _divisor_at_most(ow, max(1, ACCUMULATORS // vectors))
+        accumulators = min(LARGE_INPUT_ACCUMULATORS if large_input else ACCUMULATORS, REGISTERS - vectors - 1)
+        tile = _divisor_at_most(ow, max(1, accumulators // vectors))
         score = (tile * width, width)
         if best is None or score > best[:2]:
             best = (*score, tile)
@@ -144,7 +166,7 @@ def conv_recipe(op: ir.Operation) -> Recipe | None:
     _, _, ow, f = static_shape(y)
     kernels: list[Kernel] = []
     if weights is None or not all(_static_strides(v) for v in (y, bias) if v is not None):
-        ow_tile, f_tile = register_tile(ow, f)
+        ow_tile, f_tile = register_tile(ow, f, _input_bytes(conv) > L2_INPUT_BYTES)
         kernels.append(_fused_kernel(conv, ow_tile, f_tile))
     else:
         kernels += _packed_kernels(conv, weights, op)
@@ -166,6 +188,11 @@ class _Conv:
     window: dict[str, list[int]]
     bias_op: ir.Operation | None
     activation_op: ir.Operation | None
+
+
+def _input_bytes(conv: _Conv) -> int:
+    """The bytes of `conv`'s input (f32)."""
+    return int(np.prod(static_shape(conv.x))) * 4
 
 
 def _epilogue(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None]:
@@ -203,10 +230,11 @@ def _packed_kernels(conv: _Conv, weights: np.ndarray, user: ir.Operation) -> lis
     main = f - f % LANES if f > LANES else f
     kernels = []
     pixel_tile = _pixel_tile(conv, weights.shape) if main == f else None
+    large_input = _input_bytes(conv) > L2_INPUT_BYTES
     for f0, fp in [(0, main), (main, f - main)]:
         if fp == 0:
             continue
-        ow_tile, f_tile = register_tile(ow, fp) if pixel_tile is None else pixel_tile
+        ow_tile, f_tile = register_tile(ow, fp, large_input) if pixel_tile is None else pixel_tile
         tiles = fp // f_tile
         packed = weights[..., f0 : f0 + fp].reshape(kh, kw, c, tiles, f_tile).transpose(3, 0, 1, 2, 4)
         packed_filter = packed_global(user, packed, f"__glow_packed_conv_{tiles}x{kh}x{kw}x{c}x{f_tile}")
@@ -262,22 +290,37 @@ def _fused_kernel(conv: _Conv, ow_tile: int, f_tile: int) -> Kernel:
 
 
 def _channel_block(conv: _Conv, f_tile: int) -> int | None:
-    """The input channels per block of a convolution on several short output rows (OW <= SHORT_ROW), or None
+    """The input channels per block of a convolution on several short output rows (OW <= BLOCKED_ROW), or None
     for the unblocked schedule.
 
-    The direct schedule reads a channel tile's whole filter slice (KH * KW * C * f floats: 1.2 MB for a 3x3
-    512 -> 512 layer at f = 64) once per output row, and a row of 3 to 6 pixels does only that many FMAs per
-    filter vector, so those layers stream the slice from L2 or memory at a few FMAs per load. With the input
-    channels in blocks whose filter [KH, KW, block, f] fits in L1 (L1_FILTER_BYTES), outermost, every output
-    row reuses the block from L1 (measured, one process against onnxruntime: 3x3 512 -> 512 on a 3x3 map 0.58
-    -> 1.07-1.11, 3x3 stride 2 320 -> 512 onto 3x3 0.92 -> 1.22, 3x3 256 -> 256 on 6x6 0.96 -> 1.04; on rows of
-    7 and more it gained nothing, within noise, and 1x1 layers on 7x7 lost up to 10 %)."""
+    The direct schedule reads a channel tile's whole filter slice (KH * KW * C * f floats: 590 KB for a 3x3
+    512 -> 512 layer at f = 32) once per output row, and a row of OW pixels does only OW FMAs per filter
+    vector. In a network the slice comes from memory on the first row (ResNet-18's weights outgrow L2), at a
+    few FMAs per load, and the other rows run from L2 only after it: the 3x3 512 -> 512 layer on 7x7 ran at
+    96-117 GFLOP/s with caches flushed between calls, 145-160 without. With the input channels in blocks,
+    outermost, every output row reuses a block from L1, and each of the KH * KW taps of a block is a piece of
+    a stream through the packed filter. Pieces of at most TAP_BLOCK_BYTES ran best; our reading (not checked
+    with counters): they stay within the L2 streamer's run-ahead on each tap's stream, so the next block
+    arrives while this block's rows compute. Measured one process, caches flushed, GFLOP/s with pieces of
+    512 B / 1 KiB / 2 KiB: 3x3 512 -> 512 on 7x7 (f = 32) 167 / 157 / 134 (unblocked 122), on 4x4 (f = 64)
+    - / 125 / 106, 5x5 256 -> 256 on 7x7 162 / 166 / 136 (unblocked 127). Rows of 14 gained too (3x3 512 -> 512 on 14x14 +15 %, 256 -> 256 +2-6 %,
+    stride 2 256 -> 256 onto 14x14 +20 %), rows of 28 did not (3x3 128 -> 128 on 28x28 -3 %, stride 2
+    64 -> 128 onto 28x28 -10 %).
+
+    Each block reads its channels of every input pixel, a few bytes of each cache line, so the input must stay
+    in L2 from one block to the next (L2_INPUT_BYTES): ResNet-50 at batch 8, whose 3x3 stride-2
+    512 -> 512 layer reads 8 x 16 x 16 x 512 floats (4 MiB), ran it at 79 GFLOP/s blocked, 161 unblocked."""
     kh, kw, c, _ = static_shape(conv.filter)
     n, oh, ow, _ = static_shape(conv.y)
-    # One output row (a squeeze-and-excite FC as a 1x1 convolution on a 1x1 map) reads the filter once anyway.
-    if ow > SHORT_ROW or n * oh == 1:
+    if _input_bytes(conv) > L2_INPUT_BYTES:
         return None
-    block = _divisor_at_most(c, max(1, L1_FILTER_BYTES // (kh * kw * f_tile * 4)))
+    # One output row (a squeeze-and-excite FC as a 1x1 convolution on a 1x1 map) reads the filter once anyway.
+    # A 1x1 window's block would be a few channels, too few FMAs between two loads of the accumulators (and
+    # its one tap streams through the packed filter in order anyway): ResNet-50's 1x1 layers on 7x7 lost
+    # 10-28 % blocked.
+    if ow > BLOCKED_ROW or n * oh == 1 or kh * kw == 1:
+        return None
+    block = _divisor_at_most(c, max(1, TAP_BLOCK_BYTES // (f_tile * 4)))
     return block if block < c else None
 
 
@@ -320,7 +363,7 @@ def _pixel_tile(conv: _Conv, filter_shape: Sequence[int]) -> tuple[int, int] | N
     strides, _ = ir.MemRefType(conv.y.type).get_strides_and_offset()
     if strides[1] != ow * strides[2] or n > 1 and strides[0] != oh * strides[1]:
         return None
-    pixels = _divisor_at_most(n * oh * ow, ACCUMULATORS)
+    pixels = _divisor_at_most(n * oh * ow, PIXELS)
     # Channels widen the tile up to PIXEL_ACCUMULATORS where the pixels leave room (12 pixels x 32, 5 x 64).
     width = max(
         w for w in CHANNEL_TILES if f % w == 0 and (w == LANES or pixels * w // LANES <= PIXEL_ACCUMULATORS)
