@@ -36,7 +36,7 @@ from mlir.dialects import arith, func, scf, vector
 
 from glow_mlir.backends.cpu import bf16_host
 # The f32 convolution recipe's finder of the marked bias and activation ops around a convolution.
-from glow_mlir.backends.cpu.conv_recipes import _epilogue as conv_epilogue
+from glow_mlir.backends.cpu.conv_recipes import epilogue as conv_epilogue
 from glow_mlir.backends.cpu.outline import OUTLINED_PREFIX
 from glow_mlir.backends.cpu.recipes import (
     Recipe,

@@ -154,7 +154,7 @@ def _steps(tile_sizes: Sequence[int], interchange: Sequence[int] = ()) -> steps.
 def conv_recipe(op: ir.Operation) -> Recipe | None:
     """Direct convolution, loops (n, oh, ow, f, kh, kw, c): tile [1, 1, ow, f, 1, 1, 1], with the bias and
     activation of a CPU convolution fused into each tile."""
-    bias_op, activation_op = _epilogue(op)
+    bias_op, activation_op = epilogue(op)
     if not _usable(op):
         # The bias and the activation then run as elementwise kernels of their own.
         parts = [elementwise_recipe(e) for e in (bias_op, activation_op) if e is not None]
@@ -195,7 +195,7 @@ def _input_bytes(conv: _Conv) -> int:
     return int(np.prod(static_shape(conv.x))) * 4
 
 
-def _epilogue(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None]:
+def epilogue(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None]:
     """The bias op right before convolution `op` and the activation op right after it, where glow-ir-to-linalg
     marked them (a CPU convolution), else None. Both use the convolution's output: they are found among its
     users (nearest before and after `op`), not by listing the block, which made the schedule quadratic."""
@@ -272,8 +272,8 @@ def _fused_kernel(conv: _Conv, ow_tile: int, f_tile: int) -> Kernel:
     root = result.owner.operation
     block = _channel_block(conv, f_tile)
     if block is not None:
-        epilogue = bias_op is not None or activation_op is not None
-        return Kernel(root, _blocked_steps(block, ow_tile, f_tile, epilogue))
+        has_epilogue = bias_op is not None or activation_op is not None
+        return Kernel(root, _blocked_steps(block, ow_tile, f_tile, has_epilogue))
     if bias_op is None and activation_op is None:
         return Kernel(root, _steps([1, 1, ow_tile, f_tile, 1, 1, 1], CHANNELS_OUTER))
     extra = [] if activation_op is not None else [0, 0, 0]
@@ -324,7 +324,7 @@ def _channel_block(conv: _Conv, f_tile: int) -> int | None:
     return block if block < c else None
 
 
-def _blocked_steps(block: int, ow_tile: int, f_tile: int, epilogue: bool) -> steps.Build:
+def _blocked_steps(block: int, ow_tile: int, f_tile: int, has_epilogue: bool) -> steps.Build:
     """The direct schedule under an outer loop over input-channel blocks (`_channel_block`): the reduction
     is split, so the bias (the accumulators' start) and the activation (after the last block) run as
     vectorized passes of their own over the output tile, which on short rows is small."""
@@ -333,7 +333,7 @@ def _blocked_steps(block: int, ow_tile: int, f_tile: int, epilogue: bool) -> ste
         function = steps.function_of(handle)
         blocked = steps.tile(steps.match(function, "linalg.conv_2d_nhwc_hwcf"), [0, 0, 0, 0, 0, 0, block])
         steps.vectorize(steps.decompose(steps.tile(blocked, [1, 1, ow_tile, f_tile, 1, 1, 1], CHANNELS_OUTER)))
-        if epilogue:
+        if has_epilogue:
             generics = steps.match(function, "linalg.generic")
             steps.vectorize(steps.tile(generics, [1, 1, ow_tile, f_tile], CHANNELS_OUTER[:4]))
 

@@ -192,7 +192,7 @@ def test_chains_are_found_without_listing_the_block(monkeypatch: pytest.MonkeyPa
 
 def test_conv_epilogue_found_without_listing_the_block(monkeypatch: pytest.MonkeyPatch) -> None:
     """A CPU convolution's bias op (before it) and activation op (after it) are found among the users of its
-    output (conv_recipes._epilogue): listing the block for every convolution made glow-cpu-schedule quadratic
+    output (conv_recipes.epilogue): listing the block for every convolution made glow-cpu-schedule quadratic
     (RegNetX-002's schedule: 2.1 -> 1.3 s CPU). Two convolutions with bias and ReLU each: both pairs found."""
     nodes, inits = [], []
     for i in range(2):
@@ -210,7 +210,7 @@ def test_conv_epilogue_found_without_listing_the_block(monkeypatch: pytest.Monke
         assert len(convs) == 2
         with monkeypatch.context() as patch:
             patch.setattr(ir.Block, "operations", property(lambda block: pytest.fail("a block was listed")))
-            found = [conv_recipes._epilogue(op) for op in convs]
+            found = [conv_recipes.epilogue(op) for op in convs]
         for bias, activation in found:
             assert bias is not None and CONV_BIAS_ATTR in bias.attributes
             assert activation is not None and CONV_ACTIVATION_ATTR in activation.attributes
