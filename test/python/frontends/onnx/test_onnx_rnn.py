@@ -92,7 +92,11 @@ def test_alternative_activations(op: str, activations: list[str], alpha: list[fl
                                 "direction": "bidirectional" if directions == 2 else "forward"}
     if beta:
         attrs["activation_beta"] = beta
-    run(op, attrs, directions, outputs=3 if op == "LSTM" else 2)
+    # An unbounded candidate activation (GRU's Relu) lets the state grow step by step (to ~1800 on some draws of
+    # the shared RNG, whose state depends on the test order), where float32 sums taken in another order than
+    # the reference's differ by up to 3e-4 relative.
+    rtol = 1e-3 if "Relu" in activations else 1e-4
+    run(op, attrs, directions, outputs=3 if op == "LSTM" else 2, rtol=rtol)
 
 
 @pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
