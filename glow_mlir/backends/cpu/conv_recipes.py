@@ -43,12 +43,14 @@ from glow_mlir.backends.cpu.recipes import (
     has_identity_layout,
     generic_on_tensors,
     is_float32,
+    model_weight_bytes,
     on_tensors,
     packed_global,
     recipe,
     static_shape,
     write_back,
 )
+from glow_mlir.backends.cpu.matmul_recipes import L2_BYTES, prefetch_ahead
 
 LANES = 16  # f32 lanes of one AVX-512 register
 # Output-channel tiles outermost: the image is swept once per channel tile, so that tile's filter slice
@@ -71,6 +73,11 @@ PIXELS = 16
 # Output rows of at most this many pixels are short: too few FMAs per filter vector to fill a register tile
 # (`_pixel_tile`).
 SHORT_ROW = 6
+# A pixel kernel's filter larger than this prefetches ahead (`_streamed`): larger than L2, it cannot be there from
+# the previous run. Measured one process (bench.ab --base HEAD): prefetching every pixel-kernel filter of a model
+# beyond L2 made PoolFormer-S12 1.19x faster but GhostNet, MobileNetV3-small and EfficientNet-B0 0.97-0.98x
+# (their 1x1 filters, up to 1.6 MiB, mostly come from L3, where the prefetches only take load slots).
+STREAMED_FILTER_BYTES = L2_BYTES
 # Output rows of at most this many pixels run with their input channels blocked (`_channel_block`).
 BLOCKED_ROW = 14
 # The bytes of each filter tap ([block, f] of a packed [KH, KW, C, f] tile) per channel block (`_channel_block`).
@@ -249,9 +256,17 @@ def _packed_kernels(conv: _Conv, weights: np.ndarray, user: ir.Operation) -> lis
             if pixel_tile is None:
                 kernels.append(_fused_kernel(tile_conv, ow_tile, f_tile))
             else:
-                kernels.append(_pixels_kernel(tile_conv, ow_tile))
+                kernels.append(_pixels_kernel(tile_conv, ow_tile, _streamed(packed, user)))
             scf.YieldOp([])
     return kernels
+
+
+def _streamed(packed: np.ndarray, user: ir.Operation) -> bool:
+    """Whether a pixel kernel's packed filter streams from memory, which its few pixels per filter vector
+    cannot hide (PoolFormer-S12's 1x1 layers on 3x3 maps: 9 FMAs per 128-byte filter row, 35 GFLOP/s): the
+    layer's filter outgrows STREAMED_FILTER_BYTES and the model's weights outgrow L2 (L2_BYTES), so it is not
+    in cache from the previous run. Its loads then prefetch ahead as the matmuls' do (`prefetch_ahead`)."""
+    return packed.nbytes > STREAMED_FILTER_BYTES and model_weight_bytes(user) > L2_BYTES
 
 
 def _fused_kernel(conv: _Conv, ow_tile: int, f_tile: int) -> Kernel:
@@ -398,10 +413,11 @@ def _remapped(op: ir.Operation, inputs: list[ir.Value], init: ir.Value, maps: li
     return generic.result
 
 
-def _pixels_kernel(conv: _Conv, pixel_tile: int) -> Kernel:
+def _pixels_kernel(conv: _Conv, pixel_tile: int, streamed: bool) -> Kernel:
     """1x1 convolution `conv` as y[p, j] = activation(bias[j] + sum_c x[p, c] f[c, j]) over the pixels p of
     its map: a linalg.matmul tiled [pixel_tile, all channels of the tile, 1] (one outer product per input
-    channel), with the bias written first and the activation applied after, both vectorized on the tile."""
+    channel), with the bias written first and the activation applied after, both vectorized on the tile.
+    `streamed`: the filter comes from memory (`_streamed`), and each load of it also prefetches further on."""
     x2, f2, y2 = _collapse_pixels(conv.x), _collapse_pixels(conv.filter), _collapse_pixels(conv.y)
     inputs = [x2, f2, *([conv.bias] if conv.bias is not None else [])]
     tensors = on_tensors([*inputs, y2], [False] * len(inputs) + [True])
@@ -422,7 +438,7 @@ def _pixels_kernel(conv: _Conv, pixel_tile: int) -> Kernel:
         if epilogue:
             steps.vectorize(steps.match(function, "linalg.generic"))
 
-    return Kernel(result.owner.operation, build)
+    return Kernel(result.owner.operation, build, prefetch_ahead(f2.type) if streamed else None)
 
 
 def _index(value: int) -> ir.Value:

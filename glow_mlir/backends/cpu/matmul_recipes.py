@@ -108,7 +108,7 @@ def _gemm(op: ir.Operation, a: ir.Value, b: ir.Value, c: ir.Value, batch: int | 
     # the speed of the 32 before them (37 x 192 x 768 constant weights: 237 -> 70 us).
     for n0, np_, tile_n in column_blocks(n, _NR_FOR_MR[mr]):
         generic = _gemm_block(op, a, b, c, packed, batch, (m, n, k), (0, m, mr), (n0, np_, tile_n))
-        finish = _prefetch_ahead(generic.operands[1].type) if streamed else None
+        finish = prefetch_ahead(generic.operands[1].type) if streamed else None
         kernels.append(Kernel(generic, _gemm_steps(batch, m, np_ // tile_n, k, mr, tile_n), finish))
     op.erase()
     return Recipe(tuple(kernels))
@@ -232,13 +232,17 @@ def _b_block(k: int, nb: int, nr: int) -> tuple[int, int]:
     return kc, largest_divisor(nb, max(1, L1_B_BYTES // (4 * kc * nr)))
 
 
-def _prefetch_ahead(packed: ir.Type) -> Callable[[ir.Operation], None]:
+def prefetch_ahead(packed: ir.Type) -> Callable[[ir.Operation], None]:
     """The finish of a kernel reading packed weights of type `packed` (its function's argument): before each
     vector load of them, a prefetch of every line that load reads, L1_B_BYTES further on in the buffer (the
     last element at most: a prefetch past the end would index out of bounds)."""
     shape = list(ir.MemRefType(packed).shape)
     total = int(np.prod(shape))
     ahead = L1_B_BYTES // 4
+    # A contiguous view of a larger buffer (a convolution's channel tile of its packed filter) collapses to one
+    # with its offset: the prefetches stay inside the view.
+    strided = isinstance(ir.MemRefType(packed).layout, ir.StridedLayoutAttr)
+    layout = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(), [1]) if strided else None
 
     def finish(function: ir.Operation) -> None:
         entry = function.regions[0].blocks[0]
@@ -256,7 +260,7 @@ def _prefetch_ahead(packed: ir.Type) -> Callable[[ir.Operation], None]:
                 if buffer.arg_number not in flat:
                     with ir.InsertionPoint.at_block_begin(entry):
                         everything = ir.ArrayAttr.get([ir.ArrayAttr.get([ops.i64(d) for d in range(len(shape))])])
-                        view = ir.MemRefType.get([total], ir.MemRefType(packed).element_type)
+                        view = ir.MemRefType.get([total], ir.MemRefType(packed).element_type, layout=layout)
                         flat[buffer.arg_number] = memref.CollapseShapeOp(view, buffer, everything).result
                 with ir.InsertionPoint(load):
                     first, *rest = load.operands[1:]

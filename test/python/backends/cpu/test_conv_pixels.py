@@ -70,3 +70,17 @@ def test_pointwise_on_small_maps(case: str) -> None:
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     [want] = session.run(None, {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("f,prefetched", [(2048, True), (512, False)])
+def test_streamed_pixel_filter_is_prefetched(f: int, prefetched: bool) -> None:
+    """A 1x1 layer on a 3x3 map (9 FMAs per filter row) whose filter outgrows L2 (512 -> 2048: 4 MiB) streams it
+    from memory: its loads prefetch ahead (conv_recipes._streamed); a 1 MiB filter (512 -> 512) does not. Both
+    match onnxruntime."""
+    model = conv_model(512, 3, 3, f, activation="relu")
+    x = rng.standard_normal((1, 512, 3, 3)).astype(np.float32)
+    with glow_mlir.compile(import_model(model), keep_ir=True, cache=False) as compiled:
+        [got] = compiled.run({"x": x}).values()
+        assert ("memref.prefetch" in compiled.ir("glow-cpu-schedule")) == prefetched
+    [want] = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
