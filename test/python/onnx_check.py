@@ -158,3 +158,15 @@ def check_node(
     node = helper.make_node(op, node_inputs, out_names, name=f"{op.lower()}_node", **(attrs or {}))
     initializers = {n: a for n, a in consts.items() if a is not None}
     check(model([node], inputs, [o for o in out_names if o], initializers, opset), inputs, rtol, atol, spec=spec)
+
+
+def matmul_model(m: int, n: int, k: int, constant: bool) -> tuple[glow_mlir.Graph, dict[str, np.ndarray], np.ndarray]:
+    """y = x [m, k] @ w [k, n] for the matmul-schedule tests, w a constant or an input; the feeds and the
+    float64 product."""
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    g = glow_mlir.Graph("mm")
+    rhs = g.constant(w) if constant else g.input("w", (k, n))
+    g.output("y", g.matmul(g.input("x", (m, k)), rhs))
+    feeds = {"x": x} if constant else {"x": x, "w": w}
+    return g, feeds, x.astype(np.float64) @ w.astype(np.float64)

@@ -11,8 +11,7 @@ import pytest
 import glow_mlir
 from glow_mlir.backends.cpu import matmul_recipes
 from glow_mlir.backends.cpu.matmul_recipes import L1_B_BYTES, L2_BYTES, MAX_MR, _b_block, _pick_mr
-
-RNG = np.random.default_rng(23)
+from onnx_check import matmul_model
 
 
 @pytest.mark.parametrize("m", range(1, 400))
@@ -47,21 +46,11 @@ def test_b_block_fits_l1(k: int, nb: int, nr: int) -> None:
     assert _b_block(512, 64, 32) == (256, 1) and _b_block(36, 8, 32) == (36, 4) and _b_block(509, 4, 32)[0] == 509
 
 
-def _matmul(m: int, k: int, n: int, constant: bool) -> tuple[glow_mlir.Graph, dict[str, np.ndarray], np.ndarray]:
-    x = RNG.standard_normal((m, k)).astype(np.float32)
-    w = RNG.standard_normal((k, n)).astype(np.float32)
-    g = glow_mlir.Graph("mm")
-    rhs = g.constant(w) if constant else g.input("w", (k, n))
-    g.output("y", g.matmul(g.input("x", (m, k)), rhs))
-    feeds = {"x": x} if constant else {"x": x, "w": w}
-    return g, feeds, x.astype(np.float64) @ w.astype(np.float64)
-
-
 @pytest.mark.parametrize("constant", [True, False])
 def test_tall_a_runs_in_row_blocks(constant: bool) -> None:
     """1100 rows (91 tiles of 12 and 8 left) are more than an A block of L2_A_BYTES at kc = 256: the main rows
     run in row blocks outermost and the 8 left as an op of their own, with the same numbers."""
-    g, feeds, want = _matmul(1100, 512, 64, constant)
+    g, feeds, want = matmul_model(1100, 64, 512, constant)
     with glow_mlir.compile(g, keep_ir=True, cache=False) as model:
         np.testing.assert_allclose(model.run(feeds)["y"], want, rtol=1e-4, atol=1e-4 * np.sqrt(512))
         scheduled = model.ir("glow-cpu-schedule")
@@ -78,7 +67,7 @@ def test_tall_a_runs_in_row_blocks(constant: bool) -> None:
 )
 def test_packed_weights_beyond_l2_are_prefetched(m: int, k: int, n: int, prefetched: bool) -> None:
     assert (k * n * 4 > L2_BYTES) == (n == 1280)
-    g, feeds, want = _matmul(m, k, n, constant=True)
+    g, feeds, want = matmul_model(m, n, k, constant=True)
     with glow_mlir.compile(g, keep_ir=True, cache=False) as model:
         np.testing.assert_allclose(model.run(feeds)["y"], want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
         scheduled = model.ir("glow-cpu-schedule")
@@ -91,7 +80,7 @@ def test_packed_weights_beyond_l2_are_prefetched(m: int, k: int, n: int, prefetc
 
 def test_prefetching_kernel_still_splits_across_threads() -> None:
     """glow-cpu-parallelize counts a prefetch as a read: the kernel's column loop still runs on both threads."""
-    g, feeds, want = _matmul(36, 512, 1280, constant=True)
+    g, feeds, want = matmul_model(36, 1280, 512, constant=True)
     with glow_mlir.compile(g, keep_ir=True, cache=False, threads=2) as model:
         np.testing.assert_allclose(model.run(feeds)["y"], want, rtol=1e-4, atol=1e-4 * np.sqrt(512))
         parallel = model.ir("glow-cpu-parallelize")

@@ -19,18 +19,9 @@ from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.matmul_recipes import column_blocks
 from glow_mlir.context import make_context
 from glow_mlir.runtime import llc_path
+from onnx_check import matmul_model
 
 RNG = np.random.default_rng(17)
-
-
-def matmul_model(m: int, n: int, k: int, constant: bool) -> tuple[glow_mlir.Graph, dict[str, np.ndarray], np.ndarray]:
-    x = RNG.standard_normal((m, k)).astype(np.float32)
-    w = RNG.standard_normal((k, n)).astype(np.float32)
-    g = glow_mlir.Graph("mm")
-    rhs = g.constant(w) if constant else g.input("w", (k, n))
-    g.output("y", g.matmul(g.input("x", (m, k)), rhs))
-    feeds = {"x": x} if constant else {"x": x, "w": w}
-    return g, feeds, x.astype(np.float64) @ w.astype(np.float64)
 
 
 @pytest.mark.parametrize("constant", [True, False])
