@@ -115,12 +115,6 @@ class CompiledModel(LoadedModel):
         self._context = None
         _LIVE.discard(self)
 
-    def __enter__(self) -> CompiledModel:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
 
 _LIVE: weakref.WeakSet[CompiledModel] = weakref.WeakSet()
 

@@ -19,7 +19,7 @@ import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import ml_dtypes  # noqa: F401 - registers bfloat16, float8_* ... with numpy, for decode_dtype
 import numpy as np
@@ -143,7 +143,7 @@ class LoadedModel:
         """Drops the native code; the model cannot run afterwards."""
         self._function = None
 
-    def __enter__(self) -> LoadedModel:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_: object) -> None:
