@@ -43,14 +43,15 @@ from glow_mlir.backends.cpu.recipes import (
     has_identity_layout,
     generic_on_tensors,
     is_float32,
+    L2_BYTES,
     model_weight_bytes,
     on_tensors,
     packed_global,
+    prefetch_ahead,
     recipe,
     static_shape,
     write_back,
 )
-from glow_mlir.backends.cpu.matmul_recipes import L2_BYTES, prefetch_ahead
 
 LANES = 16  # f32 lanes of one AVX-512 register
 # Output-channel tiles outermost: the image is swept once per channel tile, so that tile's filter slice

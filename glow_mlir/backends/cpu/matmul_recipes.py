@@ -10,7 +10,7 @@ their own, rows that it does not divide run as a smaller tile inside each panel.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from mlir import ir
@@ -26,8 +26,10 @@ from glow_mlir.backends.cpu.recipes import (
     has_identity_layout,
     is_float32,
     largest_divisor,
+    L2_BYTES,
     model_weight_bytes,
     packed_global,
+    prefetch_ahead,
     recipe,
     static_shape,
 )
@@ -45,22 +47,15 @@ _NR_FOR_MR = {1: 128, 2: 128, 3: 64, 4: 64, **{mr: 32 for mr in range(5, MAX_MR 
 # ran 36 x 512 x 2048 at 165 GFLOP/s, kc = 512 (64 KiB) at 151, kc = 128 at 154); shallow B's take several
 # panels, so that each row tile of A also serves several of them.
 L1_B_BYTES = 32 * 1024
-# The L2 of this Xeon: 2 MiB per core.
-L2_BYTES = 2 * 1024 * 1024
 # Bytes of the block of A (mc rows x kc) that every B block reads from L2: half of it, beside B's and C's
 # blocks. Rows beyond it (more than 1024 at kc = 256) run in blocks of mc.
 L2_A_BYTES = L2_BYTES // 2
 # Packed weights come from L3 or memory on every call when the model's weights exceed L2 (L2_BYTES), and the
 # hardware prefetchers, which stop at each 4 KiB page, leave the first row tile of each B block waiting for
 # them while the other row tiles leave memory idle. So, where there are several row tiles, each load of packed
-# B also prefetches, into L2 (prefetcht1: into L1 it would evict the block in use), the B one L1 block
-# (L1_B_BYTES) further on in the packed layout, which the loops read in order. MLP-Mixer (zoo) ran 16.6 ->
-# 12.5 ms (8 KiB ahead 12.3, 64 KiB ahead 11.7; into L1 13.4 from 18.2), ViT-tiny, Swin-tiny and LeViT-128s
-# 11-14 % faster. Where the weights fit L2 the prefetches only cost load slots: the MLP (2 MiB of weights,
-# one row) ran 17 % slower with them, GPT-2 (zoo, 0.45 MiB) 4 %.
-PREFETCH_LOCALITY = 2
-# Floats per cache line: one prefetch per line of a packed row of B.
-_LINE_FLOATS = 16
+# B also prefetches the B one L1 block further on (recipes.prefetch_ahead). Where the weights fit L2 the
+# prefetches only cost load slots: the MLP (2 MiB of weights, one row) ran 17 % slower with them, GPT-2 (zoo,
+# 0.45 MiB) 4 %.
 
 
 def _pick_mr(m: int) -> int:
@@ -230,48 +225,6 @@ def _b_block(k: int, nb: int, nr: int) -> tuple[int, int]:
     if 2 * kc < bound and kc != k:
         kc = k
     return kc, largest_divisor(nb, max(1, L1_B_BYTES // (4 * kc * nr)))
-
-
-def prefetch_ahead(packed: ir.Type) -> Callable[[ir.Operation], None]:
-    """The finish of a kernel reading packed weights of type `packed` (its function's argument): before each
-    vector load of them, a prefetch of every line that load reads, L1_B_BYTES further on in the buffer (the
-    last element at most: a prefetch past the end would index out of bounds)."""
-    shape = list(ir.MemRefType(packed).shape)
-    total = int(np.prod(shape))
-    ahead = L1_B_BYTES // 4
-    # A contiguous view of a larger buffer (a convolution's channel tile of its packed filter) collapses to one
-    # with its offset: the prefetches stay inside the view.
-    strided = isinstance(ir.MemRefType(packed).layout, ir.StridedLayoutAttr)
-    layout = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(), [1]) if strided else None
-
-    def finish(function: ir.Operation) -> None:
-        entry = function.regions[0].blocks[0]
-        loads = [
-            op
-            for op in ops.walk_ops(function)
-            if op.name == "vector.load"
-            and op.operands[0].type == packed
-            and isinstance(op.operands[0], ir.BlockArgument)
-        ]
-        flat: dict[int, ir.Value] = {}
-        for load in loads:
-            buffer = ir.BlockArgument(load.operands[0])
-            with load.location:
-                if buffer.arg_number not in flat:
-                    with ir.InsertionPoint.at_block_begin(entry):
-                        everything = ir.ArrayAttr.get([ir.ArrayAttr.get([ops.i64(d) for d in range(len(shape))])])
-                        view = ir.MemRefType.get([total], ir.MemRefType(packed).element_type, layout=layout)
-                        flat[buffer.arg_number] = memref.CollapseShapeOp(view, buffer, everything).result
-                with ir.InsertionPoint(load):
-                    first, *rest = load.operands[1:]
-                    linear = first
-                    for index, size in zip(rest, shape[1:], strict=True):
-                        linear = arith.addi(arith.muli(linear, _index(size)), index)
-                    for line in range(0, shape[-1], _LINE_FLOATS):
-                        at = arith.minui(arith.addi(linear, _index(ahead + line)), _index(total - 1))
-                        memref.PrefetchOp(flat[buffer.arg_number], [at], False, PREFETCH_LOCALITY, True)
-
-    return finish
 
 
 def _index(value: int) -> ir.Value:

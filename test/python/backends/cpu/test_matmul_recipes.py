@@ -10,7 +10,8 @@ import pytest
 
 import glow_mlir
 from glow_mlir.backends.cpu import matmul_recipes
-from glow_mlir.backends.cpu.matmul_recipes import L1_B_BYTES, L2_BYTES, MAX_MR, _b_block, _pick_mr
+from glow_mlir.backends.cpu.matmul_recipes import L1_B_BYTES, MAX_MR, _b_block, _pick_mr
+from glow_mlir.backends.cpu.recipes import L2_BYTES
 from onnx_check import matmul_model
 
 
