@@ -42,6 +42,7 @@ from glow_mlir.backends.cpu.recipes import (
     Recipe,
     constant_data,
     elementwise_recipe,
+    index_constant,
     packed_global,
     recipe,
     static_shape,
@@ -208,18 +209,14 @@ def _call(op: ir.Operation, p: _Product) -> None:
 # The kernel
 
 
-def _index(value: int) -> ir.Value:
-    return arith.ConstantOp(ir.IndexType.get(), value).result
-
-
 def _add(a: ir.Value, b: int | ir.Value) -> ir.Value:
     if isinstance(b, int):
-        return a if b == 0 else arith.addi(a, _index(b))
+        return a if b == 0 else arith.addi(a, index_constant(b))
     return arith.addi(a, b)
 
 
 def _mul(a: ir.Value, b: int) -> ir.Value:
-    return a if b == 1 else arith.muli(a, _index(b))
+    return a if b == 1 else arith.muli(a, index_constant(b))
 
 
 def _loop(
@@ -232,8 +229,8 @@ def _loop(
     """An scf.for from `start` to `stop` by `step` carrying `carried`; `body(iv, values)` returns the next
     values. A single trip is emitted without the loop (its iv a constant)."""
     if stop - start == step:
-        return body(_index(start), list(carried))
-    loop = scf.ForOp(_index(start), _index(stop), _index(step), list(carried))
+        return body(index_constant(start), list(carried))
+    loop = scf.ForOp(index_constant(start), index_constant(stop), index_constant(step), list(carried))
     with ir.InsertionPoint(loop.body):
         scf.YieldOp(body(loop.induction_variable, list(loop.inner_iter_args)))
     return list(loop.results)
@@ -287,16 +284,16 @@ def _tile(p: _Product, r: ir.Value, vec: ir.Value, px: ir.Value, tile: _Tile) ->
     """One register tile: accumulators from the bias (or y), the reduction, the store."""
     f32, bf16 = ir.F32Type.get(), ir.BF16Type.get()
     acc_type = ir.VectorType.get([LANES], f32)
-    mask = vector.create_mask(ir.VectorType.get([LANES], ir.IntegerType.get_signless(1)), [_index(tile.lanes)])
+    mask = vector.create_mask(ir.VectorType.get([LANES], ir.IntegerType.get_signless(1)), [index_constant(tile.lanes)])
     y_shape = static_shape(p.y)
     channel = [_mul(_add(vec, j), LANES) for j in range(tile.nv)]
-    group = arith.divui(vec, _index(ir.MemRefType(p.packed.type).shape[2]))
+    group = arith.divui(vec, index_constant(ir.MemRefType(p.packed.type).shape[2]))
 
     def y_index(i: int, j: int) -> list[ir.Value]:
         pixel = _add(px, i)
         if p.matmul:
             return [pixel, channel[j]]
-        n, oh = arith.divui(r, _index(y_shape[1])), arith.remui(r, _index(y_shape[1]))
+        n, oh = arith.divui(r, index_constant(y_shape[1])), arith.remui(r, index_constant(y_shape[1]))
         return [n, oh, pixel, channel[j]]
 
     def load(base: ir.Value, index: list[ir.Value], j: int) -> ir.Value:
@@ -326,13 +323,15 @@ def _tile(p: _Product, r: ir.Value, vec: ir.Value, px: ir.Value, tile: _Tile) ->
         if p.matmul:
             return [pixel, c]
         oh_count = y_shape[1]
-        n, oh = arith.divui(r, _index(oh_count)), arith.remui(r, _index(oh_count))
+        n, oh = arith.divui(r, index_constant(oh_count)), arith.remui(r, index_constant(oh_count))
         h = _add(_mul(oh, p.strides[0]), _mul(dy, p.dilations[0]))
         w = _add(_mul(pixel, p.strides[1]), _mul(dx, p.dilations[1]))
         return [n, h, w, c]
 
     def step(accs: list[ir.Value], t: ir.Value, pair_of: Callable[[int], ir.Value]) -> list[ir.Value]:
-        weights = [vector.load(wide_type, p.packed, [group, t, _index(j), _index(0)]) for j in range(tile.nv)]
+        weights = [
+            vector.load(wide_type, p.packed, [group, t, index_constant(j), index_constant(0)]) for j in range(tile.nv)
+        ]
         out = list(accs)
         for i in range(tile.mr):
             a = broadcast(pair_of(i))
@@ -358,7 +357,7 @@ def _tile(p: _Product, r: ir.Value, vec: ir.Value, px: ir.Value, tile: _Tile) ->
             zero = arith.ConstantOp(single, ir.DenseElementsAttr.get_splat(single, ir.FloatAttr.get(bf16, 0.0)))
 
             def odd(i: int) -> ir.Value:
-                last = vector.load(single, p.x, x_index(i, dy, dx, _index(p.channels - 1)))
+                last = vector.load(single, p.x, x_index(i, dy, dx, index_constant(p.channels - 1)))
                 return vector.shuffle(last, zero.result, [0, 1])
 
             accs = step(accs, _add(first, pairs), odd)

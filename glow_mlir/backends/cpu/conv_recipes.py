@@ -36,14 +36,15 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.lowerings import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
 from glow_mlir.backends.cpu.recipes import (
+    L2_BYTES,
     Kernel,
     Recipe,
     constant_data,
     elementwise_recipe,
-    has_identity_layout,
     generic_on_tensors,
+    has_identity_layout,
+    index_constant,
     is_float32,
-    L2_BYTES,
     model_weight_bytes,
     on_tensors,
     packed_global,
@@ -246,11 +247,11 @@ def _packed_kernels(conv: _Conv, weights: np.ndarray, user: ir.Operation) -> lis
         tiles = fp // f_tile
         packed = weights[..., f0 : f0 + fp].reshape(kh, kw, c, tiles, f_tile).transpose(3, 0, 1, 2, 4)
         packed_filter = packed_global(user, packed, f"__glow_packed_conv_{tiles}x{kh}x{kw}x{c}x{f_tile}")
-        loop = scf.ForOp(_index(0), _index(tiles), _index(1))
+        loop = scf.ForOp(index_constant(0), index_constant(tiles), index_constant(1))
         with ir.InsertionPoint(loop.body):
             tile = loop.induction_variable
             filter_ = _dynamic_block(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, c, f_tile], drop_first=True)
-            channel = arith.addi(arith.muli(tile, _index(f_tile)), _index(f0))
+            channel = arith.addi(arith.muli(tile, index_constant(f_tile)), index_constant(f0))
             out = _dynamic_block(conv.y, [0, 0, 0, channel], [n, oh, ow, f_tile])
             tile_bias = _dynamic_block(conv.bias, [channel], [f_tile]) if conv.bias is not None else None
             tile_conv = dataclasses.replace(conv, filter=filter_, bias=tile_bias, y=out)
@@ -440,10 +441,6 @@ def _pixels_kernel(conv: _Conv, pixel_tile: int, streamed: bool) -> Kernel:
             steps.vectorize(steps.match(function, "linalg.generic"))
 
     return Kernel(result.owner.operation, build, prefetch_ahead(f2.type) if streamed else None)
-
-
-def _index(value: int) -> ir.Value:
-    return arith.constant(ir.IndexType.get(), value)
 
 
 def _static_strides(value: ir.Value) -> bool:

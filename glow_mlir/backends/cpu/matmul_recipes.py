@@ -20,13 +20,13 @@ from mlir.dialects.transform import structured
 from glow_mlir import ops
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.recipes import (
+    L2_BYTES,
     Kernel,
     Recipe,
     constant_data,
     has_identity_layout,
     is_float32,
     largest_divisor,
-    L2_BYTES,
     model_weight_bytes,
     packed_global,
     prefetch_ahead,
@@ -225,11 +225,6 @@ def _b_block(k: int, nb: int, nr: int) -> tuple[int, int]:
     if 2 * kc < bound and kc != k:
         kc = k
     return kc, largest_divisor(nb, max(1, L1_B_BYTES // (4 * kc * nr)))
-
-
-def _index(value: int) -> ir.Value:
-    """An index constant at the insertion point."""
-    return arith.constant(ir.IndexType.get(), value)
 
 
 def _split(handle: ir.Value, dim: int, size: int) -> tuple[ir.Value, ir.Value]:

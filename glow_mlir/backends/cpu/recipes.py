@@ -293,15 +293,16 @@ def prefetch_ahead(packed: ir.Type) -> Callable[[ir.Operation], None]:
                     first, *rest = load.operands[1:]
                     linear = first
                     for index, size in zip(rest, shape[1:], strict=True):
-                        linear = arith.addi(arith.muli(linear, _index_constant(size)), index)
+                        linear = arith.addi(arith.muli(linear, index_constant(size)), index)
                     for line in range(0, shape[-1], _LINE_FLOATS):
-                        at = arith.minui(arith.addi(linear, _index_constant(ahead + line)), _index_constant(total - 1))
+                        at = arith.minui(arith.addi(linear, index_constant(ahead + line)), index_constant(total - 1))
                         memref.PrefetchOp(flat[buffer.arg_number], [at], False, PREFETCH_LOCALITY, True)
 
     return finish
 
 
-def _index_constant(value: int) -> ir.Value:
+def index_constant(value: int) -> ir.Value:
+    """An index constant at the insertion point."""
     return arith.constant(ir.IndexType.get(), value)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
-from glow_mlir.backends.cpu.recipes import Recipe, has_identity_layout, is_float32, static_shape
+from glow_mlir.backends.cpu.recipes import Recipe, has_identity_layout, index_constant, is_float32, static_shape
 
 # f32 lanes of one zmm register, and the accumulators a row is spread over (4 cover the add latency).
 LANES = 16
@@ -99,11 +99,11 @@ def _emit(op: ir.Operation, shape: list[int], combiner: ir.Operation) -> ir.Oper
     returns the outermost loop."""
     rows = shape[:-1]
     with op.location, ir.InsertionPoint(op):
-        outer = scf.ForOp(_index(0), _index(rows[0]), _index(1))
+        outer = scf.ForOp(index_constant(0), index_constant(rows[0]), index_constant(1))
         loops = [outer]
         for size in rows[1:]:
             with ir.InsertionPoint(loops[-1].body):
-                loops.append(scf.ForOp(_index(0), _index(size), _index(1)))
+                loops.append(scf.ForOp(index_constant(0), index_constant(size), index_constant(1)))
         with ir.InsertionPoint(loops[-1].body):
             _row(op, [loop.induction_variable for loop in loops], shape[-1], combiner)
         for loop in loops:
@@ -132,11 +132,11 @@ def _row(op: ir.Operation, at: list[ir.Value], n: int, combiner: ir.Operation) -
             loaded = [vector.MaskedLoadOp(vec, x, [*at, j], mask, identity.result).result for x in inputs]
         return _vector_body(op, combiner, loaded)
 
-    loop = scf.ForOp(_index(0), _index(main), _index(step), [identity.result] * count)
+    loop = scf.ForOp(index_constant(0), index_constant(main), index_constant(step), [identity.result] * count)
     with ir.InsertionPoint(loop.body):
         j = loop.induction_variable
         sums = [
-            _combine(combiner, acc, term(j if u == 0 else arith.AddIOp(j, _index(u * LANES)).result))
+            _combine(combiner, acc, term(j if u == 0 else arith.AddIOp(j, index_constant(u * LANES)).result))
             for u, acc in enumerate(loop.inner_iter_args)
         ]
         scf.YieldOp(sums)
@@ -145,19 +145,15 @@ def _row(op: ir.Operation, at: list[ir.Value], n: int, combiner: ir.Operation) -
         total = _combine(combiner, total, partial)
     start = main
     while start + LANES <= n:
-        total = _combine(combiner, total, term(_index(start)))
+        total = _combine(combiner, total, term(index_constant(start)))
         start += LANES
     if start < n:
         mask = vector.ConstantMaskOp(ir.VectorType.get([LANES], ir.IntegerType.get_signless(1)), [n - start]).result
-        total = arith.SelectOp(mask, _combine(combiner, total, term(_index(start), mask)), total).result
+        total = arith.SelectOp(mask, _combine(combiner, total, term(index_constant(start), mask)), total).result
     reassoc = ir.Attribute.parse("#arith.fastmath<reassoc>")
     row = vector.ReductionOp(f32, ir.Attribute.parse(f"#vector.kind<{kind.name.lower()}>"), total, fastmath=reassoc)
     old = memref.LoadOp(output, at).result
     memref.StoreOp(_combine(combiner, old, row.result), output, at)
-
-
-def _index(value: int) -> ir.Value:
-    return arith.ConstantOp(ir.IndexType.get(), value).result
 
 
 def _combine(combiner: ir.Operation, a: ir.Value, b: ir.Value) -> ir.Value:
