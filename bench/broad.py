@@ -1,8 +1,8 @@
-"""The broad benchmark: glow-mlir against onnxruntime on the nine bench models and the whole model zoo, with the
+"""The broad benchmark: glow-mlir against onnxruntime on the bench models and the whole model zoo, with the
 compile time and a per-kernel profile of each: `python -m bench.broad [--models a,b] [--quick]`.
 
-The set: bench/models.py's nine networks and every model of test/models/zoo.py (21 timm and transformers
-architectures built from configs with random weights, TorchScript export, static shapes), named `zoo.<name>`.
+The set: bench/models.py's eleven networks (the nine of the first benchmark and the performance issue's BERT
+encoder at sequence 64 and 128) and every model of test/models/zoo.py (21 timm and transformers architectures built from configs with random weights, TorchScript export, static shapes), named `zoo.<name>`.
 None is left out for being slow or large: a model that fails shows its error in its row.
 
 For each model, in this one process: a glow-mlir `InferenceSession(threads=1)` with the compile cache off (so
@@ -22,18 +22,15 @@ from __future__ import annotations
 import argparse
 import ast
 import gc
-import importlib.util
 import json
 import os
 import shlex
 import sys
 import time
 import traceback
-import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +44,6 @@ from bench.run import CLOCKS, _error_text, _list, compare, machine, measure
 from glow_mlir.frontends.onnx.importer import import_model
 from glow_mlir.profiling import summarize
 
-ROOT = Path(__file__).resolve().parents[1]
-ZOO_PATH = ROOT / "test" / "models" / "zoo.py"
 ZOO_PREFIX = "zoo."
 BUDGET_SECONDS = 6.0
 QUICK_BUDGET_SECONDS = 0.5
@@ -57,18 +52,6 @@ PROFILE_SECONDS = 2.0
 QUICK_PROFILE_SECONDS = 0.2
 # Profiled runs at least: each kernel's figure is a sum over them.
 MIN_PROFILE_RUNS = 3
-
-
-@cache
-def _zoo() -> types.ModuleType:
-    """test/models/zoo.py, loaded from its path (test/ is not a package on sys.path); it imports timm and
-    transformers, so only when a zoo model is asked for."""
-    spec = importlib.util.spec_from_file_location("glow_mlir_test_zoo", ZOO_PATH)
-    assert spec is not None and spec.loader is not None, ZOO_PATH
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @dataclass(frozen=True)
@@ -83,12 +66,12 @@ class Entry:
 
 def _zoo_names() -> list[str]:
     """The zoo's model names, read without importing it (which takes timm and transformers)."""
-    tree = ast.parse(ZOO_PATH.read_text())
+    tree = ast.parse(models.ZOO_PATH.read_text())
     for node in tree.body:
         if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "MODELS":
             assert isinstance(node.value, ast.Dict)
             return [ast.literal_eval(key) for key in node.value.keys if key is not None]
-    raise RuntimeError(f"no MODELS table in {ZOO_PATH}")
+    raise RuntimeError(f"no MODELS table in {models.ZOO_PATH}")
 
 
 def entries() -> dict[str, Entry]:
@@ -103,8 +86,8 @@ def entries() -> dict[str, Entry]:
         found[ZOO_PREFIX + name] = Entry(
             ZOO_PREFIX + name,
             "zoo",
-            lambda name=name: _zoo().exported(name, "torchscript", False),
-            lambda name=name: _zoo().feeds(name, _zoo().MODELS[name].shape),
+            lambda name=name: models.zoo().exported(name, "torchscript", False),
+            lambda name=name: models.zoo().feeds(name, models.zoo().MODELS[name].shape),
         )
     return found
 
