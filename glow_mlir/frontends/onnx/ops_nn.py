@@ -260,26 +260,48 @@ def matmul(ctx: NodeContext) -> list[Value]:
 
 @handles("BatchNormalization")
 def batch_normalization(ctx: NodeContext) -> list[Value]:
+    """Inference normalizes with the given statistics. Training mode (opset 14+, `training_mode=1`) normalizes
+    with the batch's own mean and population variance over every axis but the channels', and its optional
+    outputs are the running statistics updated with them, `input * momentum + batch * (1 - momentum)` (onnx's
+    reference). Models run it at inference too: NF-ResNet's ScaledStdConv standardizes its weights with it."""
     x = ctx.input(0)
-    if ctx.attr("training_mode", 0) or ctx.outputs_wanted() > 1:
-        raise ctx.unsupported("training_mode", "only inference (one output, training_mode=0) is supported")
+    training = ctx.opset >= 14 and ctx.attr("training_mode", 0)
+    if not training and ctx.outputs_wanted() > 1:
+        raise ctx.unsupported("training_mode", "outputs beyond Y are defined for training_mode=1 (opset 14+) only")
     if ctx.opset < 9 and not ctx.attr("spatial", 1):
         raise ctx.unsupported("spatial", "spatial=0 (per-activation statistics) is not supported")
     scale, bias, mean, var = (ctx.convert(ctx.input(i), dtype(x)) for i in range(1, 5))
-    return [ctx.g.batch_normalization(x, scale, bias, mean, var, epsilon=ctx.attr("epsilon", 1e-5), channel_idx=1)]
+    epsilon = ctx.attr("epsilon", 1e-5)
+    if not training:
+        return [ctx.g.batch_normalization(x, scale, bias, mean, var, epsilon=epsilon, channel_idx=1)]
+    axes = [a for a in range(rank(x)) if a != 1]
+    batch_mean, _, batch_var = _moments(ctx, x, axes)
+    y = ctx.g.batch_normalization(x, scale, bias, batch_mean, batch_var, epsilon=epsilon, channel_idx=1)
+    momentum = ctx.attr("momentum", 0.9)
+
+    def running(value: Value, batch: Value) -> Value:
+        kept = ctx.g.mul(value, ctx.scalar_like(value, momentum))
+        return ctx.g.add(kept, ctx.g.mul(batch, ctx.scalar_like(batch, 1 - momentum)))
+
+    return [y, running(mean, batch_mean), running(var, batch_var)]
+
+
+def _moments(ctx: NodeContext, x: Value, axes: list[int]) -> tuple[Value, Value, Value]:
+    """The mean of x over `axes` (those dims dropped), x minus it, and the population variance (dims dropped)."""
+    count = math.prod(shape(x)[a] for a in axes)
+    mean = ctx.g.batched_reduce_add(x, axes)
+    mean = ctx.g.div(mean, ctx.scalar_like(mean, count))
+    centered = ctx.g.sub(x, ctx.broadcast_to(ctx.keep_dims(mean, shape(x), axes), shape(x)))
+    var = ctx.g.batched_reduce_add(ctx.g.mul(centered, centered), axes)
+    return mean, centered, ctx.g.div(var, ctx.scalar_like(var, count))
 
 
 def _normalize(ctx: NodeContext, x: Value, axes: list[int], epsilon: float) -> tuple[Value, Value, Value]:
     """(x - mean) / sqrt(var + epsilon) over `axes`, with the mean and 1/sqrt(var + epsilon) kept as dims."""
-    count = math.prod(shape(x)[a] for a in axes)
-    mean = ctx.g.batched_reduce_add(x, axes)
-    mean = ctx.keep_dims(ctx.g.div(mean, ctx.scalar_like(mean, count)), shape(x), axes)
-    centered = ctx.g.sub(x, ctx.broadcast_to(mean, shape(x)))
-    var = ctx.g.batched_reduce_add(ctx.g.mul(centered, centered), axes)
-    var = ctx.g.div(var, ctx.scalar_like(var, count))
+    mean, centered, var = _moments(ctx, x, axes)
     inv_std = ctx.g.div(ctx.scalar_like(var, 1), ctx.g.sqrt(ctx.g.add(var, ctx.scalar_like(var, epsilon))))
     inv_std = ctx.keep_dims(inv_std, shape(x), axes)
-    return ctx.g.mul(centered, ctx.broadcast_to(inv_std, shape(x))), mean, inv_std
+    return ctx.g.mul(centered, ctx.broadcast_to(inv_std, shape(x))), ctx.keep_dims(mean, shape(x), axes), inv_std
 
 
 @handles("LayerNormalization")
