@@ -1,4 +1,4 @@
-"""glow-mlir and onnxruntime at 1 and 2 intra-op threads: `python -m bench.threads [--models a,b] [--threads 1,2]`.
+"""glow-mlir and onnxruntime at 1 and 2 threads: `python -m bench.threads [--models a,b] [--threads 1,2] [--profile]`.
 
 For each model of bench/models.py it builds one glow-mlir `InferenceSession` per thread count
 (`SessionOptions.intra_op_num_threads`) and one onnxruntime session per thread count (intra-op threads as
@@ -16,6 +16,15 @@ and a worker of the previous session still spinning would take a core from the n
 
 Reported: milliseconds per call, ort/glow at each thread count (> 1: glow-mlir is faster), and each
 runtime's scaling from the first thread count to the others (t(first) / t(n)).
+
+`--profile` times glow-mlir's kernels instead (per-kernel scaling): each model is compiled in the profiling
+variant (glow_mlir/profiling.py: every kernel site timed by wall clock from the calling thread, a split
+kernel's fork and join included) at each thread count, and the variants run in alternating blocks as above;
+a kernel's figure at a thread count is the best over blocks of its median time per run. For each thread count
+after the first it prints every kernel's time at both counts, its speedup, the time it loses against perfect
+scaling (t(n) - t(first) x first / n; the table is sorted by it), its forks per run and what it splits: the
+trip count of each collapsed loop, the dimension it walks, and the iterations each thread gets (static blocks:
+7 rows over 2 threads show as 4/3), or "serial".
 
 Bundles time the models on another machine, one without the compiler (MLIR's wheels, the models' torch):
 `--write-bundle DIR` compiles each model here for every thread count into a compile cache folder of its own
@@ -139,6 +148,111 @@ def time_sessions(
     return result
 
 
+def profile_model(
+    name: str, counts: Sequence[int], blocks: int, block_seconds: float, idle: float
+) -> dict[str, Any]:
+    """Per-kernel times of model `name` at each thread count, from profiled runs in alternating blocks."""
+    import glow_mlir
+    from bench import models
+    from glow_mlir.backends.cpu.profile import CALLS_ROW, NS_ROW
+    from glow_mlir.frontends.onnx import import_model
+
+    model = onnx.load(models.onnx_path(name))
+    graph = import_model(model)
+    feeds = models.spec(name).inputs()
+    compiled = {n: glow_mlir.compile(graph, profile=True, threads=n, progress=False) for n in counts}
+    outputs = {n: m.run(feeds) for n, m in compiled.items()}
+    bitwise = all(
+        np.array_equal(outputs[n][key], outputs[counts[0]][key]) for n in counts[1:] for key in outputs[n]
+    )
+    kernel_medians: dict[int, list[np.ndarray]] = {n: [] for n in counts}
+    run_medians: dict[int, list[float]] = {n: [] for n in counts}
+    outside_medians: dict[int, list[float]] = {n: [] for n in counts}
+    for b in range(blocks):
+        for n in counts[b % len(counts) :] + counts[: b % len(counts)]:
+            time.sleep(idle)
+            m = compiled[n]
+            m.run(feeds)  # warm-up
+            m.runs.clear()
+            deadline = time.perf_counter() + block_seconds
+            while len(m.runs) < 3 or time.perf_counter() < deadline:
+                m.run(feeds)
+            kernel_medians[n].append(np.median([r.counters[NS_ROW] for r in m.runs], axis=0))
+            run_medians[n].append(statistics.median(r.duration_ns for r in m.runs))
+            outside_medians[n].append(statistics.median(r.duration_ns - r.counters[NS_ROW].sum() for r in m.runs))
+    known = {node.name: node.op_type for node in model.graph.node}
+    sites: dict[tuple[str, tuple[str, ...], int], dict[str, Any]] = {}
+    for n in counts:
+        m = compiled[n]
+        best = np.min(kernel_medians[n], axis=0)
+        calls = m.runs[-1].counters[CALLS_ROW]
+        seen: dict[tuple[str, tuple[str, ...]], int] = {}
+        for i, kernel in enumerate(m.kernels):
+            # The same site at every thread count: its kernel, its nodes, and which of its kind it is.
+            occurrence = seen[kernel.symbol, kernel.nodes] = seen.get((kernel.symbol, kernel.nodes), -1) + 1
+            site = sites.setdefault((kernel.symbol, kernel.nodes, occurrence), {
+                "kernel": kernel.symbol, "nodes": kernel.label(known), "ms": {}, "calls": {}, "splits": {},
+            })  # fmt: skip
+            site["ms"][n] = best[i] / 1e6
+            site["calls"][n] = int(calls[i])
+            site["splits"][n] = [
+                {"trips": list(s.trips), "dims": list(s.dims), "blocks": s.blocks(n)} for s in kernel.splits
+            ]
+    for m in compiled.values():
+        m.close()
+    return {
+        "model": name, "bitwise_across_threads": bitwise, "kernels": list(sites.values()),
+        "run_ms": {n: min(run_medians[n]) / 1e6 for n in counts},
+        "outside_ms": {n: min(outside_medians[n]) / 1e6 for n in counts},
+    }  # fmt: skip
+
+
+def _split_text(splits: list[dict[str, Any]]) -> str:
+    """What a kernel's regions split: 'trips [dims] -> per-thread iterations', or 'serial'."""
+    texts = [
+        f"{'x'.join(map(str, s['trips']))} [{', '.join(s['dims'])}] -> {'/'.join(map(str, s['blocks']))}"
+        for s in splits
+    ]
+    return "; ".join(texts) or "serial"
+
+
+def profile_table(result: dict[str, Any], base: int, threads: int, top: int) -> str:
+    """The kernels of `result` (profile_model) at `base` and `threads` threads, the most time lost against
+    perfect scaling first (the module doc), then the totals."""
+    kernels = [k for k in result["kernels"] if base in k["ms"] and threads in k["ms"]]
+    lost = {id(k): k["ms"][threads] - k["ms"][base] * base / threads for k in kernels}
+    kernels.sort(key=lambda k: -lost[id(k)])
+    head = ["kernel", "nodes", f"{base}T ms", f"{threads}T ms", "speedup", "lost ms", "forks", f"split ({threads}T)"]
+    lines = [f"{result['model']}: per-kernel scaling from {base} to {threads} threads (best block medians)",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]  # fmt: skip
+    for k in kernels[:top]:
+        nodes = k["nodes"] if len(k["nodes"]) <= 40 else k["nodes"][:37] + "..."
+        t1, tn = k["ms"][base], k["ms"][threads]
+        forks = k["calls"][threads] * len(k["splits"][threads])
+        cells = [k["kernel"], nodes, f"{t1:.3f}", f"{tn:.3f}", f"{t1 / tn:.2f}x" if tn else "-", f"{lost[id(k)]:.3f}",
+                 str(forks), _split_text(k["splits"][threads])]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    split = [k for k in kernels if k["splits"][threads]]
+    serial = [k for k in kernels if not k["splits"][threads]]
+    outside = {n: result["outside_ms"][n] for n in (base, threads)}
+    # The run as its parts' best figures add up: the least disturbed time of each kernel, and of the rest.
+    parts = {n: sum(k["ms"][n] for k in kernels) + outside[n] for n in (base, threads)}
+    run = result["run_ms"]
+    lines += [
+        f"run, kernels' figures + outside: {parts[base]:.3f} ms at {base}T, {parts[threads]:.3f} ms at {threads}T "
+        f"({parts[base] / parts[threads]:.2f}x); best block median of whole runs: {run[base]:.3f} and "
+        f"{run[threads]:.3f} ms ({run[base] / run[threads]:.2f}x)",
+        f"lost against perfect scaling: {parts[threads] - parts[base] * base / threads:.3f} ms: split kernels "
+        f"{sum(lost[id(k)] for k in split):.3f} ({len(split)} sites, {sum(k['ms'][base] for k in split):.3f} ms "
+        f"at {base}T), serial kernels {sum(lost[id(k)] for k in serial):.3f} ({len(serial)} sites, "
+        f"{sum(k['ms'][base] for k in serial):.3f} ms at {base}T), outside kernels "
+        f"{outside[threads] - outside[base] * base / threads:.3f}; "
+        f"forks per run: {sum(k['calls'][threads] * len(k['splits'][threads]) for k in kernels)}",
+        f"outputs bitwise equal across thread counts: {'yes' if result['bitwise_across_threads'] else 'NO'}",
+    ]
+    return "\n".join(lines)
+
+
 def repeat_weights(model: onnx.ModelProto) -> None:
     """Replaces every initializer's values by its first WEIGHT_PERIOD values, repeated (module docstring)."""
     for index, tensor in enumerate(model.graph.initializer):
@@ -233,7 +347,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--block-seconds", type=float, default=1.0, help="timed seconds per block (default 1)")
     parser.add_argument("--idle", type=float, default=0.3, help="sleep before each block, seconds (default 0.3)")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--top", type=int, default=30, help="kernels listed per table with --profile (default 30)")
     bundles = parser.add_mutually_exclusive_group()
+    bundles.add_argument("--profile", action="store_true", help="per-kernel scaling of glow-mlir's kernels instead")
     bundles.add_argument("--write-bundle", type=Path, metavar="DIR", help="compile the models into DIR and stop")
     bundles.add_argument("--bundle", type=Path, metavar="DIR", help="time the models compiled into DIR")
     args = parser.parse_args(argv)
@@ -251,6 +367,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Bound before any model loads, so that the libraries' `__kmpc_*` calls resolve to it.
         ctypes.CDLL(str(args.bundle / RUNTIME), mode=ctypes.RTLD_GLOBAL)
         print(f"bundle compiled by {manifest['compiled_by']}; onnxruntime {onnxruntime.__version__}", flush=True)
+    if args.profile:
+        results = []
+        for name in names:
+            results.append(profile_model(name, counts, args.blocks, args.block_seconds, args.idle))
+            for threads in counts[1:]:
+                print(profile_table(results[-1], counts[0], threads, args.top) + "\n", flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=2)
+        return 0
     rows = []
     for name in names:
         if args.bundle:

@@ -5,9 +5,10 @@
     print(profile_table(summarize(model.kernels, model.runs)))
 
 `compile(..., profile=True)` builds the profiling variant of the code (glow_mlir/backends/cpu/profile.py:
-every call of an outlined kernel from the entry function is timed into a counters buffer); the normal
-variant carries none of it, and the compile cache keys the two apart. `ProfiledModel.run` reads and
-resets the counters after each run and keeps one `Run` record per call.
+every call of an outlined kernel from the entry function is timed into a counters buffer; with `threads=N`
+from the calling thread, a split kernel's fork and join included); the normal variant carries none of it,
+and the compile cache keys the two apart. `ProfiledModel.run` reads and resets the counters after each run
+and keeps one `Run` record per call.
 
 `Profiler` is onnxruntime's session profiling (`SessionOptions.enable_profiling`): it collects the runs of
 every specialization a session compiles and `end()` writes them as onnxruntime's chrome-trace JSON (load it
@@ -32,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from glow_mlir.backends.cpu.parallel import Split
 from glow_mlir.backends.cpu.profile import CALLS_ROW, NS_ROW, READ, ROWS, START_ROW
 from glow_mlir.compiled import CompiledModel
 from glow_mlir.library import memref_descriptor, point
@@ -43,10 +45,12 @@ _RUNS = threading.Lock()
 
 @dataclass(frozen=True)
 class Kernel:
-    """One timed call site: the outlined function it calls and the model nodes that function computes."""
+    """One timed call site: the outlined function it calls, the model nodes that function computes, and what its
+    parallel regions split (none in single-threaded code): the site's own region, or the kernel's."""
 
     symbol: str
     nodes: tuple[str, ...]
+    splits: tuple[Split, ...] = ()
 
     def label(self, known: Mapping[str, str] | None = None) -> str:
         """The nodes joined by '+' (only those in `known`, the model's node names, if any is), else the symbol."""
@@ -114,8 +118,20 @@ class ProfiledModel(CompiledModel):
 
 
 def kernels_of(report: Mapping[str, Any]) -> list[Kernel]:
-    """The kernel table a profiling compile keeps in its report (`profile_kernels`: symbol, then nodes)."""
-    return [Kernel(row[0], tuple(row[1:])) for row in report["profile_kernels"]]
+    """The kernel table a profiling compile keeps in its report (`profile_kernels`: symbol, then nodes;
+    `profile_splits`: per site, its regions' trips and dims)."""
+    return [
+        Kernel(row[0], tuple(row[1:]), tuple(Split(tuple(s["trips"]), tuple(s["dims"])) for s in splits))
+        for row, splits in zip(report["profile_kernels"], report["profile_splits"], strict=True)
+    ]
+
+
+def kernel_report(kernels: Sequence[Kernel]) -> dict[str, Any]:
+    """The report's entries for `kernels`, which `kernels_of` reads back (the compile cache keeps reports)."""
+    return {
+        "profile_kernels": [[k.symbol, *k.nodes] for k in kernels],
+        "profile_splits": [[{"trips": list(s.trips), "dims": list(s.dims)} for s in k.splits] for k in kernels],
+    }
 
 
 @dataclass(frozen=True)

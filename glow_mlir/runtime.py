@@ -38,7 +38,7 @@ from glow_mlir.pipeline.runner import (
     run_pipeline,
     stage_name,
 )
-from glow_mlir.profiling import Kernel, ProfiledModel, kernels_of
+from glow_mlir.profiling import Kernel, ProfiledModel, kernel_report, kernels_of
 
 __all__ = [
     "ARENA_ALIGNMENT", "Abi", "Buffer", "CompiledModel", "compile", "compile_allocated", "emit_object", "feed_array",
@@ -99,13 +99,10 @@ def compile(
     `threads` > 1 splits each large kernel's outer parallel loops across that many threads (OpenMP,
     backends/cpu/parallel.py, docs/THREADS.md); 1 compiles the single-threaded code.
     `profile` compiles the profiling variant, a `profiling.ProfiledModel` that times every kernel of each run
-    (glow_mlir/profiling.py), single-threaded whatever `threads` says; the compile cache keeps it apart from the
-    normal variant, which has no timing code.
+    (glow_mlir/profiling.py) from the calling thread, at any `threads` (a split kernel's time includes its
+    fork and join); the compile cache keeps it apart from the normal variant, which has no timing code.
     """
     start = time.perf_counter()
-    if profile:
-        # The kernel counters are plain adds from the entry function: the profiling variant runs single-threaded.
-        threads = 1
     if threads > 1:
         parallel.load_runtime()
     source = model if isinstance(model, ir.Module) else model.module
@@ -224,8 +221,8 @@ def _finish(
     report["passes"] = [asdict(r) for r in recorder.stats.records]
     jit_start = time.perf_counter()
     if profile:
-        kernels = [Kernel(symbol, nodes) for symbol, nodes in read_kernels(module)]
-        report["profile_kernels"] = [[k.symbol, *k.nodes] for k in kernels]
+        kernels = [Kernel(symbol, nodes, splits) for symbol, nodes, splits in read_kernels(module)]
+        report.update(kernel_report(kernels))
         model: CompiledModel = ProfiledModel(module, abi, report, recorder.stages, target=target, kernels=kernels)
     else:
         model = CompiledModel(module, abi, report, recorder.stages, target=target)

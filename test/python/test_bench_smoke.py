@@ -9,6 +9,7 @@ because the harness must pin numpy's BLAS to one thread before numpy is first im
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,27 @@ def test_threads_bundle_runs_without_the_compiler(tmp_path: Path) -> None:
     [row] = json.loads(json_path.read_text())
     assert row["model"] == "mlp" and row["bitwise_across_threads"] and row["close_to_onnxruntime"], row
     assert row["glow_ms_1"] > 0 and row["glow_ms_2"] > 0
+
+
+def test_threads_profile_prints_per_kernel_scaling(tmp_path: Path) -> None:
+    """`bench.threads --profile` on LeNet-5 with one short block: per kernel its time at 1 and 2 threads, the time
+    lost against perfect scaling (the rows sorted by it), forks and what it splits; no timing is asserted."""
+    json_path = tmp_path / "profile.json"
+    command = [sys.executable, "-m", "bench.threads", "--profile", "--models", "lenet", "--blocks", "1",
+               "--block-seconds", "0.05", "--idle", "0", "--json", str(json_path)]  # fmt: skip
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    [row] = json.loads(json_path.read_text())
+    assert row["model"] == "lenet" and row["bitwise_across_threads"], row
+    kernels = row["kernels"]
+    assert kernels and all(set(k["ms"]) == {"1", "2"} and min(k["ms"].values()) >= 0 for k in kernels)
+    assert any(k["splits"]["2"] for k in kernels) and all(not k["splits"]["1"] for k in kernels)
+    lines = result.stdout.splitlines()
+    head = lines.index("| kernel | nodes | 1T ms | 2T ms | speedup | lost ms | forks | split (2T) |")
+    rows = [line.split(" | ") for line in lines[head + 2 :] if line.startswith("| __glow")]
+    assert len(rows) == len(kernels)
+    lost = [float(r[5]) for r in rows]
+    assert lost == sorted(lost, reverse=True)
+    assert any(re.fullmatch(r"[\dx]+ \[d\d.*\] -> \d+/\d+ \|", r[-1]) for r in rows), rows
+    assert any(r[-1] == "serial |" for r in rows)
+    assert any(line.startswith("lost against perfect scaling:") for line in lines)

@@ -1,11 +1,12 @@
 """Per-kernel profiling (glow_mlir/profiling.py, backends/cpu/profile.py): the profiling compile variant computes
-the same numbers, times every kernel once per run, names each after the ONNX nodes it computes (fused ones
-whole), and writes onnxruntime's chrome-trace JSON; the normal variant has none of the timing code. Also the
-compile report's time per stage."""
+the same numbers, times every kernel once per run, at any thread count, names each after the ONNX nodes it
+computes (fused ones whole), and writes onnxruntime's chrome-trace JSON; the normal variant has none of the
+timing code. Also the compile report's time per stage."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import glow_mlir
+from glow_mlir.backends.cpu import parallel
 from glow_mlir.frontends.onnx.importer import import_model
 from glow_mlir.profiling import Kernel, ProfiledModel, profile_table, summarize
 from glow_mlir.runtime import STAGES
@@ -89,6 +91,87 @@ def test_the_profiling_variant_computes_the_same_and_times_every_kernel_once_per
         slowest = model.kernels[int(np.argmax(medians))]
         assert slowest.nodes == ("fc",), profile_table(rows, total_ms, runs)
         assert np.sort(medians)[-1] > 5 * np.sort(medians)[-2], profile_table(rows, total_ms, runs)
+
+
+def _threaded_model() -> onnx.ModelProto:
+    """A convolution large enough to split its own rows across 2 threads, a pool, and a strided convolution with
+    many channels on a small image, whose loop of channel-tile calls in the entry function splits instead."""
+    rng = np.random.default_rng(3)
+
+    def weight(name: str, *shape: int) -> onnx.TensorProto:
+        values = rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))
+        return numpy_helper.from_array(values.astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("MaxPool", ["r1"], ["p"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p", "w2", "b2"], ["y"], name="conv2", pads=[1, 1, 1, 1], strides=[2, 2]),
+    ]
+    graph = helper.make_graph(
+        nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 32, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 256, 8, 8])],
+        [weight("w1", 64, 16, 3, 3), weight("b1", 64), weight("w2", 256, 64, 3, 3), weight("b2", 256)],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.skipif(parallel.runtime_library() is None, reason="intel-openmp is not installed")
+def test_a_two_thread_profile_times_every_kernel_from_the_calling_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """compile(profile=True, threads=2): the same sites as the 1-thread profile, each timed once per run around
+    its fork and join (a parallel region of the entry function whole, where one thread calls its kernel once
+    per channel tile), with what it splits; the outputs are bitwise those of the unprofiled 2-thread code."""
+    graph = import_model(_threaded_model())
+    x = np.random.default_rng(4).standard_normal((1, 16, 32, 32)).astype(np.float32)
+    with (
+        glow_mlir.compile(graph, threads=2, cache=False, progress=False) as plain,
+        glow_mlir.compile(graph, threads=2, profile=True, cache=False, progress=False) as model,
+        glow_mlir.compile(graph, profile=True, cache=False, progress=False) as single,
+    ):
+        assert isinstance(model, ProfiledModel) and model.report["threads"] == 2
+        runs = 3
+        for _ in range(runs):
+            np.testing.assert_array_equal(model.run({"x": x})["y"], plain.run({"x": x})["y"])
+        single.run({"x": x})
+        # Every kernel of the model, named as at one thread.
+        assert [(k.symbol, k.nodes) for k in model.kernels] == [(k.symbol, k.nodes) for k in single.kernels]
+        assert {"conv1", "relu1", "pool1", "conv2"} <= {n for k in model.kernels for n in k.nodes}
+        assert len(model.runs) == runs
+        for run in model.runs:
+            ns, calls, starts = run.counters
+            assert (calls >= 1).all() and (ns >= 0).all() and ns.sum() <= run.duration_ns
+            assert (starts >= run.start_ns).all()
+        [one_thread] = single.runs
+        split = [i for i, k in enumerate(model.kernels) if k.splits]
+        assert split and all(not k.splits for k in single.kernels)
+        for i in split:
+            for s in model.kernels[i].splits:
+                assert sum(s.blocks(2)) == math.prod(s.trips) and "?" not in s.dims, s
+        # conv2's loop of channel-tile calls is one region: timed once per run where one thread calls its kernel
+        # once per tile.
+        regions = [i for i in split if one_thread.counters[1, i] > model.runs[0].counters[1, i]]
+        assert [model.kernels[i].nodes for i in regions] == [("conv2",)], [model.kernels[i] for i in split]
+        [region] = regions
+        assert one_thread.counters[1, region] == math.prod(model.kernels[region].splits[0].trips)
+        assert model.kernels[region].splits[0].dims == ("d3 of 1x8x8x256",)
+    # The compile cache keeps the variants apart: profiled or not, at 1 or 2 threads.
+    monkeypatch.setenv("GLOW_MLIR_CACHE", "1")
+    monkeypatch.setenv("GLOW_MLIR_CACHE_DIR", str(tmp_path / "cache"))
+    variants = [(2, True), (2, False), (1, True)]
+    for threads, profile in variants:
+        with glow_mlir.compile(graph, threads=threads, profile=profile, progress=False) as stored:
+            assert stored.report["cache"] == "stored", (threads, profile)
+    with glow_mlir.compile(graph, threads=2, profile=True, progress=False) as hit:
+        assert hit.report["cache"] == "hit" and isinstance(hit, ProfiledModel) and hit.report["threads"] == 2
+        assert [k.splits for k in hit.kernels] == [k.splits for k in model.kernels]
+        np.testing.assert_array_equal(hit.run({"x": x})["y"], plain_outputs(graph, x))
+
+
+def plain_outputs(graph: glow_mlir.Graph, x: np.ndarray) -> np.ndarray:
+    with glow_mlir.compile(graph, threads=2, cache=False, progress=False) as model:
+        return model.run({"x": x})["y"]
 
 
 def test_loops_left_in_the_entry_function_are_timed_too() -> None:

@@ -13,7 +13,14 @@ this mechanism.
 
 A loop in the model's function that calls a kernel once per channel tile (the convolution recipes' tile loop)
 is a candidate too: it forks once where the kernel would fork once per call. It wins over the kernel's own
-loops unless those split more evenly across the threads (`_balance`); the kernel then stays serial.
+loops (output rows) unless those split more evenly across the threads (`_balance`), or as evenly and sooner
+by what each thread moves (`_kernel_split_pays`): split by channel tiles, every thread reads all of the
+input, half of it (at 2 threads) written into the other core's cache by the split kernels before; split by
+rows, every thread reads all of the weights. The kernel that the loop runs whole on one thread per call then
+stays serial.
+
+Each omp.parallel it makes carries `glow.split`, what it splits (`Split`: the trip count and the dimension of
+each collapsed loop), which the profiler reports per kernel (profile.py, bench/threads.py --profile).
 
 Which loops are parallel is read off the scheduled code, not the recipes: a loop is parallel when it carries
 no value (no iter_args) and every buffer it writes is written at an address that depends on its induction
@@ -51,6 +58,9 @@ PASS_NAME = "glow-cpu-parallelize"
 # The pass runs right after this pipeline element, on the scheduled, outlined kernels.
 SCHEDULE_STAGE = "glow-cpu-schedule"
 RUNTIME_NAME = "libiomp5.so"
+# The attribute each omp.parallel the pass makes carries: what its loop splits (`Split`), for the profiler
+# (profile.py) and whoever reads the IR. convert-scf-to-openmp keeps no attribute of the scf.parallel.
+SPLIT_ATTR = "glow.split"
 
 # The cost rule (`_pays`): a nest's time on one thread is estimated as a roofline, the larger of its arithmetic
 # time and its memory time (`_estimate`), and the nest runs on N threads when its time on the busiest thread
@@ -122,28 +132,43 @@ def parallelize(module: ir.Module, threads: str = "1") -> None:
             found = [_plan(op.operation, callees, count) for op in func.regions[0].blocks[0].operations]
             plans[name] = [plan for plan in found if plan is not None]
         # A loop around kernel calls (a convolution's channel tiles, in the model's function) forks once for
-        # all its calls, where each kernel would fork once per call: it wins unless a kernel's own loops split
-        # more evenly across the threads. The kernels it calls then run whole on one thread each.
+        # all its calls, where each kernel would fork once per call. It wins unless a kernel's own loops split
+        # more evenly across the threads, or as evenly and sooner by the bytes each thread moves
+        # (`_kernel_split_pays`). The kernels it calls then run whole on one thread each.
         inside: set[str] = set()
+        deferred: list[tuple[str, list[ir.Operation], int, set[str]]] = []
         for name, nests in plans.items():
             kept = []
             for nest, trips in nests:
                 called = {ir.FlatSymbolRefAttr(op.attributes["callee"]).value
                           for op in ops.walk_ops(nest[0]) if op.name == "func.call"}  # fmt: skip
-                inner = [t for callee in called for _, t in plans.get(callee, [])]
-                if any(_balance(t, count) > _balance(trips, count) for t in inner):
+                inner = {callee: plans[callee] for callee in called if plans.get(callee)}
+                if inner and _kernel_split_pays(nest, trips, inner, count):
+                    deferred.append((name, nest, trips, called))
                     continue
                 inside |= called
                 kept.append((nest, trips))
             plans[name] = kept
-        changed = False
+        # A kernel that another loop runs whole on each thread does not split its own loops: a loop that left
+        # the split to it splits after all (and then runs its other kernels whole too).
+        while any(called & inside for *_, called in deferred):
+            for entry in [entry for entry in deferred if entry[3] & inside]:
+                name, nest, trips, called = entry
+                plans[name].append((nest, trips))
+                inside |= called
+                deferred.remove(entry)
+        for nests in plans.values():
+            nests.sort(key=lambda plan: _position(plan[0][0]))
+        # What each function's regions split, in the order of its nests (and so of the omp.parallel ops).
+        splits: dict[str, list[Split]] = {}
         for name, nests in plans.items():
-            if name in inside:
+            if name in inside or not nests:
                 continue
+            splits[name] = [Split.of(nest, callees) for nest, _ in nests]
             for nest, _ in nests:
                 _to_parallel(nest)
-                changed = True
-    if changed:
+        if not splits:
+            return
         pm = PassManager.parse(f"builtin.module(convert-scf-to-openmp{{num-threads={count}}})", module.context)
         try:
             pm.run(module.operation)
@@ -151,6 +176,146 @@ def parallelize(module: ir.Module, threads: str = "1") -> None:
             notes = "; ".join(f"{d.location}: {d.message}" for d in e.error_diagnostics)
             raise PipelineError(f"{PASS_NAME} failed: {notes or e}") from None
         _drop_alloca_scopes(module)
+        for name, found in splits.items():
+            regions = [op for op in callees.functions[name].regions[0].blocks[0].operations
+                       if op.operation.name == "omp.parallel"]  # fmt: skip
+            for region, split in zip(regions, found, strict=True):
+                region.operation.attributes[SPLIT_ATTR] = split.attribute()
+
+
+@dataclass(frozen=True)
+class Split:
+    """What one parallel region splits: the trip count of each collapsed loop, outermost first, and the
+    dimension each loop walks (`_dimension`: 'd<k> of <shape>', '?' if not found)."""
+
+    trips: tuple[int, ...]
+    dims: tuple[str, ...]
+
+    @classmethod
+    def of(cls, nest: list[ir.Operation], callees: _Callees) -> Split:
+        return cls(tuple(_trips(l) for l in nest), tuple(_dimension(l, callees) for l in nest))
+
+    @classmethod
+    def from_attribute(cls, attribute: ir.Attribute) -> Split:
+        fields = ir.DictAttr(attribute)
+        trips = tuple(ir.DenseI64ArrayAttr(fields["trips"]))
+        return cls(trips, tuple(ir.StringAttr(d).value for d in ir.ArrayAttr(fields["dims"])))
+
+    def attribute(self) -> ir.Attribute:
+        return ir.DictAttr.get({
+            "trips": ir.DenseI64ArrayAttr.get(list(self.trips)),
+            "dims": ir.ArrayAttr.get([ir.StringAttr.get(d) for d in self.dims]),
+        })
+
+    def blocks(self, threads: int) -> list[int]:
+        """The iterations each thread runs: the static schedule's equal blocks, one more for the first
+        `trips % threads` threads (libiomp5's `kmp_sch_static`)."""
+        total = math.prod(self.trips)
+        return [total // threads + (t < total % threads) for t in range(threads)]
+
+
+def _position(op: ir.Operation) -> int:
+    """The index of `op` among the ops of its block."""
+    return next(i for i, o in enumerate(op.parent.regions[0].blocks[0].operations) if o.operation == op)
+
+
+def _kernel_split_pays(
+    nest: list[ir.Operation],
+    trips: int,
+    inner: dict[str, list[tuple[list[ir.Operation], int]]],
+    threads: int,
+) -> bool:
+    """Whether the kernels that loop nest `nest` (`trips` iterations) calls should split their own loops
+    (`inner`: their planned nests) rather than `nest` splitting across the calls. Yes when a kernel's loops
+    balance better across the threads; no when worse; when as well, yes if that is quicker by the time each
+    thread spends moving its bytes (`_memory_seconds`) plus a fork per call, against a fork for the loop."""
+    balance = _balance(trips, threads)
+    inner_balance = [_balance(t, threads) for plans in inner.values() for _, t in plans]
+    if any(b > balance for b in inner_balance):
+        return True
+    if any(b < balance for b in inner_balance):
+        return False
+    fork = FORK_SECONDS + FORK_SECONDS_PER_DOUBLING * math.log2(threads)
+    outer_seconds, inner_seconds = _memory_seconds(nest, inner, threads)
+    calls = trips * sum(len(plans) for plans in inner.values())
+    return calls * fork + inner_seconds < fork + outer_seconds
+
+
+def _memory_seconds(
+    nest: list[ir.Operation], inner: dict[str, list[tuple[list[ir.Operation], int]]], threads: int
+) -> tuple[float, float]:
+    """The time one thread spends moving its bytes over all iterations of the loop nest `nest` of kernel calls,
+    when `nest` splits across the calls and when the kernels (`inner`) split their own loops.
+
+    Per buffer that a call gets (a view of): a split that divides it gives each thread its share, else each
+    thread reads all of it. A convolution's channel-tile loop divides its weights and output by channel
+    tiles, and every thread reads all of its input; its kernel's row loop divides input and output by rows,
+    and every thread reads all weights. Where the bytes come from: a buffer written at run time was written,
+    by the split kernels before, in shares, one per thread, which stay in that thread's L2 (at the L2 rate);
+    the share the other threads wrote comes from their caches, beyond this core's L2. Weights (globals) come
+    from beyond L2 (a model's weights do not fit there)."""
+    moves = _Moves(nest)
+    sizes: dict[Root, tuple[int, bool]] = {}
+    outer: set[Root] = set()
+    divided_inner: set[Root] = set()
+    for op in ops.walk_ops(nest[0]):
+        if op.name != "func.call":
+            continue
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        divided = set.intersection(*(_divided_arguments(n) for n, _ in inner[callee])) if callee in inner else set()
+        for i, value in enumerate(op.operands):
+            if not isinstance(value.type, ir.MemRefType):
+                continue
+            root, base = _root(value), _base(value)
+            global_ = not isinstance(base.owner, ir.Block) and base.owner.operation.name == "memref.get_global"
+            sizes[root] = (_memref_bytes(base.type) or 0, global_)
+            if moves(value):
+                outer.add(root)
+            if i in divided:
+                divided_inner.add(root)
+
+    def seconds(divided: set[Root]) -> float:
+        local = beyond = 0.0
+        for root, (size, global_) in sizes.items():
+            share = size / threads
+            if global_:
+                beyond += share if root in divided else size
+            else:
+                local += share
+                beyond += 0 if root in divided else size - share
+        return local / L2_BYTES_PER_SECOND + beyond / BEYOND_L2_BYTES_PER_SECOND
+
+    return seconds(outer), seconds(divided_inner)
+
+
+def _divided_arguments(nest: list[ir.Operation]) -> set[int]:
+    """The arguments of the function holding loop nest `nest` that the nest reads or writes at addresses that
+    move with its loops: a split of the nest divides them among the threads."""
+    arguments = list(nest[0].parent.regions[0].blocks[0].arguments)
+    moves = _Moves(nest)
+    found: set[int] = set()
+    for op in ops.walk_ops(nest[0]):
+        if op.name not in READS and op.name not in WRITES:
+            continue
+        at = READS[op.name] if op.name in READS else WRITES[op.name]
+        buffer = op.operands[at]
+        if any(moves(v) for v in [buffer, *list(op.operands)[at + 1 :]]):
+            base = _base(buffer)
+            found |= {i for i, a in enumerate(arguments) if a == base}
+    return found
+
+
+class _Moves:
+    """Whether a value moves with (is computed from the induction variable of) any loop of a nest."""
+
+    def __init__(self, nest: list[ir.Operation]) -> None:
+        # `_depends` memoizes per induction variable.
+        self._loops: list[tuple[ir.Operation, ir.Value, dict[ir.Value, bool]]] = [
+            (l, _body(l).arguments[0], {}) for l in nest
+        ]
+
+    def __call__(self, value: ir.Value) -> bool:
+        return any(_depends(value, iv, loop, memo) for loop, iv, memo in self._loops)
 
 
 def _balance(trips: int, threads: int) -> float:
@@ -466,6 +631,50 @@ def _depends(value: ir.Value, iv: ir.Value, loop: ir.Operation, memo: dict[ir.Va
             result = any(_depends(v, iv, loop, memo) for v in owner.operation.operands)
     memo[value] = result
     return result
+
+
+def _dimension(loop: ir.Operation, callees: _Callees) -> str:
+    """The dimension that the iterations of parallel `loop` walk, as 'd<k> of <shape>': of the buffer nearest
+    the written one's root (a function argument, an arena view) whose index or view offset moves with the
+    induction variable; several dims joined by ','. '?' if none is found (then no write moves with it)."""
+    iv = _body(loop).arguments[0]
+    memo: dict[ir.Value, bool] = {}
+    for op in ops.walk_ops(loop):
+        if op.name in WRITES:
+            at = WRITES[op.name]
+            rank = len(ir.MemRefType(op.operands[at].type).shape)
+            found = _moving_dims(op.operands[at], list(op.operands)[at + 1 : at + 1 + rank], iv, loop, memo)
+        elif op.name == "func.call":
+            written = callees.written(ir.FlatSymbolRefAttr(op.attributes["callee"]).value) or frozenset()
+            moved = [_moving_dims(op.operands[i], [], iv, loop, memo) for i in sorted(written)]
+            found = next((m for m in moved if m), "")
+        else:
+            continue
+        if found:
+            return found
+    return "?"
+
+
+def _moving_dims(buffer: ir.Value, indices: list[ir.Value], iv: ir.Value, loop: ir.Operation,
+                 memo: dict[ir.Value, bool]) -> str:  # fmt: skip
+    """The dims of `buffer` (accessed at `indices`) or of a buffer it views that move with `iv`, the one nearest
+    the root, as 'd<k> of <shape>'; '' if none."""
+
+    def label(dims: list[int], type: ir.Type) -> str:
+        shape = "x".join(str(d) for d in ir.MemRefType(type).shape)
+        return ",".join(f"d{d}" for d in dims) + f" of {shape}" if dims else ""
+
+    found = label([k for k, v in enumerate(indices) if _depends(v, iv, loop, memo)], buffer.type)
+    while not isinstance(buffer.owner, ir.Block) and buffer.owner.operation.name in VIEWS:
+        view = buffer.owner.operation
+        if view.name == "memref.subview":
+            static = list(ir.DenseI64ArrayAttr(view.attributes["static_offsets"]))
+            dynamic = iter(list(view.operands)[1:])
+            dims = [k for k, offset in enumerate(static)
+                    if offset == ir.ShapedType.get_dynamic_size() and _depends(next(dynamic), iv, loop, memo)]  # fmt: skip
+            found = label(dims, view.operands[0].type) or found
+        buffer = view.operands[0]
+    return found
 
 
 def _constant(value: ir.Value) -> int | None:

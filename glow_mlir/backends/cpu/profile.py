@@ -12,6 +12,14 @@ run (glow_mlir/profiling.py).
 The counters are a memref<3xN x i64> for N sites: row 0 the nanoseconds the site took, row 1 how many times
 it ran (a call inside a loop runs more than once), row 2 the clock when it first started.
 
+With threads (`compile(threads=N)`, glow-cpu-parallelize), every site is still timed from the thread that runs
+the entry function, by wall clock: a call of a kernel that splits its own loops includes the fork and join of
+its regions, and a parallel region of the entry itself (a loop of calls of a convolution's kernel, one per
+channel tile) is timed whole, as one site named after the kernel it calls. Nothing is timed inside a region:
+its body runs on every thread at once, where plain adds into the counters would race, and the caller waits
+for the region's slowest thread anyway, which is what the time around the region shows. The table gives
+each site what its regions split (`glow.split`, parallel.py): the region's own, or those of the kernel's.
+
 Which model nodes each kernel computes comes from the location of its call, which outline.py makes from the
 locations of the ops the call replaced as they survived fusion (an ONNX node's name, a fused location listing
 every node a fused op computes): one function may serve several calls, of other nodes. The module gets the
@@ -25,19 +33,26 @@ this code.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 from mlir.dialects import arith, func, memref
 
 from glow_mlir import ops
 from glow_mlir.backends.cpu.outline import OUTLINED_PREFIX
+from glow_mlir.backends.cpu.parallel import SPLIT_ATTR, Split
+
+# The region op glow-cpu-parallelize's OpenMP lowering makes.
+PARALLEL = "omp.parallel"
 
 # Symbols the instrumentation adds. They do not start with OUTLINED_PREFIX: the clock read must be inlined,
 # and none of them is a kernel.
 COUNTERS = "glow_profile_counters"
 READ = "glow_profile_read"
 NOW = "glow_profile_now"
-# The module attribute holding the kernel table (see the module doc).
+# The module attributes holding the kernel table and each site's splits (see the module doc).
 KERNELS_ATTR = "glow.profile_kernels"
+SPLITS_ATTR = "glow.profile_splits"
 # The counters' rows.
 NS_ROW, CALLS_ROW, START_ROW = 0, 1, 2
 ROWS = 3
@@ -82,21 +97,43 @@ def _outlined_call(op: ir.Operation) -> bool:
     return op.name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value.startswith(OUTLINED_PREFIX)
 
 
-def _sites(entry: ir.Operation) -> list[tuple[ir.Operation, list[str]]]:
-    """The timed sites of entry function `entry`, each with its table row (its name, then node names): every
-    call of an outlined function, and every loop nest left in the entry itself (softmax's scf loops), named
-    `<entry>:<op>:<k>` after its position. A loop that holds outlined calls is not timed whole: its calls are."""
+@dataclass(frozen=True)
+class Site:
+    """A timed op of the entry function: its table row (its name, then node names) and what it splits."""
+
+    op: ir.Operation
+    row: list[str]
+    splits: list[ir.Attribute]
+
+
+def _splits(op: ir.Operation) -> list[ir.Attribute]:
+    """The `glow.split` of `op` and of every region nested in it."""
+    return [o.attributes[SPLIT_ATTR] for o in [op, *ops.walk_ops(op)] if SPLIT_ATTR in o.attributes]
+
+
+def _sites(entry: ir.Operation, functions: dict[str, ir.Operation]) -> list[Site]:
+    """The timed sites of entry function `entry`: every call of an outlined function, every loop nest left in
+    the entry itself (softmax's scf loops), named `<entry>:<op>:<k>` after its position, and every parallel
+    region, whole, named after the kernels it calls (the module doc). A loop that holds outlined calls is not
+    timed whole, its calls are; one that holds a region is."""
     entry_name = _name(entry)
-    sites: list[tuple[ir.Operation, list[str]]] = []
+    sites: list[Site] = []
     for op in entry.regions[0].blocks[0].operations:
         op = op.operation
         inner = [o for o in ops.walk_ops(op) if _outlined_call(o)]
+        if op.name == PARALLEL or any(o.name == PARALLEL for o in ops.walk_ops(op)):
+            callees = dict.fromkeys(ir.FlatSymbolRefAttr(c.attributes["callee"]).value for c in inner)
+            name = "+".join(callees) or f"{entry_name}:{op.name}:{len(sites)}"
+            nodes = dict.fromkeys(n for o in (inner or [op, *ops.walk_ops(op)]) for n in ops.node_names(o.location))
+            sites.append(Site(op, [name, *nodes], _splits(op)))
+            continue
         for call in [op] if _outlined_call(op) else inner:
             callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
-            sites.append((call, [callee, *dict.fromkeys(ops.node_names(call.location))]))
+            row = [callee, *dict.fromkeys(ops.node_names(call.location))]
+            sites.append(Site(call, row, _splits(functions[callee])))
         if len(op.regions) and not inner:
             names = dict.fromkeys(n for o in [op, *ops.walk_ops(op)] for n in ops.node_names(o.location))
-            sites.append((op, [f"{entry_name}:{op.name}:{len(sites)}", *names]))
+            sites.append(Site(op, [f"{entry_name}:{op.name}:{len(sites)}", *names], []))
     return sites
 
 
@@ -108,9 +145,8 @@ def instrument(module: ir.Module) -> None:
         f for name, f in functions.items()
         if f.regions[0].blocks and not name.startswith(OUTLINED_PREFIX) and "sym_visibility" not in f.attributes
     ]
-    found = [site for entry in entries for site in _sites(entry)]
-    sites = [op for op, _ in found]
-    table = [row for _, row in found]
+    found = [site for entry in entries for site in _sites(entry, functions)]
+    sites = [site.op for site in found]
     with module.context, ir.Location.unknown():
         runtime = ir.Module.parse(_runtime(max(len(sites), 1)))
         anchor = module.body.operations[0]
@@ -126,8 +162,9 @@ def instrument(module: ir.Module) -> None:
             # Built before the call, the clock reads and counter updates are then put around it.
             call.move_before(stop)
         module.operation.attributes[KERNELS_ATTR] = ir.ArrayAttr.get(
-            [ir.ArrayAttr.get([ir.StringAttr.get(text) for text in row]) for row in table]
+            [ir.ArrayAttr.get([ir.StringAttr.get(text) for text in site.row]) for site in found]
         )
+        module.operation.attributes[SPLITS_ATTR] = ir.ArrayAttr.get([ir.ArrayAttr.get(site.splits) for site in found])
 
 
 def _accumulate(counters_type: ir.MemRefType, site: int, start: ir.Value, stop: ir.Value) -> None:
@@ -147,9 +184,14 @@ def _accumulate(counters_type: ir.MemRefType, site: int, start: ir.Value, stop: 
     memref.store(arith.select(first, start, earlier), counters, [rows[START_ROW], column])
 
 
-def read_kernels(module: ir.Module) -> list[tuple[str, tuple[str, ...]]]:
-    """The kernel table `instrument` left on `module` (callee, node names) per call site, removed from it."""
+def read_kernels(module: ir.Module) -> list[tuple[str, tuple[str, ...], tuple[Split, ...]]]:
+    """The kernel table `instrument` left on `module` (callee, node names, splits) per site, removed from it."""
     attribute = ir.ArrayAttr(module.operation.attributes[KERNELS_ATTR])
+    splits = ir.ArrayAttr(module.operation.attributes[SPLITS_ATTR])
     del module.operation.attributes[KERNELS_ATTR]
+    del module.operation.attributes[SPLITS_ATTR]
     rows = [[ir.StringAttr(text).value for text in ir.ArrayAttr(row)] for row in attribute]
-    return [(row[0], tuple(row[1:])) for row in rows]
+    return [
+        (row[0], tuple(row[1:]), tuple(Split.from_attribute(a) for a in ir.ArrayAttr(site)))
+        for row, site in zip(rows, splits, strict=True)
+    ]

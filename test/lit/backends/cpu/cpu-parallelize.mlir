@@ -5,6 +5,9 @@
 // The cost rule's estimates (parallel.py) decide the kernels 6 to 9: BERT's 16x128x128 matmul (16384 FMA
 // instructions, 2.3 us) stays serial where its 16x128x512 one (9.2 us) splits; an add of a bias to 512 rows of
 // 128 floats (0.6 us of arithmetic, but 512 KiB moved: 5.8 us) splits where the same add on 64 rows stays serial.
+// Between a loop of channel-tile calls and its kernel's row loop, as evenly balanced, the bytes each thread
+// moves decide (@model keeps its tiles, @convolution splits rows); a kernel that one loop runs whole keeps
+// every loop that calls it on tiles. Each region carries `glow.split`, what it splits.
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-parallelize{threads=2})' | FileCheck %s
 // glow-to-llvm then lowers the region's values to LLVM types (convert-openmp-to-llvm): no cast is left.
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-parallelize{threads=2},glow-to-llvm)' | FileCheck %s --check-prefix=LLVM
@@ -24,6 +27,9 @@
 // CHECK:                 vector.fma
 // CHECK:               vector.store {{.*}}[%[[I]], %[[J]]]
 // CHECK:               omp.yield
+// What the region splits, for the profiler: 64 rows by 4 column tiles of the written buffer.
+// CHECK:           omp.terminator
+// CHECK-NEXT:    } {glow.split = {dims = ["d0 of 64x64", "d1 of 64x64"], trips = array<i64: 64, 4>}}
 func.func private @__glow_kernel0(%a: memref<64x128xf32>, %b: memref<128x64xf32>, %c: memref<64x64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -238,6 +244,11 @@ func.func private @__glow_kernel9(%x: memref<64x128xf32>, %bias: memref<128xf32>
 // CHECK:           omp.loop_nest (%[[T:.*]]) : index = (%c0{{.*}}) to (%c8{{.*}}) step (%c1{{.*}}) {
 // CHECK:             memref.subview %{{.*}}[0, %{{.*}}] [512, 16]
 // CHECK:             func.call @__glow_kernel5(
+// The loop of calls walks the column tiles of the buffer its kernel writes a view of. It wins over the kernel's
+// row loop, which splits as evenly (8 tiles, 512 rows over 2 threads): each thread reads half of %x either way
+// from its own L2 or all of it, half from the other core (1.4 us more), against 7 forks more.
+// CHECK:           omp.terminator
+// CHECK-NEXT:    } {glow.split = {dims = ["d1 of 512x128"], trips = array<i64: 8>}}
 func.func @model(%x: memref<512x64xf32>, %y: memref<512x128xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -246,6 +257,116 @@ func.func @model(%x: memref<512x64xf32>, %y: memref<512x128xf32>) {
     %offset = affine.apply affine_map<(d0) -> (d0 * 16)>(%t)
     %tile = memref.subview %y[0, %offset] [512, 16] [1, 1] : memref<512x128xf32> to memref<512x16xf32, strided<[128, 1], offset: ?>>
     func.call @__glow_kernel5(%x, %tile) : (memref<512x64xf32>, memref<512x16xf32, strided<[128, 1], offset: ?>>) -> ()
+  }
+  return
+}
+
+// A convolution-like loop of 2 channel tiles around a kernel whose row loop splits as evenly (1024 rows): the
+// kernel splits its rows, and the loop of calls stays serial. Split by tiles, each thread would read all of the
+// 1 MiB input, half of it written by the other core (21 us at the rate beyond L2); split by rows, each reads
+// its half, and all of the 32 KiB of weights (a global), for one more fork (1.4 us).
+// CHECK-LABEL: func.func private @__glow_kernel10(
+// CHECK:         omp.parallel
+// CHECK:           omp.loop_nest ({{.*}}) : index = ({{.*}}) to (%c1024{{.*}}) step ({{.*}}) {
+// CHECK:           omp.terminator
+// CHECK-NEXT:    } {glow.split = {dims = ["d0 of 1024x16"], trips = array<i64: 1024>}}
+memref.global "private" constant @weights : memref<2x256x16xf32> = dense<1.0>
+func.func private @__glow_kernel10(%x: memref<1024x256xf32>, %w: memref<256x16xf32, strided<[16, 1], offset: ?>>,
+                                   %y: memref<1024x16xf32, strided<[32, 1], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c1024 = arith.constant 1024 : index
+  %init = arith.constant dense<0.0> : vector<16xf32>
+  scf.for %i = %c0 to %c1024 step %c1 {
+    %acc = scf.for %k = %c0 to %c256 step %c1 iter_args(%s = %init) -> (vector<16xf32>) {
+      %a = memref.load %x[%i, %k] : memref<1024x256xf32>
+      %b = vector.load %w[%k, %c0] : memref<256x16xf32, strided<[16, 1], offset: ?>>, vector<16xf32>
+      %av = vector.broadcast %a : f32 to vector<16xf32>
+      %t = vector.fma %av, %b, %s : vector<16xf32>
+      scf.yield %t : vector<16xf32>
+    }
+    vector.store %acc, %y[%i, %c0] : memref<1024x16xf32, strided<[32, 1], offset: ?>>, vector<16xf32>
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @convolution(
+// CHECK-NOT:     omp.
+// CHECK:         scf.for
+// CHECK:           func.call @__glow_kernel10(
+func.func @convolution(%x: memref<1024x256xf32>, %y: memref<1024x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %w = memref.get_global @weights : memref<2x256x16xf32>
+  scf.for %t = %c0 to %c2 step %c1 {
+    %wt = memref.subview %w[%t, 0, 0] [1, 256, 16] [1, 1, 1] : memref<2x256x16xf32> to memref<256x16xf32, strided<[16, 1], offset: ?>>
+    %offset = affine.apply affine_map<(d0) -> (d0 * 16)>(%t)
+    %yt = memref.subview %y[0, %offset] [1024, 16] [1, 1] : memref<1024x32xf32> to memref<1024x16xf32, strided<[32, 1], offset: ?>>
+    func.call @__glow_kernel10(%x, %wt, %yt) : (memref<1024x256xf32>, memref<256x16xf32, strided<[16, 1], offset: ?>>, memref<1024x16xf32, strided<[32, 1], offset: ?>>) -> ()
+  }
+  return
+}
+
+// The same kernel called from two loops of channel tiles, one that would leave the split to the kernel's rows
+// (as above) and one whose tiles come from 1 MiB of weights, which every thread would read whole if it split
+// by rows: that loop splits its tiles, so the kernel runs whole on one thread per call, and the first loop
+// splits its tiles too rather than run serial.
+// CHECK-LABEL: func.func private @__glow_kernel11(
+// CHECK-NOT:     omp.
+// CHECK:         return
+memref.global "private" constant @many_weights : memref<64x256x16xf32> = dense<1.0>
+func.func private @__glow_kernel11(%x: memref<1024x256xf32>, %w: memref<256x16xf32, strided<[16, 1], offset: ?>>,
+                                   %y: memref<1024x16xf32, strided<[32, 1], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c1024 = arith.constant 1024 : index
+  %init = arith.constant dense<0.0> : vector<16xf32>
+  scf.for %i = %c0 to %c1024 step %c1 {
+    %acc = scf.for %k = %c0 to %c256 step %c1 iter_args(%s = %init) -> (vector<16xf32>) {
+      %a = memref.load %x[%i, %k] : memref<1024x256xf32>
+      %b = vector.load %w[%k, %c0] : memref<256x16xf32, strided<[16, 1], offset: ?>>, vector<16xf32>
+      %av = vector.broadcast %a : f32 to vector<16xf32>
+      %t = vector.fma %av, %b, %s : vector<16xf32>
+      scf.yield %t : vector<16xf32>
+    }
+    vector.store %acc, %y[%i, %c0] : memref<1024x16xf32, strided<[32, 1], offset: ?>>, vector<16xf32>
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @small_weights(
+// CHECK:         omp.parallel
+// CHECK:           func.call @__glow_kernel11(
+func.func @small_weights(%x: memref<1024x256xf32>, %y: memref<1024x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %w = memref.get_global @weights : memref<2x256x16xf32>
+  scf.for %t = %c0 to %c2 step %c1 {
+    %wt = memref.subview %w[%t, 0, 0] [1, 256, 16] [1, 1, 1] : memref<2x256x16xf32> to memref<256x16xf32, strided<[16, 1], offset: ?>>
+    %offset = affine.apply affine_map<(d0) -> (d0 * 16)>(%t)
+    %yt = memref.subview %y[0, %offset] [1024, 16] [1, 1] : memref<1024x32xf32> to memref<1024x16xf32, strided<[32, 1], offset: ?>>
+    func.call @__glow_kernel11(%x, %wt, %yt) : (memref<1024x256xf32>, memref<256x16xf32, strided<[16, 1], offset: ?>>, memref<1024x16xf32, strided<[32, 1], offset: ?>>) -> ()
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @large_weights(
+// CHECK:         omp.parallel
+// CHECK:           func.call @__glow_kernel11(
+func.func @large_weights(%x: memref<1024x256xf32>, %y: memref<1024x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %w = memref.get_global @many_weights : memref<64x256x16xf32>
+  scf.for %t = %c0 to %c2 step %c1 {
+    %wt = memref.subview %w[%t, 0, 0] [1, 256, 16] [1, 1, 1] : memref<64x256x16xf32> to memref<256x16xf32, strided<[16, 1], offset: ?>>
+    %offset = affine.apply affine_map<(d0) -> (d0 * 16)>(%t)
+    %yt = memref.subview %y[0, %offset] [1024, 16] [1, 1] : memref<1024x32xf32> to memref<1024x16xf32, strided<[32, 1], offset: ?>>
+    func.call @__glow_kernel11(%x, %wt, %yt) : (memref<1024x256xf32>, memref<256x16xf32, strided<[16, 1], offset: ?>>, memref<1024x16xf32, strided<[32, 1], offset: ?>>) -> ()
   }
   return
 }

@@ -2,13 +2,15 @@
 // every loop nest left in the entry, is timed between two clock reads into a counters global (one column per
 // site), a read-and-reset function is added, and the module lists each site (the callee, or `<entry>:<op>:<k>`)
 // with the node names of its location, fused ones whole (outline.py gives each call the locations of the ops it
-// replaced: a function called twice names the nodes of each call). Without the option none of it is there.
+// replaced: a function called twice names the nodes of each call), and what each site splits across threads
+// (none here: single-threaded code; to-llvm-profile-threads.mlir has threads). Without the option none of it
+// is there.
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-to-llvm{profile=1})' | FileCheck %s
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-to-llvm)' | FileCheck %s --check-prefix=PLAIN
 // PLAIN-NOT: glow_profile
 // PLAIN-NOT: clock_gettime
 
-// CHECK: module attributes {glow.profile_kernels = {{\[\[}}"__glow_kernel0", "conv1", "relu1"], ["__glow_kernel0", "conv2"], ["__glow_loops_model_0", "transpose"], ["model:scf.for:3", "softmax"]]}
+// CHECK: module attributes {glow.profile_kernels = {{\[\[}}"__glow_kernel0", "conv1", "relu1"], ["__glow_kernel0", "conv2"], ["__glow_loops_model_0", "transpose"], ["model:scf.for:3", "softmax"]], glow.profile_splits = {{\[\[}}], [], [], []]}
 // CHECK-DAG: llvm.func @clock_gettime(i32, !llvm.ptr) -> i32
 // CHECK-DAG: llvm.mlir.global private @glow_profile_counters(dense<0> : tensor<3x4xi64>)
 // CHECK-LABEL: llvm.func @glow_profile_read
