@@ -135,3 +135,27 @@ def test_threads_profile_prints_per_kernel_scaling(tmp_path: Path) -> None:
     assert any(re.fullmatch(r"[\dx]+ \[d\d.*\] -> \d+/\d+ \|", r[-1]) for r in rows), rows
     assert any(r[-1] == "serial |" for r in rows)
     assert any(line.startswith("lost against perfect scaling:") for line in lines)
+
+
+def test_convs_benchmark_times_depthwise_and_grouped_layers(tmp_path: Path) -> None:
+    """bench/convs.py --quick: a depthwise layer with a channel remainder and a ResNeXt grouped layer, glow-mlir
+    on the NCHW and the NHWC model against onnxruntime, with the roofline bound of each."""
+    json_path, markdown_path = tmp_path / "convs.json", tmp_path / "convs.md"
+    command = [sys.executable, "-m", "bench.convs", "--quick"]
+    result = subprocess.run(
+        [*command, "--json", str(json_path), "--markdown", str(markdown_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    report = json.loads(json_path.read_text())
+    assert [row["shape"] for row in report["shapes"]] == ["dw3x3-s1-88@28", "g32x8-3x3-s1-256>256@28"]
+    for row in report["shapes"]:
+        assert row["errors"] == {}, row["errors"]
+        assert row["glow_vs_ort"]["match"] and row["glow_nhwc_vs_ort"]["match"], row
+        # The bound is at least the FMA peak's time, so its percentage is at least the peak's (equal, up to
+        # rounding, where the FMAs bound the layer).
+        assert row["ort_over_glow"] > 0
+        assert 0 < row["glow_nhwc_peak_percent"] <= row["glow_nhwc_bound_percent"] * (1 + 1e-9)
+        assert row["level"] in ("L1", "L2", "L3", "DRAM") and row["bandwidth_gbs"] > 0
+    table = markdown_path.read_text()
+    assert table in result.stdout and "| dw3x3-s1-88@28 | MobileNetV3-small block 3 |" in table
