@@ -2,18 +2,19 @@
 glow-cpu-layout creates (`glow_ir.cpu_conv_nhwc`, `glow_ir.cpu_max_pool_nhwc`, `glow_ir.cpu_avg_pool_nhwc`).
 
 They register into the codegen table (glow_mlir/codegen/table.py) on import, and mark the bias and
-activation ops of a group-1 convolution for glow-cpu-schedule, which reads `CONV_BIAS_ATTR` and
+activation ops of a convolution for glow-cpu-schedule, which reads `CONV_BIAS_ATTR` and
 `CONV_ACTIVATION_ATTR` from here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from mlir import ir
-from mlir.dialects import linalg
+from mlir.dialects import arith, linalg
 
 from glow_mlir import ops
 from glow_mlir.codegen.builders import (
-    block,
     conv_operands,
     float_only,
     generic,
@@ -29,6 +30,8 @@ from glow_mlir.codegen.table import fail, lowering, register_lowerings
 # convolution's tiles (backends/cpu/conv_recipes.py) instead of running them as passes of their own.
 CONV_BIAS_ATTR = "glow.conv_bias"
 CONV_ACTIVATION_ATTR = "glow.conv_activation"
+# Marks the linalg.generic of a grouped convolution (`grouped_conv`), with its window: [sh, sw, dh, dw].
+GROUPED_CONV_ATTR = "glow.grouped_conv"
 
 
 @lowering("cpu_conv_nhwc")
@@ -37,15 +40,15 @@ def _cpu_conv_nhwc(op: ir.Operation) -> None:
     """The CPU backend's convolution: dest = activation(conv(src, filter) + bias), NHWC, filter [KH, KW, I, O].
 
     dest starts as the bias broadcast along N, H and W, the convolution accumulates into it, and the
-    activation then runs in place: three linalg ops on dest, which glow-cpu-schedule runs as one kernel for
-    group 1 (the marked bias and activation fused into each output tile, backends/cpu/conv_recipes.py) and
-    one by one otherwise.
+    activation then runs in place: three linalg ops on dest, which glow-cpu-schedule runs as one kernel (the
+    marked bias and activation fused into each output tile, backends/cpu/conv_recipes.py), but for a
+    depthwise convolution with a channel multiplier, whose three ops run one by one.
     Group 1 is `conv_2d_nhwc_hwcf`; a depthwise convolution (one input channel per group) is
     `depthwise_conv_2d_nhwc_hwc`, or `_hwcm` with a channel multiplier, on views of the same buffers; any
-    other grouping is one `conv_2d_nhwc_hwcf` per group on channel slices.
+    other grouping is one linalg.generic over all groups (`grouped_conv`).
     """
     dest, src, filter_, bias, kernels, strides, dilation, group = conv_operands(op)
-    n, h, w, c = rank4(op, src)
+    n, _, _, c = rank4(op, src)
     _, oh, ow, f = rank4(op, dest)
     filter_dims = ops.shape(filter_)
     if group < 1 or c % group or f % group or filter_dims != (*kernels, c // group, f):
@@ -56,31 +59,52 @@ def _cpu_conv_nhwc(op: ir.Operation) -> None:
     bias_map = ir.AffineMap.get(4, 0, [ir.AffineDimExpr.get(3)])
     bias_init = generic([bias], dest, [bias_map, identity_map(4)], lambda a: a[0])
     window = {"strides": strides, "dilations": dilation}
+    # The CPU schedule fuses the bias and the activation into the convolution's tiles (conv_recipes), except
+    # for a channel multiplier's.
+    fused = True
     if group == 1:
         linalg.conv_2d_nhwc_hwcf(src, filter_, outs=[dest], **window)
-        # The CPU schedule fuses the bias and the activation into the convolution's tiles (conv_recipes).
-        bias_init.attributes[CONV_BIAS_ATTR] = ir.UnitAttr.get()
-        activation = activate(op, dest)
-        if activation is not None:
-            activation.attributes[CONV_ACTIVATION_ATTR] = ir.UnitAttr.get()
-        return
-    if group == c and f == c:
+    elif group == c and f == c:
         linalg.depthwise_conv_2d_nhwc_hwc(src, reshape(filter_, [*kernels, c]), outs=[dest], **window)
     elif group == c:
         m = f // c
         # Output channel o = channel * m + j of a depthwise convolution with channel multiplier m.
         depthwise = linalg.depthwise_conv_2d_nhwc_hwcm
         depthwise(src, reshape(filter_, [*kernels, c, m]), outs=[reshape(dest, [n, oh, ow, c, m])], **window)
+        fused = False
     else:
-        cg, fg = c // group, f // group
-        for g in range(group):
-            linalg.conv_2d_nhwc_hwcf(
-                block(src, [0, 0, 0, g * cg], [n, h, w, cg], op),
-                block(filter_, [0, 0, 0, g * fg], [*kernels, cg, fg], op),
-                outs=[block(dest, [0, 0, 0, g * fg], [n, oh, ow, fg], op)],
-                **window,
-            )
-    activate(op, dest)
+        grouped_conv(src, filter_, dest, group, strides, dilation)
+    activation = activate(op, dest)
+    if fused:
+        bias_init.attributes[CONV_BIAS_ATTR] = ir.UnitAttr.get()
+        if activation is not None:
+            activation.attributes[CONV_ACTIVATION_ATTR] = ir.UnitAttr.get()
+
+
+def grouped_conv(
+    src: ir.Value, filter_: ir.Value, dest: ir.Value, group: int, strides: Sequence[int], dilation: Sequence[int]
+) -> ir.Operation:
+    """dest[n, oh, ow, g * FG + j] += sum over (kh, kw, c) of src[n, oh * sh + kh * dh, ow * sw + kw * dw,
+    g * CG + c] * filter_[kh, kw, c, g * FG + j], as one linalg.generic on the buffers with their channels
+    split into (group, channel) (loops n, oh, ow, g, j, kh, kw, c), marked GROUPED_CONV_ATTR with the window.
+
+    One op for all groups, so that the schedule sees the whole convolution (conv_recipes.grouped_recipe packs
+    several narrow groups into one tile of whole registers); unscheduled, it runs as loops."""
+    # Imported here: matmul_recipes imports recipes.py, which imports this module's marks.
+    from glow_mlir.backends.cpu.matmul_recipes import _split_last
+
+    (sh, sw), (dh, dw) = strides, dilation
+    c, f = ops.shape(src)[3], ops.shape(dest)[3]
+    x, w, y = _split_last(src, c // group), _split_last(filter_, f // group), _split_last(dest, f // group)
+    d = [ir.AffineDimExpr.get(i) for i in range(8)]  # n, oh, ow, g, j, kh, kw, c
+    maps = [
+        ir.AffineMap.get(8, 0, [d[0], d[1] * sh + d[5] * dh, d[2] * sw + d[6] * dw, d[3], d[7]]),
+        ir.AffineMap.get(8, 0, [d[5], d[6], d[7], d[3], d[4]]),
+        ir.AffineMap.get(8, 0, d[:5]),
+    ]
+    conv = generic([x, w], y, maps, lambda a: arith.addf(a[2], arith.mulf(a[0], a[1])), reductions=(5, 6, 7))
+    conv.attributes[GROUPED_CONV_ATTR] = ir.DenseI64ArrayAttr.get([sh, sw, dh, dw])
+    return conv
 
 
 register_lowerings(

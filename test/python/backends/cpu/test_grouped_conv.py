@@ -1,0 +1,134 @@
+"""Grouped and depthwise convolutions as one kernel each, bias and activation fused (conv_recipes.py:
+`grouped_recipe`, `depthwise_recipe`), against onnxruntime over the shape class: groups of 2 to 64 channels,
+odd group counts, input and output widths that differ, stride 2, dilation 2, 1x1 to 7x7 windows, padding,
+with and without bias and activation, and a filter that is an input (not packed)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import ModelProto, TensorProto, helper, numpy_helper
+
+import glow_mlir
+from glow_mlir.frontends.onnx import import_model
+
+rng = np.random.default_rng(0)
+
+
+def _conv_model(
+    c: int, f: int, size: int, k: int, stride: int, group: int, *, dilation: int = 1, bias: bool = True,
+    activation: str | None = "Relu", filter_input: bool = False,
+) -> tuple[ModelProto, dict[str, np.ndarray]]:
+    """Conv (NCHW, "same" pads) [+ Relu or Clip(0, 6)] and its feeds."""
+    w = (rng.standard_normal((f, c // group, k, k)) / np.sqrt(k * k * c / group)).astype(np.float32)
+    b = rng.uniform(-0.5, 0.5, f).astype(np.float32)
+    feeds = {"x": rng.standard_normal((1, c, size, size)).astype(np.float32)}
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, size, size])]
+    initializers = [numpy_helper.from_array(b, "b")] if bias else []
+    if filter_input:
+        feeds["w"] = w
+        inputs.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, list(w.shape)))
+    else:
+        initializers.append(numpy_helper.from_array(w, "w"))
+    pad = dilation * (k // 2)
+    nodes = [helper.make_node("Conv", ["x", "w", *(["b"] if bias else [])], ["c"], kernel_shape=[k, k],
+                              strides=[stride] * 2, pads=[pad] * 4, dilations=[dilation] * 2, group=group)]
+    if activation == "Relu":
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    elif activation == "Clip":
+        initializers += [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("lo", 0), ("hi", 6))]
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
+    else:
+        nodes[0].output[0] = "y"
+    graph = helper.make_graph(nodes, "conv", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return model, feeds
+
+
+def _run(model: ModelProto, feeds: dict[str, np.ndarray]) -> str:
+    """Compiles and runs `model`, checks it against onnxruntime, returns the scheduled IR."""
+    with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
+        scheduled = compiled.ir("glow-cpu-schedule")
+        got = compiled.run(feeds)["y"]
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    [want] = session.run(None, feeds)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return scheduled
+
+
+def _kernels(scheduled: str) -> dict[str, str]:
+    """The outlined kernels' bodies by name."""
+    parts = re.split(r"(?=func\.func private @)", scheduled)
+    return {re.match(r"func\.func private @(\w+)", p).group(1): p for p in parts if p.startswith("func.func private")}
+
+
+def _conv_kernels(scheduled: str) -> list[str]:
+    return [body for body in _kernels(scheduled).values() if "vector.fma" in body]
+
+
+@pytest.mark.parametrize(
+    ("c", "f", "size", "k", "stride", "group", "dilation", "packed"),
+    [
+        (128, 128, 9, 3, 1, 32, 1, "8x3x3x16x16"),  # ResNeXt's 4-channel groups, 4 per tile
+        (64, 64, 10, 3, 2, 8, 1, "4x3x3x16x16"),  # 8-channel groups, stride 2
+        (24, 24, 11, 3, 1, 3, 1, "3x3x3x8x8"),  # RegNetX-200MF's 3 groups of 8: an odd count, one per tile
+        (48, 48, 7, 5, 1, 4, 1, "1x5x5x48x48"),  # 12-channel groups, 5x5
+        (40, 40, 9, 3, 1, 20, 1, "5x3x3x8x8"),  # 20 groups of 2: 4 per tile (8 does not divide 20)
+        (96, 64, 8, 1, 1, 2, 1, "2x1x1x48x32"),  # 1x1, 48 input and 32 output channels per group
+        (256, 256, 7, 3, 1, 4, 1, "4x3x3x64x64"),  # 64-channel groups
+        (24, 48, 9, 7, 1, 2, 1, "2x7x7x12x24"),  # 7x7, output groups of 24
+        (32, 32, 9, 3, 1, 4, 2, "2x3x3x16x16"),  # dilation 2
+    ],
+)
+def test_grouped_conv_is_one_fused_kernel(
+    c: int, f: int, size: int, k: int, stride: int, group: int, dilation: int, packed: str
+) -> None:
+    model, feeds = _conv_model(c, f, size, k, stride, group, dilation=dilation)
+    scheduled = _run(model, feeds)
+    # The tiles' dense block-diagonal filters: [tiles, KH, KW, tile inputs, tile outputs].
+    assert re.findall(r"memref.global [^@]*@__glow_packed_gconv_(\w+)", scheduled) == [packed]
+    kernels = _kernels(scheduled)
+    [conv] = [name for name, body in kernels.items() if "vector.fma" in body]
+    # The ReLU is in the convolution's kernel and in no other.
+    assert [name for name, body in kernels.items() if "arith.maximumf" in body] == [conv]
+    assert "glow.grouped_conv" not in scheduled
+
+
+@pytest.mark.parametrize(
+    ("bias", "activation", "filter_input"), [(False, None, False), (True, "Clip", False), (True, "Relu", True)]
+)
+def test_grouped_conv_epilogues_and_filter_inputs(bias: bool, activation: str | None, filter_input: bool) -> None:
+    model, feeds = _conv_model(32, 48, 9, 3, 1, 4, bias=bias, activation=activation, filter_input=filter_input)
+    scheduled = _run(model, feeds)
+    # A filter given at run time is read in place (no packed copy), one group of 8 inputs per tile.
+    assert ("__glow_packed_gconv" not in scheduled) == filter_input
+    assert len(_conv_kernels(scheduled)) == 1
+
+
+@pytest.mark.parametrize(
+    ("channels", "size", "k", "stride", "bias", "activation", "kernels"),
+    [
+        (88, 14, 3, 1, True, "Relu", 2),  # 80 + 8 channels
+        (40, 12, 7, 1, True, None, 2),  # ConvNeXt: no activation
+        (60, 12, 5, 2, True, "Clip", 2),
+        (12, 9, 3, 1, False, "Relu", 1),
+        (96, 28, 3, 2, True, "Relu", 1),  # a wide map's tile of 4 pixels x 32 channels
+    ],
+)
+def test_depthwise_fuses_bias_and_activation(
+    channels: int, size: int, k: int, stride: int, bias: bool, activation: str | None, kernels: int
+) -> None:
+    model, feeds = _conv_model(channels, channels, size, k, stride, channels, bias=bias, activation=activation)
+    scheduled = _run(model, feeds)
+    convs = _conv_kernels(scheduled)
+    assert len(convs) == kernels
+    clamp = {"Relu": "arith.maximumf", "Clip": "arith.minimumf", None: None}[activation]
+    if clamp is not None:
+        # The activation runs in the convolution kernels only: no pass of its own over the output.
+        assert all(clamp in body for body in convs)
+        assert sum(clamp in body for body in _kernels(scheduled).values()) == kernels
