@@ -868,6 +868,27 @@ irdl.dialect @glow {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads}
   }
 
+  // CPU backend: depthwise convolution of an int8 or uint8 NHWC input padded with its zero point `zero` (pads [top, left, bottom, right]) by a constant int8 filter [KH, KW, C], requantized to f32: f32(sum input * W - correction) * multiplier + bias per channel, correction = zero * the channel's filter sum, then the epilogue of cpu_int8_matmul (backends/cpu/int8_ops.py).
+  irdl.operation @cpu_int8_depthwise_nhwc {
+    %input = irdl.base "!builtin.tensor"
+    %weights = irdl.base "!builtin.tensor"
+    %correction = irdl.base "!builtin.tensor"
+    %multiplier = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %zero = irdl.base "#builtin.integer"
+    %relu = irdl.base "#builtin.integer"
+    %clip = irdl.base "#builtin.float"
+    %output_scale = irdl.base "#builtin.float"
+    %output_zero = irdl.base "#builtin.integer"
+    irdl.operands(input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "zero" = %zero, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero}
+  }
+
   // CPU backend: the fused convolution in NHWC, filter [KH, KW, C / group, O], bias [O]; pads [top, left, bottom, right].
   irdl.operation @cpu_conv_nhwc {
     %input = irdl.base "!builtin.tensor"

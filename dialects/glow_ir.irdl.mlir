@@ -883,6 +883,27 @@ irdl.dialect @glow_ir {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "roles" = %roles}
   }
 
+  // CPU backend: dest[n, y, x, c] = f32(sum over the window of input (padded with zero) * W[., ., c] - correction) * multiplier + bias, then relu, clip and uint8 quantization; the padding is read in the kernel.
+  irdl.operation @cpu_int8_depthwise_nhwc {
+    %dest = irdl.base "!builtin.memref"
+    %input = irdl.base "!builtin.memref"
+    %weights = irdl.base "!builtin.memref"
+    %correction = irdl.base "!builtin.memref"
+    %multiplier = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %zero = irdl.base "#builtin.integer"
+    %relu = irdl.base "#builtin.integer"
+    %clip = irdl.base "#builtin.float"
+    %output_scale = irdl.base "#builtin.float"
+    %output_zero = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in", "in", "in", "in", "in"]
+    irdl.operands(dest: %dest, input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "zero" = %zero, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
+  }
+
   // CPU backend: dest = activation(convolution(src, filter, bias)) in NHWC, filter [KH, KW, C / group, O], no padding.
   irdl.operation @cpu_conv_nhwc {
     %dest = irdl.base "!builtin.memref"

@@ -2,8 +2,8 @@
 whose matrix products and convolutions compute on 8-bit integers out.
 
 Each quantizable op (convolution, fully_connected, matmul, batch_matmul) not kept in float, and neither a grouped
-or dilated convolution nor a product of two activations (no int8 kernel computes those: `_has_int8_kernel`),
-becomes:
+(other than depthwise, fed by a product's epilogue) or dilated convolution nor a product of two activations (no
+int8 kernel computes those, or none that pays: `_has_int8_kernel`), becomes:
 
 - its activation operands quantized, `q = clamp(round_half_even(x / scale) + zero_point)` as int8 (ONNX's
   QuantizeLinear: the same rounding onnxruntime's quantized models use), with scale and zero point from the
@@ -312,22 +312,49 @@ def _quantized(op: ir.Operation, name: str, profile: Profile, options: Options, 
 
 
 def _has_int8_kernel(op: ir.Operation, dynamic: bool) -> bool:
-    """Whether `op` is worth quantizing. A grouped or dilated convolution (a depthwise one, say) is not: no
-    int8 kernel computes it, so quantizing it would only put a quantization and a float convolution on
-    centred integers where the float convolution was (MobileNetV2 int8 ran 0.71x its fp32 so). Nor is a product
-    of two activations (attention's batch_matmul): the int8 kernels take constant weights, packed at compile
-    time, and the int32 product ran as a generic loop, slower than the float kernel (a BERT encoder's static
-    int8 0.081 ms, 0.046 ms with its batch_matmuls float: docs/QUANTIZATION.md). With `dynamic`, only products
-    whose weights are constant are."""
+    """Whether `op` is worth quantizing. A grouped or dilated convolution is not, unless it is depthwise (one
+    output channel per input channel, no dilation: the CPU backend's cpu_int8_depthwise_nhwc) and its input
+    arrives as uint8 (`_uint8_input`): no int8 kernel computes the others, or none that pays, so quantizing one
+    would only put a quantization and a float convolution on centred integers where the float convolution was
+    (MobileNetV2 int8 ran 0.71x its fp32 so, before the depthwise kernel). Nor is a product of two activations
+    (attention's batch_matmul): the int8 kernels take constant weights, packed at compile time, and the int32
+    product ran as a generic loop, slower than the float kernel (a BERT encoder's static int8 0.081 ms, 0.046 ms
+    with its batch_matmuls float: docs/QUANTIZATION.md). With `dynamic`, only products whose weights are
+    constant are."""
     if dynamic:
         return g.constant_array(op.operands[1]) is not None
     if all(g.producer_name(v) not in (g.CONSTANT, g.SPLAT) for v in op.operands[:2]):
         return False
     if op.name != "glow.convolution":
         return True
-    return ir.IntegerAttr(op.attributes["group"]).value == 1 and all(
-        d == 1 for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])
-    )
+    if any(d != 1 for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])):
+        return False
+    group = ir.IntegerAttr(op.attributes["group"]).value
+    if group == 1:
+        return True
+    return group == ops.shape(op.operands[0])[1] == ops.shape(op.operands[1])[0] and _uint8_input(op.operands[0])
+
+
+# The activations between a product and a depthwise convolution that the product's int8 epilogue computes (relu,
+# and max / min with a constant: relu6 as ONNX's Clip imports).
+_EPILOGUE_ACTIVATIONS = ("glow.relu", "glow.max", "glow.min")
+
+
+def _uint8_input(value: ir.Value) -> bool:
+    """Whether `value`, a depthwise convolution's input, comes from a product quantize() rewrites through relus or
+    clips only (each value used once), so that the product's int8 epilogue writes it as the uint8 activation the
+    depthwise kernel reads (MobileNetV2's expand -> relu6 -> depthwise). Another input (a residual stream, a SiLU's
+    result) needs a quantization pass of its own over the f32 tensor, which costs about what the int8 kernel saves
+    over the float one (ConvNeXt-atto's int8 0.93x to 0.98x, EfficientNet-B0's 0.98x, with all their depthwise
+    layers quantized)."""
+    while len(g.users(value)) == 1 and (op := g.producer(value)) is not None:
+        if op.name in QUANTIZABLE:
+            return _has_int8_kernel(op, dynamic=False)
+        constant = len(op.operands) == 1 or g.producer_name(op.operands[1]) in (g.CONSTANT, g.SPLAT)
+        if op.name not in _EPILOGUE_ACTIVATIONS or not constant:
+            return False
+        value = op.operands[0]
+    return False
 
 
 def _dynamic(op: ir.Operation, name: str, per_channel: bool) -> ir.Value:

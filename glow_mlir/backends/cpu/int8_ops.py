@@ -1,7 +1,8 @@
 """The CPU backend's int8 products, `glow.cpu_int8_matmul` and `glow.cpu_int8_conv_nhwc` (with its residual form
-`cpu_int8_conv_nhwc_add`, and the dynamic matmul), its one-pass uint8 quantization `cpu_quantize_u8` and its uint8
-max pool `cpu_max_pool_u8_nhwc`: their definitions, evaluators and the compile-time preparation of their operands.
-glow-cpu-int8 (int8_rewrite.py) makes them; int8_gemm.py lowers the products to vpdpbusd (int8_pool.py the pool).
+`cpu_int8_conv_nhwc_add`, and the dynamic matmul), its depthwise convolution `cpu_int8_depthwise_nhwc`, its
+one-pass uint8 quantization `cpu_quantize_u8` and its uint8 max pool `cpu_max_pool_u8_nhwc`: their definitions,
+evaluators and the compile-time preparation of their operands. glow-cpu-int8 (int8_rewrite.py) makes them;
+int8_gemm.py lowers the products to vpdpbusd (int8_depthwise.py the depthwise convolution, int8_pool.py the pool).
 The products' operands are what the kernels read:
 
 - `input`: the int8 or uint8 activation `q`, [M, K] (a convolution's: NHWC, padded with its zero point);
@@ -417,4 +418,92 @@ CPU_MAX_POOL_U8 = define(OpDef(
              graph="cpu_max_pool_u8_nhwc",
              doc="CPU backend: uint8 max pooling in NHWC over the windows clipped to the input (pads [top, left, "
              "bottom, right])."),
+))  # fmt: skip
+
+
+# Depthwise int8 convolution (int8_depthwise.py): each output channel reads only its own input channel, so there is
+# no reduction over channels for vpdpbusd's 4-byte groups; the kernel multiplies and adds the integers per channel
+# (16 channels a vector), and its sums are exact while the window is small enough (`depthwise_exact`). The filter is
+# int8 [KH, KW, C] (channels last, as the NHWC input); the correction is the zero point times each channel's filter
+# sum (the input is widened as its own signed or unsigned value: no offset). The padding is the zero point
+# (attribute `zero`), read in the kernel rather than copied into a padded canvas.
+# The largest sum of |q| * |w| over a window the kernel's float32 arithmetic holds exactly: 2^24.
+F32_EXACT = 1 << 24
+
+
+def depthwise_exact(taps: int) -> bool:
+    """Whether a depthwise window of `taps` taps sums exactly in float32: every partial sum of q * w (q a uint8 or
+    int8 activation, |q| <= 255; w int8, |w| <= 128) and of (q - z) * w stays below 2^24. True up to 514 taps
+    (7x7 windows have 49)."""
+    return taps * 255 * 128 < F32_EXACT
+
+
+def depthwise_weights(w: np.ndarray) -> np.ndarray:
+    """int8 depthwise filter `w` [C, 1, KH, KW] (OIHW, one input channel per group) as the kernel reads it:
+    [KH, KW, C]."""
+    return np.ascontiguousarray(w[:, 0].transpose(1, 2, 0))
+
+
+def depthwise_correction(w: np.ndarray, zero: int) -> np.ndarray:
+    """zero * (each channel's filter sum) as i32, from the [KH, KW, C] filter."""
+    return (zero * w.astype(np.int64).sum(axis=(0, 1))).astype(np.int32)
+
+
+def _depthwise_shape(o: Sequence[Shape], a: Attrs, _: Shape | None) -> Shape:
+    input_, weights, corr, multiplier, bias = o
+    rank(input_, 4, "input (NHWC)")
+    rank(weights, 3, "weights ([KH, KW, C])")
+    n, h, w, c = input_
+    kh, kw = a["kernels"]
+    sh, sw = a["strides"]
+    top, left, bottom, right = a["pads"]
+    h, w = h + top + bottom, w + left + right
+    require(kh <= h and kw <= w and sh > 0 and sw > 0, f"kernels {[kh, kw]} / strides {[sh, sw]} do not fit {h}x{w}")
+    require(min(top, left, bottom, right) >= 0, f"pads must not be negative, got {[top, left, bottom, right]}")
+    require(tuple(weights) == (kh, kw, c), f"weights must be [{kh}, {kw}, {c}], got {list(weights)}")
+    for vector, what in ((corr, "correction"), (multiplier, "multiplier"), (bias, "bias")):
+        rank(vector, 1, what)
+        require(vector[0] == c, f"{what} must have the channels' length {c}, got {vector[0]}")
+    return (n, (h - kh) // sh + 1, (w - kw) // sw + 1, c)
+
+
+def depthwise_product(a: list[Array], kernels: Sequence[int], strides: Sequence[int], pads: Sequence[int],
+                      zero: int) -> Array:  # fmt: skip
+    """The depthwise convolution's f32 result before its epilogue, in exact integer arithmetic over the input padded
+    with `zero` ([top, left, bottom, right]): one int64 product per filter tap, summed."""
+    x, w, corr, multiplier, bias = a
+    kh, kw = kernels
+    sh, sw = strides
+    top, left, bottom, right = pads
+    q = np.pad(x.astype(np.int64), ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=zero)
+    _, h, wd, _ = q.shape
+    oh, ow = (h - kh) // sh + 1, (wd - kw) // sw + 1
+    taps = w.astype(np.int64)
+    acc = sum(q[:, i : i + sh * (oh - 1) + 1 : sh, j : j + sw * (ow - 1) + 1 : sw] * taps[i, j]
+              for i in range(kh) for j in range(kw))  # fmt: skip
+    acc = (acc - corr).astype(np.int32)
+    return acc.astype(np.float32) * multiplier.astype(np.float32) + bias.astype(np.float32)
+
+
+def evaluate_depthwise(op: ir.Operation, a: list[Array]) -> Array:
+    window = [[int(v) for v in ir.DenseI64ArrayAttr(op.attributes[name])] for name in ("kernels", "strides", "pads")]
+    return epilogue(op, depthwise_product(a, *window, ir.IntegerAttr(op.attributes["zero"]).value))
+
+
+DEPTHWISE_ATTRS = (("kernels", Attr.INTS), ("strides", Attr.INTS), ("pads", Attr.INTS), ("zero", Attr.INT))
+CPU_INT8_DEPTHWISE = define(OpDef(
+    "cpu_int8_depthwise_nhwc",
+    "CPU backend: depthwise convolution of an int8 or uint8 NHWC input padded with its zero point `zero` (pads [top, "
+    "left, bottom, right]) by a constant int8 filter [KH, KW, C], requantized to f32: f32(sum input * W - "
+    "correction) * multiplier + bias per channel, correction = zero * the channel's filter sum, then the epilogue "
+    "of cpu_int8_matmul (backends/cpu/int8_ops.py).",
+    OPERANDS, attrs=(*DEPTHWISE_ATTRS, *OUTPUT_ATTRS), backend="cpu", shape=_depthwise_shape, types=_types,
+    evaluate=evaluate_depthwise,
+    ir=IrDef(
+        "cpu_int8_depthwise_nhwc", (("dest", "out"), *((name, "in") for name in OPERANDS)),
+        attrs=(*(name for name, _ in DEPTHWISE_ATTRS), *OUTPUT_ATTR_NAMES),
+        graph="cpu_int8_depthwise_nhwc",
+        doc="CPU backend: dest[n, y, x, c] = f32(sum over the window of input (padded with zero) * W[., ., c] - "
+        "correction) * multiplier + bias, then relu, clip and uint8 quantization; the padding is read in the kernel.",
+    ),
 ))  # fmt: skip

@@ -29,7 +29,9 @@ rewritten, a product whose result only feeds a relu or relu6 computes it in its 
 product's uint8 quantization when that alone follows (`fuse_output`), after a max pool before a quantization
 has moved onto the uint8 activation (int8_pool.py) and a residual add has joined the convolution before it
 (int8_residual.py); the uint8 quantizations left become one pass each. A convolution sits
-between NCHW/NHWC transposes, which glow-sink-transpose cancels between layers, as glow-cpu-layout's do.
+between NCHW/NHWC transposes, which glow-sink-transpose cancels between layers, as glow-cpu-layout's do; a
+depthwise one becomes cpu_int8_depthwise_nhwc (int8_depthwise.py), whose epilogue takes the same activations and
+quantization.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from glow_mlir.backends.cpu.int8_ops import (
     output_attributes,
     pack_weights,
 )
+from glow_mlir.backends.cpu.int8_depthwise import DEPTHWISE, depthwise, is_depthwise
 from glow_mlir.backends.cpu.int8_pool import int8_max_pool
 from glow_mlir.backends.cpu.int8_residual import (
     CONV,
@@ -401,11 +404,26 @@ def int8_matmul(op: ir.Operation) -> ir.Value | None:
     return product
 
 
+def _padded(q: ir.Value, zero: int, op: ir.Operation) -> ir.Value:
+    """Activation `q` (NCHW) transposed to NHWC and, when glow.convolution `op` pads, inserted into a canvas of its
+    zero point, whose centred value is 0 as the float convolution's padding; at the current insertion point."""
+    x = transpose_to(q, TO_NHWC)
+    top, left, bottom, right = (int(v) for v in ir.DenseI64ArrayAttr(op.attributes["pads"]))
+    if not (top or left or bottom or right):
+        return x
+    b, h, wd, c = ops.shape(x)
+    padded = ops.tensor_type([b, h + top + bottom, wd + left + right, c], ops.element_type(q))
+    canvas = g.materialize(np.full(ops.shape(padded), zero, g.dtype(q)), padded)
+    return g.make("glow.insert_tensor", [canvas, x], padded, {"start": ops.i64_array([0, top, left, 0])})
+
+
 def int8_convolution(op: ir.Operation) -> ir.Value | None:
-    """The int8 convolution at glow.convolution `op` (group 1, no dilation; the quantizer's form, centred
-    integers in f32 or f64, or an imported QDQ one) as transpose(cpu_int8_conv_nhwc(padded transpose(q))): the
-    padding is the zero point, whose centred value is 0 as the float convolution's."""
-    if ir.IntegerAttr(op.attributes["group"]).value != 1:
+    """The int8 convolution at glow.convolution `op` (the quantizer's form, centred integers in f32 or f64, or an
+    imported QDQ one) as transpose(cpu_int8_conv_nhwc(padded transpose(q))) when it has group 1 and no dilation,
+    or as transpose(cpu_int8_depthwise_nhwc(transpose(q))) when it is depthwise (int8_depthwise.is_depthwise),
+    which reads the padding itself."""
+    grouped = ir.IntegerAttr(op.attributes["group"]).value != 1
+    if grouped and not is_depthwise(op):
         return None
     if any(d != 1 for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])):
         return None
@@ -414,20 +432,17 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
         return None
     found = _unsigned(found)
     q, zero = found.q, found.zero
-    top, left, bottom, right = (int(v) for v in ir.DenseI64ArrayAttr(op.attributes["pads"]))
-    gemm = conv_weights(found.weights)
-    n, _, oh, ow = ops.shape(op.results[0])
     with ir.InsertionPoint(found.last), found.last.location:
-        x = transpose_to(q, TO_NHWC)
-        if top or left or bottom or right:
-            b, h, wd, c = ops.shape(x)
-            padded = ops.tensor_type([b, h + top + bottom, wd + left + right, c], ops.element_type(q))
-            canvas = g.materialize(np.full(ops.shape(padded), zero, g.dtype(q)), padded)
-            x = g.make("glow.insert_tensor", [canvas, x], padded, {"start": ops.i64_array([0, top, left, 0])})
-        result = ops.tensor_type([n, oh, ow, gemm.shape[1]], ir.F32Type.get())
-        attrs = {a: op.attributes[a] for a in ("kernels", "strides")} | output_attributes()
-        vectors = _vectors(gemm, q, zero, found.multiplier, found.bias)
-        conv = g.make("glow.cpu_int8_conv_nhwc", [x, _packed(pack_weights(gemm)), *vectors], result, attrs)
+        if grouped:
+            conv = depthwise(transpose_to(q, TO_NHWC), zero, found.weights, found.multiplier, found.bias, op)
+        else:
+            x = _padded(q, zero, op)
+            gemm = conv_weights(found.weights)
+            n, _, oh, ow = ops.shape(op.results[0])
+            result = ops.tensor_type([n, oh, ow, gemm.shape[1]], ir.F32Type.get())
+            attrs = {a: op.attributes[a] for a in ("kernels", "strides")} | output_attributes()
+            vectors = _vectors(gemm, q, zero, found.multiplier, found.bias)
+            conv = g.make("glow.cpu_int8_conv_nhwc", [x, _packed(pack_weights(gemm)), *vectors], result, attrs)
         product = transpose_to(conv, TO_NCHW)
     g.replace(found.last, product)
     return product
@@ -436,7 +451,9 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
 _REWRITES = {"glow.matmul": int8_matmul, "glow.fully_connected": int8_matmul, "glow.convolution": int8_convolution}
 
 
-INT8_OPS = ("glow.cpu_int8_matmul", CONV, RESIDUAL, "glow.cpu_int8_matmul_dynamic")
+INT8_OPS = ("glow.cpu_int8_matmul", CONV, RESIDUAL, "glow.cpu_int8_matmul_dynamic", DEPTHWISE)
+# The int8 ops computed in NHWC, between transposes.
+NHWC_INT8_OPS = (CONV, RESIDUAL, DEPTHWISE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -476,7 +493,7 @@ def _output(op: ir.Operation) -> _Output | None:
     value = op.results[0]
     if g.dtype(value) != np.float32:
         return None
-    if op.name in (CONV, RESIDUAL):
+    if op.name in NHWC_INT8_OPS:
         back = _sole_user(value, "glow.transpose")
         if back is None:
             return None
@@ -500,7 +517,7 @@ def fuse_output(op: ir.Operation) -> ir.Value | None:
     result = ir.IntegerType.get_unsigned(8) if found.scale else ir.F32Type.get()
     with ir.InsertionPoint(found.last), found.last.location:
         fused = g.make(op.name, list(op.operands), ops.tensor_type(dims, result), attrs)
-        if op.name in (CONV, RESIDUAL):
+        if op.name in NHWC_INT8_OPS:
             fused = transpose_to(fused, TO_NCHW)
     g.replace(found.last, fused)
     return fused
@@ -564,7 +581,8 @@ def host_has_vnni() -> bool:
 @register("glow-cpu-int8")
 def cpu_int8(module: ir.Module) -> None:
     """Turn int8 matmuls and convolutions with constant int8 weights (quantize()'s integer products and imported
-    QDQ ones) into glow.cpu_int8_matmul / cpu_int8_conv_nhwc on weights packed for vpdpbusd, with a following
-    relu and uint8 quantization fused; on a host without AVX-512 VNNI the graph stays as it is."""
+    QDQ ones) into glow.cpu_int8_matmul / cpu_int8_conv_nhwc on weights packed for vpdpbusd (depthwise
+    convolutions into cpu_int8_depthwise_nhwc), with a following relu and uint8 quantization fused; on a host
+    without AVX-512 VNNI the graph stays as it is."""
     if host_has_vnni():
         g.run_on_functions(module, int8_function, fixed_point=False)

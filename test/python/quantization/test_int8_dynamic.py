@@ -1,9 +1,11 @@
 """Dynamic int8 (glow.cpu_int8_matmul_dynamic): the op's definition against numpy's integer arithmetic with
 run-time zero points and scales, quantize(dynamic=True) compiled bit-identical to the reference interpreter
 over shapes that are not multiples of the register tile, and quantize() leaving products without an int8
-kernel (grouped convolutions) in float."""
+kernel (grouped convolutions other than depthwise ones, dilated ones) in float."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -87,20 +89,27 @@ def test_dynamic_quantization_is_accurate_and_needs_no_profile() -> None:
 
 
 def test_grouped_convolutions_stay_float() -> None:
-    """A depthwise convolution has no int8 kernel: quantizing it would only add a quantization before a float
-    convolution on centred integers. The group-1 convolution beside it is quantized."""
+    """A grouped convolution (2 channels per group), a dilated depthwise one, or a depthwise one whose input no
+    quantized product's epilogue writes (here the grouped one's float result) has no int8 kernel that pays:
+    quantizing it would only add a quantization before a float convolution on centred integers, or a quantization
+    pass. A depthwise convolution after a quantized product and its relu (cpu_int8_depthwise_nhwc) and the
+    group-1 convolutions are quantized."""
     g = glow_mlir.Graph("dw")
     x = g.input("x", (1, 8, 6, 6))
-    dw = g.convolution(x, g.constant(rng.standard_normal((8, 1, 3, 3)).astype(np.float32)),
-                       g.constant(np.zeros(8, np.float32)), pads=(1, 1, 1, 1), group=8, name="dw")  # fmt: skip
-    pw = g.convolution(dw, g.constant(rng.standard_normal((4, 8, 1, 1)).astype(np.float32)),
-                       g.constant(np.zeros(4, np.float32)), name="pw")  # fmt: skip
-    g.output("y", pw)
+
+    def conv(t: glow_mlir.Tensor, o: int, k: int, group: int, name: str, dilation: int = 1) -> glow_mlir.Tensor:
+        w = rng.standard_normal((o, 8 // group, k, k)).astype(np.float32)
+        return g.convolution(t, g.constant(w), g.constant(np.zeros(o, np.float32)), pads=(dilation * (k // 2),) * 4,
+                             dilation=(dilation, dilation), group=group, name=name)  # fmt: skip
+
+    h = conv(conv(x, 8, 3, 4, "grouped"), 8, 3, 8, "dw_after_grouped")
+    h = conv(g.relu(conv(h, 8, 1, 1, "pw1")), 8, 3, 8, "dw_after_pw")
+    g.output("y", conv(conv(h, 8, 3, 8, "dilated", dilation=2), 4, 1, 1, "pw2"))
     feeds = [{"x": rng.standard_normal((1, 8, 6, 6)).astype(np.float32)} for _ in range(2)]
     text = str(quant.quantize(g, quant.profile(g, feeds)))
-    convolutions = [line for line in text.splitlines() if '"glow.convolution"' in line]
-    assert len(convolutions) == 2
-    # The depthwise one reads the float input itself; the pointwise one reads centred integers.
-    [depthwise] = [line for line in convolutions if "group = 8" in line]
-    assert '"glow.convolution"(%arg0, ' in depthwise
+    producers = dict(re.findall(r'(%\w+) = "glow\.(\w+)"', text))
+    inputs = [producers.get(x, x) for x in re.findall(r'"glow\.convolution"\((%\w+),', text)]
+    # The grouped one reads the float input itself, the first depthwise one the grouped one's float result and
+    # the dilated one the second depthwise one's requantized result; the others read centred integers.
+    assert inputs == ["%arg0", "convolution", "sub", "sub", "add", "sub"]
     assert "glow.round" in text

@@ -14,7 +14,8 @@ import torch
 import glow_mlir
 from glow_mlir import quantization as quant
 from glow_mlir.backends.cpu import int8_ops, int8_rewrite
-from glow_mlir.backends.cpu.int8_gemm import MAX_ACCUMULATORS, register_tile
+from glow_mlir.backends.cpu.int8_gemm import MAX_ACCUMULATORS, OutputSteps, register_tile
+from qdq_models import quantize_static
 
 needs_vnni = pytest.mark.skipif(not int8_rewrite.host_has_vnni(), reason="the host CPU has no avx512_vnni")
 rng = np.random.default_rng(14)
@@ -160,28 +161,11 @@ def test_imported_qdq_model_runs_the_int8_kernels(tmp_path, activations: str) ->
     """onnxruntime's quantize_static QDQ model: the importer folds each DequantizeLinear of int8 weights into
     a float constant, glow-cpu-int8 recovers the int8 steps and runs vpdpbusd; the output stays within one
     output quantization step of onnxruntime (which requantizes its fused QLinearConv differently)."""
-    import onnx
     import onnxruntime as ort
-    import onnxruntime.quantization as oq
 
     torch.manual_seed(0)
     shape = (1, 3, 12, 12)
-    source, quantized = str(tmp_path / "net.onnx"), str(tmp_path / "net.qdq.onnx")
-    torch.onnx.export(_QdqNet().eval(), (torch.randn(*shape),), source, input_names=["x"], output_names=["y"],
-                      dynamo=False, opset_version=17)  # fmt: skip
-
-    class Reader(oq.CalibrationDataReader):
-        def __init__(self) -> None:
-            self.feeds = iter([{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(8)])
-
-        def get_next(self) -> dict[str, np.ndarray] | None:
-            return next(self.feeds, None)
-
-    oq.quantize_static(source, quantized, Reader(), quant_format=oq.QuantFormat.QDQ, per_channel=True,
-                       activation_type=getattr(oq.QuantType, activations), weight_type=oq.QuantType.QInt8)  # fmt: skip
-    model = onnx.load(quantized)
-    [last] = [n for n in model.graph.node if "y" in n.output]
-    step = float(next(onnx.numpy_helper.to_array(i) for i in model.graph.initializer if i.name == last.input[1]))
+    quantized, step = quantize_static(_QdqNet(), shape, tmp_path, rng, activations)
     session = ort.InferenceSession(quantized, providers=["CPUExecutionProvider"])
     with glow_mlir.compile(glow_mlir.import_onnx(quantized), keep_ir=True, cache=False) as compiled:
         text = compiled.ir("glow-cpu-int8")
@@ -222,30 +206,45 @@ def test_relu_and_next_quantization_fuse_into_the_epilogue(schema: str) -> None:
 
 
 @needs_vnni
-@pytest.mark.parametrize("schema", ["asymmetric", "symmetric"])
-def test_relu6_fuses_into_the_epilogue(schema: str) -> None:
-    """MobileNetV2's block: conv 1x1 -> relu6 -> depthwise 3x3 (float: no int8 kernel) -> relu6 -> conv 1x1. The
-    first product's relu6 (max 0, min 6) is its epilogue's relu and cap with an f32 result; the interpreter's
-    chain of float ops gives the same bits."""
-    g = glow_mlir.Graph("block")
-    x = g.input("x", (1, 8, 7, 7))
-
-    def relu6(t: glow_mlir.Tensor) -> glow_mlir.Tensor:
-        return g.min(g.max(t, g.splat(t.shape, 0.0)), g.splat(t.shape, 6.0))
-
-    def conv(t: glow_mlir.Tensor, o: int, k: int, group: int, name: str) -> glow_mlir.Tensor:
-        w = rng.standard_normal((o, t.shape[1] // group, k, k)).astype(np.float32)
-        return g.convolution(t, g.constant(w), g.constant(rng.standard_normal(o).astype(np.float32)),
-                             pads=(k // 2,) * 4, group=group, name=name)  # fmt: skip
-
-    h = relu6(conv(x, 24, 1, 1, "expand"))
-    h = relu6(conv(h, 24, 3, 24, "depthwise"))
-    g.output("y", conv(h, 12, 1, 1, "project"))
-    feeds = [{"x": 2 * rng.standard_normal((1, 8, 7, 7)).astype(np.float32)} for _ in range(3)]
-    q = quant.quantize(g, quant.profile(g, feeds[:2]), schema=schema)
+@pytest.mark.parametrize("channels", [17, 33])
+def test_a_uint8_result_with_one_channel_past_a_block(channels: int) -> None:
+    """A convolution writing uint8 with 16k + 1 output channels: its last block stores one byte per pixel (LLVM
+    made the one-lane masked store of the truncated vector a 4-byte store, overwriting the next pixel's first 3
+    channels: int8_gemm.store_lanes)."""
+    g = glow_mlir.Graph("narrow")
+    x = g.input("x", (1, 8, 6, 6))
+    w1 = rng.standard_normal((channels, 8, 1, 1)).astype(np.float32)
+    h = g.relu(g.convolution(x, g.constant(w1), g.constant(rng.standard_normal(channels).astype(np.float32)),
+                             name="a"))  # fmt: skip
+    w2 = rng.standard_normal((5, channels, 1, 1)).astype(np.float32)
+    g.output("y", g.convolution(h, g.constant(w2), g.constant(np.zeros(5, np.float32)), name="b"))
+    feeds = [{"x": rng.standard_normal((1, 8, 6, 6)).astype(np.float32)} for _ in range(3)]
+    q = quant.quantize(g, quant.profile(g, feeds[:2]))
     with glow_mlir.compile(q, keep_ir=True, cache=False) as compiled:
-        text = compiled.ir("glow-cpu-int8")
-        [fused] = [line for line in text.splitlines() if "clip = 6.0" in line]
-        assert "glow.cpu_int8_conv_nhwc" in fused and "relu = true" in fused and fused.endswith("xf32>")
+        [first, _] = [line for line in compiled.ir("glow-cpu-int8").splitlines() if "glow.cpu_int8_conv_nhwc" in line]
+        assert first.endswith(f"-> tensor<1x6x6x{channels}xui8>")
         for feed in feeds:
             np.testing.assert_array_equal(compiled.run(feed)["y"], glow_mlir.interpret(q, feed)["y"])
+
+
+# (cap, scale, zero point): relu6 quantized over [0, 6] (onnxruntime's), over less (quantize()'s profile), over more
+# (the cap changes bytes), symmetric (zero point 128: the relu changes bytes), relu alone.
+EPILOGUES = [(6.0, 6 / 255, 0), (6.0, 0.02, 0), (6.0, 0.05, 0), (6.0, 6 / 127, 128), (0.0, 0.1, 0), (0.0, 0.1, 7),
+             (6.0, 0.05, 3)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("clip", "scale", "zero"), EPILOGUES)
+def test_the_epilogue_drops_only_a_relu_or_cap_that_changes_no_byte(clip: float, scale: float, zero: int) -> None:
+    """OutputSteps.needed: a relu before a quantization with zero point 0, and a cap whose own byte saturates,
+    give the bytes of the quantization alone (relu6 quantized over [0, 6]); otherwise they are kept."""
+    steps = OutputSteps(True, clip, scale, zero)
+    relu, cap = steps.needed()
+    assert relu == (zero != 0) and cap == (clip != 0 and round(clip / scale) + zero < 255)
+    y = np.concatenate([rng.uniform(-10, 10, 100000), [-0.0, 0.0, clip, -clip, 1e30, -1e30]]).astype(np.float32)
+    y = np.concatenate([y, np.nextafter(y, np.float32(np.inf)), np.nextafter(y, np.float32(-np.inf))])
+    full = np.maximum(y, np.float32(0))
+    if clip:
+        full = np.minimum(full, np.float32(clip))
+    kept = np.maximum(y, np.float32(0)) if relu else y
+    kept = np.minimum(kept, np.float32(clip)) if cap else kept
+    np.testing.assert_array_equal(int8_ops.quantized(kept, scale, zero), int8_ops.quantized(full, scale, zero))

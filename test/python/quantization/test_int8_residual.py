@@ -13,6 +13,7 @@ import glow_mlir
 from glow_mlir import quantization as quant
 from glow_mlir.backends.cpu import int8_rewrite
 from glow_mlir.context import make_context
+from qdq_models import quantize_static
 
 needs_vnni = pytest.mark.skipif(not int8_rewrite.host_has_vnni(), reason="the host CPU has no avx512_vnni")
 rng = np.random.default_rng(1414)
@@ -84,23 +85,9 @@ def test_imported_qdq_residual_blocks_fuse_into_the_epilogue(tmp_path) -> None: 
     """The imported QDQ model's residual adds reach cpu_int8_conv_nhwc_add: the convolution's Q -> DQ in its
     epilogue (product_scale), the uint8 shortcut read as it is (addend_scale); no f32 add or quantization
     pass is left, and the compiled code equals the reference interpreter on the rewritten graph bit for bit."""
-    import onnxruntime.quantization as oq
-
     torch.manual_seed(0)
     shape = (1, 3, 10, 10)
-    source, quantized = str(tmp_path / "net.onnx"), str(tmp_path / "net.qdq.onnx")
-    torch.onnx.export(_QdqBlocks().eval(), (torch.randn(*shape),), source, input_names=["x"], output_names=["y"],
-                      dynamo=False, opset_version=17)  # fmt: skip
-
-    class Reader(oq.CalibrationDataReader):
-        def __init__(self) -> None:
-            self.feeds = iter([{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(6)])
-
-        def get_next(self) -> dict[str, np.ndarray] | None:
-            return next(self.feeds, None)
-
-    oq.quantize_static(source, quantized, Reader(), quant_format=oq.QuantFormat.QDQ, per_channel=True,
-                       activation_type=oq.QuantType.QUInt8, weight_type=oq.QuantType.QInt8)  # fmt: skip
+    quantized, _ = quantize_static(_QdqBlocks(), shape, tmp_path, rng, calibration=6)
     with glow_mlir.compile(glow_mlir.import_onnx(quantized), keep_ir=True, cache=False) as compiled:
         text = compiled.ir("glow-cpu-int8")
         fused = [line for line in text.splitlines() if "glow.cpu_int8_conv_nhwc_add" in line]

@@ -1,0 +1,228 @@
+"""glow-cpu-int8's depthwise convolution, `glow.cpu_int8_depthwise_nhwc` (int8_ops.py): the op built from a matched
+int8 depthwise product (int8_rewrite.int8_convolution matches it as it matches group-1 convolutions), and its
+kernel.
+
+A depthwise convolution sums, per channel, only the KH x KW taps of its own input channel, so vpdpbusd (4 adjacent
+bytes of one operand into one i32 lane) does not fit: in NHWC the 4 taps of a channel are C bytes apart, and
+gathering them would take more shuffles than the products they feed. The kernel computes each product on integer
+values in float32 instead: 16 channels of uint8 (or int8) activations widened to f32 (vpmovzxbd + vcvtdq2ps), one
+FMA per tap with the filter's int8 values as f32, summed exactly while every partial sum stays below 2^24
+(`int8_ops.depthwise_exact`: up to 514 taps; a larger window keeps the float convolution). The epilogue subtracts
+the correction (zero point times the filter sum, exact for the same reason), then multiplies, adds the bias and
+applies relu, clip and uint8 quantization as the other int8 ops (int8_gemm.OutputSteps): bit-identical to the
+reference interpreter's integer evaluator.
+
+The register tile is PIXEL_TILE output pixels along a row for 16 channels: per filter row, each input column of
+the tile is loaded and widened once and feeds the FMAs of every output pixel whose window covers it (10 widened
+vectors for 24 FMAs of a 3x3 stride-1 row at 8 pixels); the filter's KH x KW vectors of a channel block are widened
+once per output row, outside the pixel loop. Channels beyond the last multiple of 16 are a masked block, pixels
+beyond the last full tile a smaller tile, both emitted once after their loops.
+
+The padding is read in the kernel, not copied: the output rows, and the tiles of output columns, whose windows
+reach past the input (`interior`) are emitted at static positions, each tap outside the input multiplying the
+zero point (whose product the correction takes off, as it would a canvas's); the others run in loops without a
+check. A zero-point canvas (`insert_tensor` into a splat, as the group-1 convolution's) added 5 % (7x7x960) to
+65 % (112x112x96, stride 2) to the kernel's time on MobileNetV2's layers, measured in one process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, scf, vector
+
+from glow_mlir import ops
+from glow_mlir.backends.cpu.int8_gemm import OutputSteps, signless, splat, store_lanes, vector_type
+from glow_mlir.backends.cpu.int8_ops import (
+    LANES,
+    depthwise_correction,
+    depthwise_exact,
+    depthwise_weights,
+    output_attributes,
+)
+from glow_mlir.codegen.builders import index, pair
+from glow_mlir.codegen.table import lowering
+from glow_mlir.opdefs.base import Attr
+from glow_mlir.passes.graph import utils as g
+
+DEPTHWISE = "glow.cpu_int8_depthwise_nhwc"
+# Output pixels per register tile, measured (3x3, 5x5 and 7x7 windows, strides 1 and 2, MobileNetV2's shapes): 8
+# accumulators beside a 3x3 filter's 9 vectors; 2, 4, 6 and 12 were as fast or slower everywhere, also for 5x5 and
+# 7x7 filters, whose vectors then partly live on the stack.
+PIXEL_TILE = 8
+
+
+def is_depthwise(op: ir.Operation) -> bool:
+    """Whether glow.convolution `op` is depthwise with one output channel per input channel and no dilation, and its
+    window sums exactly in the kernel's arithmetic (`depthwise_exact`)."""
+    channels = ops.shape(op.operands[0])[1]
+    o, per_group, kh, kw = ops.shape(op.operands[1])
+    group = ir.IntegerAttr(op.attributes["group"]).value
+    dilated = any(d != 1 for d in ir.DenseI64ArrayAttr(op.attributes["dilation"]))
+    return group == channels == o and group > 1 and per_group == 1 and not dilated and depthwise_exact(kh * kw)
+
+
+def depthwise(x: ir.Value, zero: int, weights: np.ndarray, multiplier: np.ndarray, bias: np.ndarray,
+              op: ir.Operation) -> ir.Value:  # fmt: skip
+    """cpu_int8_depthwise_nhwc of NHWC activation `x` (zero point `zero`, also its padding) with int8 OIHW filter
+    `weights` and per-channel multiplier and bias, with glow.convolution `op`'s window, at the current insertion
+    point."""
+    w = depthwise_weights(weights)
+    n, _, oh, ow = ops.shape(op.results[0])
+    arrays = [(w, ir.IntegerType.get_signless(8)), (depthwise_correction(w, zero), ir.IntegerType.get_signless(32)),
+              (multiplier, ir.F32Type.get()), (bias, ir.F32Type.get())]  # fmt: skip
+    operands = [x, *(g.materialize(a, ops.tensor_type(a.shape, elt), prefer_splat=False) for a, elt in arrays)]
+    result = ops.tensor_type([n, oh, ow, w.shape[2]], ir.F32Type.get())
+    attrs = {a: op.attributes[a] for a in ("kernels", "strides", "pads")}
+    attrs |= {"zero": Attr.INT.make(zero)} | output_attributes()
+    return g.make(DEPTHWISE, operands, result, attrs)
+
+
+def interior(outputs: int, stride: int, pad: int, kernel: int, size: int) -> tuple[int, int]:
+    """[lo, hi): the outputs along one axis whose windows lie inside the unpadded input of `size` (the others read
+    padding), lo <= hi, both within [0, outputs]."""
+    lo = min(outputs, -(-pad // stride))
+    return lo, max(lo, min(outputs, (size - kernel + pad) // stride + 1))
+
+
+def _inside(o: int, stride: int, pad: int, size: int) -> Callable[[int], bool]:
+    """For a tile whose first output along one axis is `o`, whether its input index t (from the first window's
+    start) is inside the input, not the padding."""
+    return lambda t: 0 <= o * stride + t - pad < size
+
+
+def _everywhere(_: int) -> bool:
+    return True
+
+
+class _Block:
+    """One block of up to 16 channels from `c0` of output row `y`: its filter, correction, multiplier and bias
+    vectors, loaded once, and the emitter of its register tiles. `row_inside(i)` says whether filter row i reads the
+    input at this output row (else it reads the zero point: the padding)."""
+
+    def __init__(self, kernel: _Depthwise, image: ir.Value, y: ir.Value, row_inside: Callable[[int], bool],
+                 c0: ir.Value, width: int) -> None:  # fmt: skip
+        self.k, self.image, self.y, self.c0, self.width = kernel, image, y, c0, width
+        self.row_inside = row_inside
+        self.mask = None
+        if width < LANES:
+            self.mask = vector.constant_mask(vector_type(LANES, ir.IntegerType.get_signless(1)), [width])
+        self.rows = [arith.addi(arith.muli(y, index(kernel.sh)), index(i - kernel.top)) for i in range(kernel.kh)]
+        self.filter = [[self.widen(self.load(kernel.weights, [index(i), index(j), c0], kernel.i8), True)
+                        for j in range(kernel.kw)] for i in range(kernel.kh)]  # fmt: skip
+        self.corr = arith.sitofp(kernel.f32s, self.load(kernel.correction, [c0], kernel.i32))
+        self.mult = self.load(kernel.multiplier, [c0], kernel.f32)
+        self.bias = self.load(kernel.bias, [c0], kernel.f32)
+
+    def load(self, buffer: ir.Value, at: list[ir.Value], elt: ir.Type) -> ir.Value:
+        """16 elements of `buffer` at `at` (under the block's mask: zeros beyond it)."""
+        t = vector_type(LANES, elt)
+        if self.mask is None:
+            return vector.load(t, buffer, at)
+        zero = ir.FloatAttr.get(elt, 0.0) if elt == self.k.f32 else ir.IntegerAttr.get(elt, 0)
+        return vector.maskedload(t, buffer, at, self.mask, splat(t, zero))
+
+    def widen(self, value: ir.Value, signed: bool) -> ir.Value:
+        """16 bytes as the f32 integers they are."""
+        return (arith.sitofp if signed else arith.uitofp)(self.k.f32s, value)
+
+    def tile(self, x0: ir.Value, pixels: int, column_inside: Callable[[int], bool] = _everywhere) -> None:
+        """Output pixels x0 .. x0 + pixels - 1: per filter row, each input column the tile reads is widened once
+        and added into the accumulators of the pixels whose windows hold it; a column or row of padding (static:
+        `column_inside`, relative to the tile's first window, and `row_inside`) is the zero point."""
+        k = self.k
+        accs = [k.zero] * pixels
+        left = arith.subi(arith.muli(x0, index(k.sw)), index(k.left))
+        for i in range(k.kh):
+            for column in range((pixels - 1) * k.sw + k.kw):
+                if self.row_inside(i) and column_inside(column):
+                    at = [self.image, self.rows[i], arith.addi(left, index(column)), self.c0]
+                    x = self.widen(self.load(k.src, at, k.i8), k.signed)
+                else:
+                    x = k.padding
+                for p in range(pixels):
+                    j = column - p * k.sw
+                    if 0 <= j < k.kw:
+                        accs[p] = vector.fma(x, self.filter[i][j], accs[p])
+        for p, acc in enumerate(accs):
+            value = arith.addf(arith.mulf(arith.subf(acc, self.corr), self.mult), self.bias)
+            at = [self.image, self.y, arith.addi(x0, index(p)), self.c0]
+            store_lanes(k.output.apply(value), k.dest, at, self.mask, self.width)
+
+    def pixels(self) -> None:
+        """Every output pixel of the row in register tiles: those whose windows reach into the left or right
+        padding in tiles at static positions (each tap knows whether it reads the input), the others in a loop
+        (the last tile smaller)."""
+        k = self.k
+        lo, hi = interior(k.ow, k.sw, k.left, k.kw, k.w)
+        for start, stop in ((0, lo), (hi, k.ow)):
+            for x0 in range(start, stop, PIXEL_TILE):
+                self.tile(index(x0), min(PIXEL_TILE, stop - x0), _inside(x0, k.sw, k.left, k.w))
+        count = (hi - lo) // PIXEL_TILE
+        if count:
+            loop = scf.ForOp(index(lo), index(lo + count * PIXEL_TILE), index(PIXEL_TILE))
+            with ir.InsertionPoint(loop.body):
+                self.tile(loop.induction_variable, PIXEL_TILE)
+                scf.YieldOp([])
+        if (hi - lo) % PIXEL_TILE:
+            self.tile(index(lo + count * PIXEL_TILE), (hi - lo) % PIXEL_TILE)
+
+
+class _Depthwise:
+    """The buffers, window and types of one cpu_int8_depthwise_nhwc."""
+
+    def __init__(self, op: ir.Operation) -> None:
+        dest, src, self.weights, self.correction, self.multiplier, self.bias = op.operands
+        self.n, self.oh, self.ow, self.c = ops.shape(dest)
+        _, self.h, self.w, _ = ops.shape(src)
+        self.kh, self.kw = pair(op, "kernels")
+        self.sh, self.sw = pair(op, "strides")
+        self.top, self.left = ops.ints(op, "pads")[:2]
+        self.output = OutputSteps.of(op)
+        # uint8 buffers are stored as the i8 bytes they are; the kernel widens them as unsigned.
+        self.dest = signless(dest) if self.output.scale else dest
+        self.signed = not ir.IntegerType(ops.element_type(src)).is_unsigned
+        self.src = src if self.signed else signless(src)
+        self.i8, self.i32, self.f32 = (ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32),
+                                       ir.F32Type.get())  # fmt: skip
+        self.f32s = vector_type(LANES, self.f32)
+        self.zero = splat(self.f32s, ir.FloatAttr.get(self.f32, 0.0))
+        # What a tap in the padding reads: the zero point, whose product the correction takes off again.
+        self.padding = splat(self.f32s, ir.FloatAttr.get(self.f32, float(ir.IntegerAttr(op.attributes["zero"]).value)))
+
+    def row(self, image: ir.Value, y: ir.Value, row_inside: Callable[[int], bool]) -> None:
+        """Output row `y`: channel blocks of 16 (the last one masked), each with its row of pixels."""
+        full = self.c - self.c % LANES
+        if full:
+            blocks = scf.ForOp(index(0), index(full), index(LANES))
+            with ir.InsertionPoint(blocks.body):
+                _Block(self, image, y, row_inside, blocks.induction_variable, LANES).pixels()
+                scf.YieldOp([])
+        if self.c % LANES:
+            _Block(self, image, y, row_inside, index(full), self.c % LANES).pixels()
+
+    def emit(self) -> None:
+        """Images, then output rows: those whose windows reach into the top or bottom padding one by one, the others
+        in a loop."""
+        lo, hi = interior(self.oh, self.sh, self.top, self.kh, self.h)
+        images = scf.ForOp(index(0), index(self.n), index(1))
+        with ir.InsertionPoint(images.body):
+            image = images.induction_variable
+            for y in [*range(lo), *range(hi, self.oh)]:
+                self.row(image, index(y), _inside(y, self.sh, self.top, self.h))
+            if hi > lo:
+                rows = scf.ForOp(index(lo), index(hi), index(1))
+                with ir.InsertionPoint(rows.body):
+                    self.row(image, rows.induction_variable, _everywhere)
+                    scf.YieldOp([])
+            scf.YieldOp([])
+
+
+@lowering("cpu_int8_depthwise_nhwc")
+def _cpu_int8_depthwise_nhwc(op: ir.Operation) -> None:
+    """dest[n, y, x, c] = f32(sum_ij src[n, y * sh + i - top, x * sw + j - left, c] * W[i, j, c] - correction[c]) *
+    multiplier[c] + bias[c], then the epilogue, with exact f32 sums (module docstring); taps outside src read the
+    zero point."""
+    _Depthwise(op).emit()
