@@ -1,7 +1,8 @@
-"""Schedules of the CPU backend's NHWC convolutions and pools, for glow-cpu-schedule (schedule.py).
+"""Schedules of the CPU backend's NHWC convolutions, for glow-cpu-schedule (schedule.py); the pools' are in
+pool_recipes.py, which shares this module's window-op helpers.
 
 glow-ir-to-linalg lowers `glow_ir.cpu_conv_nhwc` to `linalg.conv_2d_nhwc_hwcf` (or a depthwise form) on
-memrefs and the NHWC pools to `linalg.pooling_nhwc_max` / `_sum`. Each recipe here re-emits its op on
+memrefs. Each recipe here re-emits its op on
 tensors (`decompose`, which turns the 2-D window op into 1-D ones along W, works on tensors only) and then:
 
 - tiles the output to one row of `ow` pixels by `f` channels, channel tiles outermost, and the reduction
@@ -206,8 +207,17 @@ def _input_bytes(conv: _Conv) -> int:
 
 def epilogue(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None]:
     """The bias op right before convolution `op` and the activation op right after it, where glow-ir-to-linalg
-    marked them (a CPU convolution), else None. Both use the convolution's output: they are found among its
-    users (nearest before and after `op`), not by listing the block, which made the schedule quadratic."""
+    marked them (a CPU convolution), else None."""
+    before, after = _output_neighbours(op)
+    return (
+        before if before is not None and CONV_BIAS_ATTR in before.attributes else None,
+        after if after is not None and CONV_ACTIVATION_ATTR in after.attributes else None,
+    )
+
+
+def _output_neighbours(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None]:
+    """The users of `op`'s output (its last operand) in its block nearest before and after it, or None. Found
+    among the output's users, not by listing the block, which made the schedule quadratic."""
     before = after = None
     for use in op.operands[-1].uses:
         user = use.owner.operation
@@ -217,10 +227,7 @@ def epilogue(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None
             before = user if before is None or before.is_before_in_block(user) else before
         elif after is None or user.is_before_in_block(after):
             after = user
-    return (
-        before if before is not None and CONV_BIAS_ATTR in before.attributes else None,
-        after if after is not None and CONV_ACTIVATION_ATTR in after.attributes else None,
-    )
+    return before, after
 
 
 def _packed_kernels(conv: _Conv, weights: np.ndarray, user: ir.Operation) -> list[Kernel]:
@@ -659,27 +666,6 @@ def _groups_per_tile(groups: int, fg: int) -> int:
     return max(counts, key=lambda s: (lanes(s), -s))
 
 
-def _pool_recipe(build: Callable[..., ir.Value]) -> Callable[[ir.Operation], Recipe | None]:
-    """Pooling, loops (n, oh, ow, c, kh, kw): vectorized along C, tile [1, 1, ow, c, 1, KW]."""
-
-    def schedule(op: ir.Operation) -> Recipe | None:
-        if not _usable(op):
-            return None
-        _, _, ow, c = static_shape(op.operands[2])
-        kw = static_shape(op.operands[1])[1]
-        c_tile = _divisor_at_most(c, 64) if c % LANES else max(w for w in (64, 32, 16) if c % w == 0)
-        ow_tile = _divisor_at_most(ow, 4)
-        window = _window(op)
-        pool = _on_tensors(op, lambda ins, init: build(ins[0], ins[1], outs=[init], **_dense_window(window)))
-        return Recipe.of(pool, _steps([1, 1, ow_tile, c_tile, 1, kw]))
-
-    return schedule
-
-
 def _dense_window(window: dict[str, ir.Attribute]) -> dict[str, list[int]]:
     """strides and dilations as the lists the linalg op builders take."""
     return {name: [int(v) for v in ir.DenseIntElementsAttr(attr)] for name, attr in window.items()}
-
-
-recipe("linalg.pooling_nhwc_max")(_pool_recipe(linalg.pooling_nhwc_max))
-recipe("linalg.pooling_nhwc_sum")(_pool_recipe(linalg.pooling_nhwc_sum))

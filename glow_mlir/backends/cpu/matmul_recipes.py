@@ -31,6 +31,7 @@ from glow_mlir.backends.cpu.recipes import (
     packed_global,
     prefetch_ahead,
     recipe,
+    static_block,
     static_shape,
 )
 
@@ -143,8 +144,8 @@ def _gemm_block(
     n0, np_, nr = cols
     nb = np_ // nr
     lead = [batch] if batch is not None else []
-    a_view = _subview(a, [*[0] * len(lead), m0, 0], [*lead, mp, k])
-    c_view = _split_last(_subview(c, [*[0] * len(lead), m0, n0], [*lead, mp, np_]), nr)
+    a_view = static_block(a, [*[0] * len(lead), m0, 0], [*lead, mp, k])
+    c_view = _split_last(static_block(c, [*[0] * len(lead), m0, n0], [*lead, mp, np_]), nr)
     d = len(lead)
     dims = d + 4
     bdim, mdim, nbdim, jdim, kdim = (0 if d else -1), d, d + 1, d + 2, d + 3
@@ -154,7 +155,7 @@ def _gemm_block(
         b_view = packed_global(op, block, f"__glow_packed_{nb}x{k}x{nr}")
         b_map = _map(dims, [nbdim, kdim, jdim])
     else:
-        b_view = _split_last(_subview(b, [*[0] * len(lead), 0, n0], [*lead, k, np_]), nr)
+        b_view = _split_last(static_block(b, [*[0] * len(lead), 0, n0], [*lead, k, np_]), nr)
         b_map = _map(dims, [*batch_dims, kdim, nbdim, jdim])
     maps = [
         _map(dims, [*batch_dims, mdim, kdim]),
@@ -238,22 +239,6 @@ def _split(handle: ir.Value, dim: int, size: int) -> tuple[ir.Value, ir.Value]:
 # Blocks of buffers and the maps of the block generics
 
 
-def _subview(base: ir.Value, offsets: Sequence[int], sizes: Sequence[int]) -> ir.Value:
-    """The block of identity-layout memref `base` at `offsets` (a subview, which fold_memref_alias_ops folds
-    into the accesses so that hoisting sees the base buffer); `base` itself for the whole buffer."""
-    dims = static_shape(base)
-    assert dims is not None
-    if list(sizes) == list(dims):
-        return base
-    strides = _row_major(dims)
-    offset = sum(o * s for o, s in zip(offsets, strides, strict=True))
-    elt = ir.MemRefType(base.type).element_type
-    result = ir.MemRefType.get(list(sizes), elt, layout=ir.StridedLayoutAttr.get(offset, strides))
-    return memref.SubViewOp(
-        result, base, [], [], [], ops.i64_array(offsets), ops.i64_array(sizes), ops.i64_array([1] * len(dims))
-    ).result
-
-
 def _split_last(view: ir.Value, inner: int) -> ir.Value:
     """`view` with its last dim n split into (n / inner, inner) (an expand_shape, foldable like a subview)."""
     t = ir.MemRefType(view.type)
@@ -269,13 +254,6 @@ def _split_last(view: ir.Value, inner: int) -> ir.Value:
     groups = [[d] for d in range(len(dims) - 1)] + [[len(dims) - 1, len(dims)]]
     reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ops.i64(d) for d in g]) for g in groups])
     return memref.expand_shape(result, view, reassociation, [], ops.i64_array(sizes))
-
-
-def _row_major(dims: Sequence[int]) -> list[int]:
-    strides = [1] * len(dims)
-    for i in range(len(dims) - 2, -1, -1):
-        strides[i] = strides[i + 1] * dims[i + 1]
-    return strides
 
 
 def _iterators(kinds: Sequence[str]) -> ir.ArrayAttr:

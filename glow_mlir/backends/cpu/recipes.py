@@ -29,7 +29,9 @@ recipes and a convolution's unfused bias and activation use.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,8 +44,10 @@ from glow_mlir.backends.cpu.lowerings import CONV_ACTIVATION_ATTR, CONV_BIAS_ATT
 
 # Marks the ops of an elementwise chain that the chain's last op schedules (elementwise_recipes.mark_chains).
 CHAIN_MARK = "glow.chained"
+# Marks the fill that starts a pool, which the pool's recipe schedules (conv_recipes.mark_pool_starts).
+POOL_START_MARK = "glow.pool_start"
 # Marks of ops that the recipe of another op schedules (lowerings.py sets the conv ones).
-CLAIMED_MARKS = (CONV_BIAS_ATTR, CONV_ACTIVATION_ATTR, CHAIN_MARK)
+CLAIMED_MARKS = (CONV_BIAS_ATTR, CONV_ACTIVATION_ATTR, CHAIN_MARK, POOL_START_MARK)
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,29 @@ def has_identity_layout(value: ir.Value) -> bool:
     return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(layout.value.n_dims)
 
 
+def static_block(base: ir.Value, offsets: Sequence[int], sizes: Sequence[int]) -> ir.Value:
+    """The block of identity-layout memref `base` at `offsets` (a subview, which fold_memref_alias_ops folds
+    into the accesses so that hoisting sees the base buffer); `base` itself for the whole buffer."""
+    dims = static_shape(base)
+    assert dims is not None
+    if list(sizes) == list(dims):
+        return base
+    strides = _row_major(dims)
+    offset = sum(o * s for o, s in zip(offsets, strides, strict=True))
+    elt = ir.MemRefType(base.type).element_type
+    result = ir.MemRefType.get(list(sizes), elt, layout=ir.StridedLayoutAttr.get(offset, strides))
+    return memref.SubViewOp(
+        result, base, [], [], [], ops.i64_array(offsets), ops.i64_array(sizes), ops.i64_array([1] * len(dims))
+    ).result
+
+
+def _row_major(dims: Sequence[int]) -> list[int]:
+    strides = [1] * len(dims)
+    for i in range(len(dims) - 2, -1, -1):
+        strides[i] = strides[i + 1] * dims[i + 1]
+    return strides
+
+
 def largest_divisor(n: int, at_most: int, multiple_of: int = 1) -> int:
     """The largest d <= at_most that divides n and is a multiple of `multiple_of` (n itself if it fits)."""
     for d in range(min(n, at_most), 0, -1):
@@ -231,11 +258,33 @@ def _global(user: ir.Operation, name: str) -> ir.Operation | None:
 PACKED_PREFIX = "__glow_"
 
 
+# The bytes of the model's weights in the module that glow-cpu-schedule is scheduling (`weights_counted`).
+_WEIGHT_BYTES: ContextVar[int | None] = ContextVar("glow_model_weight_bytes", default=None)
+
+
+@contextmanager
+def weights_counted(module: ir.Operation) -> Iterator[None]:
+    """While glow-cpu-schedule runs the recipes of `module`: its weights, counted once, are what
+    `model_weight_bytes` answers. Counting them for every constant-B matmul and large filter walked the module's
+    globals once per kernel, which grows with the square of the model's size."""
+    token = _WEIGHT_BYTES.set(_count_weight_bytes(module))
+    try:
+        yield
+    finally:
+        _WEIGHT_BYTES.reset(token)
+
+
 def model_weight_bytes(user: ir.Operation) -> int:
     """The bytes of the model's constant globals in `user`'s module (its weights, not their packed copies, so
-    the figure stays the same while recipes pack)."""
+    the figure stays the same while recipes pack): counted once per module under `weights_counted`, else now."""
+    counted = _WEIGHT_BYTES.get()
+    return counted if counted is not None else _count_weight_bytes(_module_of(user))
+
+
+def _count_weight_bytes(module: ir.Operation) -> int:
+    """The bytes of the constant globals of `module` whose names do not start with PACKED_PREFIX."""
     total = 0
-    for glob in _module_of(user).regions[0].blocks[0].operations:
+    for glob in module.regions[0].blocks[0].operations:
         if glob.name != "memref.global" or "constant" not in glob.attributes:
             continue
         if ir.StringAttr(glob.attributes["sym_name"]).value.startswith(PACKED_PREFIX):

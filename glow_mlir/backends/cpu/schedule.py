@@ -4,10 +4,12 @@ glow-ir-to-linalg says *what* each instruction computes (one or a few linalg ops
 runs on this CPU, the way Glow's CPU backend picks a hand-written kernel per instruction. It runs right after
 glow-ir-to-linalg and before glow-to-llvm.
 
-This module is the pass driver. Per function, it replaces f32 exp/log/tanh by arithmetic (fastmath.py) and
-marks elementwise chains (elementwise_recipes.py), then asks the recipe registered for each candidate op
-(recipes.py holds the contract and the registry; matmul_recipes.py, elementwise_recipes.py and
-conv_recipes.py the recipes) what to do. It tags every kernel a recipe returns, outlines it into a function of
+This module is the pass driver. Per function, it replaces f32 exp/log/tanh by arithmetic (fastmath.py),
+shrinks the fills of padded buffers to their borders (padding.py), marks elementwise chains
+(elementwise_recipes.py) and the fills that start pools (pool_recipes.py), then, with the model's
+weights counted once (recipes.weights_counted), asks the recipe registered for each candidate op
+(recipes.py holds the contract and the registry; matmul_recipes.py, elementwise_recipes.py, conv_recipes.py
+and pool_recipes.py the recipes) what to do. It tags every kernel a recipe returns, outlines it into a function of
 its own (outline.py), and runs one transform named sequence (transform.py) that schedules them all. Last, it
 outlines every linalg op that no recipe took (outline.py: `outline_leftovers`). A kernel whose function and
 transform steps print like an earlier kernel's is not scheduled again: its call calls the earlier kernel's
@@ -22,13 +24,16 @@ from mlir import ir
 from mlir.dialects.transform import interpreter
 
 from glow_mlir import ops
-# Imported for the recipes they register (elementwise_recipes' come with mark_chains).
+# Imported for the recipes they register (elementwise_recipes' come with mark_chains, pool_recipes' with
+# mark_pool_starts).
 from glow_mlir.backends.cpu import conv_recipes, matmul_recipes  # noqa: F401
 from glow_mlir.backends.cpu import fastmath
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.elementwise_recipes import mark_chains
+from glow_mlir.backends.cpu.padding import fill_borders
+from glow_mlir.backends.cpu.pool_recipes import mark_pool_starts
 from glow_mlir.backends.cpu.outline import KERNEL_PREFIX, Outlined, outline, outline_leftovers
-from glow_mlir.backends.cpu.recipes import CLAIMED_MARKS, Kernel, recipes
+from glow_mlir.backends.cpu.recipes import CLAIMED_MARKS, Kernel, recipes, weights_counted
 from glow_mlir.errors import PipelineError
 from glow_mlir.passes.registry import register
 
@@ -37,12 +42,14 @@ from glow_mlir.passes.registry import register
 def cpu_schedule(module: ir.Module) -> None:
     """Tile and vectorize linalg kernels with per-op transform recipes (matmul, elementwise, conv, ...)."""
     table = recipes()
-    with module.context:
+    with module.context, weights_counted(module.operation):
         kernels: list[Kernel] = []
         entries = [func for func in ops.functions(module) if func.regions[0].blocks]
         for func in entries:
             fastmath.approximate(func)
+            fill_borders(func)
             mark_chains(func)
+            mark_pool_starts(func)
             # A convolution's bias and activation ops go with the convolution's recipe, which may erase them.
             candidates = [
                 op

@@ -1,5 +1,5 @@
 """matmul_recipes' rules: the register tile's rows, the L1 block of B, row blocks for tall A, and the prefetch of
-packed weights that live beyond L2."""
+packed weights that live beyond L2, whose test counts the model's weights once per module."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import glow_mlir
-from glow_mlir.backends.cpu import matmul_recipes
+from glow_mlir.backends.cpu import matmul_recipes, recipes
 from glow_mlir.backends.cpu.matmul_recipes import L1_B_BYTES, MAX_MR, _b_block, _pick_mr
 from glow_mlir.backends.cpu.recipes import L2_BYTES
 from onnx_check import matmul_model
@@ -86,3 +86,28 @@ def test_prefetching_kernel_still_splits_across_threads() -> None:
         np.testing.assert_allclose(model.run(feeds)["y"], want, rtol=1e-4, atol=1e-4 * np.sqrt(512))
         parallel = model.ir("glow-cpu-parallelize")
     assert "memref.prefetch" in parallel and "omp.parallel" in parallel
+
+
+def test_weights_counted_once_per_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two matmuls with 2.5 MiB of constant weights each ask whether the model's weights outgrow L2: glow-cpu-schedule
+    counts them once for the module (`recipes.weights_counted`), not by a walk over its globals per kernel."""
+    calls = []
+    count = recipes._count_weight_bytes
+
+    def counting(module: object) -> int:
+        calls.append(module)
+        return count(module)
+
+    monkeypatch.setattr(recipes, "_count_weight_bytes", counting)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((36, 512)).astype(np.float32)
+    w1 = (rng.standard_normal((512, 1280)) / np.sqrt(512)).astype(np.float32)
+    w2 = (rng.standard_normal((1280, 512)) / np.sqrt(1280)).astype(np.float32)
+    g = glow_mlir.Graph("mm2")
+    g.output("y", g.matmul(g.matmul(g.input("x", x.shape), g.constant(w1)), g.constant(w2)))
+    with glow_mlir.compile(g, keep_ir=True, cache=False) as model:
+        got = model.run({"x": x})["y"]
+        scheduled = model.ir("glow-cpu-schedule")
+    want = x.astype(np.float64) @ w1.astype(np.float64) @ w2.astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    assert scheduled.count("memref.prefetch") >= 2 and len(calls) == 1

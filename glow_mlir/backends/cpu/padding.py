@@ -1,0 +1,100 @@
+"""Padded buffers filled at their border only, for glow-cpu-schedule (`fill_borders`, before any recipe runs).
+
+glow-ir-optimize-inserts makes an op write its result straight into the interior of the next layer's padded
+input (a convolution's output, an input copied into the stem's padded buffer), after a fill of the whole
+buffer with the padding value (0, -inf before a max pool). The interior was written twice.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from mlir import ir
+from mlir.dialects import linalg, memref
+
+from glow_mlir import ops
+from glow_mlir.backends.cpu.recipes import has_identity_layout, static_block, static_shape
+
+
+def fill_borders(function: ir.Operation) -> None:
+    """Shrinks the fill of each padded buffer in `function` to the border that the padding is: the fill of a
+    buffer whose next use is a view of its interior that is then written whole, before anything reads the
+    buffer (a convolution's bias writing its output into the next layer's padded input, an input copied into
+    the stem's), becomes fills of the slabs around that interior. The interior was written twice: ResNet-50's
+    fills of padded buffers took 0.6 ms of a 54 ms run, the 114x114x64 one before the max pool 0.36 ms."""
+    for fill in [op for op in ops.walk_ops(function) if op.name == "linalg.fill"]:
+        buffer = fill.operands[-1]
+        if not isinstance(buffer.type, ir.MemRefType) or not has_identity_layout(buffer) or not static_shape(buffer):
+            continue
+        interior = _written_interior(fill)
+        if interior is None:
+            continue
+        strides, _ = ir.MemRefType(buffer.type).get_strides_and_offset()
+        anywhere = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(), strides)
+        element = ir.MemRefType(buffer.type).element_type
+        with fill.location, ir.InsertionPoint(fill):
+            for offsets, sizes in _border(static_shape(buffer), *interior):
+                # At a dynamic offset, the slabs of one shape (a buffer's top and bottom rows, those of every
+                # buffer of its shape) are one kernel, compiled once.
+                slab = memref.cast(ir.MemRefType.get(sizes, element, layout=anywhere), static_block(buffer, offsets, sizes))
+                linalg.fill(fill.operands[0], outs=[slab])
+        fill.erase()
+
+
+def _written_interior(fill: ir.Operation) -> tuple[list[int], list[int]] | None:
+    """(offsets, sizes) of the static, unit-stride view of `fill`'s buffer that is the buffer's next use after
+    `fill` and that an op then writes whole without reading it, before any other use of the buffer; else None."""
+    uses = [use.owner.operation for use in fill.operands[-1].uses]
+    if any(user.block != fill.block for user in uses):
+        return None
+    later = [user for user in uses if user != fill and fill.is_before_in_block(user)]
+    view = _first(later)
+    if view is None or view.name != "memref.subview" or len(view.operands) != 1:
+        return None
+    if any(stride != 1 for stride in ir.DenseI64ArrayAttr(view.attributes["static_strides"])):
+        return None
+    readers = [use.owner.operation for use in view.result.uses]
+    if any(user.block != view.block for user in readers):
+        return None
+    writer = _first(readers)
+    if writer is None or not _writes_whole(writer, view.result):
+        return None
+    if any(user != view and not writer.is_before_in_block(user) for user in later):
+        return None
+    offsets = list(ir.DenseI64ArrayAttr(view.attributes["static_offsets"]))
+    sizes = list(ir.DenseI64ArrayAttr(view.attributes["static_sizes"]))
+    return offsets, sizes
+
+
+def _first(block_ops: Sequence[ir.Operation]) -> ir.Operation | None:
+    """The earliest of `block_ops` (ops of one block) in the block, or None."""
+    return min(block_ops, key=functools.cmp_to_key(lambda a, b: -1 if a.is_before_in_block(b) else 1), default=None)
+
+
+def _writes_whole(op: ir.Operation, view: ir.Value) -> bool:
+    """Whether linalg op `op` writes every element of `view`, its only output, without reading it: a copy or
+    fill into it, or an all-parallel generic with an identity output map whose body ignores the output."""
+    if op.operands[-1] != view or any(v == view for v in list(op.operands)[:-1]):
+        return False
+    if op.name in ("linalg.copy", "linalg.fill"):
+        return True
+    if op.name != "linalg.generic" or len(op.results) or "indexing_maps" not in op.attributes:
+        return False
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    parallel = all("parallel" in str(k) for k in ir.ArrayAttr(op.attributes["iterator_types"]))
+    body = op.regions[0].blocks[0]
+    output = body.arguments[len(body.arguments) - 1]
+    return parallel and maps[-1] == ir.AffineMap.get_identity(maps[-1].n_dims) and not list(output.uses)
+
+
+def _border(shape: Sequence[int], offsets: Sequence[int], sizes: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """The boxes (offsets, sizes) that cover `shape` but the box at `offsets` of `sizes`: along each dim d, the
+    parts before and after the box, within the box along the dims before d and whole along those after it."""
+    boxes = []
+    for d, (extent, start, size) in enumerate(zip(shape, offsets, sizes, strict=True)):
+        for lo, hi in ((0, start), (start + size, extent)):
+            if hi > lo:
+                boxes.append(([*offsets[:d], lo, *[0] * (len(shape) - d - 1)],
+                              [*sizes[:d], hi - lo, *shape[d + 1 :]]))
+    return boxes
