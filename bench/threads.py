@@ -265,10 +265,10 @@ def repeat_weights(model: onnx.ModelProto) -> None:
 def write_bundle(folder: Path, names: Sequence[str], counts: Sequence[int]) -> None:
     """Compiles each model for each thread count into `folder` (module docstring)."""
     from bench import models
-    from glow_mlir.backends.cpu import parallel
+    from glow_mlir.backends.cpu import openmp
 
     folder.mkdir(parents=True, exist_ok=True)
-    runtime = parallel.runtime_library()
+    runtime = openmp.runtime_library()
     assert runtime is not None, "threads > 1 needs intel-openmp"
     shutil.copy(runtime, folder / RUNTIME)
     for name in names:

@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from glow_mlir import cache as glow_cache
 from glow_mlir import ops
-from glow_mlir.backends.cpu import parallel
+from glow_mlir.backends.cpu import openmp, parallel
 from glow_mlir.backends.cpu.backend import CPU
 from glow_mlir.backends.cpu.profile import read_kernels
 from glow_mlir.compiled import CompiledModel, emit_object, llc_path, read_abi
@@ -104,7 +104,7 @@ def compile(
     """
     start = time.perf_counter()
     if threads > 1:
-        parallel.load_runtime()
+        openmp.load_runtime()
     source = model if isinstance(model, ir.Module) else model.module
     data = _bytecode(source)
     entry = None

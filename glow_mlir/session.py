@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from glow_mlir.backends.cpu.parallel import default_threads
+from glow_mlir.backends.cpu.openmp import default_threads
 from glow_mlir.compiled import CompiledModel
 from glow_mlir.library import Buffer, feed_array
 from glow_mlir.errors import FeedError

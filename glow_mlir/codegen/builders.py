@@ -299,3 +299,26 @@ def float_only(lowering: Lowering) -> Lowering:
         lowering(op)
 
     return lower
+
+
+def has_identity_layout(value: ir.Value) -> bool:
+    """A memref whose layout is the plain row-major one (function arguments, arena views, globals)."""
+    layout = ir.MemRefType(value.type).layout
+    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(layout.value.n_dims)
+
+
+def split_last(view: ir.Value, inner: int) -> ir.Value:
+    """`view` with its last dim n split into (n / inner, inner) (an expand_shape, foldable like a subview)."""
+    t = ir.MemRefType(view.type)
+    dims = list(t.shape)
+    strides, offset = t.get_strides_and_offset()
+    sizes = [*dims[:-1], dims[-1] // inner, inner]
+    layout = (
+        None
+        if has_identity_layout(view)
+        else ir.StridedLayoutAttr.get(offset, [*strides[:-1], strides[-1] * inner, strides[-1]])
+    )
+    result = ir.MemRefType.get(sizes, t.element_type, layout=layout)
+    groups = [[d] for d in range(len(dims) - 1)] + [[len(dims) - 1, len(dims)]]
+    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ops.i64(d) for d in g]) for g in groups])
+    return memref.expand_shape(result, view, reassociation, [], ops.i64_array(sizes))

@@ -37,7 +37,7 @@ from google.protobuf.message import DecodeError
 from onnx import numpy_helper
 
 from glow_mlir import quantization
-from glow_mlir.backends.cpu.parallel import default_threads
+from glow_mlir.backends.cpu.openmp import default_threads
 from glow_mlir.compiled import CompiledModel
 from glow_mlir.library import Buffer
 from glow_mlir.errors import GlowError

@@ -17,7 +17,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import glow_mlir
-from glow_mlir.backends.cpu import parallel
+from glow_mlir.backends.cpu import openmp
 from glow_mlir.frontends.onnx.importer import import_model
 from glow_mlir.profiling import Kernel, ProfiledModel, profile_table, summarize
 from glow_mlir.runtime import STAGES
@@ -116,7 +116,7 @@ def _threaded_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-@pytest.mark.skipif(parallel.runtime_library() is None, reason="intel-openmp is not installed")
+@pytest.mark.skipif(openmp.runtime_library() is None, reason="intel-openmp is not installed")
 def test_a_two_thread_profile_times_every_kernel_from_the_calling_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,6 +21,7 @@ from glow_mlir.codegen.builders import (
     identity_map,
     rank4,
     reshape,
+    split_last,
 )
 from glow_mlir.codegen.math import activate
 from glow_mlir.codegen.nn import avg_pool, max_pool
@@ -88,14 +89,11 @@ def grouped_conv(
     g * CG + c] * filter_[kh, kw, c, g * FG + j], as one linalg.generic on the buffers with their channels
     split into (group, channel) (loops n, oh, ow, g, j, kh, kw, c), marked GROUPED_CONV_ATTR with the window.
 
-    One op for all groups, so that the schedule sees the whole convolution (conv_recipes.grouped_recipe packs
+    One op for all groups, so that the schedule sees the whole convolution (grouped_recipes.grouped_recipe packs
     several narrow groups into one tile of whole registers); unscheduled, it runs as loops."""
-    # Imported here: matmul_recipes imports recipes.py, which imports this module's marks.
-    from glow_mlir.backends.cpu.matmul_recipes import _split_last
-
     (sh, sw), (dh, dw) = strides, dilation
     c, f = ops.shape(src)[3], ops.shape(dest)[3]
-    x, w, y = _split_last(src, c // group), _split_last(filter_, f // group), _split_last(dest, f // group)
+    x, w, y = split_last(src, c // group), split_last(filter_, f // group), split_last(dest, f // group)
     d = [ir.AffineDimExpr.get(i) for i in range(8)]  # n, oh, ow, g, j, kh, kw, c
     maps = [
         ir.AffineMap.get(8, 0, [d[0], d[1] * sh + d[5] * dh, d[2] * sw + d[6] * dw, d[3], d[7]]),

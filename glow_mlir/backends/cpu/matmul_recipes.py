@@ -14,10 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, linalg, memref, transform
+from mlir.dialects import arith, linalg, transform
 from mlir.dialects.transform import structured
 
-from glow_mlir import ops
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.recipes import (
     L2_BYTES,
@@ -34,6 +33,7 @@ from glow_mlir.backends.cpu.recipes import (
     static_block,
     static_shape,
 )
+from glow_mlir.codegen.builders import split_last
 
 
 # The register tile: at most MAX_MR rows of nr columns. This Xeon issues two 512-bit FMAs per cycle with 4
@@ -145,7 +145,7 @@ def _gemm_block(
     nb = np_ // nr
     lead = [batch] if batch is not None else []
     a_view = static_block(a, [*[0] * len(lead), m0, 0], [*lead, mp, k])
-    c_view = _split_last(static_block(c, [*[0] * len(lead), m0, n0], [*lead, mp, np_]), nr)
+    c_view = split_last(static_block(c, [*[0] * len(lead), m0, n0], [*lead, mp, np_]), nr)
     d = len(lead)
     dims = d + 4
     bdim, mdim, nbdim, jdim, kdim = (0 if d else -1), d, d + 1, d + 2, d + 3
@@ -155,7 +155,7 @@ def _gemm_block(
         b_view = packed_global(op, block, f"__glow_packed_{nb}x{k}x{nr}")
         b_map = _map(dims, [nbdim, kdim, jdim])
     else:
-        b_view = _split_last(static_block(b, [*[0] * len(lead), 0, n0], [*lead, k, np_]), nr)
+        b_view = split_last(static_block(b, [*[0] * len(lead), 0, n0], [*lead, k, np_]), nr)
         b_map = _map(dims, [*batch_dims, kdim, nbdim, jdim])
     maps = [
         _map(dims, [*batch_dims, mdim, kdim]),
@@ -239,21 +239,6 @@ def _split(handle: ir.Value, dim: int, size: int) -> tuple[ir.Value, ir.Value]:
 # Blocks of buffers and the maps of the block generics
 
 
-def _split_last(view: ir.Value, inner: int) -> ir.Value:
-    """`view` with its last dim n split into (n / inner, inner) (an expand_shape, foldable like a subview)."""
-    t = ir.MemRefType(view.type)
-    dims = list(t.shape)
-    strides, offset = t.get_strides_and_offset()
-    sizes = [*dims[:-1], dims[-1] // inner, inner]
-    layout = (
-        None
-        if has_identity_layout(view)
-        else ir.StridedLayoutAttr.get(offset, [*strides[:-1], strides[-1] * inner, strides[-1]])
-    )
-    result = ir.MemRefType.get(sizes, t.element_type, layout=layout)
-    groups = [[d] for d in range(len(dims) - 1)] + [[len(dims) - 1, len(dims)]]
-    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ops.i64(d) for d in g]) for g in groups])
-    return memref.expand_shape(result, view, reassociation, [], ops.i64_array(sizes))
 
 
 def _iterators(kinds: Sequence[str]) -> ir.ArrayAttr:

@@ -36,28 +36,39 @@ serial.
 
 from __future__ import annotations
 
-import ctypes
-import functools
-import importlib.metadata
 import math
-import os
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from mlir import ir
 from mlir.dialects import scf
 from mlir.passmanager import PassManager
 
 from glow_mlir import ops
-from glow_mlir.errors import PipelineError, UnsupportedError
+from glow_mlir.backends.cpu.loops import (
+    Moves,
+    NO_WORK,
+    READS,
+    REGISTER_MOVES,
+    Root,
+    VIEWS,
+    WRITES,
+    buffer_base,
+    buffer_root,
+    depends_on_iv,
+    element_bits,
+    defined_inside_any,
+    loop_body,
+    memref_bytes,
+    only_inner_loop,
+    trip_count,
+)
+from glow_mlir.errors import PipelineError
 from glow_mlir.passes.registry import register
 
 PASS_NAME = "glow-cpu-parallelize"
 # The pass runs right after this pipeline element, on the scheduled, outlined kernels.
 SCHEDULE_STAGE = "glow-cpu-schedule"
-RUNTIME_NAME = "libiomp5.so"
 # The attribute each omp.parallel the pass makes carries: what its loop splits (`Split`), for the profiler
 # (profile.py) and whoever reads the IR. convert-scf-to-openmp keeps no attribute of the scf.parallel.
 SPLIT_ATTR = "glow.split"
@@ -90,27 +101,6 @@ FORK_SECONDS = 0.6e-6
 FORK_SECONDS_PER_DOUBLING = 0.8e-6
 # At most this many perfectly nested parallel loops are collapsed into one parallel loop.
 MAX_COLLAPSE = 3
-# The trip count assumed for a loop whose bounds are not constants (only for the cost estimate).
-UNKNOWN_TRIPS = 8
-
-# Ops that read a buffer and never write it: their memref operand is operand `READS[name]`, indices follow.
-# (A prefetch, matmul_recipes' of packed weights, touches no value: counted as a read.)
-READS = {"vector.load": 0, "vector.transfer_read": 0, "memref.load": 0, "vector.maskedload": 0, "vector.gather": 0,
-         "memref.prefetch": 0}  # fmt: skip
-# Ops that write a buffer: their memref operand is operand `WRITES[name]`.
-WRITES = {"vector.store": 1, "vector.transfer_write": 1, "memref.store": 1, "vector.maskedstore": 0,
-          "vector.scatter": 0, "vector.compressstore": 0}  # fmt: skip
-# Ops that make a view of a buffer (operand 0) without touching its memory.
-VIEWS = frozenset({"memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape",
-                   "memref.collapse_shape", "memref.view", "memref.extract_strided_metadata"})  # fmt: skip
-# Vector ops that only move values between registers: LLVM folds most of them away (shape casts, whole-register
-# extracts and inserts) or into the arithmetic's operands (a scalar broadcast into an FMA's memory operand).
-REGISTER_MOVES = frozenset({"vector.extract", "vector.insert", "vector.broadcast", "vector.shape_cast",
-                            "vector.to_elements", "vector.from_elements", "vector.extract_strided_slice",
-                            "vector.insert_strided_slice"})  # fmt: skip
-# Ops that do no work at run time.
-NO_WORK = frozenset({"arith.constant", "scf.yield", "ub.poison", "memref.get_global", "func.return"})
-
 
 @register(PASS_NAME, options=("threads",))
 def parallelize(module: ir.Module, threads: str = "1") -> None:
@@ -193,7 +183,7 @@ class Split:
 
     @classmethod
     def of(cls, nest: list[ir.Operation], callees: _Callees) -> Split:
-        return cls(tuple(_trips(l) for l in nest), tuple(_dimension(l, callees) for l in nest))
+        return cls(tuple(trip_count(l) for l in nest), tuple(_dimension(l, callees) for l in nest))
 
     @classmethod
     def from_attribute(cls, attribute: ir.Attribute) -> Split:
@@ -254,7 +244,7 @@ def _memory_seconds(
     by the split kernels before, in shares, one per thread, which stay in that thread's L2 (at the L2 rate);
     the share the other threads wrote comes from their caches, beyond this core's L2. Weights (globals) come
     from beyond L2 (a model's weights do not fit there)."""
-    moves = _Moves(nest)
+    moves = Moves(nest)
     sizes: dict[Root, tuple[int, bool]] = {}
     outer: set[Root] = set()
     divided_inner: set[Root] = set()
@@ -266,9 +256,9 @@ def _memory_seconds(
         for i, value in enumerate(op.operands):
             if not isinstance(value.type, ir.MemRefType):
                 continue
-            root, base = _root(value), _base(value)
+            root, base = buffer_root(value), buffer_base(value)
             global_ = not isinstance(base.owner, ir.Block) and base.owner.operation.name == "memref.get_global"
-            sizes[root] = (_memref_bytes(base.type) or 0, global_)
+            sizes[root] = (memref_bytes(base.type) or 0, global_)
             if moves(value):
                 outer.add(root)
             if i in divided:
@@ -292,7 +282,7 @@ def _divided_arguments(nest: list[ir.Operation]) -> set[int]:
     """The arguments of the function holding loop nest `nest` that the nest reads or writes at addresses that
     move with its loops: a split of the nest divides them among the threads."""
     arguments = list(nest[0].parent.regions[0].blocks[0].arguments)
-    moves = _Moves(nest)
+    moves = Moves(nest)
     found: set[int] = set()
     for op in ops.walk_ops(nest[0]):
         if op.name not in READS and op.name not in WRITES:
@@ -300,22 +290,9 @@ def _divided_arguments(nest: list[ir.Operation]) -> set[int]:
         at = READS[op.name] if op.name in READS else WRITES[op.name]
         buffer = op.operands[at]
         if any(moves(v) for v in [buffer, *list(op.operands)[at + 1 :]]):
-            base = _base(buffer)
+            base = buffer_base(buffer)
             found |= {i for i, a in enumerate(arguments) if a == base}
     return found
-
-
-class _Moves:
-    """Whether a value moves with (is computed from the induction variable of) any loop of a nest."""
-
-    def __init__(self, nest: list[ir.Operation]) -> None:
-        # `_depends` memoizes per induction variable.
-        self._loops: list[tuple[ir.Operation, ir.Value, dict[ir.Value, bool]]] = [
-            (l, _body(l).arguments[0], {}) for l in nest
-        ]
-
-    def __call__(self, value: ir.Value) -> bool:
-        return any(_depends(value, iv, loop, memo) for loop, iv, memo in self._loops)
 
 
 def _balance(trips: int, threads: int) -> float:
@@ -361,7 +338,7 @@ class _Callees:
         found: set[int] = set()
         for op in ops.walk_ops(func):
             if op.name in WRITES:
-                root, _ = _root(op.operands[WRITES[op.name]])
+                root, _ = buffer_root(op.operands[WRITES[op.name]])
                 found |= {i for i, a in enumerate(arguments) if a == root}
             elif op.name not in READS and op.name not in VIEWS and _has_buffer_operand(op):
                 return None
@@ -382,10 +359,10 @@ def _plan(loop: ir.Operation, callees: _Callees, threads: int) -> tuple[list[ir.
     current: ir.Operation | None = loop
     while current is not None and len(nest) < MAX_COLLAPSE and _is_parallel(current, nest, callees):
         nest.append(current)
-        current = _only_inner_loop(current)
+        current = only_inner_loop(current)
     if not nest:
         return None
-    trips = math.prod(_trips(l) for l in nest)
+    trips = math.prod(trip_count(l) for l in nest)
     if trips < 2 or not _pays(_estimate(loop, callees), trips, threads):
         return None
     return nest, trips
@@ -447,18 +424,18 @@ class _Cost:
             op = view.operation
             name = op.name
             if name == "scf.for":
-                self.add(_body(op).operations, trips * _trips(op))
+                self.add(loop_body(op).operations, trips * trip_count(op))
             elif name == "func.call":
                 callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
                 self.instructions += trips * self.callees.instructions(callee)
                 for value in op.operands:
                     if isinstance(value.type, ir.MemRefType):
                         # The callee may touch all of what it gets (a dynamic shape: its bytes are not known).
-                        self._touch(value, _memref_bytes(value.type) or 0, trips)
+                        self._touch(value, memref_bytes(value.type) or 0, trips)
             elif name in READS or name in WRITES:
                 buffer = op.operands[READS[name] if name in READS else WRITES[name]]
                 # What it moves: its widest vector (not a mask), else one element of the buffer.
-                elements, bits = _widest(op, (1, _bits(ir.MemRefType(buffer.type).element_type)))
+                elements, bits = _widest(op, (1, element_bits(ir.MemRefType(buffer.type).element_type)))
                 self._touch(buffer, elements * bits // 8, trips)
             elif name in NO_WORK or name in VIEWS or name in REGISTER_MOVES or _on_indices(op):
                 continue
@@ -470,22 +447,16 @@ class _Cost:
 
     def _touch(self, buffer: ir.Value, count: int, trips: int) -> None:
         """Records `trips` accesses of `count` bytes of memref `buffer`."""
-        root = _root(buffer)
+        root = buffer_root(buffer)
         self._traffic[root] = self._traffic.get(root, 0) + trips * count
-        self._size[root] = _memref_bytes(_base(buffer).type)
+        self._size[root] = memref_bytes(buffer_base(buffer).type)
 
 
 def _widest(op: ir.Operation, scalar: tuple[int, int]) -> tuple[int, int]:
     """The elements and their bits of the widest vector among `op`'s results and operands; `scalar` if none."""
     vectors = [ir.VectorType(v.type) for v in [*op.results, *op.operands] if isinstance(v.type, ir.VectorType)]
-    sizes = [(math.prod(v.shape), _bits(v.element_type)) for v in vectors]
+    sizes = [(math.prod(v.shape), element_bits(v.element_type)) for v in vectors]
     return max(sizes, key=lambda size: size[0] * size[1], default=scalar)
-
-
-def _bits(type: ir.Type) -> int:
-    if isinstance(type, ir.IntegerType | ir.FloatType):
-        return type.width
-    return 64  # index, pointers
 
 
 def _vector_instructions(elements: int, bits: int) -> int:
@@ -499,36 +470,14 @@ def _on_indices(op: ir.Operation) -> bool:
     return any(isinstance(v.type, ir.IndexType) for v in [*op.results, *op.operands])
 
 
-def _memref_bytes(type: ir.Type) -> int | None:
-    """The bytes of the elements a memref of `type` covers; None for another type or a dynamic shape."""
-    if not isinstance(type, ir.MemRefType):
-        return None
-    memref = ir.MemRefType(type)
-    if not memref.has_static_shape:
-        return None
-    return math.prod(memref.shape) * _bits(memref.element_type) // 8
-
-
-def _body(loop: ir.Operation) -> ir.Block:
-    return loop.regions[0].blocks[0]
-
-
-def _only_inner_loop(loop: ir.Operation) -> ir.Operation | None:
-    """The scf.for that is all of `loop`'s body (besides its yield): the next loop of a perfect nest."""
-    body = list(_body(loop).operations)
-    if len(body) == 2 and body[0].operation.name == "scf.for":
-        return body[0].operation
-    return None
-
-
 def _is_parallel(loop: ir.Operation, outer: list[ir.Operation], callees: _Callees) -> bool:
     """Whether the iterations of `loop` are independent (the module docstring says how this is decided);
     `outer` are the loops around it that are already taken, whose bounds it must not depend on."""
-    if len(loop.results) or len(_body(loop).arguments) != 1:
+    if len(loop.results) or len(loop_body(loop).arguments) != 1:
         return False
-    if any(_inside_any(v, outer) for v in list(loop.operands)[:3]):
+    if any(defined_inside_any(v, outer) for v in list(loop.operands)[:3]):
         return False  # not rectangular: its bounds move with an outer loop
-    iv = _body(loop).arguments[0]
+    iv = loop_body(loop).arguments[0]
     memo: dict[ir.Value, bool] = {}
     written: set[Root] = set()
     accesses: list[tuple[ir.Value, list[ir.Value], bool]] = []
@@ -553,91 +502,25 @@ def _is_parallel(loop: ir.Operation, outer: list[ir.Operation], callees: _Callee
         elif _has_buffer_operand(op):
             return False  # a copy, a linalg op, an unknown op: effects this test does not follow
     for buffer, operands, writes in accesses:
-        root = _root(buffer)
-        depends = any(_depends(v, iv, loop, memo) for v in [buffer, *operands])
+        root = buffer_root(buffer)
+        depends = any(depends_on_iv(v, iv, loop, memo) for v in [buffer, *operands])
         if writes:
             if not depends:
                 return False
             written.add(root)
     # A buffer that is written must only be read where the same iteration writes it.
     for buffer, operands, writes in accesses:
-        root = _root(buffer)
-        if not writes and root in written and not any(_depends(v, iv, loop, memo) for v in [buffer, *operands]):
+        root = buffer_root(buffer)
+        if not writes and root in written and not any(depends_on_iv(v, iv, loop, memo) for v in [buffer, *operands]):
             return False
     return True
-
-
-Root = tuple[ir.Value, int | None]
-
-
-def _root(buffer: ir.Value) -> Root:
-    """The buffer that `buffer` is a view of, as (underlying buffer, byte offset). An activation is a
-    `memref.view` of the arena at a constant byte offset, and glow-allocate gives buffers that live at once
-    disjoint bytes: views at distinct constant offsets are distinct buffers (None: not an arena view)."""
-    base = _base(buffer)
-    if _is_arena_view(base):
-        view = base.owner.operation
-        return _root(view.operands[0])[0], _constant(view.operands[1])
-    return base, None
-
-
-def _base(buffer: ir.Value) -> ir.Value:
-    """The whole buffer that `buffer` is a view of: an arena view (`_root`), or a value that is no view."""
-    while not _is_arena_view(buffer) and not isinstance(buffer.owner, ir.Block):
-        if buffer.owner.operation.name not in VIEWS:
-            break
-        buffer = buffer.owner.operation.operands[0]
-    return buffer
-
-
-def _is_arena_view(buffer: ir.Value) -> bool:
-    owner = buffer.owner
-    return (not isinstance(owner, ir.Block) and owner.operation.name == "memref.view"
-            and _constant(owner.operation.operands[1]) is not None)  # fmt: skip
-
-
-def _inside(value: ir.Value, loop: ir.Operation) -> bool:
-    """Whether `value` is defined in `loop`'s body: its induction variable, or a result or block argument of
-    an op nested in it."""
-    owner = value.owner
-    op = owner.owner if isinstance(owner, ir.Block) else owner.operation.parent
-    while op is not None:
-        if op.operation == loop.operation:
-            return True
-        op = op.parent
-    return False
-
-
-def _inside_any(value: ir.Value, loops: Iterable[ir.Operation]) -> bool:
-    return any(_inside(value, l) for l in loops)
-
-
-def _depends(value: ir.Value, iv: ir.Value, loop: ir.Operation, memo: dict[ir.Value, bool]) -> bool:
-    """Whether `value` is computed from `iv`: through the operands of ops in `loop`, or as the induction
-    variable of an inner loop whose start does (the start only: a tile's point loop begins at its tile)."""
-    if value == iv:
-        return True
-    if value in memo:
-        return memo[value]
-    memo[value] = False
-    result = False
-    if _inside(value, loop):
-        owner = value.owner
-        if isinstance(owner, ir.Block):
-            parent = owner.owner.operation
-            if parent.name == "scf.for" and value == owner.arguments[0]:
-                result = _depends(parent.operands[0], iv, loop, memo)
-        elif not owner.operation.regions:
-            result = any(_depends(v, iv, loop, memo) for v in owner.operation.operands)
-    memo[value] = result
-    return result
 
 
 def _dimension(loop: ir.Operation, callees: _Callees) -> str:
     """The dimension that the iterations of parallel `loop` walk, as 'd<k> of <shape>': of the buffer nearest
     the written one's root (a function argument, an arena view) whose index or view offset moves with the
     induction variable; several dims joined by ','. '?' if none is found (then no write moves with it)."""
-    iv = _body(loop).arguments[0]
+    iv = loop_body(loop).arguments[0]
     memo: dict[ir.Value, bool] = {}
     for op in ops.walk_ops(loop):
         if op.name in WRITES:
@@ -664,32 +547,17 @@ def _moving_dims(buffer: ir.Value, indices: list[ir.Value], iv: ir.Value, loop: 
         shape = "x".join(str(d) for d in ir.MemRefType(type).shape)
         return ",".join(f"d{d}" for d in dims) + f" of {shape}" if dims else ""
 
-    found = label([k for k, v in enumerate(indices) if _depends(v, iv, loop, memo)], buffer.type)
+    found = label([k for k, v in enumerate(indices) if depends_on_iv(v, iv, loop, memo)], buffer.type)
     while not isinstance(buffer.owner, ir.Block) and buffer.owner.operation.name in VIEWS:
         view = buffer.owner.operation
         if view.name == "memref.subview":
             static = list(ir.DenseI64ArrayAttr(view.attributes["static_offsets"]))
             dynamic = iter(list(view.operands)[1:])
             dims = [k for k, offset in enumerate(static)
-                    if offset == ir.ShapedType.get_dynamic_size() and _depends(next(dynamic), iv, loop, memo)]  # fmt: skip
+                    if offset == ir.ShapedType.get_dynamic_size() and depends_on_iv(next(dynamic), iv, loop, memo)]  # fmt: skip
             found = label(dims, view.operands[0].type) or found
         buffer = view.operands[0]
     return found
-
-
-def _constant(value: ir.Value) -> int | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
-        return None
-    attr = owner.operation.attributes["value"]
-    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
-
-
-def _trips(loop: ir.Operation) -> int:
-    lower, upper, step = (_constant(v) for v in list(loop.operands)[:3])
-    if lower is None or upper is None or step is None or step <= 0:
-        return UNKNOWN_TRIPS
-    return max(0, -(-(upper - lower) // step))
 
 
 def _to_parallel(nest: list[ir.Operation]) -> None:
@@ -703,8 +571,8 @@ def _to_parallel(nest: list[ir.Operation]) -> None:
         with ir.InsertionPoint(block):
             terminator = scf.ReduceOp([], 0)
     for loop, argument in zip(nest, block.arguments, strict=True):
-        _body(loop).arguments[0].replace_all_uses_with(argument)
-    for op in list(_body(inner).operations)[:-1]:
+        loop_body(loop).arguments[0].replace_all_uses_with(argument)
+    for op in list(loop_body(inner).operations)[:-1]:
         op.operation.move_before(terminator)
     outer.erase()
 
@@ -729,50 +597,3 @@ def with_threads(pipeline: Sequence[str], threads: int) -> tuple[str, ...]:
         return tuple(pipeline)
     position = [e.split("{", 1)[0].strip() for e in pipeline].index(SCHEDULE_STAGE) + 1
     return (*pipeline[:position], f"{PASS_NAME}{{threads={threads}}}", *pipeline[position:])
-
-
-def physical_cores() -> int:
-    """The physical cores this process may run on: the CPUs of its affinity mask, counted once per core
-    (SMT siblings share one), from the kernel's topology files; the CPU count where these are missing."""
-    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    cores: set[tuple[str, str]] = set()
-    for cpu in cpus:
-        topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
-        try:
-            cores.add(((topology / "physical_package_id").read_text(), (topology / "core_id").read_text()))
-        except OSError:
-            return len(cpus)
-    return len(cores) or os.cpu_count() or 1
-
-
-@functools.cache
-def runtime_library() -> Path | None:
-    """libiomp5.so, the OpenMP runtime that the `intel-openmp` wheel installs into the environment's lib/."""
-    try:
-        files = importlib.metadata.files("intel-openmp") or []
-    except importlib.metadata.PackageNotFoundError:
-        files = []
-    for file in files:
-        if file.name == RUNTIME_NAME:
-            return Path(str(file.locate())).resolve()
-    candidate = Path(sys.prefix) / "lib" / RUNTIME_NAME
-    return candidate if candidate.exists() else None
-
-
-@functools.cache
-def load_runtime() -> ctypes.CDLL:
-    """Loads the OpenMP runtime into the process with RTLD_GLOBAL, once: the JIT resolves the generated
-    code's `__kmpc_*` calls among the process's symbols, and so does the dynamic loader for a compile cache
-    library (linked with those symbols undefined). UnsupportedError when it is not installed."""
-    path = runtime_library()
-    if path is None:
-        raise UnsupportedError(
-            f"threads > 1 needs the OpenMP runtime {RUNTIME_NAME} (pip install intel-openmp); use threads=1"
-        )
-    return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
-
-
-def default_threads() -> int:
-    """The thread count of `intra_op_num_threads=0` (onnxruntime's "default"): the physical cores, as
-    onnxruntime takes; one where the OpenMP runtime is not installed (the single-threaded code needs none)."""
-    return physical_cores() if runtime_library() is not None else 1

@@ -41,6 +41,8 @@ from mlir.dialects import arith, bufferization, linalg, memref
 from glow_mlir import ops
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.lowerings import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
+# Re-exported: the recipe modules take their view helpers from here.
+from glow_mlir.codegen.builders import has_identity_layout  # noqa: F401
 
 # Marks the ops of an elementwise chain that the chain's last op schedules (elementwise_recipes.mark_chains).
 CHAIN_MARK = "glow.chained"
@@ -173,12 +175,6 @@ def static_shape(value: ir.Value) -> tuple[int, ...] | None:
 def is_float32(value: ir.Value) -> bool:
     """Whether a memref or tensor holds f32, the element type the register-tiled kernels are written for."""
     return ir.ShapedType(value.type).element_type == ir.F32Type.get()
-
-
-def has_identity_layout(value: ir.Value) -> bool:
-    """A memref whose layout is the plain row-major one (function arguments, arena views, globals)."""
-    layout = ir.MemRefType(value.type).layout
-    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(layout.value.n_dims)
 
 
 def static_block(base: ir.Value, offsets: Sequence[int], sizes: Sequence[int]) -> ir.Value:

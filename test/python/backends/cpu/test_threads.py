@@ -17,12 +17,12 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from glow_mlir import InferenceSession, SessionOptions, compile
-from glow_mlir.backends.cpu import parallel
+from glow_mlir.backends.cpu import openmp, parallel
 from glow_mlir.frontends.onnx import import_model
 from glow_mlir.pipeline.runner import COMPILE_PIPELINE
 from glow_mlir.tools import glow_run
 
-pytestmark = pytest.mark.skipif(parallel.runtime_library() is None, reason="intel-openmp is not installed")
+pytestmark = pytest.mark.skipif(openmp.runtime_library() is None, reason="intel-openmp is not installed")
 
 
 def cnn() -> onnx.ModelProto:
@@ -160,7 +160,7 @@ def test_the_thread_count_comes_from_the_options() -> None:
     # threads= wins over the options, as before.
     assert InferenceSession(cnn().SerializeToString(), options, threads=1).report["threads"] == 1
     # 0, the default, is the physical cores.
-    assert InferenceSession(cnn().SerializeToString()).report["threads"] == parallel.physical_cores()
+    assert InferenceSession(cnn().SerializeToString()).report["threads"] == openmp.physical_cores()
 
 
 def test_glow_run_threads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
