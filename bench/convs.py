@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import statistics
 import subprocess
@@ -51,7 +50,7 @@ import glow_mlir
 from bench.ab import ROOT, compile_in, per_call
 from bench.flops import count_flops
 from bench.peak import measure_peak
-from bench.run import CLOCKS, _error_text, _list, compare, machine, measure
+from bench.run import CLOCKS, _error_text, _list, compare, finish, machine, measure
 from glow_mlir.frontends.onnx import import_model
 from glow_mlir.library import open_entry
 
@@ -417,14 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         row = bench_shape(SHAPES[name], budget, warmup, args.clock, peak, levels)
         report["shapes"].append(row)
         print(f"  {json.dumps(row, default=str)}", file=sys.stderr, flush=True)
-    report["machine"]["load_average_end"] = os.getloadavg()[0]
-    table = markdown(report)
-    print(table)
-    if args.markdown:
-        args.markdown.write_text(table)
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    return finish(report, markdown, args.markdown, args.json)
 
 
 if __name__ == "__main__":

@@ -455,14 +455,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["gemm"].append(row)
         print(f"  {json.dumps(row, default=str)}", file=sys.stderr, flush=True)
         gc.collect()
-    report["machine"]["load_average_end"] = os.getloadavg()[0]
+    return finish(report, markdown, args.markdown, args.json)
 
-    table = markdown(report)
+
+def finish(
+    report: dict[str, Any], render: Callable[[dict[str, Any]], str], markdown_path: Path | None, json_path: Path | None
+) -> int:
+    """Records the load average at the end, prints the report's markdown tables (`render`) and writes them and
+    the report where asked; the exit status."""
+    report["machine"]["load_average_end"] = os.getloadavg()[0]
+    table = render(report)
     print(table)
-    if args.markdown:
-        args.markdown.write_text(table)
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    if markdown_path:
+        markdown_path.write_text(table)
+    if json_path:
+        json_path.write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 
