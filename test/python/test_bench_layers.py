@@ -1,6 +1,8 @@
 """bench/layers.py, the per-class comparison of glow-mlir's kernels with onnxruntime's: the class rule on its own,
 and a quick run on LeNet-5 (convolutions, max pools, an FC) as the user runs it, in a fresh process. No timing
-is asserted; every class that both compute must have time on both sides."""
+is asserted; every class that both compute must have time on both sides. Both run in fresh processes from the
+repository's root: importing `bench` pins the BLAS and OpenMP thread counts of the process (bench/__init__.py),
+which must not leak into the other tests (and `bench` is importable from the root only)."""
 
 from __future__ import annotations
 
@@ -9,18 +11,23 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.layers import conv_class
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# (filter [F, C / groups, KH, KW], input NCHW, output NCHW)
+CLASSES = """
+from bench.layers import conv_class
+assert conv_class([64, 64, 3, 3], [1, 64, 56, 56], [1, 64, 56, 56]) == "conv 3x3/s1 -> 56x56"
+assert conv_class([2048, 1024, 1, 1], [8, 1024, 14, 14], [8, 2048, 7, 7]) == "conv 1x1/s2 -> 7x7"
+assert conv_class([64, 3, 7, 7], [1, 3, 224, 224], [1, 64, 112, 112]) == "conv 7x7/s2 -> 112x112"
+assert conv_class([96, 1, 3, 3], [1, 96, 28, 28], [1, 96, 14, 14]) == "conv 3x3/s2 dw -> 14x14"
+assert conv_class([128, 16, 3, 3], [1, 128, 7, 7], [1, 128, 7, 7]) == "conv 3x3/s1 g8 -> 7x7"
+"""
+
+
 def test_conv_classes() -> None:
-    # (filter [F, C / groups, KH, KW], input NCHW, output NCHW)
-    assert conv_class([64, 64, 3, 3], [1, 64, 56, 56], [1, 64, 56, 56]) == "conv 3x3/s1 -> 56x56"
-    assert conv_class([2048, 1024, 1, 1], [8, 1024, 14, 14], [8, 2048, 7, 7]) == "conv 1x1/s2 -> 7x7"
-    assert conv_class([64, 3, 7, 7], [1, 3, 224, 224], [1, 64, 112, 112]) == "conv 7x7/s2 -> 112x112"
-    assert conv_class([96, 1, 3, 3], [1, 96, 28, 28], [1, 96, 14, 14]) == "conv 3x3/s2 dw -> 14x14"
-    assert conv_class([128, 16, 3, 3], [1, 128, 7, 7], [1, 128, 7, 7]) == "conv 3x3/s1 g8 -> 7x7"
+    result = subprocess.run([sys.executable, "-c", CLASSES], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
 
 
 def test_layers_on_lenet(tmp_path: Path) -> None:
