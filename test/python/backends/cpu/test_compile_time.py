@@ -27,13 +27,15 @@ RNG = np.random.default_rng(23)
 
 
 def _model() -> tuple[glow_mlir.Graph, dict[str, np.ndarray], np.ndarray]:
-    """A matmul with constant weights (a scheduled kernel) whose result is transposed (a loop nest that no
-    recipe schedules)."""
+    """A matmul with constant weights (a scheduled kernel) whose result, seen as [24, 7, 8], has its first two
+    dims swapped (a transpose that keeps the innermost dim: a strided copy, a loop nest that no recipe
+    schedules, transpose_recipes.py)."""
     x = RNG.standard_normal((24, 40)).astype(np.float32)
     w = RNG.standard_normal((40, 56)).astype(np.float32)
     g = glow_mlir.Graph("mm_t")
-    g.output("y", g.transpose(g.matmul(g.input("x", x.shape), g.constant(w)), [1, 0]))
-    return g, {"x": x}, (x.astype(np.float64) @ w.astype(np.float64)).T
+    product = g.reshape(g.matmul(g.input("x", x.shape), g.constant(w)), [24, 7, 8])
+    g.output("y", g.transpose(product, [1, 0, 2]))
+    return g, {"x": x}, (x.astype(np.float64) @ w.astype(np.float64)).reshape(24, 7, 8).transpose(1, 0, 2)
 
 
 def _function(text: str, name: str) -> str:
