@@ -43,7 +43,6 @@ from glow_mlir.backends.cpu.recipes import (
     constant_data,
     elementwise_recipe,
     generic_on_tensors,
-    has_identity_layout,
     index_constant,
     is_float32,
     model_weight_bytes,
@@ -54,6 +53,7 @@ from glow_mlir.backends.cpu.recipes import (
     static_shape,
     write_back,
 )
+from glow_mlir.codegen.builders import has_identity_layout
 
 LANES = 16  # f32 lanes of one AVX-512 register
 # Output-channel tiles outermost: the image is swept once per channel tile, so that tile's filter slice

@@ -23,7 +23,6 @@ from glow_mlir.backends.cpu.recipes import (
     Kernel,
     Recipe,
     constant_data,
-    has_identity_layout,
     is_float32,
     largest_divisor,
     model_weight_bytes,
@@ -33,7 +32,7 @@ from glow_mlir.backends.cpu.recipes import (
     static_block,
     static_shape,
 )
-from glow_mlir.codegen.builders import split_last
+from glow_mlir.codegen.builders import has_identity_layout, split_last
 
 
 # The register tile: at most MAX_MR rows of nr columns. This Xeon issues two 512-bit FMAs per cycle with 4

@@ -14,7 +14,8 @@ from mlir import ir
 from mlir.dialects import linalg, memref
 
 from glow_mlir import ops
-from glow_mlir.backends.cpu.recipes import has_identity_layout, static_block, static_shape
+from glow_mlir.backends.cpu.recipes import static_block, static_shape
+from glow_mlir.codegen.builders import has_identity_layout
 
 
 def fill_borders(function: ir.Operation) -> None:

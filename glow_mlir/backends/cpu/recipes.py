@@ -41,8 +41,6 @@ from mlir.dialects import arith, bufferization, linalg, memref
 from glow_mlir import ops
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.lowerings import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
-# Re-exported: the recipe modules take their view helpers from here.
-from glow_mlir.codegen.builders import has_identity_layout  # noqa: F401
 
 # Marks the ops of an elementwise chain that the chain's last op schedules (elementwise_recipes.mark_chains).
 CHAIN_MARK = "glow.chained"

@@ -19,7 +19,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
-from glow_mlir.backends.cpu.recipes import Recipe, has_identity_layout, index_constant, is_float32, static_shape
+from glow_mlir.backends.cpu.recipes import Recipe, index_constant, is_float32, static_shape
+from glow_mlir.codegen.builders import has_identity_layout
 
 # f32 lanes of one zmm register, and the accumulators a row is spread over (4 cover the add latency).
 LANES = 16
