@@ -166,9 +166,7 @@ def conv_recipe(op: ir.Operation) -> Recipe | None:
     activation of a CPU convolution fused into each tile."""
     bias_op, activation_op = epilogue(op)
     if not _usable(op):
-        # The bias and the activation then run as elementwise kernels of their own.
-        parts = [elementwise_recipe(e) for e in (bias_op, activation_op) if e is not None]
-        return Recipe(tuple(k for part in parts if part is not None for k in part.kernels))
+        return epilogue_alone(bias_op, activation_op)
     x, filter_, y = op.operands
     bias = bias_op.operands[0] if bias_op is not None else None
     weights = constant_data(filter_)
@@ -213,6 +211,13 @@ def epilogue(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None
         before if before is not None and CONV_BIAS_ATTR in before.attributes else None,
         after if after is not None and CONV_ACTIVATION_ATTR in after.attributes else None,
     )
+
+
+def epilogue_alone(bias_op: ir.Operation | None, activation_op: ir.Operation | None) -> Recipe:
+    """The vector recipes of a convolution's marked bias and activation ops, for a convolution that no recipe
+    schedules (non-static or non-f32 operands): they then run as elementwise kernels of their own."""
+    parts = [elementwise_recipe(e) for e in (bias_op, activation_op) if e is not None]
+    return Recipe(tuple(k for part in parts if part is not None for k in part.kernels))
 
 
 def _output_neighbours(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None]:

@@ -1,8 +1,8 @@
 // glow-ir-to-linalg lowers a grouped CPU convolution (4 groups of 8 channels) to one linalg.generic over all
 // groups on (group, channel) views, its bias and ReLU marked for the schedule; glow-cpu-schedule runs it as
 // one kernel in a loop over tiles of two groups (16 channels: one register), each tile's filter packed as a
-// dense block-diagonal [3, 3, 16, 16] block, the bias and ReLU fused into the tile. A depthwise convolution's
-// bias and ReLU are fused into its kernel likewise (no kernel of their own).
+// dense block-diagonal [3, 3, 16, 16] block, the bias and ReLU fused into the tile. Depthwise convolutions are
+// cpu-schedule-depthwise.mlir's.
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg)' | FileCheck %s --check-prefix=LINALG
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg,glow-cpu-schedule)' | FileCheck %s
 
@@ -15,11 +15,6 @@
 // LINALG:           arith.mulf
 // LINALG:           arith.addf
 // LINALG:         linalg.generic {{.*}} attrs = {glow.conv_activation}
-// LINALG-LABEL: func.func @depthwise(
-// LINALG:         linalg.generic {{.*}} attrs = {glow.conv_bias}
-// LINALG:         linalg.depthwise_conv_2d_nhwc_hwc
-// LINALG:         linalg.generic {{.*}} attrs = {glow.conv_activation}
-
 // CHECK: memref.global "private" constant @__glow_packed_gconv_2x3x3x16x16 : memref<2x3x3x16x16xf32>
 
 // CHECK-LABEL: func.func private @__glow_kernel0(
@@ -42,31 +37,13 @@
 // CHECK-NOT:     linalg.
 // CHECK:         return
 
-// CHECK-LABEL: func.func private @__glow_kernel1(
-// CHECK-SAME:    memref<1x6x6x16xf32>, %{{.*}}: memref<3x3x16xf32>, %[[DB:.*]]: memref<16xf32>, %[[DY:.*]]: memref<1x4x4x16xf32>
-// CHECK:         vector.load %[[DB]]
-// CHECK:         vector.fma {{.*}} : vector<4x16xf32>
-// CHECK:         arith.maximumf
-// CHECK:         vector.transfer_write {{.*}}, %[[DY]]
-// CHECK-LABEL: func.func @depthwise(
-// CHECK:         call @__glow_kernel1(
-// CHECK-NEXT:    return
-// CHECK-NOT:   func.func private
 module {
   memref.global "private" constant @w : memref<3x3x8x32xf32> = dense<5.000000e-01> {alignment = 64 : i64}
   memref.global "private" constant @b : memref<32xf32> = dense<2.500000e-01> {alignment = 64 : i64}
-  memref.global "private" constant @dw_w : memref<3x3x1x16xf32> = dense<5.000000e-01> {alignment = 64 : i64}
-  memref.global "private" constant @dw_b : memref<16xf32> = dense<2.500000e-01> {alignment = 64 : i64}
   func.func @grouped(%arg0: memref<1x6x6x32xf32> {glow.name = "x"}, %arg1: memref<1x4x4x32xf32> {glow.name = "y", glow.output}) {
     %0 = memref.get_global @w : memref<3x3x8x32xf32>
     %1 = memref.get_global @b : memref<32xf32>
     "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %0, %1) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 4 : i64, kernels = array<i64: 3, 3>, roles = ["out", "in", "in", "in"], strides = array<i64: 1, 1>} : (memref<1x4x4x32xf32>, memref<1x6x6x32xf32>, memref<3x3x8x32xf32>, memref<32xf32>) -> ()
-    return
-  }
-  func.func @depthwise(%arg0: memref<1x6x6x16xf32> {glow.name = "x"}, %arg1: memref<1x4x4x16xf32> {glow.name = "y", glow.output}) {
-    %0 = memref.get_global @dw_w : memref<3x3x1x16xf32>
-    %1 = memref.get_global @dw_b : memref<16xf32>
-    "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %0, %1) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 16 : i64, kernels = array<i64: 3, 3>, roles = ["out", "in", "in", "in"], strides = array<i64: 1, 1>} : (memref<1x4x4x16xf32>, memref<1x6x6x16xf32>, memref<3x3x1x16xf32>, memref<16xf32>) -> ()
     return
   }
 }

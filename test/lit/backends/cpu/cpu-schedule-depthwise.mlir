@@ -1,0 +1,67 @@
+// glow-ir-to-linalg lowers a depthwise CPU convolution to linalg.depthwise_conv_2d_nhwc_hwc between its marked
+// bias and activation; glow-cpu-schedule replaces all three with one vector kernel (depthwise_recipes.py) whose
+// register tiles start from the bias and clamp before their one store.
+// @banded (14x14x88, in L2): one band of all 14 rows; blocks of 32 channels (two registers, the 3x3 filter's 18
+// vectors loaded once per row, outside the loop of 4-pixel tiles), then a block of one whole register at channel
+// 64 and one of 8 lanes at channel 80.
+// @streamed (56x56x96, 2.4 MB of input and output): rows, tiles of 4 pixels, and innermost the channel blocks,
+// their filter vectors loaded with each tile.
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg)' | FileCheck %s --check-prefix=LINALG
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg,glow-cpu-schedule)' | FileCheck %s
+
+// LINALG-LABEL: func.func @banded(
+// LINALG:         linalg.generic {{.*}} attrs = {glow.conv_bias}
+// LINALG:         linalg.depthwise_conv_2d_nhwc_hwc
+// LINALG:         linalg.generic {{.*}} attrs = {glow.conv_activation}
+
+// CHECK-LABEL: func.func private @__glow_kernel0(
+// CHECK-SAME:    %[[W:.*]]: memref<3x3x88xf32>, %[[B:.*]]: memref<88xf32>, %[[X:.*]]: memref<1x16x16x88xf32>, %[[Y:.*]]: memref<1x14x14x88xf32>
+// CHECK:         scf.for %[[C:.*]] = %c0 to %c64 step %c32 {
+// CHECK:           scf.for %[[R:.*]] = %c0 to %c14 step %c1 {
+// CHECK:             vector.load %[[W]][%c0, %c0, %[[C]]] : memref<3x3x88xf32>, vector<16xf32>
+// CHECK:             vector.load %[[B]][%[[C]]]
+// CHECK:             scf.for %[[P:.*]] = %c0 to %c12 step %c4 {
+// CHECK:               vector.load %[[X]][%c0, %[[R]], %[[P]], %[[C]]]
+// CHECK:               vector.fma {{.*}} : vector<16xf32>
+// CHECK:               arith.maximumf
+// CHECK:               arith.minimumf
+// CHECK:               vector.store {{.*}}, %[[Y]][%c0, %[[R]], %[[P]], %[[C]]]
+// CHECK:         vector.load %[[W]][%c0, %c0, %c64] : memref<3x3x88xf32>, vector<16xf32>
+// CHECK:         vector.load %[[W]][%c0, %c0, %c80] : memref<3x3x88xf32>, vector<8xf32>
+// CHECK:         vector.store {{.*}}, %[[Y]][{{.*}}, %c80] : memref<1x14x14x88xf32>, vector<8xf32>
+// CHECK-NOT:   linalg.
+// CHECK-LABEL: func.func @banded(
+// CHECK:         call @__glow_kernel0(
+// CHECK-NEXT:    return
+
+// CHECK-LABEL: func.func private @__glow_kernel1(
+// CHECK-SAME:    %[[W:.*]]: memref<3x3x96xf32>, %[[B:.*]]: memref<96xf32>, %[[X:.*]]: memref<1x58x58x96xf32>, %[[Y:.*]]: memref<1x56x56x96xf32>
+// CHECK:         scf.for %[[R:.*]] = %c0 to %c56 step %c1 {
+// CHECK:           scf.for %[[P:.*]] = %c0 to %c56 step %c4 {
+// CHECK:             scf.for %[[C:.*]] = %c0 to %c96 step %c32 {
+// CHECK:               vector.load %[[W]][%c0, %c0, %[[C]]] : memref<3x3x96xf32>, vector<16xf32>
+// CHECK:               vector.fma {{.*}} : vector<16xf32>
+// CHECK:               arith.maximumf
+// CHECK:               vector.store {{.*}}, %[[Y]][%c0, %[[R]], %[[P]], %[[C]]]
+// CHECK-NOT:   linalg.
+// CHECK-LABEL: func.func @streamed(
+// CHECK:         call @__glow_kernel1(
+// CHECK-NEXT:    return
+module {
+  memref.global "private" constant @w88 : memref<3x3x1x88xf32> = dense<5.000000e-01> {alignment = 64 : i64}
+  memref.global "private" constant @b88 : memref<88xf32> = dense<2.500000e-01> {alignment = 64 : i64}
+  memref.global "private" constant @w96 : memref<3x3x1x96xf32> = dense<5.000000e-01> {alignment = 64 : i64}
+  memref.global "private" constant @b96 : memref<96xf32> = dense<2.500000e-01> {alignment = 64 : i64}
+  func.func @banded(%arg0: memref<1x16x16x88xf32> {glow.name = "x"}, %arg1: memref<1x14x14x88xf32> {glow.name = "y", glow.output}) {
+    %0 = memref.get_global @w88 : memref<3x3x1x88xf32>
+    %1 = memref.get_global @b88 : memref<88xf32>
+    "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %0, %1) {activation = "clip", activationArgs = array<f32: 0.0, 6.0>, dilation = array<i64: 1, 1>, group = 88 : i64, kernels = array<i64: 3, 3>, roles = ["out", "in", "in", "in"], strides = array<i64: 1, 1>} : (memref<1x14x14x88xf32>, memref<1x16x16x88xf32>, memref<3x3x1x88xf32>, memref<88xf32>) -> ()
+    return
+  }
+  func.func @streamed(%arg0: memref<1x58x58x96xf32> {glow.name = "x"}, %arg1: memref<1x56x56x96xf32> {glow.name = "y", glow.output}) {
+    %0 = memref.get_global @w96 : memref<3x3x1x96xf32>
+    %1 = memref.get_global @b96 : memref<96xf32>
+    "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %0, %1) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 96 : i64, kernels = array<i64: 3, 3>, roles = ["out", "in", "in", "in"], strides = array<i64: 1, 1>} : (memref<1x56x56x96xf32>, memref<1x58x58x96xf32>, memref<3x3x1x96xf32>, memref<96xf32>) -> ()
+    return
+  }
+}

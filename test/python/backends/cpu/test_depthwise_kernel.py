@@ -1,0 +1,96 @@
+"""The f32 depthwise convolution kernel (depthwise_recipes.py) over its class, against onnxruntime: channel counts
+that fill whole blocks of two registers, leave one whole register, a partial one of at most 8 lanes or more than 8
+(masked), or only a partial one; rows of fewer pixels than a tile and not a multiple of it; 1x1 to 7x7 windows,
+stride 2, dilation 2, non-square maps, batch 2; every fused activation and none, with and without bias; layers
+that fit in L2 (bands of rows) and layers that do not (row by row, channel blocks innermost)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import ModelProto, TensorProto, helper, numpy_helper
+
+import glow_mlir
+from glow_mlir.backends.cpu.depthwise_recipes import _Channels, channel_blocks
+from glow_mlir.frontends.onnx import import_model
+
+rng = np.random.default_rng(0)
+
+
+def _model(c: int, hw: tuple[int, int], k: int, stride: int, dilation: int, batch: int, bias: bool,
+           activation: str | None) -> ModelProto:  # fmt: skip
+    w = (rng.standard_normal((c, 1, k, k)) / k).astype(np.float32)
+    initializers = [numpy_helper.from_array(w, "w")]
+    if bias:
+        initializers.append(numpy_helper.from_array(rng.uniform(-0.5, 0.5, c).astype(np.float32), "b"))
+    pad = dilation * (k // 2)
+    nodes = [helper.make_node("Conv", ["x", "w", *(["b"] if bias else [])], ["y" if activation is None else "c"],
+                              kernel_shape=[k, k], strides=[stride] * 2, pads=[pad] * 4, dilations=[dilation] * 2,
+                              group=c)]  # fmt: skip
+    if activation == "Clip":
+        initializers += [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("lo", -0.5), ("hi", 0.5))]
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
+    elif activation == "LeakyRelu":
+        nodes.append(helper.make_node("LeakyRelu", ["c"], ["y"], alpha=0.2))
+    elif activation is not None:
+        nodes.append(helper.make_node(activation, ["c"], ["y"]))
+    graph = helper.make_graph(
+        nodes, "dw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, c, *hw])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return model
+
+
+CASES = [
+    # c, (h, w), k, stride, dilation, batch, bias, activation
+    (96, (14, 14), 3, 1, 1, 1, True, "Relu"),  # blocks of 32 channels
+    (144, (13, 11), 3, 2, 1, 1, True, "Clip"),  # 4 blocks of 32, one whole register left; odd map, stride 2
+    (88, (9, 30), 3, 1, 1, 2, False, "LeakyRelu"),  # 64 + 16 + a partial register of 8; batch 2
+    (60, (12, 12), 5, 2, 1, 1, True, "Sigmoid"),  # 5x5: one register per tile; a masked partial of 12
+    (40, (10, 7), 7, 1, 1, 1, True, None),  # 7x7, a row shorter than a tile
+    (12, (9, 9), 3, 1, 1, 1, False, "Tanh"),  # only a partial register (masked, 16 lanes)
+    (8, (20, 20), 3, 1, 1, 1, True, "Relu"),  # only a partial register of 8 lanes (unmasked)
+    (3, (6, 5), 3, 1, 1, 1, True, "Relu"),  # 3 of 8 lanes (masked)
+    (32, (16, 16), 3, 1, 2, 1, True, "Relu"),  # dilation 2
+    (48, (8, 8), 1, 1, 1, 1, True, "Relu"),  # 1x1
+    (96, (56, 56), 3, 1, 1, 1, True, "Relu"),  # 2.4 MB of input and output: row by row, blocks innermost
+    (72, (57, 57), 5, 2, 1, 1, True, "Clip"),  # streamed, 5x5 stride 2, a partial pixel tile
+]
+
+
+@pytest.mark.parametrize(("c", "hw", "k", "stride", "dilation", "batch", "bias", "activation"), CASES)
+def test_depthwise_kernel(c: int, hw: tuple[int, int], k: int, stride: int, dilation: int, batch: int, bias: bool,
+                          activation: str | None) -> None:  # fmt: skip
+    model = _model(c, hw, k, stride, dilation, batch, bias, activation)
+    x = rng.standard_normal((batch, c, *hw)).astype(np.float32)
+    with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
+        scheduled = compiled.ir("glow-cpu-schedule")
+        got = compiled.run({"x": x})["y"]
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    [want] = session.run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # One kernel computes the layer, its bias and activation: the only outlined function with FMAs, and neither
+    # the convolution nor a bias or activation generic is left for loops (the padded input's border fills are).
+    kernels = re.split(r"(?=func\.func private @)", scheduled)
+    assert sum("vector.fma" in body for body in kernels) == 1
+    assert "linalg.depthwise" not in scheduled and "linalg.generic" not in scheduled
+
+
+@pytest.mark.parametrize(
+    ("c", "vectors", "blocks"),
+    [
+        (96, 2, [_Channels(0, 32, 3, (16, 16))]),
+        (144, 2, [_Channels(0, 32, 4, (16, 16)), _Channels(128, 16, 1, (16,))]),
+        (88, 2, [_Channels(0, 32, 2, (16, 16)), _Channels(64, 16, 1, (16,)), _Channels(80, 8, 1, (8,))]),
+        (60, 1, [_Channels(0, 16, 3, (16,)), _Channels(48, 12, 1, (12,))]),
+        (8, 2, [_Channels(0, 8, 1, (8,))]),
+        (40, 1, [_Channels(0, 16, 2, (16,)), _Channels(32, 8, 1, (8,))]),
+    ],
+)
+def test_channel_blocks(c: int, vectors: int, blocks: list[_Channels]) -> None:
+    assert channel_blocks(c, vectors) == blocks
