@@ -19,7 +19,7 @@ max) of `ow x c` lanes; their tiles are smaller (notes: ow >= 16 drops sharply).
 
 A convolution whose filter is a constant reads it repacked at compile time, one contiguous block per channel
 tile (`_packed_kernels`); the same direct schedule then runs once per tile, with the convolution's bias
-and activation fused into its output tiles (`_fused_kernel`).
+and activation fused into its output tiles (`fused_kernel`).
 
 Ops with non-static or non-f32 operands are left to glow-to-llvm's loops (a `None` recipe).
 """
@@ -97,7 +97,7 @@ L2_INPUT_BYTES = 1024 * 1024
 PIXEL_ACCUMULATORS = 24
 
 
-def _divisor_at_most(n: int, limit: int) -> int:
+def divisor_at_most(n: int, limit: int) -> int:
     """The largest divisor of n that is at most `limit` (at least 1)."""
     return max(d for d in range(1, min(n, limit) + 1) if n % d == 0)
 
@@ -126,7 +126,7 @@ def register_tile(ow: int, channels: int, large_input: bool = False) -> tuple[in
     for width in candidates:
         vectors = -(-width // LANES)
         accumulators = min(LARGE_INPUT_ACCUMULATORS if large_input else ACCUMULATORS, REGISTERS - vectors - 1)
-        tile = _divisor_at_most(ow, max(1, accumulators // vectors))
+        tile = divisor_at_most(ow, max(1, accumulators // vectors))
         score = (tile * width, width)
         if best is None or score > best[:2]:
             best = (*score, tile)
@@ -134,11 +134,12 @@ def register_tile(ow: int, channels: int, large_input: bool = False) -> tuple[in
     return best[2], best[1]
 
 
-def _usable(op: ir.Operation) -> bool:
+def static_f32(op: ir.Operation) -> bool:
+    """Whether every operand of `op` has a static shape and f32 elements: what the recipes schedule."""
     return all(static_shape(v) is not None and is_float32(v) for v in op.operands)
 
 
-def _on_tensors(op: ir.Operation, build: Callable[[list[ir.Value], ir.Value], ir.Value]) -> ir.Operation:
+def window_on_tensors(op: ir.Operation, build: Callable[[list[ir.Value], ir.Value], ir.Value]) -> ir.Operation:
     """Re-emits window op `op` (inputs..., output on memrefs) on tensors through `build(inputs, init)`, writes
     its result back into the output buffer, erases `op`, and returns the new op."""
     *inputs, output = op.operands
@@ -149,11 +150,15 @@ def _on_tensors(op: ir.Operation, build: Callable[[list[ir.Value], ir.Value], ir
     return result.owner.operation
 
 
-def _window(op: ir.Operation) -> dict[str, ir.Attribute]:
+def window_of(op: ir.Operation) -> dict[str, ir.Attribute]:
+    """The strides and dilations attributes of linalg window op `op` (see `dense_window`)."""
     return {"strides": op.attributes["strides"], "dilations": op.attributes["dilations"]}
 
 
-def _steps(tile_sizes: Sequence[int], interchange: Sequence[int] = ()) -> steps.Build:
+def tile_steps(tile_sizes: Sequence[int], interchange: Sequence[int] = ()) -> steps.Build:
+    """The steps of a window op's direct schedule: tile by `tile_sizes` (loops in `interchange` order),
+    decompose the 2-D window into 1-D ones, vectorize."""
+
     def build(handle: ir.Value) -> None:
         steps.vectorize(steps.decompose(steps.tile(handle, tile_sizes, interchange)))
 
@@ -165,17 +170,17 @@ def conv_recipe(op: ir.Operation) -> Recipe | None:
     """Direct convolution, loops (n, oh, ow, f, kh, kw, c): tile [1, 1, ow, f, 1, 1, 1], with the bias and
     activation of a CPU convolution fused into each tile."""
     bias_op, activation_op = epilogue(op)
-    if not _usable(op):
+    if not static_f32(op):
         return epilogue_alone(bias_op, activation_op)
     x, filter_, y = op.operands
     bias = bias_op.operands[0] if bias_op is not None else None
     weights = constant_data(filter_)
-    conv = _Conv(x, filter_, bias, y, _dense_window(_window(op)), bias_op, activation_op)
+    conv = ScheduledConv(x, filter_, bias, y, dense_window(window_of(op)), bias_op, activation_op)
     _, _, ow, f = static_shape(y)
     kernels: list[Kernel] = []
     if weights is None or not all(_static_strides(v) for v in (y, bias) if v is not None):
         ow_tile, f_tile = register_tile(ow, f, _input_bytes(conv) > L2_INPUT_BYTES)
-        kernels.append(_fused_kernel(conv, ow_tile, f_tile))
+        kernels.append(fused_kernel(conv, ow_tile, f_tile))
     else:
         kernels += _packed_kernels(conv, weights, op)
     for part in (activation_op, op, bias_op):
@@ -185,7 +190,7 @@ def conv_recipe(op: ir.Operation) -> Recipe | None:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Conv:
+class ScheduledConv:
     """A CPU convolution being scheduled: its memref operands (x, filter, bias or None, output y), its window
     (strides, dilations) and the bias and activation ops of glow-ir-to-linalg fused into it (or None)."""
 
@@ -198,7 +203,7 @@ class _Conv:
     activation_op: ir.Operation | None
 
 
-def _input_bytes(conv: _Conv) -> int:
+def _input_bytes(conv: ScheduledConv) -> int:
     """The bytes of `conv`'s input (f32)."""
     return int(np.prod(static_shape(conv.x))) * 4
 
@@ -206,7 +211,7 @@ def _input_bytes(conv: _Conv) -> int:
 def epilogue(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None]:
     """The bias op right before convolution `op` and the activation op right after it, where glow-ir-to-linalg
     marked them (a CPU convolution), else None."""
-    before, after = _output_neighbours(op)
+    before, after = output_neighbours(op)
     return (
         before if before is not None and CONV_BIAS_ATTR in before.attributes else None,
         after if after is not None and CONV_ACTIVATION_ATTR in after.attributes else None,
@@ -220,7 +225,7 @@ def epilogue_alone(bias_op: ir.Operation | None, activation_op: ir.Operation | N
     return Recipe(tuple(k for part in parts if part is not None for k in part.kernels))
 
 
-def _output_neighbours(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None]:
+def output_neighbours(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operation | None]:
     """The users of `op`'s output (its last operand) in its block nearest before and after it, or None. Found
     among the output's users, not by listing the block, which made the schedule quadratic."""
     before = after = None
@@ -235,7 +240,7 @@ def _output_neighbours(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operat
     return before, after
 
 
-def _packed_kernels(conv: _Conv, weights: np.ndarray, user: ir.Operation) -> list[Kernel]:
+def _packed_kernels(conv: ScheduledConv, weights: np.ndarray, user: ir.Operation) -> list[Kernel]:
     """Convolution `conv` with constant weights on a filter packed per channel tile, one tile per loop step.
 
     HWCF puts consecutive C steps of one channel tile F * 4 bytes apart: a new page per step once F >= 1024,
@@ -262,13 +267,13 @@ def _packed_kernels(conv: _Conv, weights: np.ndarray, user: ir.Operation) -> lis
         loop = scf.ForOp(index_constant(0), index_constant(tiles), index_constant(1))
         with ir.InsertionPoint(loop.body):
             tile = loop.induction_variable
-            filter_ = _dynamic_block(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, c, f_tile], drop_first=True)
+            filter_ = dynamic_block(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, c, f_tile], drop_first=True)
             channel = arith.addi(arith.muli(tile, index_constant(f_tile)), index_constant(f0))
-            out = _dynamic_block(conv.y, [0, 0, 0, channel], [n, oh, ow, f_tile])
-            tile_bias = _dynamic_block(conv.bias, [channel], [f_tile]) if conv.bias is not None else None
+            out = dynamic_block(conv.y, [0, 0, 0, channel], [n, oh, ow, f_tile])
+            tile_bias = dynamic_block(conv.bias, [channel], [f_tile]) if conv.bias is not None else None
             tile_conv = dataclasses.replace(conv, filter=filter_, bias=tile_bias, y=out)
             if pixel_tile is None:
-                kernels.append(_fused_kernel(tile_conv, ow_tile, f_tile))
+                kernels.append(fused_kernel(tile_conv, ow_tile, f_tile))
             else:
                 kernels.append(_pixels_kernel(tile_conv, ow_tile, _streamed(packed, user)))
             scf.YieldOp([])
@@ -283,7 +288,7 @@ def _streamed(packed: np.ndarray, user: ir.Operation) -> bool:
     return packed.nbytes > STREAMED_FILTER_BYTES and model_weight_bytes(user) > L2_BYTES
 
 
-def _fused_kernel(conv: _Conv, ow_tile: int, f_tile: int) -> Kernel:
+def fused_kernel(conv: ScheduledConv, ow_tile: int, f_tile: int) -> Kernel:
     """y = activation(conv(x, filter) + bias) on tensors, as one kernel: each [1, 1, ow, f] output tile starts
     from the bias, accumulates in registers and gets the activation before it is stored, so the output is
     written once instead of three times (bias broadcast, convolution, activation as separate passes).
@@ -304,7 +309,7 @@ def _fused_kernel(conv: _Conv, ow_tile: int, f_tile: int) -> Kernel:
         has_epilogue = bias_op is not None or activation_op is not None
         return Kernel(root, _blocked_steps(block, ow_tile, f_tile, has_epilogue))
     if bias_op is None and activation_op is None:
-        return Kernel(root, _steps([1, 1, ow_tile, f_tile, 1, 1, 1], CHANNELS_OUTER))
+        return Kernel(root, tile_steps([1, 1, ow_tile, f_tile, 1, 1, 1], CHANNELS_OUTER))
     extra = [] if activation_op is not None else [0, 0, 0]
 
     def build(handle: ir.Value) -> None:
@@ -318,7 +323,7 @@ def _fused_kernel(conv: _Conv, ow_tile: int, f_tile: int) -> Kernel:
     return Kernel(root, build)
 
 
-def _channel_block(conv: _Conv, f_tile: int) -> int | None:
+def _channel_block(conv: ScheduledConv, f_tile: int) -> int | None:
     """The input channels per block of a convolution on several short output rows (OW <= BLOCKED_ROW), or None
     for the unblocked schedule.
 
@@ -349,7 +354,7 @@ def _channel_block(conv: _Conv, f_tile: int) -> int | None:
     # 10-28 % blocked.
     if ow > BLOCKED_ROW or n * oh == 1 or kh * kw == 1:
         return None
-    block = _divisor_at_most(c, max(1, TAP_BLOCK_BYTES // (f_tile * 4)))
+    block = divisor_at_most(c, max(1, TAP_BLOCK_BYTES // (f_tile * 4)))
     return block if block < c else None
 
 
@@ -369,7 +374,7 @@ def _blocked_steps(block: int, ow_tile: int, f_tile: int, has_epilogue: bool) ->
     return build
 
 
-def _pixel_tile(conv: _Conv, filter_shape: Sequence[int]) -> tuple[int, int] | None:
+def _pixel_tile(conv: ScheduledConv, filter_shape: Sequence[int]) -> tuple[int, int] | None:
     """The register tile (pixels, channels) of a 1x1, stride-1 convolution on a small map, run as a matrix
     product over all pixels (`_pixels_kernel`), or None for the row-by-row direct schedule.
 
@@ -392,7 +397,7 @@ def _pixel_tile(conv: _Conv, filter_shape: Sequence[int]) -> tuple[int, int] | N
     strides, _ = ir.MemRefType(conv.y.type).get_strides_and_offset()
     if strides[1] != ow * strides[2] or n > 1 and strides[0] != oh * strides[1]:
         return None
-    pixels = _divisor_at_most(n * oh * ow, PIXELS)
+    pixels = divisor_at_most(n * oh * ow, PIXELS)
     # Channels widen the tile up to PIXEL_ACCUMULATORS where the pixels leave room (12 pixels x 32, 5 x 64).
     width = max(
         w for w in CHANNEL_TILES if f % w == 0 and (w == LANES or pixels * w // LANES <= PIXEL_ACCUMULATORS)
@@ -427,7 +432,7 @@ def _remapped(op: ir.Operation, inputs: list[ir.Value], init: ir.Value, maps: li
     return generic.result
 
 
-def _pixels_kernel(conv: _Conv, pixel_tile: int, streamed: bool) -> Kernel:
+def _pixels_kernel(conv: ScheduledConv, pixel_tile: int, streamed: bool) -> Kernel:
     """1x1 convolution `conv` as y[p, j] = activation(bias[j] + sum_c x[p, c] f[c, j]) over the pixels p of
     its map: a linalg.matmul tiled [pixel_tile, all channels of the tile, 1] (one outer product per input
     channel), with the bias written first and the activation applied after, both vectorized on the tile.
@@ -462,7 +467,7 @@ def _static_strides(value: ir.Value) -> bool:
     return dynamic not in (*strides, offset)
 
 
-def _dynamic_block(
+def dynamic_block(
     base: ir.Value, offsets: Sequence[int | ir.Value], sizes: Sequence[int], drop_first: bool = False
 ) -> ir.Value:
     """The block of `base` (static strides) at `offsets` (ints or index values), without its first (unit)
@@ -480,6 +485,6 @@ def _dynamic_block(
     return memref.SubViewOp(result, base, values, [], [], offsets, ops.i64_array(sizes), ones).result
 
 
-def _dense_window(window: dict[str, ir.Attribute]) -> dict[str, list[int]]:
+def dense_window(window: dict[str, ir.Attribute]) -> dict[str, list[int]]:
     """strides and dilations as the lists the linalg op builders take."""
     return {name: [int(v) for v in ir.DenseIntElementsAttr(attr)] for name, attr in window.items()}

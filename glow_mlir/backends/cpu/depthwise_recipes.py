@@ -34,12 +34,12 @@ from mlir.dialects import arith, scf, vector
 
 from glow_mlir.backends.cpu.conv_recipes import (
     LANES,
-    _dense_window,
-    _divisor_at_most,
-    _usable,
-    _window,
+    dense_window,
+    divisor_at_most,
     epilogue,
     epilogue_alone,
+    static_f32,
+    window_of,
 )
 from glow_mlir.backends.cpu.recipes import L2_BYTES, Recipe, recipe, static_shape
 from glow_mlir.codegen.builders import index
@@ -66,11 +66,11 @@ def depthwise_recipe(op: ir.Operation) -> Recipe | None:
     as one vector kernel (module docstring); with non-static or non-f32 operands, the linalg loops, and the bias
     and activation as elementwise kernels."""
     bias_op, activation_op = epilogue(op)
-    if not _usable(op):
+    if not static_f32(op):
         return epilogue_alone(bias_op, activation_op)
     x, filter_, y = op.operands
     bias = bias_op.operands[0] if bias_op is not None else None
-    window = _dense_window(_window(op))
+    window = dense_window(window_of(op))
     kernel = _Depthwise(x, filter_, bias, y, window["strides"], window["dilations"], activation_op)
     root = kernel.emit()
     for done in (activation_op, op, bias_op):
@@ -122,7 +122,7 @@ class _Depthwise:
         self.held = self.vectors * self.kh * self.kw <= HELD_FILTER_VECTORS
         input_row = static_shape(x)[2] * self.c * 4
         fits = [b for b in range(1, self.oh + 1) if ((b - 1) * self.sh + self.kh) * input_row <= BAND_BYTES]
-        self.band = _divisor_at_most(self.oh, max(fits, default=1))
+        self.band = divisor_at_most(self.oh, max(fits, default=1))
         self.streamed = (math.prod(static_shape(x)) + math.prod(static_shape(y))) * 4 > L2_BYTES
 
     def emit(self) -> ir.Operation:

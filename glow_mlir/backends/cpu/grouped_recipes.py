@@ -16,13 +16,13 @@ from mlir.dialects import arith, scf
 from glow_mlir.backends.cpu.conv_recipes import (
     L2_INPUT_BYTES,
     LANES,
-    _Conv,
-    _dynamic_block,
-    _fused_kernel,
-    _usable,
+    ScheduledConv,
+    dynamic_block,
     epilogue,
     epilogue_alone,
+    fused_kernel,
     register_tile,
+    static_f32,
 )
 from glow_mlir.backends.cpu.lowerings import GROUPED_CONV_ATTR
 from glow_mlir.backends.cpu.recipes import (
@@ -46,7 +46,7 @@ def _is_grouped_conv(op: ir.Operation) -> bool:
 @recipe("linalg.generic", when=_is_grouped_conv)
 def grouped_recipe(op: ir.Operation) -> Recipe | None:
     """A grouped convolution (lowerings.grouped_conv, G groups of CG input and FG output channels) as one
-    kernel: an scf.for over tiles of S consecutive groups, each the direct convolution (`_fused_kernel`, bias
+    kernel: an scf.for over tiles of S consecutive groups, each the direct convolution (`fused_kernel`, bias
     and activation fused) of the tile's S * CG input channels into its S * FG output channels.
 
     With a constant filter, a tile's filter is packed at compile time as a dense [KH, KW, S * CG, S * FG]
@@ -59,7 +59,7 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
     x5, w5, y5 = op.operands
     expanded = [v.owner for v in (x5, w5, y5)]
     bias_op, activation_op = epilogue(expanded[2].operation)
-    if not _usable(op):
+    if not static_f32(op):
         return epilogue_alone(bias_op, activation_op)
     x, filter_, y = (e.operation.operands[0] for e in expanded)
     kh, kw, cg, groups, fg = static_shape(w5)
@@ -84,19 +84,19 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
         tile = loop.induction_variable
         channel = arith.muli(tile, index_constant(width))
         if weights is not None:
-            tile_filter = _dynamic_block(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, depth, width], True)
+            tile_filter = dynamic_block(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, depth, width], True)
         else:
-            tile_filter = _dynamic_block(filter_, [0, 0, 0, channel], [kh, kw, cg, fg])
-        tile_conv = _Conv(
-            _dynamic_block(x, [0, 0, 0, arith.muli(tile, index_constant(depth))], [n, h, w, depth]),
+            tile_filter = dynamic_block(filter_, [0, 0, 0, channel], [kh, kw, cg, fg])
+        tile_conv = ScheduledConv(
+            dynamic_block(x, [0, 0, 0, arith.muli(tile, index_constant(depth))], [n, h, w, depth]),
             tile_filter,
-            _dynamic_block(bias, [channel], [width]) if bias is not None else None,
-            _dynamic_block(y, [0, 0, 0, channel], [n, oh, ow, width]),
+            dynamic_block(bias, [channel], [width]) if bias is not None else None,
+            dynamic_block(y, [0, 0, 0, channel], [n, oh, ow, width]),
             window,
             bias_op,
             activation_op,
         )
-        kernel = _fused_kernel(tile_conv, ow_tile, f_tile)
+        kernel = fused_kernel(tile_conv, ow_tile, f_tile)
         scf.YieldOp([])
     for done in (activation_op, op, bias_op):
         if done is not None:

@@ -21,13 +21,13 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.conv_recipes import (
     LANES,
-    _dense_window,
-    _divisor_at_most,
-    _on_tensors,
-    _output_neighbours,
-    _steps,
-    _usable,
-    _window,
+    dense_window,
+    divisor_at_most,
+    output_neighbours,
+    static_f32,
+    tile_steps,
+    window_of,
+    window_on_tensors,
 )
 from glow_mlir.backends.cpu.recipes import POOL_START_MARK, Kernel, Recipe, recipe, static_shape
 
@@ -40,13 +40,13 @@ def _pool_recipe(build: Callable[..., ir.Value]) -> Callable[[ir.Operation], Rec
     the output that starts it (`_start_fill`) fused into each tile."""
 
     def schedule(op: ir.Operation) -> Recipe | None:
-        if not _usable(op):
+        if not static_f32(op):
             return None
         _, _, ow, c = static_shape(op.operands[2])
         kw = static_shape(op.operands[1])[1]
-        c_tile = _divisor_at_most(c, 64) if c % LANES else max(w for w in (64, 32, 16) if c % w == 0)
-        ow_tile = _divisor_at_most(ow, 4)
-        window = _dense_window(_window(op))
+        c_tile = divisor_at_most(c, 64) if c % LANES else max(w for w in (64, 32, 16) if c % w == 0)
+        ow_tile = divisor_at_most(ow, 4)
+        window = dense_window(window_of(op))
         start = _start_fill(op)
         if start is not None and POOL_START_MARK not in start.attributes:
             start = None  # scheduled as a kernel of its own already (not marked by `mark_pool_starts`)
@@ -56,9 +56,9 @@ def _pool_recipe(build: Callable[..., ir.Value]) -> Callable[[ir.Operation], Rec
                 init = linalg.fill(start.operands[0], outs=[init])
             return build(ins[0], ins[1], outs=[init], **window)
 
-        pool = _on_tensors(op, pool_of)
+        pool = window_on_tensors(op, pool_of)
         if start is None:
-            return Recipe.of(pool, _steps([1, 1, ow_tile, c_tile, 1, kw]))
+            return Recipe.of(pool, tile_steps([1, 1, ow_tile, c_tile, 1, kw]))
         start.erase()
 
         def fused(handle: ir.Value) -> None:
@@ -107,7 +107,7 @@ def mark_pool_starts(function: ir.Operation) -> None:
     """Marks (POOL_START_MARK) the fill that starts each pool of `function` that the pool recipe schedules, so
     that glow-cpu-schedule leaves the fill to that recipe (`_start_fill`) instead of scheduling it first."""
     for op in ops.walk_ops(function):
-        if op.name in POOLS and _usable(op):
+        if op.name in POOLS and static_f32(op):
             start = _start_fill(op)
             if start is not None:
                 start.attributes[POOL_START_MARK] = ir.UnitAttr.get()
@@ -115,7 +115,7 @@ def mark_pool_starts(function: ir.Operation) -> None:
 
 def _start_fill(op: ir.Operation) -> ir.Operation | None:
     """The linalg.fill that writes pool `op`'s output last before it (its start value), or None."""
-    before, _ = _output_neighbours(op)
+    before, _ = output_neighbours(op)
     if before is None or before.name != "linalg.fill" or before.operands[-1] != op.operands[-1]:
         return None
     return before
