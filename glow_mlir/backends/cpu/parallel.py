@@ -220,12 +220,8 @@ def _kernel_split_pays(
     (`inner`: their planned nests) rather than `nest` splitting across the calls: whichever keeps the busiest
     thread busy for less time, its share of the nest's arithmetic (by how evenly each split balances across the
     threads, `_balance`; the kernels' worst) plus the time it spends moving its bytes (`_memory_seconds`) plus
-    its forks (one per kernel call, against one for the loop).
-
-    Moving bytes is added to the arithmetic, not overlapped with it, because what a split changes is mostly
-    bytes read from the other core's cache, which a kernel waits for: SqueezeNet's 1x1 layers on 27x27 and
-    55x55 maps, split by their 2 channel tiles (every thread reading all of an input that both threads had
-    written), ran 0.72-0.90x as fast at 2 threads as at 1; split by rows (14 / 13), 1.23-1.39x."""
+    its forks (one per kernel call, against one for the loop). The bytes add to the arithmetic: what a split
+    changes is mostly reads from the other core's cache, which a kernel waits for (docs/THREADS.md)."""
     arithmetic = _estimate(nest[0], callees).arithmetic_seconds
     balance = _balance(trips, threads)
     inner_balance = min(_balance(t, threads) for plans in inner.values() for _, t in plans)
