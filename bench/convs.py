@@ -11,13 +11,16 @@ runners alternate in one process (bench/run.py's `measure`, thread CPU time):
   that, copying the input into a padded buffer took most of the time of the depthwise layers;
 - `ort`: onnxruntime (one intra-op and one inter-op thread, ORT_ENABLE_ALL) on the NCHW model.
 
-Per shape: the three medians, ort/glow (both on the NCHW model), the GFLOP/s and % of peak (bench/peak.py,
-measured at the start) of `glow nhwc`, and a roofline bound for it so that "% of peak" is read honestly: a
+Per shape: the three medians, ort/glow (both on the NCHW model), the layer's kernel time (`kernel ms`: the
+`glow nhwc` model compiled in the profiling variant, whose generated code times the kernel call, so the call
+from Python is not in it: a few microseconds, most of a 7x7 layer's `glow nhwc` time), the GFLOP/s and % of
+peak (bench/peak.py, measured at the start) of that kernel time, and a roofline bound for it so that "% of peak"
+is read honestly: a
 depthwise layer does k*k multiply-adds per output element and per input element read, too few to reach the
 FMA peak from any cache level. The bound is max(FLOPs / peak, bytes / bandwidth), with bytes the f32 input,
 output and filter, and the bandwidth that of numpy copying a buffer of the same footprint on this machine
 (measured per shape, so it is the bandwidth of the cache level the layer's data sits in when the layer runs
-again and again, named in the `level` column). "% bound" is that bound over the measured time.
+again and again, named in the `level` column). "% bound" is that bound over the kernel time.
 
 FLOPs are bench/flops.py's: 2 x |output| x (C / group) x KH x KW.
 
@@ -51,6 +54,7 @@ from bench.ab import ROOT, compile_in, per_call
 from bench.flops import count_flops
 from bench.peak import measure_peak
 from bench.run import CLOCKS, _error_text, _list, compare, finish, machine, measure
+from glow_mlir.backends.cpu.profile import NS_ROW
 from glow_mlir.frontends.onnx import import_model
 from glow_mlir.library import open_entry
 
@@ -62,6 +66,8 @@ WARMUP_SECONDS = 0.2
 QUICK_WARMUP_SECONDS = 0.02
 # Copies timed per footprint for the bandwidth (`bandwidth`), the median taken.
 COPY_REPEATS = 7
+# Blocks of profiled runs for the kernel time (`kernel_ms`), the median taken.
+KERNEL_BLOCKS = 5
 CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
@@ -275,6 +281,8 @@ def bench_shape(shape: ConvShape, budget: float, warmup: float, clock: str, peak
             row["glow_nhwc_vs_ort"] = compare(nchw, outputs["ort"])
     for model_ in compiled:
         model_.close()
+    if "glow nhwc" in row:
+        row["kernel_ms"] = kernel_ms(nhwc_model, {"x": x_nhwc}, budget / 2)
     if "glow" in row and "ort" in row:
         row["ort_over_glow"] = row["ort"]["ms"] / row["glow"]["ms"]
     nbytes = footprint_bytes(shape)
@@ -283,12 +291,29 @@ def bench_shape(shape: ConvShape, budget: float, warmup: float, clock: str, peak
     row["bandwidth_gbs"] = bandwidth(nbytes, CLOCKS[clock])
     row["bound_ms"] = max(flops / peak / 1e6, nbytes / row["bandwidth_gbs"] / 1e6)
     row["memory_bound"] = nbytes / row["bandwidth_gbs"] > flops / peak
-    if "glow nhwc" in row:
-        ms = row["glow nhwc"]["ms"]
+    if "kernel_ms" in row:
+        ms = row["kernel_ms"]
         row["glow_nhwc_gflops"] = flops / (ms * 1e6)
         row["glow_nhwc_peak_percent"] = 100 * row["glow_nhwc_gflops"] / peak
         row["glow_nhwc_bound_percent"] = 100 * row["bound_ms"] / ms
     return row
+
+
+def kernel_ms(nhwc_model: onnx.ModelProto, feeds: dict[str, np.ndarray], budget: float) -> float:
+    """The layer's kernel time in the NHWC model, without the call from Python: the model compiled in the
+    profiling variant (glow_mlir/profiling.py), whose generated code times each kernel call; the median over
+    KERNEL_BLOCKS blocks of runs of the mean kernel time per run, in ms."""
+    with glow_mlir.compile(import_model(nhwc_model), threads=1, cache=False, progress=False, profile=True) as model:
+        start = time.perf_counter()
+        model.run(feeds)
+        runs = max(3, int(budget / KERNEL_BLOCKS / max(time.perf_counter() - start, 1e-6)))
+        blocks = []
+        for _ in range(KERNEL_BLOCKS):
+            model.runs.clear()
+            for _ in range(runs):
+                model.run(feeds)
+            blocks.append(sum(float(r.counters[NS_ROW].sum()) for r in model.runs) / len(model.runs) / 1e6)
+    return statistics.median(blocks)
 
 
 def padded_input(shape: ConvShape) -> np.ndarray:
@@ -339,9 +364,9 @@ def _fmt(value: float) -> str:
 def markdown(report: dict[str, Any]) -> str:
     m = report["machine"]
     lines = [
-        "| shape | from | glow ms | ort ms | ort/glow | glow nhwc ms | GFLOP/s | % peak | level | bound ms "
-        "| % bound | max diff vs ort |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
+        "| shape | from | glow ms | ort ms | ort/glow | glow nhwc ms | kernel ms | GFLOP/s | % peak | level "
+        "| bound ms | % bound | max diff vs ort |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
     ]
     notes = []
     for row in report["shapes"]:
@@ -358,6 +383,7 @@ def markdown(report: dict[str, Any]) -> str:
                 cell("ort", lambda t: _fmt(t["ms"])),
                 cell("ort_over_glow", lambda r: f"{r:.2f}"),
                 cell("glow nhwc", lambda t: _fmt(t["ms"])),
+                cell("kernel_ms", _fmt),
                 cell("glow_nhwc_gflops", lambda g: f"{g:.1f}"),
                 cell("glow_nhwc_peak_percent", lambda p: f"{p:.0f}"),
                 row.get("level", "-") + (" (memory)" if row.get("memory_bound") else ""),

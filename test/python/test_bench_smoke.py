@@ -139,7 +139,7 @@ def test_threads_profile_prints_per_kernel_scaling(tmp_path: Path) -> None:
 
 def test_convs_benchmark_times_depthwise_and_grouped_layers(tmp_path: Path) -> None:
     """bench/convs.py --quick: a depthwise layer with a channel remainder and a ResNeXt grouped layer, glow-mlir
-    on the NCHW and the NHWC model against onnxruntime, with the roofline bound of each."""
+    on the NCHW and the NHWC model against onnxruntime, the layer's kernel time, and the roofline bound of each."""
     json_path, markdown_path = tmp_path / "convs.json", tmp_path / "convs.md"
     command = [sys.executable, "-m", "bench.convs", "--quick"]
     result = subprocess.run(
@@ -155,6 +155,8 @@ def test_convs_benchmark_times_depthwise_and_grouped_layers(tmp_path: Path) -> N
         # The bound is at least the FMA peak's time, so its percentage is at least the peak's (equal, up to
         # rounding, where the FMAs bound the layer).
         assert row["ort_over_glow"] > 0
+        # The kernel's own time (profiled) leaves out the call from Python.
+        assert 0 < row["kernel_ms"] <= row["glow nhwc"]["ms"] * 1.5
         assert 0 < row["glow_nhwc_peak_percent"] <= row["glow_nhwc_bound_percent"] * (1 + 1e-9)
         assert row["level"] in ("L1", "L2", "L3", "DRAM") and row["bandwidth_gbs"] > 0
     table = markdown_path.read_text()
