@@ -121,7 +121,8 @@ class _Depthwise:
         self.pixels = ACCUMULATORS // self.vectors
         self.held = self.vectors * self.kh * self.kw <= HELD_FILTER_VECTORS
         input_row = static_shape(x)[2] * self.c * 4
-        fits = [b for b in range(1, self.oh + 1) if ((b - 1) * self.sh + self.kh) * input_row <= BAND_BYTES]
+        window = (self.kh - 1) * self.dh + 1
+        fits = [b for b in range(1, self.oh + 1) if ((b - 1) * self.sh + window) * input_row <= BAND_BYTES]
         self.band = divisor_at_most(self.oh, max(fits, default=1))
         self.streamed = (math.prod(static_shape(x)) + math.prod(static_shape(y))) * 4 > L2_BYTES
 
