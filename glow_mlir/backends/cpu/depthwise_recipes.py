@@ -42,6 +42,7 @@ from glow_mlir.backends.cpu.conv_recipes import (
     window_of,
 )
 from glow_mlir.backends.cpu.recipes import L2_BYTES, Recipe, recipe, static_shape
+from glow_mlir.backends.cpu.vector_body import yielded
 from glow_mlir.codegen.builders import index
 
 # Accumulators of a register tile: pixels x channel vectors. 8 keeps a 3x3 filter's vectors for two channel
@@ -235,7 +236,7 @@ class _Tile:
             for v, (c, _, m) in enumerate(self.parts):
                 value = accs[p][v]
                 if k.activation is not None:
-                    [value] = _vector_body(k.activation, [value])
+                    [value] = yielded(k.activation, [value])
                 at = [self.image, self.y, arith.addi(x0, index(p)), c]
                 if m is None:
                     vector.store(value, k.y, at)
@@ -245,32 +246,3 @@ class _Tile:
 
 def _zero(t: ir.VectorType) -> ir.Value:
     return arith.constant(t, ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(ir.F32Type.get(), 0.0)))
-
-
-def _vector_body(generic: ir.Operation, values: list[ir.Value]) -> list[ir.Value]:
-    """The values that elementwise linalg.generic `generic` yields, computed on vectors `values` (one per block
-    argument): its body's ops cloned on vectors, scalar constants as splats, scalars from outside broadcast."""
-    body = generic.regions[0].blocks[0]
-    known: list[tuple[ir.Value, ir.Value]] = list(zip(body.arguments, values, strict=True))
-    lanes = ir.VectorType(values[0].type).shape
-
-    def lookup(value: ir.Value) -> ir.Value:
-        for scalar, vec in known:
-            if scalar == value:
-                return vec
-        return vector.BroadcastOp(ir.VectorType.get(lanes, value.type), value).result
-
-    operations = list(body.operations)
-    for inner in operations[:-1]:
-        if inner.name == "arith.constant":
-            splat = ir.VectorType.get(lanes, inner.results[0].type)
-            value = ir.DenseElementsAttr.get_splat(splat, inner.attributes["value"])
-            known.append((inner.results[0], arith.ConstantOp(splat, value).result))
-            continue
-        results = [ir.VectorType.get(lanes, r.type) for r in inner.results]
-        attributes = {name: inner.attributes[name] for name in inner.attributes}
-        vectorized = ir.Operation.create(
-            inner.name, results=results, operands=[lookup(v) for v in inner.operands], attributes=attributes
-        )
-        known.extend(zip(inner.results, vectorized.results, strict=True))
-    return [lookup(v) for v in operations[-1].operands]

@@ -20,6 +20,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 from glow_mlir.backends.cpu.recipes import Recipe, index_constant, is_float32, static_shape
+from glow_mlir.backends.cpu.vector_body import vectorized
 from glow_mlir.codegen.builders import has_identity_layout
 
 # f32 lanes of one zmm register, and the accumulators a row is spread over (4 cover the add latency).
@@ -131,7 +132,11 @@ def _row(op: ir.Operation, at: list[ir.Value], n: int, combiner: ir.Operation) -
             loaded = [vector.LoadOp(vec, x, [*at, j]).result for x in inputs]
         else:
             loaded = [vector.MaskedLoadOp(vec, x, [*at, j], mask, identity.result).result for x in inputs]
-        return _vector_body(op, combiner, loaded)
+        body = op.regions[0].blocks[0]
+        out = body.arguments[len(body.arguments) - 1]
+        # The value the combiner combines with the output element.
+        [combined] = [v for v in combiner.operands if v != out]
+        return vectorized(op, loaded, until=combiner)(combined)
 
     loop = scf.ForOp(index_constant(0), index_constant(main), index_constant(step), [identity.result] * count)
     with ir.InsertionPoint(loop.body):
@@ -161,34 +166,3 @@ def _combine(combiner: ir.Operation, a: ir.Value, b: ir.Value) -> ir.Value:
     """`combiner`'s op (with its attributes) on a and b."""
     attributes = {name: combiner.attributes[name] for name in combiner.attributes}
     return ir.Operation.create(combiner.name, results=[a.type], operands=[a, b], attributes=attributes).result
-
-
-def _vector_body(op: ir.Operation, combiner: ir.Operation, loaded: list[ir.Value]) -> ir.Value:
-    """The body of `op` on vectors `loaded` (one per input), up to the combiner: the value it combines with the
-    output element. Scalar constants become splat vectors, scalar values from outside the body broadcasts."""
-    body = op.regions[0].blocks[0]
-    out = body.arguments[len(body.arguments) - 1]
-    known: list[tuple[ir.Value, ir.Value]] = list(zip(list(body.arguments)[:-1], loaded, strict=True))
-
-    def lookup(value: ir.Value) -> ir.Value:
-        for scalar, vec in known:
-            if scalar == value:
-                return vec
-        return vector.BroadcastOp(ir.VectorType.get([LANES], value.type), value).result
-
-    for inner in list(body.operations)[:-1]:
-        if inner.operation == combiner:
-            break
-        if inner.name == "arith.constant":
-            splat = ir.VectorType.get([LANES], inner.results[0].type)
-            value = ir.DenseElementsAttr.get_splat(splat, inner.attributes["value"])
-            known.append((inner.results[0], arith.ConstantOp(splat, value).result))
-            continue
-        results = [ir.VectorType.get([LANES], r.type) for r in inner.results]
-        attributes = {name: inner.attributes[name] for name in inner.attributes}
-        vectorized = ir.Operation.create(
-            inner.name, results=results, operands=[lookup(v) for v in inner.operands], attributes=attributes
-        )
-        known.extend(zip(inner.results, vectorized.results, strict=True))
-    [term] = [v for v in combiner.operands if v != out]
-    return lookup(term)

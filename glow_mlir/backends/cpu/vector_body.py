@@ -1,0 +1,49 @@
+"""A linalg.generic's scalar body cloned onto vectors, for the kernels written as vector code (a depthwise
+convolution's activation, depthwise_recipes.py; a row reduction's element term, rowreduce_recipes.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mlir import ir
+from mlir.dialects import arith, vector
+
+
+def vectorized(
+    generic: ir.Operation, values: Sequence[ir.Value], until: ir.Operation | None = None
+) -> Callable[[ir.Value], ir.Value]:
+    """Clones the body ops of elementwise linalg.generic `generic` (those before `until`, or all) onto vectors:
+    its first len(values) block arguments are `values` (vectors of one shape); each op is created again on
+    vectors of that shape, scalar constants as splats. Returns the lookup from a body value to its vector
+    (a scalar from outside the body broadcast)."""
+    body = generic.regions[0].blocks[0]
+    known: list[tuple[ir.Value, ir.Value]] = list(zip(list(body.arguments)[: len(values)], values, strict=True))
+    shape = ir.VectorType(values[0].type).shape
+
+    def lookup(value: ir.Value) -> ir.Value:
+        for scalar, vec in known:
+            if scalar == value:
+                return vec
+        return vector.BroadcastOp(ir.VectorType.get(shape, value.type), value).result
+
+    for inner in list(body.operations)[:-1]:
+        if until is not None and inner.operation == until:
+            break
+        if inner.name == "arith.constant":
+            splat = ir.VectorType.get(shape, inner.results[0].type)
+            value = ir.DenseElementsAttr.get_splat(splat, inner.attributes["value"])
+            known.append((inner.results[0], arith.ConstantOp(splat, value).result))
+            continue
+        results = [ir.VectorType.get(shape, r.type) for r in inner.results]
+        attributes = {name: inner.attributes[name] for name in inner.attributes}
+        vectorized_op = ir.Operation.create(
+            inner.name, results=results, operands=[lookup(v) for v in inner.operands], attributes=attributes
+        )
+        known.extend(zip(inner.results, vectorized_op.results, strict=True))
+    return lookup
+
+
+def yielded(generic: ir.Operation, values: Sequence[ir.Value]) -> list[ir.Value]:
+    """What elementwise linalg.generic `generic` yields, on vectors `values` (one per block argument)."""
+    lookup = vectorized(generic, values)
+    return [lookup(v) for v in list(generic.regions[0].blocks[0].operations)[-1].operands]
