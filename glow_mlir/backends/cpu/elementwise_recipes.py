@@ -74,6 +74,10 @@ def mark_chains(function: ir.Operation) -> None:
     forward_broadcasts(function)
     previous: ir.Operation | None = None
     for op in [o.operation for o in function.regions[0].blocks[0].operations]:
+        # Views and constants between two links (glow-irgen's view of the next buffer, the ReLU's zero) touch no
+        # memory: they used to end the chain, so that ResNet's add and ReLU ran as two passes.
+        if op.name in _PURE:
+            continue
         if _chainable(op) and previous is not None and _continues(previous, op):
             previous.attributes[CHAIN_MARK] = ir.UnitAttr.get()
         previous = op if _chainable(op) else None

@@ -40,3 +40,19 @@ func.func @add_relu_in_place(%b: memref<4x64xf32> {glow.name = "b"}, %z: memref<
   "glow_ir.element_max"(%y, %y, %z) {roles = ["out", "in", "in"]} : (memref<4x64xf32>, memref<4x64xf32>, memref<4x64xf32>) -> ()
   return
 }
+
+// Views and constants between two links of the chain (glow-irgen puts the next buffer's view and the ReLU's
+// zero there) touch no memory: the add and the ReLU still run as one loop nest, the very kernel of @add_relu
+// (one call of @__glow_kernel0, where two kernels of their own had run).
+// CHECK-LABEL: func.func @add_view_relu(
+// CHECK:         call @__glow_kernel0(
+// CHECK-NOT:     call
+// CHECK:         return
+// CHECK-NOT:   func.func private @__glow_kernel
+func.func @add_view_relu(%a: memref<4x64xf32> {glow.name = "a"}, %b: memref<4x64xf32> {glow.name = "b"}, %z: memref<4x64xf32> {glow.name = "z"}, %y: memref<4x64xf32> {glow.name = "y", glow.output}, %w: memref<8x64xf32> {glow.name = "w"}) {
+  "glow_ir.element_add"(%y, %a, %b) {roles = ["out", "in", "in"]} : (memref<4x64xf32>, memref<4x64xf32>, memref<4x64xf32>) -> ()
+  %zero = arith.constant 0.000000e+00 : f32
+  %next = memref.subview %w[4, 0] [4, 64] [1, 1] : memref<8x64xf32> to memref<4x64xf32, strided<[64, 1], offset: 256>>
+  "glow_ir.element_max"(%y, %y, %z) {roles = ["out", "in", "in"]} : (memref<4x64xf32>, memref<4x64xf32>, memref<4x64xf32>) -> ()
+  return
+}
