@@ -40,7 +40,7 @@ import onnxruntime
 
 import glow_mlir
 from bench import models
-from bench.run import CLOCKS, _error_text, _list, compare, machine, measure
+from bench.run import CLOCKS, _error_text, _list, compare, machine, measure, provenance
 from glow_mlir.frontends.onnx.importer import import_model
 from glow_mlir.profiling import summarize
 
@@ -205,8 +205,7 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores. Times are medians of {clock}, one thread each, glow-mlir and "
         f"onnxruntime alternating in one process. glow-mlir {m['glow_mlir']}, onnxruntime {m['onnxruntime']}; "
-        f"{m['date']}, load average {m['load_average_start']:.1f} at start, "
-        f"{m.get('load_average_end', float('nan')):.1f} at end. Command: `{m['command']}`.",
+        + provenance(m),
     ]
     if notes:
         lines += ["", "Errors:", *notes]

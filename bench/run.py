@@ -321,6 +321,13 @@ def _diff(result: dict[str, Any] | None) -> str:
     return f"{result['max_abs_diff']:.1e} abs, {result['max_rel_diff']:.1e} rel ({verdict})"
 
 
+def provenance(m: dict[str, Any]) -> str:
+    """The end of a report's machine line (`machine`'s fields `m`): when, under what load, by what command."""
+    end = m.get("load_average_end", float("nan"))
+    return (f"{m['date']}, load average {m['load_average_start']:.1f} at start, {end:.1f} at end. "
+            f"Command: `{m['command']}`.")  # fmt: skip
+
+
 def markdown(report: dict[str, Any]) -> str:
     m = report["machine"]
     clock = "thread CPU time" if m["clock"] == "cpu" else "wall-clock time"
@@ -389,8 +396,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"{m['peak_gflops']:.1f} GFLOP/s (fp32 FMA, bench/peak.py). Times are medians of {clock}, one thread each. "
         f"glow-mlir {m['glow_mlir']}, onnxruntime {m['onnxruntime']}, torch {m['torch']} ({m['torch_threads']} "
         f"thread), numpy {m['numpy']} ({m['blas']}, {m['blas_threads']} thread), Python {m['python']}; "
-        f"{m['date']}, load average {m['load_average_start']:.1f} at start, {m['load_average_end']:.1f} at end. "
-        f"Command: `{m['command']}`.",
+        + provenance(m),
     ]
     if helpers:
         lines.append(f"Helper threads used CPU (process/thread CPU time > 1.05) for: {', '.join(helpers)}.")
