@@ -13,7 +13,7 @@ runners alternate in one process (bench/run.py's `measure`, thread CPU time):
 
 Per shape: the three medians, ort/glow (both on the NCHW model), the layer's kernel time (`kernel ms`: the
 `glow nhwc` model compiled in the profiling variant, whose generated code times the kernel call, so the call
-from Python is not in it: a few microseconds, most of a 7x7 layer's `glow nhwc` time), the GFLOP/s and % of
+from Python is not in it: 1-3 microseconds, 15-40 % of a 7x7 or 14x14 layer's `glow nhwc` time), the GFLOP/s and % of
 peak (bench/peak.py, measured at the start) of that kernel time, and a roofline bound for it so that "% of peak"
 is read honestly: a
 depthwise layer does k*k multiply-adds per output element and per input element read, too few to reach the
@@ -53,7 +53,7 @@ import glow_mlir
 from bench.ab import ROOT, compile_in, per_call
 from bench.flops import count_flops
 from bench.peak import measure_peak
-from bench.run import CLOCKS, _error_text, _list, compare, finish, machine, measure
+from bench.run import CLOCKS, _error_text, _list, compare, finish, machine, measure, provenance
 from glow_mlir.backends.cpu.profile import NS_ROW
 from glow_mlir.frontends.onnx import import_model
 from glow_mlir.library import open_entry
@@ -402,8 +402,7 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"Machine: {m['cpu']}, measured single-core peak {m['peak_gflops']:.1f} GFLOP/s (bench/peak.py). Times are "
         f"medians of {'thread CPU' if m['clock'] == 'cpu' else 'wall-clock'} time, one thread each, alternating "
-        f"in one process. glow-mlir {m['glow_mlir']}, onnxruntime {m['onnxruntime']}; {m['date']}, load average "
-        f"{m['load_average_start']:.1f} at start, {m['load_average_end']:.1f} at end. Command: `{m['command']}`.",
+        f"in one process. glow-mlir {m['glow_mlir']}, onnxruntime {m['onnxruntime']}; " + provenance(m),
     ]
     if notes:
         lines += ["", "Errors:", *notes]
