@@ -81,7 +81,7 @@ def depthwise_recipe(op: ir.Operation) -> Recipe | None:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Channels:
+class ChannelBlocks:
     """`count` channel blocks from channel `start`, `step` apart, each of vectors of `widths` channels."""
 
     start: int
@@ -90,18 +90,18 @@ class _Channels:
     widths: tuple[int, ...]
 
 
-def channel_blocks(c: int, vectors: int) -> list[_Channels]:
+def channel_blocks(c: int, vectors: int) -> list[ChannelBlocks]:
     """The channel blocks of `c` channels: blocks of `vectors` whole registers, then the channels left in whole
     registers one by one, then a last partial one (8 lanes when it holds at most 8 channels: GhostNet's 8-channel
     layer ran 0.7x as fast in a masked 16-lane register)."""
     step = LANES * vectors
-    blocks = [_Channels(0, step, c // step, (LANES,) * vectors)] if c >= step else []
+    blocks = [ChannelBlocks(0, step, c // step, (LANES,) * vectors)] if c >= step else []
     start = c - c % step
     if (c - start) // LANES:
-        blocks.append(_Channels(start, LANES, (c - start) // LANES, (LANES,)))
+        blocks.append(ChannelBlocks(start, LANES, (c - start) // LANES, (LANES,)))
         start += (c - start) // LANES * LANES
     if c > start:
-        blocks.append(_Channels(start, c - start, 1, (c - start,)))
+        blocks.append(ChannelBlocks(start, c - start, 1, (c - start,)))
     return blocks
 
 

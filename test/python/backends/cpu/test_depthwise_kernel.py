@@ -14,7 +14,7 @@ import pytest
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 import glow_mlir
-from glow_mlir.backends.cpu.depthwise_recipes import _Channels, channel_blocks
+from glow_mlir.backends.cpu.depthwise_recipes import ChannelBlocks, channel_blocks
 from glow_mlir.frontends.onnx import import_model
 
 rng = np.random.default_rng(0)
@@ -84,13 +84,13 @@ def test_depthwise_kernel(c: int, hw: tuple[int, int], k: int, stride: int, dila
 @pytest.mark.parametrize(
     ("c", "vectors", "blocks"),
     [
-        (96, 2, [_Channels(0, 32, 3, (16, 16))]),
-        (144, 2, [_Channels(0, 32, 4, (16, 16)), _Channels(128, 16, 1, (16,))]),
-        (88, 2, [_Channels(0, 32, 2, (16, 16)), _Channels(64, 16, 1, (16,)), _Channels(80, 8, 1, (8,))]),
-        (60, 1, [_Channels(0, 16, 3, (16,)), _Channels(48, 12, 1, (12,))]),
-        (8, 2, [_Channels(0, 8, 1, (8,))]),
-        (40, 1, [_Channels(0, 16, 2, (16,)), _Channels(32, 8, 1, (8,))]),
+        (96, 2, [ChannelBlocks(0, 32, 3, (16, 16))]),
+        (144, 2, [ChannelBlocks(0, 32, 4, (16, 16)), ChannelBlocks(128, 16, 1, (16,))]),
+        (88, 2, [ChannelBlocks(0, 32, 2, (16, 16)), ChannelBlocks(64, 16, 1, (16,)), ChannelBlocks(80, 8, 1, (8,))]),
+        (60, 1, [ChannelBlocks(0, 16, 3, (16,)), ChannelBlocks(48, 12, 1, (12,))]),
+        (8, 2, [ChannelBlocks(0, 8, 1, (8,))]),
+        (40, 1, [ChannelBlocks(0, 16, 2, (16,)), ChannelBlocks(32, 8, 1, (8,))]),
     ],
 )
-def test_channel_blocks(c: int, vectors: int, blocks: list[_Channels]) -> None:
+def test_channel_blocks(c: int, vectors: int, blocks: list[ChannelBlocks]) -> None:
     assert channel_blocks(c, vectors) == blocks
