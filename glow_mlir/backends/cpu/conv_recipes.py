@@ -13,8 +13,9 @@ tensors (`decompose`, which turns the 2-D window op into 1-D ones along W, works
 The register tile is chosen per shape among tiles that divide the output (decompose fails on partial
 tiles): `f` a multiple of the 16 f32 lanes of an AVX-512 register where the channels allow, and `ow` the
 largest divisor of OW that keeps ow * f / 16 accumulators within ACCUMULATORS and, with the f / 16 filter
-vectors and the broadcast input, within AVX-512's 32 vector registers. 1x1 convolutions take the same
-recipe. Depthwise convolutions and pools have no reduction over channels, so each step is a multiply-add (or
+vectors and the broadcast input, within AVX-512's 32 vector registers. A 1x1 convolution with a constant
+filter is pointwise_recipes.py's vector kernel instead (one whose filter is computed at run time takes this
+recipe). Depthwise convolutions and pools have no reduction over channels, so each step is a multiply-add (or
 max) of `ow x c` lanes; their tiles are smaller (notes: ow >= 16 drops sharply).
 
 A convolution whose filter is a constant reads it repacked at compile time, one contiguous block per channel
@@ -37,7 +38,6 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.lowerings import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
 from glow_mlir.backends.cpu.recipes import (
-    L2_BYTES,
     Kernel,
     Recipe,
     constant_data,
@@ -45,15 +45,12 @@ from glow_mlir.backends.cpu.recipes import (
     generic_on_tensors,
     index_constant,
     is_float32,
-    model_weight_bytes,
     on_tensors,
     packed_global,
-    prefetch_ahead,
     recipe,
     static_shape,
     write_back,
 )
-from glow_mlir.codegen.builders import has_identity_layout
 
 LANES = 16  # f32 lanes of one AVX-512 register
 # Output-channel tiles outermost: the image is swept once per channel tile, so that tile's filter slice
@@ -71,16 +68,6 @@ REGISTERS = 32
 ACCUMULATORS = 28
 # The register tile's accumulators where the input outgrows L2_INPUT_BYTES (`register_tile`).
 LARGE_INPUT_ACCUMULATORS = 16
-# The pixel kernel's pixels per register tile (`_pixel_tile`).
-PIXELS = 16
-# Output rows of at most this many pixels are short: too few FMAs per filter vector to fill a register tile
-# (`_pixel_tile`).
-SHORT_ROW = 6
-# A pixel kernel's filter larger than this prefetches ahead (`_streamed`): larger than L2, it cannot be there from
-# the previous run. Measured one process (bench.ab --base HEAD): prefetching every pixel-kernel filter of a model
-# beyond L2 made PoolFormer-S12 1.19x faster but GhostNet, MobileNetV3-small and EfficientNet-B0 0.97-0.98x
-# (their 1x1 filters, up to 1.6 MiB, mostly come from L3, where the prefetches only take load slots).
-STREAMED_FILTER_BYTES = L2_BYTES
 # Output rows of at most this many pixels run with their input channels blocked (`_channel_block`).
 BLOCKED_ROW = 14
 # The bytes of each filter tap ([block, f] of a packed [KH, KW, C, f] tile) per channel block (`_channel_block`).
@@ -89,12 +76,6 @@ TAP_BLOCK_BYTES = 1024
 # direct schedule sweeps it once per channel tile (`register_tile`), the blocked one once per channel block
 # (`_channel_block`).
 L2_INPUT_BYTES = 1024 * 1024
-# The pixel kernel's budget (`_pixel_tile`): each step loads one input row per pixel and one filter vector
-# per 16 channels, so 12 pixels x 16 channels spend 13 loads on 12 FMAs, and 12 x 32 (24 accumulators, with
-# the broadcast and 2 filter vectors 27 of the 32 registers) 14 loads on 24 FMAs. Measured one process,
-# 16 -> 24: 1x1 320 -> 1280 and 1280 -> 320 on 6x6 1.14x and 1.12x, 160 -> 960 on 6x6 1.06x, 512 -> 2048 on
-# 3x3 1.03x, 64 <-> 256 on 5x5 0.99-1.05x.
-PIXEL_ACCUMULATORS = 24
 
 
 def divisor_at_most(n: int, limit: int) -> int:
@@ -255,12 +236,11 @@ def _packed_kernels(conv: ScheduledConv, weights: np.ndarray, user: ir.Operation
     kh, kw = weights.shape[:2]
     main = f - f % LANES if f > LANES else f
     kernels = []
-    pixel_tile = _pixel_tile(conv, weights.shape) if main == f else None
     large_input = _input_bytes(conv) > L2_INPUT_BYTES
     for f0, fp in [(0, main), (main, f - main)]:
         if fp == 0:
             continue
-        ow_tile, f_tile = register_tile(ow, fp, large_input) if pixel_tile is None else pixel_tile
+        ow_tile, f_tile = register_tile(ow, fp, large_input)
         tiles = fp // f_tile
         packed = weights[..., f0 : f0 + fp].reshape(kh, kw, c, tiles, f_tile).transpose(3, 0, 1, 2, 4)
         packed_filter = packed_global(user, packed, f"__glow_packed_conv_{tiles}x{kh}x{kw}x{c}x{f_tile}")
@@ -272,20 +252,9 @@ def _packed_kernels(conv: ScheduledConv, weights: np.ndarray, user: ir.Operation
             out = dynamic_block(conv.y, [0, 0, 0, channel], [n, oh, ow, f_tile])
             tile_bias = dynamic_block(conv.bias, [channel], [f_tile]) if conv.bias is not None else None
             tile_conv = dataclasses.replace(conv, filter=filter_, bias=tile_bias, y=out)
-            if pixel_tile is None:
-                kernels.append(fused_kernel(tile_conv, ow_tile, f_tile))
-            else:
-                kernels.append(_pixels_kernel(tile_conv, ow_tile, _streamed(packed, user)))
+            kernels.append(fused_kernel(tile_conv, ow_tile, f_tile))
             scf.YieldOp([])
     return kernels
-
-
-def _streamed(packed: np.ndarray, user: ir.Operation) -> bool:
-    """Whether a pixel kernel's packed filter streams from memory, which its few pixels per filter vector
-    cannot hide (PoolFormer-S12's 1x1 layers on 3x3 maps: 9 FMAs per 128-byte filter row, 35 GFLOP/s): the
-    layer's filter outgrows STREAMED_FILTER_BYTES and the model's weights outgrow L2 (L2_BYTES), so it is not
-    in cache from the previous run. Its loads then prefetch ahead as the matmuls' do (`prefetch_ahead`)."""
-    return packed.nbytes > STREAMED_FILTER_BYTES and model_weight_bytes(user) > L2_BYTES
 
 
 def fused_kernel(conv: ScheduledConv, ow_tile: int, f_tile: int) -> Kernel:
@@ -372,92 +341,6 @@ def _blocked_steps(block: int, ow_tile: int, f_tile: int, has_epilogue: bool) ->
             steps.vectorize(steps.tile(generics, [1, 1, ow_tile, f_tile], CHANNELS_OUTER[:4]))
 
     return build
-
-
-def _pixel_tile(conv: ScheduledConv, filter_shape: Sequence[int]) -> tuple[int, int] | None:
-    """The register tile (pixels, channels) of a 1x1, stride-1 convolution on a small map, run as a matrix
-    product over all pixels (`_pixels_kernel`), or None for the row-by-row direct schedule.
-
-    On a map of OW <= 6 columns the direct schedule's register tile is one output row (OW pixels, up to 64
-    channels) and the filter streams through once per output row; as pixels x channels (NHWC makes the
-    pixels of an identity-layout map one [N*OH*OW, C] matrix), a tile of up to 16 pixels x 16 channels
-    (or more channels, `PIXEL_ACCUMULATORS`) reads each filter row once per 16 pixels instead of once per
-    row of 3 to 6 (ResNeXt-26's 512 -> 2048 layer on 3x3 pixels: 1.39x; ConvNeXt-atto, ResNeXt-26,
-    EfficientNet-B0, MobileNetV3-small: 1.02-1.06x).
-    """
-    kh, kw = filter_shape[:2]
-    n, oh, ow, f = static_shape(conv.y)
-    strides = conv.window["strides"]
-    if (kh, kw) != (1, 1) or list(strides) != [1, 1] or ow > SHORT_ROW or oh == 1 and n == 1 or f % LANES:
-        return None
-    if static_shape(conv.x)[:3] != (n, oh, ow) or not has_identity_layout(conv.x):
-        return None
-    # The output may be a view into a larger buffer (a padded next layer's input): its pixels must still be
-    # evenly spaced, for the [N*OH*OW, F] view.
-    strides, _ = ir.MemRefType(conv.y.type).get_strides_and_offset()
-    if strides[1] != ow * strides[2] or n > 1 and strides[0] != oh * strides[1]:
-        return None
-    pixels = divisor_at_most(n * oh * ow, PIXELS)
-    # Channels widen the tile up to PIXEL_ACCUMULATORS where the pixels leave room (12 pixels x 32, 5 x 64).
-    width = max(
-        w for w in CHANNEL_TILES if f % w == 0 and (w == LANES or pixels * w // LANES <= PIXEL_ACCUMULATORS)
-    )
-    return pixels, width
-
-
-def _collapse_pixels(value: ir.Value) -> ir.Value:
-    """NHWC memref `value` (pixels contiguous at the channel stride's multiples) as [N * H * W, C]."""
-    n, h, w, c = static_shape(value)
-    strides, offset = ir.MemRefType(value.type).get_strides_and_offset()
-    layout = None if has_identity_layout(value) else ir.StridedLayoutAttr.get(offset, [strides[2], strides[3]])
-    result = ir.MemRefType.get([n * h * w, c], ir.MemRefType(value.type).element_type, layout=layout)
-    groups = [[0, 1, 2], [3]]
-    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ops.i64(d) for d in g]) for g in groups])
-    return memref.collapse_shape(result, value, reassociation)
-
-
-def _remapped(op: ir.Operation, inputs: list[ir.Value], init: ir.Value, maps: list[ir.AffineMap]) -> ir.Value:
-    """Memref linalg.generic `op` (a convolution's bias or activation) on 2-D tensors with `maps`, its body
-    copied."""
-    generic = linalg.GenericOp(
-        result_tensors=[init.type],
-        inputs=inputs,
-        outputs=[init],
-        indexing_maps=ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
-        iterator_types=ir.ArrayAttr.get([ir.Attribute.parse("#linalg.iterator_type<parallel>")] * 2),
-    )
-    copy = op.clone()
-    copy.regions[0].blocks[0].append_to(generic.regions[0])
-    copy.erase()
-    return generic.result
-
-
-def _pixels_kernel(conv: ScheduledConv, pixel_tile: int, streamed: bool) -> Kernel:
-    """1x1 convolution `conv` as y[p, j] = activation(bias[j] + sum_c x[p, c] f[c, j]) over the pixels p of
-    its map: a linalg.matmul tiled [pixel_tile, all channels of the tile, 1] (one outer product per input
-    channel), with the bias written first and the activation applied after, both vectorized on the tile.
-    `streamed`: the filter comes from memory (`_streamed`), and each load of it also prefetches further on."""
-    x2, f2, y2 = _collapse_pixels(conv.x), _collapse_pixels(conv.filter), _collapse_pixels(conv.y)
-    inputs = [x2, f2, *([conv.bias] if conv.bias is not None else [])]
-    tensors = on_tensors([*inputs, y2], [False] * len(inputs) + [True])
-    result = tensors[-1]
-    identity = ir.AffineMap.get_identity(2)
-    if conv.bias_op is not None:
-        channel = ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)])
-        result = _remapped(conv.bias_op, [tensors[2]], result, [channel, identity])
-    result = linalg.matmul(tensors[0], tensors[1], outs=[result])
-    if conv.activation_op is not None:
-        result = _remapped(conv.activation_op, [], result, [identity])
-    write_back(result, y2)
-    epilogue = conv.bias_op is not None or conv.activation_op is not None
-
-    def build(handle: ir.Value) -> None:
-        function = steps.function_of(handle)
-        steps.vectorize(steps.tile(steps.match(function, "linalg.matmul"), [pixel_tile, 0, 1]))
-        if epilogue:
-            steps.vectorize(steps.match(function, "linalg.generic"))
-
-    return Kernel(result.owner.operation, build, prefetch_ahead(f2.type) if streamed else None)
 
 
 def _static_strides(value: ir.Value) -> bool:

@@ -42,7 +42,7 @@ from glow_mlir.backends.cpu.conv_recipes import (
     window_of,
 )
 from glow_mlir.backends.cpu.recipes import L2_BYTES, Recipe, recipe, static_shape
-from glow_mlir.backends.cpu.vector_body import yielded
+from glow_mlir.backends.cpu.vector_body import load, yielded, zeros
 from glow_mlir.codegen.builders import index
 
 # Accumulators of a register tile: pixels x channel vectors. 8 keeps a 3x3 filter's vectors for two channel
@@ -198,20 +198,13 @@ class _Tile:
             self.parts.append((arith.addi(c0, index(v * LANES)) if v else c0, ir.VectorType.get([lanes], f32), mask))
         self.rows = [arith.addi(arith.muli(y, index(k.sh)), index(i * k.dh)) for i in range(k.kh)]
         self.filter = self.filters() if k.held else None
-        self.bias = [self.load(k.bias, [c], t, m) if k.bias is not None else _zero(t) for c, t, m in self.parts]
+        self.bias = [load(k.bias, [c], t, m) if k.bias is not None else zeros(t) for c, t, m in self.parts]
 
     def filters(self) -> list[list[list[ir.Value]]]:
         """The filter's vectors, [filter row][filter column][channel vector]."""
         k = self.k
-        return [[[self.load(k.filter, [index(i), index(j), c], t, m) for c, t, m in self.parts] for j in range(k.kw)]
+        return [[[load(k.filter, [index(i), index(j), c], t, m) for c, t, m in self.parts] for j in range(k.kw)]
                 for i in range(k.kh)]  # fmt: skip
-
-    @staticmethod
-    def load(buffer: ir.Value, at: list[ir.Value], t: ir.VectorType, mask: ir.Value | None) -> ir.Value:
-        """A vector `t` of `buffer` at `at` (under `mask`: zeros beyond it)."""
-        if mask is None:
-            return vector.load(t, buffer, at)
-        return vector.maskedload(t, buffer, at, mask, _zero(t))
 
     def emit(self, x0: ir.Value, pixels: int) -> None:
         """Output pixels x0 .. x0 + pixels - 1: per filter row, each input column the tile reads is loaded once
@@ -229,7 +222,7 @@ class _Tile:
         for i in range(k.kh):
             for column in sorted(readers):
                 for v, (c, t, m) in enumerate(self.parts):
-                    x = self.load(k.x, [self.image, self.rows[i], arith.addi(left, index(column)), c], t, m)
+                    x = load(k.x, [self.image, self.rows[i], arith.addi(left, index(column)), c], t, m)
                     for p, j in readers[column]:
                         accs[p][v] = vector.fma(x, filter_[i][j][v], accs[p][v])
         for p in range(pixels):
@@ -243,6 +236,3 @@ class _Tile:
                 else:
                     vector.maskedstore(k.y, at, m, value)
 
-
-def _zero(t: ir.VectorType) -> ir.Value:
-    return arith.constant(t, ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(ir.F32Type.get(), 0.0)))

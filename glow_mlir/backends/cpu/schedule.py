@@ -9,7 +9,7 @@ shrinks the fills of padded buffers to their borders (padding.py), marks element
 (elementwise_recipes.py) and the fills that start pools (pool_recipes.py), then, with the model's
 weights counted once (recipes.weights_counted), asks the recipe registered for each candidate op
 (recipes.py holds the contract and the registry; matmul_recipes.py, elementwise_recipes.py, conv_recipes.py, grouped_recipes.py,
-depthwise_recipes.py and pool_recipes.py the recipes) what to do. It tags every kernel a recipe returns, outlines it into a function of
+depthwise_recipes.py, pointwise_recipes.py and pool_recipes.py the recipes) what to do. It tags every kernel a recipe returns, outlines it into a function of
 its own (outline.py), and runs one transform named sequence (transform.py) that schedules them all. Last, it
 outlines every linalg op that no recipe took (outline.py: `outline_leftovers`). A kernel whose function and
 transform steps print like an earlier kernel's is not scheduled again: its call calls the earlier kernel's
@@ -26,7 +26,7 @@ from mlir.dialects.transform import interpreter
 from glow_mlir import ops
 # Imported for the recipes they register (elementwise_recipes' come with mark_chains, pool_recipes' with
 # mark_pool_starts).
-from glow_mlir.backends.cpu import conv_recipes, depthwise_recipes, grouped_recipes, matmul_recipes, transpose_recipes  # noqa: F401
+from glow_mlir.backends.cpu import conv_recipes, depthwise_recipes, grouped_recipes, matmul_recipes, pointwise_recipes, transpose_recipes  # noqa: F401
 from glow_mlir.backends.cpu import fastmath
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.elementwise_recipes import mark_chains

@@ -1,5 +1,6 @@
-"""A linalg.generic's scalar body cloned onto vectors, for the kernels written as vector code (a depthwise
-convolution's activation, depthwise_recipes.py; a row reduction's element term, rowreduce_recipes.py)."""
+"""A linalg.generic's scalar body cloned onto vectors, for the kernels written as vector code (a depthwise or
+pointwise convolution's activation, depthwise_recipes.py and pointwise_recipes.py; a row reduction's element
+term, rowreduce_recipes.py), and the loads those kernels share."""
 
 from __future__ import annotations
 
@@ -47,3 +48,15 @@ def yielded(generic: ir.Operation, values: Sequence[ir.Value]) -> list[ir.Value]
     """What elementwise linalg.generic `generic` yields, on vectors `values` (one per block argument)."""
     lookup = vectorized(generic, values)
     return [lookup(v) for v in list(generic.regions[0].blocks[0].operations)[-1].operands]
+
+
+def zeros(t: ir.VectorType) -> ir.Value:
+    """A vector of type `t` (f32) of zeros."""
+    return arith.constant(t, ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(ir.F32Type.get(), 0.0)))
+
+
+def load(buffer: ir.Value, at: list[ir.Value], t: ir.VectorType, mask: ir.Value | None) -> ir.Value:
+    """A vector `t` of `buffer` at `at` (under `mask`: zeros beyond it)."""
+    if mask is None:
+        return vector.load(t, buffer, at)
+    return vector.maskedload(t, buffer, at, mask, zeros(t))
