@@ -354,13 +354,16 @@ def dynamic_block(
     base: ir.Value, offsets: Sequence[int | ir.Value], sizes: Sequence[int], drop_first: bool = False
 ) -> ir.Value:
     """The block of `base` (static strides) at `offsets` (ints or index values), without its first (unit)
-    dim if `drop_first`."""
-    strides, _ = ir.MemRefType(base.type).get_strides_and_offset()
+    dim if `drop_first`; its offset is static where `base`'s and all of `offsets` are."""
+    strides, base_offset = ir.MemRefType(base.type).get_strides_and_offset()
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
     static_offsets = [o if isinstance(o, int) else dynamic for o in offsets]
     values = [o for o in offsets if not isinstance(o, int)]
     kept = slice(1, None) if drop_first else slice(None)
-    layout = ir.StridedLayoutAttr.get(dynamic, strides[kept])
+    offset = dynamic
+    if not values and base_offset != dynamic:
+        offset = base_offset + sum(o * stride for o, stride in zip(static_offsets, strides, strict=True))
+    layout = ir.StridedLayoutAttr.get(offset, strides[kept])
     element = ir.MemRefType(base.type).element_type
     result = ir.MemRefType.get(list(sizes)[kept], element, layout=layout)
     ones = ops.i64_array([1] * len(strides))

@@ -3,8 +3,9 @@ channel per group) are depthwise_recipes.py's.
 
 A grouped convolution (any grouping but depthwise: the `linalg.generic` that lowerings.grouped_conv marks) is one
 kernel over tiles of several groups, each tile run by the group-1 schedule (conv_recipes.py) on a filter packed
-block-diagonally at compile time. docs/OPTIMIZATIONS.md ("Depthwise and grouped convolutions") has the
-measurements.
+block-diagonally at compile time; a 1x1 one runs each tile as pointwise_recipes.py's kernel on the tile's
+channel slices instead. docs/OPTIMIZATIONS.md ("Depthwise and grouped convolutions", "Pointwise convolutions")
+has the measurements.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from glow_mlir.backends.cpu.conv_recipes import (
     static_f32,
 )
 from glow_mlir.backends.cpu.lowerings import GROUPED_CONV_ATTR
+from glow_mlir.backends.cpu.pointwise_recipes import PointwiseKernel
 from glow_mlir.backends.cpu.recipes import (
+    Kernel,
     Recipe,
     constant_data,
     index_constant,
@@ -54,7 +57,8 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
     registers: for the narrow groups of ResNeXt (FG = 4, 8) and RegNetX-200MF (8) the tile computes S times
     the multiply-adds, but in full registers (FG lanes of 16 waste as much), with a register tile of many
     pixels, and one kernel instead of G tiny ones with 4- or 8-lane vectors and the bias and activation as
-    passes of their own. Wider groups (S = 1) read their packed filter slice contiguously.
+    passes of their own. Wider groups (S = 1) read their packed filter slice contiguously. A 1x1 filter's
+    tiles are pointwise kernels (`_pointwise_tiles`), whose tiles need not divide the row.
     """
     x5, w5, y5 = op.operands
     expanded = [v.owner for v in (x5, w5, y5)]
@@ -69,7 +73,11 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
     window = {"strides": [sh, sw], "dilations": [dh, dw]}
     bias = bias_op.operands[0] if bias_op is not None else None
     weights = constant_data(filter_)
-    per_tile = _groups_per_tile(groups, fg) if weights is not None else 1
+    # A pointwise kernel masks a narrow group's last vector: packing several groups block-diagonally would
+    # only multiply its work (ShuffleNet v1 g8's 12-channel groups on 28x28, bench.convs kernel time: 4 per
+    # tile 18 % of peak, one per tile 41 %).
+    pointwise = weights is not None and (kh, kw) == (1, 1)
+    per_tile = _groups_per_tile(groups, fg) if weights is not None and not pointwise else 1
     tiles, width, depth = groups // per_tile, per_tile * fg, per_tile * cg
     if weights is not None:
         blocks = np.asarray(weights).reshape(kh, kw, cg, tiles, per_tile, fg).transpose(3, 0, 1, 2, 4, 5)
@@ -77,6 +85,16 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
         for i in range(per_tile):
             dense[:, :, :, i, :, i, :] = blocks[..., i, :]
         packed = dense.reshape(tiles, kh, kw, depth, width)
+    if pointwise:
+        roots = _pointwise_tiles(op, packed, (x, bias, y), (depth, width), window, activation_op)
+        for done in (activation_op, op, bias_op):
+            if done is not None:
+                done.erase()
+        for view in expanded:
+            if not list(view.results[0].uses):
+                view.erase()
+        return Recipe(tuple(Kernel(root, lambda _: None) for root in roots))
+    if weights is not None:
         packed_filter = packed_global(op, packed, f"__glow_packed_gconv_{tiles}x{kh}x{kw}x{depth}x{width}")
     ow_tile, f_tile = register_tile(ow, width, n * h * w * depth * 4 > L2_INPUT_BYTES)
     loop = scf.ForOp(index_constant(0), index_constant(tiles), index_constant(1))
@@ -106,6 +124,31 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
         if not list(view.results[0].uses):
             view.erase()
     return Recipe((kernel,))
+
+
+def _pointwise_tiles(op: ir.Operation, packed: np.ndarray, buffers: tuple[ir.Value, ir.Value | None, ir.Value],
+                     sizes: tuple[int, int], window: dict[str, list[int]], activation: ir.Operation | None
+                     ) -> list[ir.Operation]:  # fmt: skip
+    """A grouped 1x1 convolution's tiles (`packed`: [tiles, 1, 1, depth, width], block-diagonal) each as
+    pointwise_recipes.py's kernel on the tile's channel slices of x, the bias and y: the kernels' roots. Tiles
+    of one shape share one outlined function (their packed filters are arguments)."""
+    x, bias, y = buffers
+    depth, width = sizes
+    n, h, w, _ = static_shape(x)
+    _, oh, ow, _ = static_shape(y)
+    roots = []
+    for t in range(packed.shape[0]):
+        kernel = PointwiseKernel(
+            op,
+            dynamic_block(x, [0, 0, 0, t * depth], [n, h, w, depth]),
+            packed[t, 0, 0],
+            dynamic_block(bias, [t * width], [width]) if bias is not None else None,
+            dynamic_block(y, [0, 0, 0, t * width], [n, oh, ow, width]),
+            window["strides"],
+            activation,
+        )
+        roots += kernel.emit()
+    return roots
 
 
 def _groups_per_tile(groups: int, fg: int) -> int:

@@ -13,7 +13,7 @@ pixels of the map are evenly spaced in memory (identity layout, stride 1) the ti
 row, so that a 7x7 map is 49 pixels, not 7 rows of 7.
 
 The filter is packed at compile time into one [C, 16 x vectors] slice per channel block, read in order. Which
-operand streams and which is re-read from cache follows their sizes (`_Pointwise.channels_outer`): the larger
+operand streams and which is re-read from cache follows their sizes (`PointwiseKernel.channels_outer`): the larger
 one is read once, in memory order, and the smaller one once per tile of the other. With the channel blocks
 outermost and a filter that comes from beyond L2 on every run (the model's weights outgrow it), each tile also
 prefetches a part of the next block's slice, so that it is in cache when that block starts.
@@ -84,7 +84,7 @@ def pointwise_recipe(op: ir.Operation) -> Recipe:
     assert weights is not None
     bias = bias_op.operands[0] if bias_op is not None else None
     strides = dense_window(window_of(op))["strides"]
-    kernel = _Pointwise(op, x, np.asarray(weights[0, 0]), bias, y, strides, activation_op)
+    kernel = PointwiseKernel(op, x, np.asarray(weights[0, 0]), bias, y, strides, activation_op)
     roots = kernel.emit()
     for done in (activation_op, op, bias_op):
         if done is not None:
@@ -161,7 +161,7 @@ class _Block:
 _TileFn = Callable[["_At", int, ir.Value | None], None]
 
 
-class _Pointwise:
+class PointwiseKernel:
     """The buffers, register tile and loop order of one 1x1 convolution, and the emitter of its kernels."""
 
     def __init__(self, op: ir.Operation, x: ir.Value, weights: np.ndarray, bias: ir.Value | None, y: ir.Value,
@@ -364,7 +364,7 @@ class _At:
     """The addressing of a tile's pixels: pixel x0 + p of output row y of image `image` (None: pixel x0 + p of the
     collapsed [pixels, channels] views)."""
 
-    kernel: _Pointwise
+    kernel: PointwiseKernel
     image: ir.Value | None
     y: ir.Value | None
     x0: ir.Value

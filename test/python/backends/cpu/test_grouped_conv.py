@@ -79,7 +79,6 @@ def _conv_kernels(scheduled: str) -> list[str]:
         (24, 24, 11, 3, 1, 3, 1, "3x3x3x8x8"),  # RegNetX-200MF's 3 groups of 8: an odd count, one per tile
         (48, 48, 7, 5, 1, 4, 1, "1x5x5x48x48"),  # 12-channel groups, 5x5
         (40, 40, 9, 3, 1, 20, 1, "5x3x3x8x8"),  # 20 groups of 2: 4 per tile (8 does not divide 20)
-        (96, 64, 8, 1, 1, 2, 1, "2x1x1x48x32"),  # 1x1, 48 input and 32 output channels per group
         (256, 256, 7, 3, 1, 4, 1, "4x3x3x64x64"),  # 64-channel groups
         (24, 48, 9, 7, 1, 2, 1, "2x7x7x12x24"),  # 7x7, output groups of 24
         (32, 32, 9, 3, 1, 4, 2, "2x3x3x16x16"),  # dilation 2
@@ -97,6 +96,26 @@ def test_grouped_conv_is_one_fused_kernel(
     # The ReLU is in the convolution's kernel and in no other.
     assert [name for name, body in kernels.items() if "arith.maximumf" in body] == [conv]
     assert "glow.grouped_conv" not in scheduled
+
+
+@pytest.mark.parametrize(
+    ("c", "f", "group", "tiles", "tile"),
+    [
+        (96, 64, 2, 2, "48x32"),  # 48 input and 32 output channels per group
+        (240, 60, 3, 3, "80x20"),  # ShuffleNet v1 g3: 20 outputs per group, a block of 16 and one of 4 lanes
+        (384, 96, 8, 8, "48x12"),  # ShuffleNet v1 g8: 12 outputs per group, its own tile (12 lanes masked)
+    ],
+)
+def test_grouped_1x1_tiles_are_pointwise_kernels(c: int, f: int, group: int, tiles: int, tile: str) -> None:
+    """A grouped 1x1 convolution with a constant filter: each group is pointwise_recipes.py's kernel on its
+    channel slices, the ReLU in it (narrow groups are not packed together: the kernel masks their vectors)."""
+    model, feeds = _conv_model(c, f, 7, 1, 1, group)
+    scheduled = _run(model, feeds)
+    assert re.findall(r"memref.global [^@]*@__glow_packed_pointwise_(\d+x\d+)", scheduled) == [tile] * tiles
+    assert "__glow_packed_gconv" not in scheduled and "glow.grouped_conv" not in scheduled
+    kernels = _kernels(scheduled)
+    fma = {name for name, body in kernels.items() if "vector.fma" in body}
+    assert fma and {name for name, body in kernels.items() if "arith.maximumf" in body} == fma
 
 
 @pytest.mark.parametrize(
