@@ -32,14 +32,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, linalg, memref, scf
+from mlir.dialects import arith, linalg, scf
 
-from glow_mlir import ops
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.lowerings import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
 from glow_mlir.backends.cpu.recipes import (
     Kernel,
     Recipe,
+    block_at,
     constant_data,
     elementwise_recipe,
     generic_on_tensors,
@@ -247,10 +247,10 @@ def _packed_kernels(conv: ScheduledConv, weights: np.ndarray, user: ir.Operation
         loop = scf.ForOp(index_constant(0), index_constant(tiles), index_constant(1))
         with ir.InsertionPoint(loop.body):
             tile = loop.induction_variable
-            filter_ = dynamic_block(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, c, f_tile], drop_first=True)
+            filter_ = block_at(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, c, f_tile], drop_first=True)
             channel = arith.addi(arith.muli(tile, index_constant(f_tile)), index_constant(f0))
-            out = dynamic_block(conv.y, [0, 0, 0, channel], [n, oh, ow, f_tile])
-            tile_bias = dynamic_block(conv.bias, [channel], [f_tile]) if conv.bias is not None else None
+            out = block_at(conv.y, [0, 0, 0, channel], [n, oh, ow, f_tile])
+            tile_bias = block_at(conv.bias, [channel], [f_tile]) if conv.bias is not None else None
             tile_conv = dataclasses.replace(conv, filter=filter_, bias=tile_bias, y=out)
             kernels.append(fused_kernel(tile_conv, ow_tile, f_tile))
             scf.YieldOp([])
@@ -348,27 +348,6 @@ def _static_strides(value: ir.Value) -> bool:
     strides, offset = ir.MemRefType(value.type).get_strides_and_offset()
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
     return dynamic not in (*strides, offset)
-
-
-def dynamic_block(
-    base: ir.Value, offsets: Sequence[int | ir.Value], sizes: Sequence[int], drop_first: bool = False
-) -> ir.Value:
-    """The block of `base` (static strides) at `offsets` (ints or index values), without its first (unit)
-    dim if `drop_first`; its offset is static where `base`'s and all of `offsets` are."""
-    strides, base_offset = ir.MemRefType(base.type).get_strides_and_offset()
-    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
-    static_offsets = [o if isinstance(o, int) else dynamic for o in offsets]
-    values = [o for o in offsets if not isinstance(o, int)]
-    kept = slice(1, None) if drop_first else slice(None)
-    offset = dynamic
-    if not values and base_offset != dynamic:
-        offset = base_offset + sum(o * stride for o, stride in zip(static_offsets, strides, strict=True))
-    layout = ir.StridedLayoutAttr.get(offset, strides[kept])
-    element = ir.MemRefType(base.type).element_type
-    result = ir.MemRefType.get(list(sizes)[kept], element, layout=layout)
-    ones = ops.i64_array([1] * len(strides))
-    offsets = ops.i64_array(static_offsets)
-    return memref.SubViewOp(result, base, values, [], [], offsets, ops.i64_array(sizes), ones).result
 
 
 def dense_window(window: dict[str, ir.Attribute]) -> dict[str, list[int]]:

@@ -18,7 +18,6 @@ from glow_mlir.backends.cpu.conv_recipes import (
     L2_INPUT_BYTES,
     LANES,
     ScheduledConv,
-    dynamic_block,
     epilogue,
     epilogue_alone,
     fused_kernel,
@@ -30,6 +29,7 @@ from glow_mlir.backends.cpu.pointwise_recipes import PointwiseKernel
 from glow_mlir.backends.cpu.recipes import (
     Kernel,
     Recipe,
+    block_at,
     constant_data,
     index_constant,
     packed_global,
@@ -102,14 +102,14 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
         tile = loop.induction_variable
         channel = arith.muli(tile, index_constant(width))
         if weights is not None:
-            tile_filter = dynamic_block(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, depth, width], True)
+            tile_filter = block_at(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, depth, width], True)
         else:
-            tile_filter = dynamic_block(filter_, [0, 0, 0, channel], [kh, kw, cg, fg])
+            tile_filter = block_at(filter_, [0, 0, 0, channel], [kh, kw, cg, fg])
         tile_conv = ScheduledConv(
-            dynamic_block(x, [0, 0, 0, arith.muli(tile, index_constant(depth))], [n, h, w, depth]),
+            block_at(x, [0, 0, 0, arith.muli(tile, index_constant(depth))], [n, h, w, depth]),
             tile_filter,
-            dynamic_block(bias, [channel], [width]) if bias is not None else None,
-            dynamic_block(y, [0, 0, 0, channel], [n, oh, ow, width]),
+            block_at(bias, [channel], [width]) if bias is not None else None,
+            block_at(y, [0, 0, 0, channel], [n, oh, ow, width]),
             window,
             bias_op,
             activation_op,
@@ -140,10 +140,10 @@ def _pointwise_tiles(op: ir.Operation, packed: np.ndarray, buffers: tuple[ir.Val
     for t in range(packed.shape[0]):
         kernel = PointwiseKernel(
             op,
-            dynamic_block(x, [0, 0, 0, t * depth], [n, h, w, depth]),
+            block_at(x, [0, 0, 0, t * depth], [n, h, w, depth]),
             packed[t, 0, 0],
-            dynamic_block(bias, [t * width], [width]) if bias is not None else None,
-            dynamic_block(y, [0, 0, 0, t * width], [n, oh, ow, width]),
+            block_at(bias, [t * width], [width]) if bias is not None else None,
+            block_at(y, [0, 0, 0, t * width], [n, oh, ow, width]),
             window["strides"],
             activation,
         )

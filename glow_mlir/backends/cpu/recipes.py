@@ -176,26 +176,32 @@ def is_float32(value: ir.Value) -> bool:
 
 
 def static_block(base: ir.Value, offsets: Sequence[int], sizes: Sequence[int]) -> ir.Value:
-    """The block of identity-layout memref `base` at `offsets` (a subview, which fold_memref_alias_ops folds
-    into the accesses so that hoisting sees the base buffer); `base` itself for the whole buffer."""
-    dims = static_shape(base)
-    assert dims is not None
-    if list(sizes) == list(dims):
+    """The block of memref `base` at static `offsets` (a subview, which fold_memref_alias_ops folds into the
+    accesses so that hoisting sees the base buffer); `base` itself for the whole buffer."""
+    if list(sizes) == list(static_shape(base) or []):
         return base
-    strides = _row_major(dims)
-    offset = sum(o * s for o, s in zip(offsets, strides, strict=True))
-    elt = ir.MemRefType(base.type).element_type
-    result = ir.MemRefType.get(list(sizes), elt, layout=ir.StridedLayoutAttr.get(offset, strides))
-    return memref.SubViewOp(
-        result, base, [], [], [], ops.i64_array(offsets), ops.i64_array(sizes), ops.i64_array([1] * len(dims))
-    ).result
+    return block_at(base, offsets, sizes)
 
 
-def _row_major(dims: Sequence[int]) -> list[int]:
-    strides = [1] * len(dims)
-    for i in range(len(dims) - 2, -1, -1):
-        strides[i] = strides[i + 1] * dims[i + 1]
-    return strides
+def block_at(
+    base: ir.Value, offsets: Sequence[int | ir.Value], sizes: Sequence[int], drop_first: bool = False
+) -> ir.Value:
+    """The block of `base` (static strides) at `offsets` (ints or index values), without its first (unit)
+    dim if `drop_first`; its offset is static where `base`'s and all of `offsets` are."""
+    strides, base_offset = ir.MemRefType(base.type).get_strides_and_offset()
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    static_offsets = [o if isinstance(o, int) else dynamic for o in offsets]
+    values = [o for o in offsets if not isinstance(o, int)]
+    kept = slice(1, None) if drop_first else slice(None)
+    offset = dynamic
+    if not values and base_offset != dynamic:
+        offset = base_offset + sum(o * stride for o, stride in zip(static_offsets, strides, strict=True))
+    layout = ir.StridedLayoutAttr.get(offset, strides[kept])
+    element = ir.MemRefType(base.type).element_type
+    result = ir.MemRefType.get(list(sizes)[kept], element, layout=layout)
+    ones = ops.i64_array([1] * len(strides))
+    offsets = ops.i64_array(static_offsets)
+    return memref.SubViewOp(result, base, values, [], [], offsets, ops.i64_array(sizes), ones).result
 
 
 def largest_divisor(n: int, at_most: int, multiple_of: int = 1) -> int:
