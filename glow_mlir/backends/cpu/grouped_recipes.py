@@ -87,12 +87,7 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
         packed = dense.reshape(tiles, kh, kw, depth, width)
     if pointwise:
         roots = _pointwise_tiles(op, packed, (x, bias, y), (depth, width), window, activation_op)
-        for done in (activation_op, op, bias_op):
-            if done is not None:
-                done.erase()
-        for view in expanded:
-            if not list(view.results[0].uses):
-                view.erase()
+        _erase_replaced([activation_op, op, bias_op], expanded)
         return Recipe(tuple(Kernel(root, lambda _: None) for root in roots))
     if weights is not None:
         packed_filter = packed_global(op, packed, f"__glow_packed_gconv_{tiles}x{kh}x{kw}x{depth}x{width}")
@@ -116,14 +111,19 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
         )
         kernel = fused_kernel(tile_conv, ow_tile, f_tile)
         scf.YieldOp([])
-    for done in (activation_op, op, bias_op):
-        if done is not None:
-            done.erase()
-    # The (group, channel) views, unless something else reads them too.
+    _erase_replaced([activation_op, op, bias_op], expanded)
+    return Recipe((kernel,))
+
+
+def _erase_replaced(done: list[ir.Operation | None], expanded: list[ir.OpView]) -> None:
+    """Erases the grouped convolution's ops that its kernels replace (`done`: activation, convolution, bias), then
+    its (group, channel) views unless something else reads them too."""
+    for op in done:
+        if op is not None:
+            op.erase()
     for view in expanded:
         if not list(view.results[0].uses):
             view.erase()
-    return Recipe((kernel,))
 
 
 def _pointwise_tiles(op: ir.Operation, packed: np.ndarray, buffers: tuple[ir.Value, ir.Value | None, ir.Value],
