@@ -229,7 +229,7 @@ def _packed_kernels(conv: ScheduledConv, weights: np.ndarray, user: ir.Operation
     filters from memory. The filter is repacked at compile time into [F / f, KH, KW, C, f]; an scf.for over
     the channel tiles (the outermost tile loop of the direct recipe) runs the fused kernel on one contiguous
     [KH, KW, C, f] slice and the output's (and bias's) f channels. Channels beyond the last multiple of 16
-    (SqueezeNet's 1000) get a kernel of their own with a narrower tile instead of 8-lane vectors throughout.
+    (1000, say) get a kernel of their own with a narrower tile instead of 8-lane vectors throughout.
     """
     n, _, _, c = static_shape(conv.x)
     _, oh, ow, f = static_shape(conv.y)

@@ -42,7 +42,7 @@ from glow_mlir.backends.cpu.conv_recipes import (
     window_of,
 )
 from glow_mlir.backends.cpu.recipes import L2_BYTES, Recipe, recipe, static_shape
-from glow_mlir.backends.cpu.vector_body import load, yielded, zeros
+from glow_mlir.backends.cpu.vector_body import load, store, yielded, zeros
 from glow_mlir.codegen.builders import index
 
 # Accumulators of a register tile: pixels x channel vectors. 8 keeps a 3x3 filter's vectors for two channel
@@ -230,9 +230,5 @@ class _Tile:
                 value = accs[p][v]
                 if k.activation is not None:
                     [value] = yielded(k.activation, [value])
-                at = [self.image, self.y, arith.addi(x0, index(p)), c]
-                if m is None:
-                    vector.store(value, k.y, at)
-                else:
-                    vector.maskedstore(k.y, at, m, value)
+                store(value, k.y, [self.image, self.y, arith.addi(x0, index(p)), c], m)
 

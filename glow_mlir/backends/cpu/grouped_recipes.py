@@ -3,8 +3,8 @@ channel per group) are depthwise_recipes.py's.
 
 A grouped convolution (any grouping but depthwise: the `linalg.generic` that lowerings.grouped_conv marks) is one
 kernel over tiles of several groups, each tile run by the group-1 schedule (conv_recipes.py) on a filter packed
-block-diagonally at compile time; a 1x1 one runs each tile as pointwise_recipes.py's kernel on the tile's
-channel slices instead. docs/OPTIMIZATIONS.md ("Depthwise and grouped convolutions", "Pointwise convolutions")
+block-diagonally at compile time; a 1x1 one with a constant filter runs each group as pointwise_recipes.py's
+kernel on the group's channel slices instead. docs/OPTIMIZATIONS.md ("Depthwise and grouped convolutions", "Pointwise convolutions")
 has the measurements.
 """
 
@@ -58,7 +58,8 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
     the multiply-adds, but in full registers (FG lanes of 16 waste as much), with a register tile of many
     pixels, and one kernel instead of G tiny ones with 4- or 8-lane vectors and the bias and activation as
     passes of their own. Wider groups (S = 1) read their packed filter slice contiguously. A 1x1 filter's
-    tiles are pointwise kernels (`_pointwise_tiles`), whose tiles need not divide the row.
+    groups are pointwise kernels (`_pointwise_tiles`, one group per tile: the kernel masks a narrow group's last
+    vector, and its tiles need not divide the row).
     """
     x5, w5, y5 = op.operands
     expanded = [v.owner for v in (x5, w5, y5)]
@@ -129,7 +130,7 @@ def _erase_replaced(done: list[ir.Operation | None], expanded: list[ir.OpView]) 
 def _pointwise_tiles(op: ir.Operation, packed: np.ndarray, buffers: tuple[ir.Value, ir.Value | None, ir.Value],
                      sizes: tuple[int, int], window: dict[str, list[int]], activation: ir.Operation | None
                      ) -> list[ir.Operation]:  # fmt: skip
-    """A grouped 1x1 convolution's tiles (`packed`: [tiles, 1, 1, depth, width], block-diagonal) each as
+    """A grouped 1x1 convolution's tiles (`packed`: [tiles, 1, 1, depth, width], one group each) each as
     pointwise_recipes.py's kernel on the tile's channel slices of x, the bias and y: the kernels' roots. Tiles
     of one shape share one outlined function (their packed filters are arguments)."""
     x, bias, y = buffers

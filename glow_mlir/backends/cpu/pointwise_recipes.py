@@ -52,7 +52,7 @@ from glow_mlir.backends.cpu.recipes import (
     recipe,
     static_shape,
 )
-from glow_mlir.backends.cpu.vector_body import load, yielded, zeros
+from glow_mlir.backends.cpu.vector_body import load, store, yielded, zeros
 from glow_mlir.codegen.builders import has_identity_layout, index
 
 # AVX-512's vector registers: a tile's accumulators, its filter vectors and the broadcast input (LLVM 22 keeps
@@ -175,7 +175,7 @@ class PointwiseKernel:
         # The pixels of the whole map as one row where they are evenly spaced in both buffers.
         self.collapsed = list(strides) == [1, 1] and _even_pixels(x) and _even_pixels(y)
         if self.collapsed:
-            self.x, self.y = collapse_pixels(x), collapse_pixels(y)
+            self.x, self.y = _collapse_pixels(x), _collapse_pixels(y)
             self.rows, self.row = 1, self.n * self.oh * self.ow
         else:
             self.x, self.y = x, y
@@ -313,7 +313,7 @@ class PointwiseKernel:
         else:
             start = [zeros(vt)] * block.vectors
         accs = [acc for _ in range(pixels) for acc in start]
-        prefetches = self._prefetches(block, b, tile, pixels)
+        prefetches = self._prefetches(block, b, tile)
         loop = scf.ForOp(index(0), index(self.c), index(1), accs)
         with ir.InsertionPoint(loop.body):
             c = loop.induction_variable
@@ -334,17 +334,13 @@ class PointwiseKernel:
                 value = results[p * block.vectors + v]
                 if self.activation is not None:
                     [value] = yielded(self.activation, [value])
-                target = at.output(p, channels[v])
-                if masks[v] is None:
-                    vector.store(value, self.y, target)
-                else:
-                    vector.maskedstore(self.y, target, masks[v], value)
+                store(value, self.y, at.output(p, channels[v]), masks[v])
 
-    def _prefetches(self, block: _Block, b: ir.Value, tile: ir.Value | None, pixels: int) -> list[ir.Value]:
-        """The first float of each line of the next block's slice that this tile prefetches at channel 0 (the
-        next lines at each later channel): the block's tiles share its `vectors` x C lines of [C, 16 x vectors]
-        floats, tile t taking the lines of vector min(t, vectors - 1) (more vectors each when there are fewer
-        tiles than vectors). None without prefetching or after the group's last block."""
+    def _prefetches(self, block: _Block, b: ir.Value, tile: ir.Value | None) -> list[ir.Value]:
+        """The float of the next block's slice that this tile prefetches at channel 0, one per part it takes
+        (the next line of each at every later channel): the slice's `vectors` x C lines split into `vectors`
+        contiguous parts of C lines, tile t taking part min(t, vectors - 1) (several parts each when there are
+        fewer tiles than vectors). None without prefetching, or with the pixel tiles outermost."""
         if not self.prefetch or tile is None:
             return []
         tiles = self.rows * -(-self.row // self.pixels)
@@ -385,7 +381,7 @@ class _At:
         return [self.image, self.y, x, channel]
 
 
-def collapse_pixels(value: ir.Value) -> ir.Value:
+def _collapse_pixels(value: ir.Value) -> ir.Value:
     """NHWC memref `value` (pixels contiguous at the channel stride's multiples) as [N * H * W, C]."""
     n, h, w, c = static_shape(value)
     strides, offset = ir.MemRefType(value.type).get_strides_and_offset()

@@ -60,3 +60,11 @@ def load(buffer: ir.Value, at: list[ir.Value], t: ir.VectorType, mask: ir.Value 
     if mask is None:
         return vector.load(t, buffer, at)
     return vector.maskedload(t, buffer, at, mask, zeros(t))
+
+
+def store(value: ir.Value, buffer: ir.Value, at: list[ir.Value], mask: ir.Value | None) -> None:
+    """Stores vector `value` into `buffer` at `at` (under `mask`: only its lanes)."""
+    if mask is None:
+        vector.store(value, buffer, at)
+    else:
+        vector.maskedstore(buffer, at, mask, value)
