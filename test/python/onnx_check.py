@@ -170,3 +170,17 @@ def matmul_model(m: int, n: int, k: int, constant: bool) -> tuple[glow_mlir.Grap
     g.output("y", g.matmul(g.input("x", (m, k)), rhs))
     feeds = {"x": x} if constant else {"x": x, "w": w}
     return g, feeds, x.astype(np.float64) @ w.astype(np.float64)
+
+
+def activation_node(
+    activation: str, src: str, dst: str, clip: tuple[float, float] = (0.0, 0.5)
+) -> tuple[onnx.NodeProto, dict[str, np.ndarray]]:
+    """The node applying `activation` to `src` into `dst` ("Clip" to `clip`, "LeakyRelu" with alpha 0.2, else
+    the ONNX op of that name, e.g. "Relu", "Sigmoid", "Tanh"), and the initializers it reads (for `model`): a
+    convolution's epilogue for the kernel tests."""
+    if activation == "Clip":
+        bounds = {f"{dst}_{n}": np.array(v, np.float32) for n, v in zip(("lo", "hi"), clip, strict=True)}
+        return helper.make_node("Clip", [src, *bounds], [dst]), bounds
+    if activation == "LeakyRelu":
+        return helper.make_node("LeakyRelu", [src], [dst], alpha=0.2), {}
+    return helper.make_node(activation, [src], [dst]), {}

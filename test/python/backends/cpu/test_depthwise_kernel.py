@@ -11,39 +11,30 @@ import re
 import numpy as np
 import onnxruntime
 import pytest
-from onnx import ModelProto, TensorProto, helper, numpy_helper
+from onnx import ModelProto, helper
 
 import glow_mlir
 from glow_mlir.backends.cpu.depthwise_recipes import ChannelBlocks, channel_blocks
 from glow_mlir.frontends.onnx import import_model
+import onnx_check
 
 rng = np.random.default_rng(0)
 
 
 def _model(c: int, hw: tuple[int, int], k: int, stride: int, dilation: int, batch: int, bias: bool,
            activation: str | None) -> ModelProto:  # fmt: skip
-    w = (rng.standard_normal((c, 1, k, k)) / k).astype(np.float32)
-    initializers = [numpy_helper.from_array(w, "w")]
+    initializers = {"w": (rng.standard_normal((c, 1, k, k)) / k).astype(np.float32)}
     if bias:
-        initializers.append(numpy_helper.from_array(rng.uniform(-0.5, 0.5, c).astype(np.float32), "b"))
+        initializers["b"] = rng.uniform(-0.5, 0.5, c).astype(np.float32)
     pad = dilation * (k // 2)
     nodes = [helper.make_node("Conv", ["x", "w", *(["b"] if bias else [])], ["y" if activation is None else "c"],
                               kernel_shape=[k, k], strides=[stride] * 2, pads=[pad] * 4, dilations=[dilation] * 2,
                               group=c)]  # fmt: skip
-    if activation == "Clip":
-        initializers += [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("lo", -0.5), ("hi", 0.5))]
-        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
-    elif activation == "LeakyRelu":
-        nodes.append(helper.make_node("LeakyRelu", ["c"], ["y"], alpha=0.2))
-    elif activation is not None:
-        nodes.append(helper.make_node(activation, ["c"], ["y"]))
-    graph = helper.make_graph(
-        nodes, "dw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, c, *hw])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    return model
+    if activation is not None:
+        node, bounds = onnx_check.activation_node(activation, "c", "y", clip=(-0.5, 0.5))
+        nodes.append(node)
+        initializers |= bounds
+    return onnx_check.model(nodes, {"x": np.zeros((batch, c, *hw), np.float32)}, ["y"], initializers)
 
 
 CASES = [

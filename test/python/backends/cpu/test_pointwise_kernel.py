@@ -12,11 +12,12 @@ import re
 import numpy as np
 import onnxruntime
 import pytest
-from onnx import ModelProto, TensorProto, helper, numpy_helper
+from onnx import ModelProto, helper
 
 import glow_mlir
 from glow_mlir.backends.cpu.pointwise_recipes import channel_blocks, chunk_images, register_tile
 from glow_mlir.frontends.onnx import import_model
+import onnx_check
 
 rng = np.random.default_rng(0)
 
@@ -25,34 +26,21 @@ def _model(c: int, hw: tuple[int, int], f: int, stride: int, batch: int, bias: b
            then_3x3: bool = False) -> ModelProto:  # fmt: skip
     """Conv 1x1 of x [batch, c, *hw] to f channels, then `activation`; `then_3x3`: a 3x3 convolution after it,
     whose padded input buffer the 1x1 layer writes into."""
-    w = (rng.standard_normal((f, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
-    initializers = [numpy_helper.from_array(w, "w")]
+    initializers = {"w": (rng.standard_normal((f, c, 1, 1)) / np.sqrt(c)).astype(np.float32)}
     if bias:
-        initializers.append(numpy_helper.from_array(rng.uniform(-0.5, 0.5, f).astype(np.float32), "b"))
+        initializers["b"] = rng.uniform(-0.5, 0.5, f).astype(np.float32)
     out = "y" if activation is None and not then_3x3 else "c"
     nodes = [helper.make_node("Conv", ["x", "w", *(["b"] if bias else [])], [out], kernel_shape=[1, 1],
                               strides=[stride] * 2)]  # fmt: skip
     if activation is not None:
-        last = "y" if not then_3x3 else "a"
-        if activation == "Clip":
-            initializers += [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("lo", 0.0), ("hi", 0.5))]
-            nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], [last]))
-        elif activation == "LeakyRelu":
-            nodes.append(helper.make_node("LeakyRelu", ["c"], [last], alpha=0.2))
-        else:
-            nodes.append(helper.make_node(activation, ["c"], [last]))
-        out = last
+        out = "y" if not then_3x3 else "a"
+        node, bounds = onnx_check.activation_node(activation, "c", out)
+        nodes.append(node)
+        initializers |= bounds
     if then_3x3:
-        w2 = (rng.standard_normal((8, f, 3, 3)) / np.sqrt(9 * f)).astype(np.float32)
-        initializers.append(numpy_helper.from_array(w2, "w2"))
+        initializers["w2"] = (rng.standard_normal((8, f, 3, 3)) / np.sqrt(9 * f)).astype(np.float32)
         nodes.append(helper.make_node("Conv", [out, "w2"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
-    graph = helper.make_graph(
-        nodes, "pointwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, c, *hw])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    return model
+    return onnx_check.model(nodes, {"x": np.zeros((batch, c, *hw), np.float32)}, ["y"], initializers)
 
 
 CASES = {
