@@ -13,6 +13,7 @@ import pytest
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 import glow_mlir
+from glow_mlir.backends.cpu import grouped_recipes
 from glow_mlir.frontends.onnx import import_model
 
 rng = np.random.default_rng(0)
@@ -74,14 +75,13 @@ def _conv_kernels(scheduled: str) -> list[str]:
 @pytest.mark.parametrize(
     ("c", "f", "size", "k", "stride", "group", "dilation", "packed"),
     [
-        (128, 128, 9, 3, 1, 32, 1, "8x3x3x16x16"),  # ResNeXt's 4-channel groups, 4 per tile
-        (64, 64, 10, 3, 2, 8, 1, "4x3x3x16x16"),  # 8-channel groups, stride 2
+        (36, 36, 10, 3, 2, 9, 1, "9x3x3x4x4"),  # 9 groups of 4 (36 channels fill 3/4 of 3 registers), stride 2
         (24, 24, 11, 3, 1, 3, 1, "3x3x3x8x8"),  # RegNetX-200MF's 3 groups of 8: an odd count, one per tile
         (48, 48, 7, 5, 1, 4, 1, "1x5x5x48x48"),  # 12-channel groups, 5x5
         (40, 40, 9, 3, 1, 20, 1, "5x3x3x8x8"),  # 20 groups of 2: 4 per tile (8 does not divide 20)
         (256, 256, 7, 3, 1, 4, 1, "4x3x3x64x64"),  # 64-channel groups
         (24, 48, 9, 7, 1, 2, 1, "2x7x7x12x24"),  # 7x7, output groups of 24
-        (32, 32, 9, 3, 1, 4, 2, "2x3x3x16x16"),  # dilation 2
+        (48, 48, 9, 3, 1, 4, 2, "1x3x3x48x48"),  # dilation 2
     ],
 )
 def test_grouped_conv_is_one_fused_kernel(
@@ -96,6 +96,52 @@ def test_grouped_conv_is_one_fused_kernel(
     # The ReLU is in the convolution's kernel and in no other.
     assert [name for name, body in kernels.items() if "arith.maximumf" in body] == [conv]
     assert "glow.grouped_conv" not in scheduled
+
+
+@pytest.mark.parametrize(
+    ("c", "size", "k", "stride", "group", "dilation", "activation", "bias"),
+    [
+        (128, 9, 3, 1, 32, 1, "Relu", True),  # ResNeXt's 4-channel groups, 4 per register
+        (64, 10, 3, 2, 8, 1, "Relu", True),  # 8-channel groups, stride 2
+        (56, 15, 3, 1, 7, 1, "Clip", True),  # RegNetX-200MF's 7 groups of 8: the last register half masked
+        (32, 9, 3, 1, 4, 2, None, False),  # dilation 2, no bias or activation
+        (32, 13, 5, 1, 16, 1, "Relu", True),  # 16 groups of 2, a 5x5 window
+        (64, 30, 3, 1, 16, 1, "Relu", True),  # rows of 30 pixels: tiles of 10
+    ],
+)
+def test_narrow_groups_shuffle_their_inputs(
+    c: int, size: int, k: int, stride: int, group: int, dilation: int, activation: str | None, bias: bool
+) -> None:
+    """Groups of 2, 4 or 8 channels (grouped_recipes.NarrowGroupKernel): whole groups per register, the input
+    shuffled per channel of its group, the filter packed as [KH, KW, FG, C], no block-diagonal tile; the bias
+    and activation in the kernel."""
+    model, feeds = _conv_model(c, c, size, k, stride, group, dilation=dilation, bias=bias, activation=activation)
+    scheduled = _run(model, feeds)
+    fg, lanes = c // group, -(-c // 16) * 16
+    assert re.findall(r"memref.global [^@]*@__glow_packed_narrow_gconv_(\w+)", scheduled) == [f"{k}x{k}x{fg}x{lanes}"]
+    assert "__glow_packed_gconv" not in scheduled and "glow.grouped_conv" not in scheduled
+    [conv] = _conv_kernels(scheduled)
+    # Input channel j of each group reaches its group's lanes: lane i takes lane (i // FG) * FG + j.
+    for j in range(fg):
+        assert f"[{', '.join(str(i // fg * fg + j) for i in range(16))}]" in conv
+    clamp = {"Relu": "arith.maximumf", "Clip": "arith.minimumf", None: None}[activation]
+    if clamp is not None:
+        assert [body for body in _kernels(scheduled).values() if clamp in body] == [conv]
+
+
+@pytest.mark.parametrize(
+    ("cg", "fg", "groups", "narrow"),
+    [(4, 4, 32, True), (8, 8, 7, True), (8, 8, 3, False), (4, 4, 9, False), (16, 16, 8, False), (8, 4, 8, False)],
+)
+def test_narrow_group_rule(cg: int, fg: int, groups: int, narrow: bool) -> None:
+    """Groups of 2, 4 or 8 input and output channels whose vectors are at least 7/8 busy."""
+    assert grouped_recipes.narrow_groups(cg, fg, groups) == narrow
+
+
+def test_narrow_group_tiles_fit_the_registers() -> None:
+    # Accumulators + input columns + filter vectors + the shuffled input within 32 registers.
+    assert [grouped_recipes.narrow_pixels(s, k, d) for s, k, d in [(1, 3, 1), (2, 3, 1), (1, 5, 1), (1, 3, 2)]] == [
+        13, 9, 11, 12]
 
 
 @pytest.mark.parametrize(
