@@ -14,7 +14,8 @@ every reader of S reads it there, and the insert and S's buffer disappear. It ap
    a padding: they take no inputs and move, with P's alloc, before W) and by inserts or block views of
    blocks disjoint from S's (a concat's other inputs); nothing reads P there;
 4. W and the readers of S are kernels that take strided buffers (NHWC convolutions and pools, elementwise
-   instructions, copies and inserts), since a block of P is a strided view.
+   instructions, copies, inserts and transposes: the model's NCHW input transposed into the stem's padding),
+   since a block of P is a strided view.
 
 P then lives from W on instead of from the insert. The pass runs once every buffer-merging optimization is
 done, right before glow-allocate: the others treat a block view's writes as partial (`utils.writes`).
@@ -39,6 +40,7 @@ STRIDED_KERNELS = frozenset(
         "glow_ir.cpu_max_pool_nhwc",
         "glow_ir.cpu_avg_pool_nhwc",
         "glow_ir.insert_tensor",
+        "glow_ir.transpose",
         *u.IN_PLACE,
     }
 )

@@ -72,3 +72,24 @@ func.func @read_in_between(%x: memref<1x4x4x8xf32> {glow.name = "x"}, %y: memref
   "glow_ir.dealloc_activation"(%p) {roles = ["out"]} : (memref<1x6x6x8xf32>) -> ()
   return
 }
+
+// The model's NCHW input transposed to NHWC, then padded for the stem: the transpose writes the interior of the
+// padded buffer in place (no copy of 3-channel rows into it).
+// CHECK-LABEL: func.func @transpose_then_pad
+// CHECK:      %[[P:.*]] = "glow_ir.alloc_activation"() : () -> memref<1x6x6x3xf32>
+// CHECK-NEXT: "glow_ir.splat"(%[[P]])
+// CHECK-NEXT: %[[V:.*]] = "glow_ir.block_view"(%[[P]]) {start = array<i64: 0, 1, 1, 0>} : (memref<1x6x6x3xf32>) -> memref<1x4x4x3xf32, strided<[108, 18, 3, 1], offset: 21>>
+// CHECK-NEXT: "glow_ir.transpose"(%[[V]], %arg0) {roles = ["out", "in"], shuffle = array<i64: 0, 2, 3, 1>}
+// CHECK-NOT:  "glow_ir.insert_tensor"
+// CHECK:      return
+func.func @transpose_then_pad(%x: memref<1x3x4x4xf32> {glow.name = "x"}, %y: memref<1x6x6x3xf32> {glow.name = "y", glow.output}) {
+  %a = "glow_ir.alloc_activation"() : () -> memref<1x4x4x3xf32>
+  "glow_ir.transpose"(%a, %x) {roles = ["out", "in"], shuffle = array<i64: 0, 2, 3, 1>} : (memref<1x4x4x3xf32>, memref<1x3x4x4xf32>) -> ()
+  %p = "glow_ir.alloc_activation"() : () -> memref<1x6x6x3xf32>
+  "glow_ir.splat"(%p) {roles = ["out"], value = 0.000000e+00 : f32} : (memref<1x6x6x3xf32>) -> ()
+  "glow_ir.insert_tensor"(%p, %a) {roles = ["inout", "in"], start = array<i64: 0, 1, 1, 0>} : (memref<1x6x6x3xf32>, memref<1x4x4x3xf32>) -> ()
+  "glow_ir.dealloc_activation"(%a) {roles = ["out"]} : (memref<1x4x4x3xf32>) -> ()
+  "glow_ir.element_exp"(%y, %p) {roles = ["out", "in"]} : (memref<1x6x6x3xf32>, memref<1x6x6x3xf32>) -> ()
+  "glow_ir.dealloc_activation"(%p) {roles = ["out"]} : (memref<1x6x6x3xf32>) -> ()
+  return
+}

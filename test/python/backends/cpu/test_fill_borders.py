@@ -70,3 +70,20 @@ def test_padded_buffers_fill_their_border(case: str) -> None:
     assert padded
     for buffer in padded:
         assert not re.search(rf"func\.func private @__glow_\w+\(%arg0: {re.escape(buffer)}\) {{", scheduled), buffer
+
+
+def test_input_is_transposed_into_the_stem_padding() -> None:
+    """The NCHW input's transpose writes the stem's padded NHWC buffer in place (glow-ir-optimize-inserts; a
+    copy of 3-channel rows into it ran as a scalar loop, 40-70 us per 224x224 image), and the buffer is filled at
+    its border only."""
+    model = _model(*CASES["stem_and_pool"])
+    x = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
+    with glow_mlir.compile(import_model(model), keep_ir=True, cache=False) as compiled:
+        [got] = compiled.run({"x": x}).values()
+        linalg, scheduled = compiled.ir("glow-ir-to-linalg"), compiled.ir("glow-cpu-schedule")
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
+    assert "linalg.copy" not in linalg
+    [transpose] = re.findall(r"linalg\.transpose ins\(%arg0 : \S+\) outs\(%\S+ : ([^)]+)\)", linalg)
+    assert transpose == "memref<1x32x32x3xf32, strided<[4332, 114, 3, 1], offset: 351>>"
+    assert not re.search(r"func\.func private @__glow_\w+\(%arg0: memref<1x38x38x3xf32>\) {", scheduled)
