@@ -4,8 +4,10 @@ channel per group) are depthwise_recipes.py's.
 A grouped convolution (any grouping but depthwise: the `linalg.generic` that lowerings.grouped_conv marks) is one
 kernel over tiles of several groups, each tile run by the group-1 schedule (conv_recipes.py) on a filter packed
 block-diagonally at compile time; a 1x1 one with a constant filter runs each group as pointwise_recipes.py's
-kernel on the group's channel slices instead. docs/OPTIMIZATIONS.md ("Depthwise and grouped convolutions", "Pointwise convolutions")
-has the measurements.
+kernel on the group's channel slices instead, and one whose groups have 2, 4 or 8 channels that fill whole
+registers is NarrowGroupKernel's vector code (input channels shuffled to their group's lanes).
+docs/OPTIMIZATIONS.md ("Depthwise and grouped convolutions", "Pointwise convolutions", "Narrow groups") has the
+measurements.
 """
 
 from __future__ import annotations
@@ -64,12 +66,13 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
 
     With a constant filter, a tile's filter is packed at compile time as a dense [KH, KW, S * CG, S * FG]
     block, zero outside the S diagonal [CG, FG] blocks, and S (`_groups_per_tile`) makes S * FG whole 16-lane
-    registers: for the narrow groups of ResNeXt (FG = 4, 8) and RegNetX-200MF (8) the tile computes S times
-    the multiply-adds, but in full registers (FG lanes of 16 waste as much), with a register tile of many
-    pixels, and one kernel instead of G tiny ones with 4- or 8-lane vectors and the bias and activation as
-    passes of their own. Wider groups (S = 1) read their packed filter slice contiguously. A 1x1 filter's
-    groups are pointwise kernels (`_pointwise_tiles`, one group per tile: the kernel masks a narrow group's last
-    vector, and its tiles need not divide the row).
+    registers: for narrow groups that NarrowGroupKernel does not take (RegNetX-200MF's 3 groups of 8, 9 groups
+    of 4) the tile computes S times the multiply-adds, but in full registers (FG lanes of 16 waste as much),
+    with a register tile of many pixels, and one kernel instead of G tiny ones with 4- or 8-lane vectors and
+    the bias and activation as passes of their own. Wider groups (S = 1) read their packed filter slice
+    contiguously. A 1x1 filter's groups are pointwise kernels (`_pointwise_tiles`, one group per tile: the
+    kernel masks a narrow group's last vector, and its tiles need not divide the row); groups of 2, 4 or 8
+    channels with at least 7/8 of their registers' lanes busy are NarrowGroupKernel's (`narrow_groups`).
     """
     x5, w5, y5 = op.operands
     expanded = [v.owner for v in (x5, w5, y5)]
