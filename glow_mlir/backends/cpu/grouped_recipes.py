@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, scf, vector
+from mlir.dialects import arith, llvm, scf, vector
 
 from glow_mlir.backends.cpu.conv_recipes import (
     L2_INPUT_BYTES,
@@ -26,6 +26,7 @@ from glow_mlir.backends.cpu.conv_recipes import (
     register_tile,
     static_f32,
 )
+from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.lowerings import GROUPED_CONV_ATTR
 from glow_mlir.backends.cpu.pointwise_recipes import PointwiseKernel, row_tile
 from glow_mlir.backends.cpu.recipes import (
@@ -52,6 +53,8 @@ NARROW_FILL = 7 / 8
 NARROW_PIXELS = 14
 # AVX-512's vector registers.
 REGISTERS = 32
+# vpermps: lane i of the result is lane idx[i] of the source, idx a vector of i32 in a register.
+PERMUTE = "llvm.x86.avx512.permvar.sf.512"
 
 
 def _is_grouped_conv(op: ir.Operation) -> bool:
@@ -212,6 +215,15 @@ class NarrowGroupKernel:
         self.filter = packed_global(op, packed, name)
         self.pixels = row_tile(self.ow, narrow_pixels(self.sw, self.kw, self.dw))
         self.vector_type = ir.VectorType.get([LANES], ir.F32Type.get())
+        self.shuffles = [[(lane // self.fg) * self.fg + j for lane in range(LANES)] for j in range(self.fg)]
+        # Groups wider than a 128-bit lane (8 channels) need a shuffle across lanes, which LLVM makes two
+        # instructions and a spilled register from a vector.shuffle (or from vpermps with a constant index: it
+        # folds that into the same shuffle). vpermps with its index vectors read from a global LLVM cannot see
+        # into is one: 8-channel layers 1.13-1.19x (kernel time, bench.convs), spills per tile 112 -> 12.
+        self.indices = None
+        if self.fg > 4 and "avx512f" in cpu_flags():
+            table = np.array(self.shuffles, np.int32)
+            self.indices = packed_global(op, table, f"__glow_packed_shuffles_{self.fg}", constant=False)
 
     def emit(self) -> ir.Operation:
         """The kernel's root loop (over the output rows, every tile and vector inside), at the insertion point."""
@@ -254,7 +266,6 @@ class NarrowGroupKernel:
         for p in range(pixels):
             for kw in range(self.kw):
                 readers.setdefault(p * self.sw + kw * self.dw, []).append((p, kw))
-        shuffles = [[(lane // self.fg) * self.fg + j for lane in range(LANES)] for j in range(self.fg)]
         loop = scf.ForOp(index(0), index(self.kh), index(1), [start] * pixels)
         with ir.InsertionPoint(loop.body):
             kh = loop.induction_variable
@@ -263,16 +274,24 @@ class NarrowGroupKernel:
             accs = list(loop.inner_iter_args)
             row = {column: load(self.x, [image, iy, arith.addi(ix0, index(column)), c0], vt, mask)
                    for column in sorted(readers)}  # fmt: skip
-            for j, lanes in enumerate(shuffles):
+            for j, lanes in enumerate(self.shuffles):
                 weights = [vector.load(vt, self.filter, [kh, index(kw), index(j), c0]) for kw in range(self.kw)]
                 for column, pairs in sorted(readers.items()):
-                    shuffled = vector.shuffle(row[column], row[column], lanes)
+                    shuffled = self._shuffle(row[column], j, lanes)
                     for p, kw in pairs:
                         accs[p] = vector.fma(shuffled, weights[kw], accs[p])
             scf.YieldOp(accs)
         for p, acc in enumerate(loop.results):
             value = yielded(self.activation, [acc])[0] if self.activation is not None else acc
             store(value, self.y, [image, oy, arith.addi(x0, index(p)), c0], mask)
+
+    def _shuffle(self, value: ir.Value, j: int, lanes: list[int]) -> ir.Value:
+        """`value` with input channel j of each group in all of its group's lanes."""
+        if self.indices is None:
+            return vector.shuffle(value, value, lanes)
+        i32 = ir.VectorType.get([LANES], ir.IntegerType.get_signless(32))
+        indices = vector.load(i32, self.indices, [index(j), index(0)])
+        return llvm.call_intrinsic(self.vector_type, PERMUTE, [value, indices], [], [])
 
 
 def narrow_groups(cg: int, fg: int, groups: int) -> bool:

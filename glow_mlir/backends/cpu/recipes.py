@@ -355,9 +355,10 @@ def index_constant(value: int) -> ir.Value:
     return arith.constant(ir.IndexType.get(), value)
 
 
-def packed_global(user: ir.Operation, data: np.ndarray, hint: str) -> ir.Value:
-    """A new private constant global holding `data` (64-byte aligned; f32, or bf16 for ml_dtypes' bfloat16),
-    and its get_global at the insertion point; `hint`, its name, starts with PACKED_PREFIX."""
+def packed_global(user: ir.Operation, data: np.ndarray, hint: str, constant: bool = True) -> ir.Value:
+    """A new private global holding `data` (64-byte aligned; f32, bf16 for ml_dtypes' bfloat16, or int32), and
+    its get_global at the insertion point; `hint`, its name, starts with PACKED_PREFIX. `constant=False` keeps
+    its values from LLVM (a table whose constant values LLVM would fold into the code)."""
     assert hint.startswith(PACKED_PREFIX), hint
     module = _module_of(user)
     names = {
@@ -368,7 +369,8 @@ def packed_global(user: ir.Operation, data: np.ndarray, hint: str) -> ir.Value:
     name = hint
     while name in names:
         name += "_"
-    elt = ops.mlir_type(data.dtype if data.dtype == ops.MLIR_TO_NUMPY["bf16"] else np.float32)
+    kept = data.dtype in (ops.MLIR_TO_NUMPY["bf16"], np.dtype(np.int32))
+    elt = ops.mlir_type(data.dtype if kept else np.float32)
     t = ops.memref_type(data.shape, elt)
     with ir.InsertionPoint.at_block_begin(module.regions[0].blocks[0]):
         memref.GlobalOp(
@@ -379,7 +381,7 @@ def packed_global(user: ir.Operation, data: np.ndarray, hint: str) -> ir.Value:
             initial_value=ops.dense_attr(
                 np.ascontiguousarray(data, ops.numpy_dtype(elt)), ops.tensor_type(data.shape, elt)
             ),
-            constant=True,
+            constant=constant,
             alignment=64,
         )
     return memref.get_global(t, name)

@@ -14,6 +14,7 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 import glow_mlir
 from glow_mlir.backends.cpu import grouped_recipes
+from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.frontends.onnx import import_model
 
 rng = np.random.default_rng(0)
@@ -121,9 +122,17 @@ def test_narrow_groups_shuffle_their_inputs(
     assert re.findall(r"memref.global [^@]*@__glow_packed_narrow_gconv_(\w+)", scheduled) == [f"{k}x{k}x{fg}x{lanes}"]
     assert "__glow_packed_gconv" not in scheduled and "glow.grouped_conv" not in scheduled
     [conv] = _conv_kernels(scheduled)
-    # Input channel j of each group reaches its group's lanes: lane i takes lane (i // FG) * FG + j.
-    for j in range(fg):
-        assert f"[{', '.join(str(i // fg * fg + j) for i in range(16))}]" in conv
+    # Input channel j of each group reaches its group's lanes: lane i takes lane (i // FG) * FG + j, by a shuffle
+    # within 128-bit lanes, or across them (groups of 8) by vpermps with index rows from a non-constant global.
+    patterns = [[i // fg * fg + j for i in range(16)] for j in range(fg)]
+    if fg > 4 and "avx512f" in cpu_flags():
+        assert grouped_recipes.PERMUTE in conv and "vector.shuffle" not in conv
+        [table] = re.findall(r'memref.global "private" @__glow_packed_shuffles_8 : memref<8x16xi32> = dense<"0x(\w+)"',
+                             scheduled)  # fmt: skip
+        assert np.frombuffer(bytes.fromhex(table), "<i4").reshape(8, 16).tolist() == patterns
+    else:
+        for lanes in patterns:
+            assert f"[{', '.join(map(str, lanes))}]" in conv
     clamp = {"Relu": "arith.maximumf", "Clip": "arith.minimumf", None: None}[activation]
     if clamp is not None:
         assert [body for body in _kernels(scheduled).values() if clamp in body] == [conv]
