@@ -306,8 +306,7 @@ def narrow_groups(cg: int, fg: int, groups: int) -> bool:
 def narrow_pixels(sw: int, kw: int, dw: int) -> int:
     """The most output pixels of a NarrowGroupKernel tile whose registers fit: one accumulator per pixel, the
     input columns of its window ((P - 1) * sw + (KW - 1) * dw + 1, each loaded once per filter row), the KW
-    filter vectors of one input channel and the shuffled input. (8-channel groups still spill some: LLVM makes
-    their cross-lane shuffle two instructions, an in-lane one it keeps for channel j + 4 and a lane permute.)"""
+    filter vectors of one input channel and the shuffled input."""
     pixels = NARROW_PIXELS
     while pixels > 1 and pixels + (pixels - 1) * sw + (kw - 1) * dw + 1 + kw + 1 > REGISTERS:
         pixels -= 1
