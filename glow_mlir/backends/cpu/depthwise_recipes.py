@@ -42,7 +42,7 @@ from glow_mlir.backends.cpu.conv_recipes import (
     window_of,
 )
 from glow_mlir.backends.cpu.recipes import L2_BYTES, Recipe, recipe, static_shape
-from glow_mlir.backends.cpu.vector_body import load, store, yielded, zeros
+from glow_mlir.backends.cpu.vector_body import lanes_mask, load, store, yielded, zeros
 from glow_mlir.codegen.builders import index
 
 # Accumulators of a register tile: pixels x channel vectors. 8 keeps a 3x3 filter's vectors for two channel
@@ -190,11 +190,11 @@ class _Tile:
 
     def __init__(self, k: _Depthwise, image: ir.Value, y: ir.Value, c0: ir.Value, widths: Sequence[int]) -> None:
         self.k, self.image, self.y = k, image, y
-        f32, i1 = ir.F32Type.get(), ir.IntegerType.get_signless(1)
+        f32 = ir.F32Type.get()
         self.parts: list[tuple[ir.Value, ir.VectorType, ir.Value | None]] = []
         for v, width in enumerate(widths):
             lanes = 8 if width <= 8 else LANES
-            mask = vector.constant_mask(ir.VectorType.get([lanes], i1), [width]) if width < lanes else None
+            mask = lanes_mask(width, lanes)
             self.parts.append((arith.addi(c0, index(v * LANES)) if v else c0, ir.VectorType.get([lanes], f32), mask))
         self.rows = [arith.addi(arith.muli(y, index(k.sh)), index(i * k.dh)) for i in range(k.kh)]
         self.filter = self.filters() if k.held else None

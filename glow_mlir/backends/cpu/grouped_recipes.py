@@ -19,6 +19,7 @@ from mlir.dialects import arith, llvm, scf, vector
 from glow_mlir.backends.cpu.conv_recipes import (
     L2_INPUT_BYTES,
     LANES,
+    REGISTERS,
     ScheduledConv,
     epilogue,
     epilogue_alone,
@@ -39,7 +40,7 @@ from glow_mlir.backends.cpu.recipes import (
     recipe,
     static_shape,
 )
-from glow_mlir.backends.cpu.vector_body import load, store, yielded, zeros
+from glow_mlir.backends.cpu.vector_body import lanes_mask, load, store, yielded, zeros
 from glow_mlir.codegen.builders import index
 
 
@@ -51,8 +52,6 @@ NARROW_GROUPS = (2, 4, 8)
 NARROW_FILL = 7 / 8
 # The most output pixels of a NarrowGroupKernel register tile (one accumulator each).
 NARROW_PIXELS = 14
-# AVX-512's vector registers.
-REGISTERS = 32
 # vpermps: lane i of the result is lane idx[i] of the source, idx a vector of i32 in a register.
 PERMUTE = "llvm.x86.avx512.permvar.sf.512"
 
@@ -219,7 +218,7 @@ class NarrowGroupKernel:
         # Groups wider than a 128-bit lane (8 channels) need a shuffle across lanes, which LLVM makes two
         # instructions and a spilled register from a vector.shuffle (or from vpermps with a constant index: it
         # folds that into the same shuffle). vpermps with its index vectors read from a global LLVM cannot see
-        # into is one: 8-channel layers 1.13-1.19x (kernel time, bench.convs), spills per tile 112 -> 12.
+        # into is one: 8-channel layers 1.13-1.51x (`python -m bench.convs --base`), spills per tile 112 -> 12.
         self.indices = None
         if self.fg > 4 and "avx512f" in cpu_flags():
             table = np.array(self.shuffles, np.int32)
@@ -252,9 +251,7 @@ class NarrowGroupKernel:
                 self._tile(image, oy, x0, pixels, arith.muli(loop.induction_variable, index(LANES)), None)
                 scf.YieldOp([])
         if self.c % LANES:
-            i1 = ir.IntegerType.get_signless(1)
-            mask = vector.constant_mask(ir.VectorType.get([LANES], i1), [self.c % LANES])
-            self._tile(image, oy, x0, pixels, index(full * LANES), mask)
+            self._tile(image, oy, x0, pixels, index(full * LANES), lanes_mask(self.c % LANES, LANES))
 
     def _tile(self, image: ir.Value, oy: ir.Value, x0: ir.Value, pixels: int, c0: ir.Value,
               mask: ir.Value | None) -> None:  # fmt: skip
@@ -276,8 +273,9 @@ class NarrowGroupKernel:
                    for column in sorted(readers)}  # fmt: skip
             for j, lanes in enumerate(self.shuffles):
                 weights = [vector.load(vt, self.filter, [kh, index(kw), index(j), c0]) for kw in range(self.kw)]
+                indices = self._indices(j)
                 for column, pairs in sorted(readers.items()):
-                    shuffled = self._shuffle(row[column], j, lanes)
+                    shuffled = self._shuffle(row[column], lanes, indices)
                     for p, kw in pairs:
                         accs[p] = vector.fma(shuffled, weights[kw], accs[p])
             scf.YieldOp(accs)
@@ -285,12 +283,18 @@ class NarrowGroupKernel:
             value = yielded(self.activation, [acc])[0] if self.activation is not None else acc
             store(value, self.y, [image, oy, arith.addi(x0, index(p)), c0], mask)
 
-    def _shuffle(self, value: ir.Value, j: int, lanes: list[int]) -> ir.Value:
-        """`value` with input channel j of each group in all of its group's lanes."""
+    def _indices(self, j: int) -> ir.Value | None:
+        """vpermps' index vector of input channel j (row j of the table), or None where shuffles are static."""
         if self.indices is None:
-            return vector.shuffle(value, value, lanes)
+            return None
         i32 = ir.VectorType.get([LANES], ir.IntegerType.get_signless(32))
-        indices = vector.load(i32, self.indices, [index(j), index(0)])
+        return vector.load(i32, self.indices, [index(j), index(0)])
+
+    def _shuffle(self, value: ir.Value, lanes: list[int], indices: ir.Value | None) -> ir.Value:
+        """`value` with one input channel of each group in all of its group's lanes: lane i takes lane lanes[i],
+        by vpermps with `indices` (the same lanes, from the table) where given."""
+        if indices is None:
+            return vector.shuffle(value, value, lanes)
         return llvm.call_intrinsic(self.vector_type, PERMUTE, [value, indices], [], [])
 
 

@@ -36,6 +36,7 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu.conv_recipes import (
     L2_INPUT_BYTES,
     LANES,
+    REGISTERS,
     dense_window,
     divisor_at_most,
     epilogue,
@@ -52,13 +53,12 @@ from glow_mlir.backends.cpu.recipes import (
     recipe,
     static_shape,
 )
-from glow_mlir.backends.cpu.vector_body import load, store, yielded, zeros
+from glow_mlir.backends.cpu.vector_body import lanes_mask, load, store, yielded, zeros
 from glow_mlir.codegen.builders import has_identity_layout, index
 
-# AVX-512's vector registers: a tile's accumulators, its filter vectors and the broadcast input (LLVM 22 keeps
-# the broadcast in a register rather than folding it into the FMAs: 7 x 4 accumulators spilled one filter vector
-# per step and ran a 128 -> 512 layer on 28x28 3 times slower than 6 x 4).
-REGISTERS = 32
+# A tile's accumulators, its filter vectors and the broadcast input share the REGISTERS (LLVM 22 keeps the
+# broadcast in a register rather than folding it into the FMAs: 7 x 4 accumulators spilled one filter vector per
+# step and ran a 128 -> 512 layer on 28x28 3 times slower than 6 x 4).
 # The most pixels of a register tile (14 x 2 vectors: 28 accumulators).
 MAX_PIXELS = 14
 # Two FMA ports with 4 cycles' latency: a step of fewer than 8 FMAs waits on its accumulators.
@@ -300,8 +300,7 @@ class PointwiseKernel:
         index among the block's, with the channel blocks outermost) says which part of the next block's slice
         it prefetches."""
         vt = self.vector_type
-        i1 = ir.IntegerType.get_signless(1)
-        mask = vector.constant_mask(ir.VectorType.get([LANES], i1), [block.lanes]) if block.lanes < LANES else None
+        mask = lanes_mask(block.lanes, LANES)
         masks = [mask if v == block.vectors - 1 else None for v in range(block.vectors)]
         width = LANES * block.vectors
         channel0 = arith.addi(arith.muli(b, index(width)), index(block.start))

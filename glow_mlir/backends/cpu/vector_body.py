@@ -55,6 +55,13 @@ def zeros(t: ir.VectorType) -> ir.Value:
     return arith.constant(t, ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(ir.F32Type.get(), 0.0)))
 
 
+def lanes_mask(count: int, lanes: int) -> ir.Value | None:
+    """A mask of the first `count` of `lanes` lanes (a vector's channels that exist); None when that is all."""
+    if count >= lanes:
+        return None
+    return vector.constant_mask(ir.VectorType.get([lanes], ir.IntegerType.get_signless(1)), [count])
+
+
 def load(buffer: ir.Value, at: list[ir.Value], t: ir.VectorType, mask: ir.Value | None) -> ir.Value:
     """A vector `t` of `buffer` at `at` (under `mask`: zeros beyond it)."""
     if mask is None:
