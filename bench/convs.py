@@ -1,4 +1,4 @@
-"""Depthwise and grouped convolutions as a kernel class: `python -m bench.convs [--shapes a,b] [--quick]`.
+"""Depthwise, grouped and dense 3x3 convolutions as kernel classes: `python -m bench.convs [--shapes a,b] [--quick]`.
 
 Each shape is a one-layer ONNX model, Conv (with bias) and optionally Relu, NCHW as users feed it. Three
 runners alternate in one process (bench/run.py's `measure`, thread CPU time):
@@ -96,6 +96,10 @@ def _dw(c: int, size: int, k: int, stride: int, source: str, relu: bool = True) 
     return ConvShape(f"dw{k}x{k}-s{stride}-{c}@{size}", source, c, c, size, k, stride, c, relu)
 
 
+def _dense(c: int, f: int, size: int, source: str) -> ConvShape:
+    return ConvShape(f"conv3x3-s1-{c}>{f}@{size}", source, c, f, size, 3, 1, 1)
+
+
 def _grouped(c: int, f: int, size: int, k: int, stride: int, group: int, source: str) -> ConvShape:
     return ConvShape(f"g{group}x{c // group}-{k}x{k}-s{stride}-{c}>{f}@{size}", source, c, f, size, k, stride, group)
 
@@ -158,6 +162,24 @@ SHAPES: dict[str, ConvShape] = {
         _grouped(1536, 384, 7, 1, 1, 8, "ShuffleNet v1 g8 stage 4"),
         # AlexNet's two-group 5x5 (Krizhevsky et al. 2012): wide groups.
         _grouped(96, 256, 27, 5, 1, 2, "AlexNet conv2"),
+        # Dense 3x3 stride-1 layers (the Winograd kernel's class, winograd_recipes.py), chosen from the
+        # networks' layer tables before that kernel was written: VGG-16/19 (Simonyan and Zisserman 2015), ResNet
+        # (He et al. 2016), Inception-v3's 35x35 grid (Szegedy et al. 2016), DenseNet-121's growth layers
+        # (Huang et al. 2017; 128 -> 32 on every grid).
+        _dense(3, 64, 224, "VGG-16 conv1_1"),
+        _dense(64, 64, 224, "VGG-16 conv1_2"),
+        _dense(128, 128, 112, "VGG-16 conv2_2"),
+        _dense(256, 256, 56, "VGG-16 conv3_2"),
+        _dense(512, 512, 28, "VGG-16 conv4_2"),
+        _dense(64, 64, 56, "ResNet-18/50 stage 1"),
+        _dense(128, 128, 28, "ResNet-18/50 stage 2"),
+        _dense(256, 256, 14, "ResNet-18/50 stage 3"),
+        _dense(512, 512, 7, "ResNet-18/50 stage 4"),
+        _dense(64, 96, 35, "Inception-v3 35x35 branch"),
+        _dense(96, 96, 35, "Inception-v3 35x35 branch"),
+        _dense(128, 32, 56, "DenseNet-121 block 1"),
+        _dense(128, 32, 14, "DenseNet-121 block 3"),
+        _dense(128, 32, 7, "DenseNet-121 block 4"),
     )
 }
 # The smoke test's: one depthwise with a channel remainder, one grouped.

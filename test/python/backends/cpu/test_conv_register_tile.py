@@ -59,11 +59,12 @@ def test_resnet_register_tiles(shape: tuple[int, int]) -> None:
         assert register_tile(*shape, large_input=True) == RESNET_LARGE_INPUT[shape]
 
 
-# (C, H, F) of a 3x3 convolution with bias and ReLU -> its kernel's FMAs per step (pixels) and their lanes.
+# (C, H, F) of a 5x5 convolution with bias and ReLU -> its kernel's FMAs per step (pixels) and their lanes.
+# (A 3x3 one of these shapes is the Winograd kernel's, winograd_recipes.py.)
 KERNELS = {
-    # 58 x 58 x 64 padded input floats (841 KiB): 14 pixels x 32 channels.
+    # 60 x 60 x 64 padded input floats (900 KiB): 14 pixels x 32 channels.
     "56x56_64_to_64": ((64, 56, 64), (14, 32)),
-    # 58 x 58 x 256 (3.3 MiB) is swept once per channel tile: one tile of 64, 4 pixels.
+    # 60 x 60 x 256 (3.5 MiB) is swept once per channel tile: one tile of 64, 4 pixels.
     "56x56_256_to_64": ((256, 56, 64), (4, 64)),
 }
 
@@ -73,7 +74,7 @@ def test_kernel_has_the_register_tile(case: str) -> None:
     """The innermost step of the kernel is one FMA per pixel of the tile's channels, and the result is
     onnxruntime's."""
     (c, h, f), (pixels, lanes) = KERNELS[case]
-    model = conv_model(c, h, h, f, 3, 1, "relu")
+    model = conv_model(c, h, h, f, 5, 1, "relu")
     x = rng.standard_normal((1, c, h, h)).astype(np.float32)
     with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
         scheduled = compiled.ir("glow-cpu-schedule")

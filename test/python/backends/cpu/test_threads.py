@@ -187,22 +187,23 @@ def test_the_threads_benchmark_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("c", "f", "size", "split"),
+    ("c", "f", "size", "k", "split"),
     [
-        # ResNet's 3x3 64 -> 64 on 56x56: its 2 channel tiles balance perfectly, as do its 56 rows, but every
-        # thread would read all of the input for 2 tiles; the kernel's rows (56 x 4 pixel tiles) split instead.
-        (64, 64, 56, '{dims = ["d1 of 1x56x56x32", "d2 of 1x56x56x32"], trips = array<i64: 56, 4>}'),
+        # A 5x5 64 -> 64 on 56x56 (a 3x3 one is the Winograd kernel's, whose rows of tiles split: test_winograd):
+        # its 2 channel tiles balance perfectly, as do its 56 rows, but every thread would read all of the input
+        # for 2 tiles; the kernel's rows (56 x 4 pixel tiles) split instead.
+        (64, 64, 56, 5, '{dims = ["d1 of 1x56x56x32", "d2 of 1x56x56x32"], trips = array<i64: 56, 4>}'),
         # ResNet's 3x3 512 -> 512 on 7x7: 9 MiB of weights outweigh the input; the 16 channel tiles split.
-        (512, 512, 7, '{dims = ["d3 of 1x7x7x512"], trips = array<i64: 16>}'),
+        (512, 512, 7, 3, '{dims = ["d3 of 1x7x7x512"], trips = array<i64: 16>}'),
     ],
 )
-def test_split_prices_arithmetic_and_bytes(c: int, f: int, size: int, split: str) -> None:
+def test_split_prices_arithmetic_and_bytes(c: int, f: int, size: int, k: int, split: str) -> None:
     """A convolution's channel-tile loop or its kernel's rows: the split whose busiest thread finishes first,
     its share of the arithmetic plus its bytes (parallel._kernel_split_pays), not the more even one outright."""
     rng = np.random.default_rng(0)
-    w = numpy_helper.from_array((rng.standard_normal((f, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32), "w")
+    w = numpy_helper.from_array((rng.standard_normal((f, c, k, k)) / np.sqrt(k * k * c)).astype(np.float32), "w")
     b = numpy_helper.from_array(rng.standard_normal(f).astype(np.float32), "b")
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k], pads=[k // 2] * 4),
              helper.make_node("Relu", ["c"], ["y"])]  # fmt: skip
     graph = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, size, size])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w, b])  # fmt: skip

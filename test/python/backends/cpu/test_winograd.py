@@ -1,0 +1,150 @@
+"""The Winograd kernel of dense 3x3 stride-1 convolutions (winograd_recipes.py) against onnxruntime over its
+class: even and odd maps (tiles past the edge), channel counts that are and are not multiples of 16 (masked
+vectors), output channels in several blocks, batch, with and without bias, ReLU and Clip fused; the rule that
+takes a layer; the transforms against a direct convolution in numpy; and bitwise equal outputs at 1, 2 and 3
+threads."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import ModelProto, TensorProto, helper, numpy_helper
+
+import glow_mlir
+from glow_mlir.backends.cpu import winograd_recipes
+from glow_mlir.frontends.onnx import import_model
+
+rng = np.random.default_rng(0)
+
+
+def _conv_model(
+    c: int, f: int, h: int, w: int, *, n: int = 1, k: int = 3, stride: int = 1, dilation: int = 1,
+    bias: bool = True, activation: str | None = "Relu",
+) -> tuple[ModelProto, dict[str, np.ndarray]]:
+    """Conv (NCHW, "same" pads) [+ Relu or Clip(0, 6)] and its feeds."""
+    weights = (rng.standard_normal((f, c, k, k)) / np.sqrt(k * k * c)).astype(np.float32)
+    initializers = [numpy_helper.from_array(weights, "w")]
+    if bias:
+        initializers.append(numpy_helper.from_array(rng.uniform(-0.5, 0.5, f).astype(np.float32), "b"))
+    feeds = {"x": rng.standard_normal((n, c, h, w)).astype(np.float32)}
+    pad = dilation * (k // 2)
+    nodes = [helper.make_node("Conv", ["x", "w", *(["b"] if bias else [])], ["c"], kernel_shape=[k, k],
+                              strides=[stride] * 2, pads=[pad] * 4, dilations=[dilation] * 2)]  # fmt: skip
+    if activation == "Relu":
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    elif activation == "Clip":
+        initializers += [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("lo", 0), ("hi", 6))]
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
+    else:
+        nodes[0].output[0] = "y"
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, c, h, w])]
+    graph = helper.make_graph(nodes, "conv", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializers)  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return model, feeds
+
+
+def _run(model: ModelProto, feeds: dict[str, np.ndarray], threads: int = 1) -> tuple[np.ndarray, str]:
+    """Compiles and runs `model`, checks it against onnxruntime, returns its output and scheduled IR."""
+    with glow_mlir.compile(import_model(model), keep_ir=True, threads=threads) as compiled:
+        scheduled = compiled.ir("glow-cpu-schedule")
+        got = compiled.run(feeds)["y"]
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    [want] = session.run(None, feeds)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return got, scheduled
+
+
+def _row_functions(scheduled: str) -> list[str]:
+    """The bodies of the Winograd row functions."""
+    parts = re.split(r"(?=func\.func private @)", scheduled)
+    return [p for p in parts if p.startswith("func.func private @__glow_winograd_row_")]
+
+
+@pytest.mark.parametrize(
+    ("c", "f", "h", "w", "n", "bias", "activation"),
+    [
+        (64, 64, 16, 16, 1, True, "Relu"),  # ResNet's class: whole registers, even map
+        (32, 48, 9, 11, 1, True, "Relu"),  # odd map: the last tile row and column reach past it
+        (24, 40, 15, 10, 1, False, None),  # 24 inputs (a masked vector), 40 outputs (a masked block), no bias
+        (3, 16, 12, 12, 1, True, "Clip"),  # 3 input channels (an RGB stem), Clip fused
+        (16, 128, 8, 8, 2, True, "Relu"),  # a batch; 128 outputs in two blocks
+        (48, 96, 7, 7, 1, True, "Relu"),  # a 7x7 map: 4 x 4 tiles for 7 x 7 pixels
+    ],
+)
+def test_winograd_matches_onnxruntime(
+    c: int, f: int, h: int, w: int, n: int, bias: bool, activation: str | None
+) -> None:
+    model, feeds = _conv_model(c, f, h, w, n=n, bias=bias, activation=activation)
+    _, scheduled = _run(model, feeds)
+    assert _row_functions(scheduled), "not the Winograd kernel"
+    assert "@__glow_packed_winograd_" in scheduled
+    assert "linalg.conv_2d_nhwc_hwcf" not in scheduled
+    # The activation is in the row function, not a pass of its own.
+    if activation is not None:
+        assert all("arith.maximumf" in body for body in _row_functions(scheduled))
+
+
+@pytest.mark.parametrize(
+    ("c", "f", "h", "k", "stride", "dilation", "taken"),
+    [
+        (64, 64, 56, 3, 1, 1, True),
+        (128, 128, 28, 3, 1, 1, True),  # the transformed filter (1 MiB) fits half of L2
+        (256, 256, 14, 3, 1, 1, False),  # 4 MiB: re-read from L3 once per group of tiles
+        (64, 64, 56, 3, 2, 1, False),  # stride 2
+        (64, 64, 56, 3, 1, 2, False),  # dilation 2
+        (64, 64, 56, 5, 1, 1, False),  # 5x5
+        (64, 64, 6, 3, 1, 1, False),  # 3 tiles per row
+    ],
+)
+def test_the_rule(c: int, f: int, h: int, k: int, stride: int, dilation: int, taken: bool) -> None:
+    model, feeds = _conv_model(c, f, h, h, k=k, stride=stride, dilation=dilation)
+    _, scheduled = _run(model, feeds)
+    assert bool(_row_functions(scheduled)) == taken
+
+
+def test_transforms_compute_the_convolution() -> None:
+    """Y = A^T [(G g G^T) . (B^T d B)] A of F(2x2, 3x3) equals the direct correlation, per tile."""
+    minimal = winograd_recipes.F2X3
+    g = rng.standard_normal((3, 3, 5, 7))
+    d = rng.standard_normal((4, 4, 5))
+    u = winograd_recipes.transformed_filter(g, minimal).astype(np.float64).reshape(4, 4, 5, 7)
+    bt, at = np.asarray(minimal.bt), np.asarray(minimal.at)
+    v = np.einsum("ik,klc,jl->ijc", bt, d, bt)
+    y = np.einsum("ik,klf,jl->ijf", at, np.einsum("ijc,ijcf->ijf", v, u), at)
+    direct = np.array([[np.einsum("klc,klcf->f", d[i : i + 3, j : j + 3], g) for j in range(2)] for i in range(2)])
+    np.testing.assert_allclose(y, direct, rtol=1e-5, atol=1e-5)
+
+
+def test_rows_split_across_threads_bitwise_equal() -> None:
+    """The loop over rows of tiles runs on several threads (each call of the row function has its own scratch
+    on its stack), and every output is computed alike at any thread count."""
+    model, feeds = _conv_model(64, 64, 20, 20)
+    results = [_run(model, feeds, threads)[0] for threads in (1, 2, 3)]
+    for other in results[1:]:
+        assert np.array_equal(results[0], other)
+    with glow_mlir.compile(import_model(model), keep_ir=True, threads=2) as compiled:
+        split = compiled.ir("glow-cpu-parallelize")
+    assert re.search(r"omp\.parallel[^\n]*\n(.*\n)*.*call @__glow_winograd_row_", split)
+
+
+def test_identical_layers_share_one_row_function() -> None:
+    """Layers of one shape (different weights) whose buffers have one layout call one row function: of three
+    chained layers, the first two write into the next one's padded input, the last into the model's output."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 12, 12])
+    weights = [numpy_helper.from_array((rng.standard_normal((32, 32, 3, 3)) / 17).astype(np.float32), f"w{i}")
+               for i in range(3)]  # fmt: skip
+    names = ["x", "h0", "h1", "y"]
+    nodes = [helper.make_node("Conv", [names[i], f"w{i}"], [names[i + 1]], kernel_shape=[3, 3], pads=[1] * 4)
+             for i in range(3)]  # fmt: skip
+    graph = helper.make_graph(nodes, "three", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              weights)  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    _, scheduled = _run(model, {"x": rng.standard_normal((1, 32, 12, 12)).astype(np.float32)})
+    assert len(_row_functions(scheduled)) == 2
+    assert len(re.findall(r"memref.global [^@]*@__glow_packed_winograd_", scheduled)) == 3
