@@ -72,6 +72,10 @@ SCHEDULE_STAGE = "glow-cpu-schedule"
 # The attribute each omp.parallel the pass makes carries: what its loop splits (`Split`), for the profiler
 # (profile.py) and whoever reads the IR. convert-scf-to-openmp keeps no attribute of the scf.parallel.
 SPLIT_ATTR = "glow.split"
+# A function carrying this unit attribute is not split: a recipe's helper that its kernel calls once per
+# iteration of a loop that is itself the one to split (winograd_recipes.py's rows and channel blocks, whose
+# scratch is private to each call), where a fork per call would cost more than it gains.
+SERIAL_ATTR = "glow.serial"
 
 # The cost rule (`_pays`): a nest's time on one thread is estimated as a roofline, the larger of its arithmetic
 # time and its memory time (`_estimate`), and the nest runs on N threads when its time on the busiest thread
@@ -119,6 +123,9 @@ def parallelize(module: ir.Module, threads: str = "1") -> None:
         # Every nest worth splitting, per function, decided on the untouched module.
         plans: dict[str, list[tuple[list[ir.Operation], int]]] = {}
         for name, func in callees.functions.items():
+            if SERIAL_ATTR in func.attributes:
+                plans[name] = []
+                continue
             found = [_plan(op.operation, callees, count) for op in func.regions[0].blocks[0].operations]
             plans[name] = [plan for plan in found if plan is not None]
         # A loop around kernel calls (a convolution's channel tiles, in the model's function) forks once for

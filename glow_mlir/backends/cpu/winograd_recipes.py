@@ -38,14 +38,16 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Callable
 
 import numpy as np
 from mlir import ir
 from mlir.dialects import arith, func, memref, scf, vector
 
-from glow_mlir.backends.cpu.conv_recipes import LANES, dense_window, epilogue, static_f32, window_of
+from glow_mlir.backends.cpu.conv_recipes import LANES, REGISTERS, dense_window, epilogue, static_f32, window_of
 from glow_mlir.backends.cpu.outline import OUTLINED_PREFIX
-from glow_mlir.backends.cpu.pointwise_recipes import channel_blocks, register_tile, row_tile
+from glow_mlir.backends.cpu.parallel import SERIAL_ATTR
+from glow_mlir.backends.cpu.pointwise_recipes import MAX_PIXELS, channel_blocks, register_tile, row_tile
 from glow_mlir.backends.cpu.recipes import (
     L2_BYTES,
     Kernel,
@@ -88,6 +90,11 @@ F2X3 = Minimal(
 FILTER_L2_SHARE = 0.5
 # The fewest tiles per row: a shorter row leaves the register tile's pixels idle.
 MIN_ROW_TILES = 4
+# The 'image' loop order: the transformed input of one image at most this large (it stays in L2 while each
+# channel block's filter slice, at most SLICE_BYTES, streams through once), and at least this many tiles.
+IMAGE_INPUT_BYTES = 1024 * 1024
+SLICE_BYTES = 1024 * 1024
+MIN_IMAGE_TILES = 9
 
 
 def transformed_filter(weights: np.ndarray, minimal: Minimal = F2X3) -> np.ndarray:
@@ -97,20 +104,32 @@ def transformed_filter(weights: np.ndarray, minimal: Minimal = F2X3) -> np.ndarr
     return u.reshape(minimal.a * minimal.a, *u.shape[2:]).astype(np.float32)
 
 
-def is_winograd(op: ir.Operation) -> bool:
-    """A convolution this module's kernel runs: f32 operands of static shape, a constant 3x3 filter, unit
-    strides and dilations, a transformed filter within FILTER_L2_SHARE of L2, and rows of at least
-    MIN_ROW_TILES tiles."""
+def _layout(op: ir.Operation) -> str | None:
+    """Which of the kernel's two loop orders runs convolution `op` (module docstring), or None for neither:
+    'rows' where the transformed filter fits FILTER_L2_SHARE of L2 and rows have MIN_ROW_TILES tiles or more,
+    else 'image' for one image whose transformed input fits IMAGE_INPUT_BYTES."""
     if not static_f32(op):
-        return False
+        return None
     kh, kw, c, f = static_shape(op.operands[1])
     window = dense_window(window_of(op))
     if (kh, kw) != (F2X3.r, F2X3.r) or window["strides"] != [1, 1] or window["dilations"] != [1, 1]:
-        return False
-    if F2X3.a * F2X3.a * c * f * 4 > FILTER_L2_SHARE * L2_BYTES:
-        return False
-    _, _, ow, _ = static_shape(op.operands[2])
-    return -(-ow // F2X3.m) >= MIN_ROW_TILES and constant_data(op.operands[1]) is not None
+        return None
+    if constant_data(op.operands[1]) is None:
+        return None
+    n, oh, ow, _ = static_shape(op.operands[2])
+    a2 = F2X3.a * F2X3.a
+    rows, cols = -(-oh // F2X3.m), -(-ow // F2X3.m)
+    if a2 * c * f * 4 <= FILTER_L2_SHARE * L2_BYTES and cols >= MIN_ROW_TILES:
+        return "rows"
+    if n == 1 and a2 * rows * cols * _padded(c) * 4 <= IMAGE_INPUT_BYTES and rows * cols >= MIN_IMAGE_TILES:
+        return "image"
+    return None
+
+
+def is_winograd(op: ir.Operation) -> bool:
+    """A convolution this module's kernel runs: f32 operands of static shape, a constant 3x3 filter, unit
+    strides and dilations, and one of the two loop orders' size rules (`_layout`)."""
+    return _layout(op) is not None
 
 
 @recipe("linalg.conv_2d_nhwc_hwcf", when=is_winograd)
@@ -120,13 +139,20 @@ def winograd_recipe(op: ir.Operation) -> Recipe:
     bias_op, activation_op = epilogue(op)
     x, filter_, y = op.operands
     weights = constant_data(filter_)
-    assert weights is not None
+    layout = _layout(op)
+    assert weights is not None and layout is not None
     bias = bias_op.operands[0] if bias_op is not None else None
-    root = WinogradKernel(op, x, np.asarray(weights), bias, y, activation_op).emit()
+    kernel = WinogradKernel(op, x, np.asarray(weights), bias, y, activation_op, layout == "image")
+    root = kernel.emit_image() if layout == "image" else kernel.emit_rows()
     for done in (activation_op, op, bias_op):
         if done is not None:
             done.erase()
     return Recipe((Kernel(root, lambda _: None),))
+
+
+def _padded(channels: int) -> int:
+    """`channels` rounded up to whole vectors."""
+    return -(-channels // LANES) * LANES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,19 +166,32 @@ class _Block:
     lanes: int
     offset: int
 
+    def channels(self) -> int:
+        """The output channels of one block of the group."""
+        return LANES * (self.vectors - 1) + self.lanes
+
 
 class WinogradKernel:
-    """The shapes, register tile and packed filter of one convolution, and the emitter of its kernel."""
+    """The shapes, register tile and packed filter of one convolution, and the emitters of its kernel."""
 
     def __init__(self, op: ir.Operation, x: ir.Value, weights: np.ndarray, bias: ir.Value | None, y: ir.Value,
-                 activation: ir.Operation | None, minimal: Minimal = F2X3) -> None:  # fmt: skip
+                 activation: ir.Operation | None, whole_image: bool, minimal: Minimal = F2X3) -> None:  # fmt: skip
         self.op, self.x, self.bias, self.y, self.activation, self.minimal = op, x, bias, y, activation, minimal
         self.n, self.oh, self.ow, self.f = static_shape(y)
-        self.c = weights.shape[2]
-        m = minimal.m
+        _, self.h, self.w, self.c = static_shape(x)
+        m, a = minimal.m, minimal.a
         self.tile_rows, self.tile_cols = -(-self.oh // m), -(-self.ow // m)
-        self.pixels, self.vectors = register_tile(self.tile_cols, self.f, False)
-        self.pixels = row_tile(self.tile_cols, self.pixels)
+        if whole_image:
+            # The tiles of the image as one row; each block's filter slice streams once, within SLICE_BYTES.
+            row = self.tile_rows * self.tile_cols
+            pixels, vectors = register_tile(row, self.f, True)
+            while vectors > 1 and a * a * self.c * LANES * vectors * 4 > SLICE_BYTES:
+                vectors //= 2
+            pixels = min(MAX_PIXELS, (REGISTERS - vectors - 1) // vectors)
+        else:
+            row = self.tile_cols
+            pixels, vectors = register_tile(row, self.f, False)
+        self.pixels, self.vectors = row_tile(row, pixels), vectors
         u = transformed_filter(weights, minimal)
         blocks, packed, offset = [], [], 0
         for start, count, vectors in channel_blocks(self.f, self.vectors):
@@ -167,12 +206,19 @@ class WinogradKernel:
             offset += part.size
         self.blocks = blocks
         self.packed = np.concatenate(packed)
+        self.vt = ir.VectorType.get([LANES], ir.F32Type.get())
 
-    def emit(self) -> ir.Operation:
+    def _packed_filter(self) -> ir.Value:
+        return packed_global(self.op, self.packed, f"__glow_packed_winograd_{self.c}x{self.f}")
+
+    # ------------------------------------------------------------------------------------------------------
+    # Rows of tiles, each a call with its own scratch
+
+    def emit_rows(self) -> ir.Operation:
         """The kernel's root loop, built at the insertion point: over the rows of tiles of every image, each a
         call of the row function (the last row of an odd map its own variant, with fewer rows)."""
         m, a = self.minimal.m, self.minimal.a
-        u = packed_global(self.op, self.packed, f"__glow_packed_winograd_{self.c}x{self.f}")
+        u = self._packed_filter()
         last = self.oh - m * (self.tile_rows - 1)
         loop = scf.ForOp(index(0), index(self.n * self.tile_rows), index(1))
         with ir.InsertionPoint(loop.body):
@@ -180,167 +226,293 @@ class WinogradKernel:
             image = arith.divui(row, index(self.tile_rows))
             ty = arith.remui(row, index(self.tile_rows))
             if last == m:
-                self._call(image, ty, m, a, u)
+                self._call_row(image, ty, m, a, u)
             else:
                 partial = arith.cmpi(arith.CmpIPredicate.eq, ty, index(self.tile_rows - 1))
                 branch = scf.IfOp(partial, [], has_else=True)
                 with ir.InsertionPoint(branch.then_block):
-                    self._call(image, ty, last, last + a - m, u)
+                    self._call_row(image, ty, last, last + a - m, u)
                     scf.YieldOp([])
                 with ir.InsertionPoint(branch.else_block):
-                    self._call(image, ty, m, a, u)
+                    self._call_row(image, ty, m, a, u)
                     scf.YieldOp([])
             scf.YieldOp([])
         return loop.operation
 
-    def _call(self, image: ir.Value, ty: ir.Value, rows_out: int, rows_in: int, u: ir.Value) -> None:
+    def _call_row(self, image: ir.Value, ty: ir.Value, rows_out: int, rows_in: int, u: ir.Value) -> None:
         """The call of the row function on output rows m * ty.. (rows_out of them) and the rows_in input rows
         they read, as views (the function writes only its output view: the rows run on any thread)."""
-        _, _, w, _ = static_shape(self.x)
         y0 = arith.muli(ty, index(self.minimal.m))
-        x_rows = block_at(self.x, [image, y0, 0, 0], [1, rows_in, w, self.c], drop_first=True)
+        x_rows = block_at(self.x, [image, y0, 0, 0], [1, rows_in, self.w, self.c], drop_first=True)
         y_rows = block_at(self.y, [image, y0, 0, 0], [1, rows_out, self.ow, self.f], drop_first=True)
         operands = [x_rows, u, *([self.bias] if self.bias is not None else []), y_rows]
-        name = _RowFunction(self, [v.type for v in operands], rows_out, rows_in).define()
+        name = _define(self.op, "row", [v.type for v in operands], lambda args: self._row_body(args, rows_out, rows_in))
         func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands)
 
-
-class _RowFunction:
-    """The function computing one row of tiles: arguments (input rows [rows_in, W, C], packed filter, bias if
-    any, output rows [rows_out, OW, F]); scratch V and M in its entry block."""
-
-    def __init__(self, kernel: WinogradKernel, types: list[ir.Type], rows_out: int, rows_in: int) -> None:
-        self.k, self.types, self.rows_out, self.rows_in = kernel, types, rows_out, rows_in
-        self.vt = ir.VectorType.get([LANES], ir.F32Type.get())
-
-    def define(self) -> str:
-        """Defines the function in the module (once per distinct text) and returns its name."""
-        module = self.k.op
-        while module.name != "builtin.module":
-            module = module.parent
-        body = module.regions[0].blocks[0]
-        with ir.InsertionPoint.at_block_begin(body), ir.Location.unknown():
-            function = func.FuncOp("__glow_winograd_row", (self.types, []), visibility="private")
-            entry = function.add_entry_block()
-            with ir.InsertionPoint(entry):
-                self._body(list(entry.arguments))
-                func.ReturnOp([])
-        text = function.operation.get_asm(use_local_scope=True)
-        name = f"{OUTLINED_PREFIX}winograd_row_{hashlib.sha1(text.encode()).hexdigest()[:12]}"
-        names = {ir.StringAttr(o.attributes["sym_name"]).value for o in body.operations if "sym_name" in o.attributes}
-        if name in names:
-            function.operation.erase()
-        else:
-            function.operation.attributes["sym_name"] = ir.StringAttr.get(name)
-        return name
-
-    def _body(self, arguments: list[ir.Value]) -> None:
-        k = self.k
-        self.x, self.u = arguments[0], arguments[1]
-        self.bias = arguments[2] if k.bias is not None else None
-        self.y = arguments[-1]
-        a2 = k.minimal.a * k.minimal.a
-        self.cpad = -(-k.c // LANES) * LANES
-        width = LANES * k.vectors
+    def _row_body(self, arguments: list[ir.Value], rows_out: int, rows_in: int) -> None:
+        """One row of tiles: per group of tiles along it, their transformed inputs into V, then per channel
+        block the products into M and the output transform."""
+        x, u, y = arguments[0], arguments[1], arguments[-1]
+        bias = arguments[2] if self.bias is not None else None
+        m, a = self.minimal.m, self.minimal.a
         f32 = ir.F32Type.get()
-        self.v = memref.alloca(ir.MemRefType.get([a2, k.pixels, self.cpad], f32), [], [], alignment=64)
-        self.mm = memref.alloca(ir.MemRefType.get([a2, k.pixels, width], f32), [], [], alignment=64)
-        full, rest = divmod(k.tile_cols, k.pixels)
-        partial = k.ow % k.minimal.m != 0
+        v = memref.alloca(ir.MemRefType.get([a * a, self.pixels, _padded(self.c)], f32), [], [], alignment=64)
+        mm = memref.alloca(ir.MemRefType.get([a * a, self.pixels, LANES * self.vectors], f32), [], [], alignment=64)
+        full, rest = divmod(self.tile_cols, self.pixels)
+        partial = self.ow % m != 0
         if partial and rest == 0:
-            full, rest = full - 1, k.pixels
+            full, rest = full - 1, self.pixels
+        last_cols = self.ow - m * (self.tile_cols - 1)
+
+        def group(t0: ir.Value, tiles: int, edge: bool) -> None:
+            def tile_input(p: int, i: int, j: int, c0: ir.Value) -> list[ir.Value] | None:
+                cols = (last_cols if edge and p == tiles - 1 else m) + a - m
+                if i >= rows_in or j >= cols:
+                    return None
+                return [index(i), arith.addi(arith.muli(arith.addi(t0, index(p)), index(m)), index(j)), c0]
+
+            def tile_output(p: int, i: int, j: int, channel: ir.Value) -> list[ir.Value] | None:
+                if i >= rows_out or j >= (last_cols if edge and p == tiles - 1 else m):
+                    return None
+                return [index(i), arith.addi(arith.muli(arith.addi(t0, index(p)), index(m)), index(j)), channel]
+
+            self._inputs(x, v, tiles, lambda p: index(p), tile_input)
+            for block in self.blocks:
+                loop = scf.ForOp(index(0), index(block.count), index(1))
+                with ir.InsertionPoint(loop.body):
+                    b = loop.induction_variable
+                    base = arith.addi(arith.muli(b, index(a * a * self.c * LANES * block.vectors)), index(block.offset))
+                    channel0 = arith.addi(arith.muli(b, index(LANES * block.vectors)), index(block.start))
+                    self._products(v, u, base, mm, index(0), tiles, block.vectors)
+                    self._outputs(mm, y, bias, channel0, tiles, block, tile_output)
+                    scf.YieldOp([])
+
         if full:
             loop = scf.ForOp(index(0), index(full), index(1))
             with ir.InsertionPoint(loop.body):
-                self._group(arith.muli(loop.induction_variable, index(k.pixels)), k.pixels, False)
+                group(arith.muli(loop.induction_variable, index(self.pixels)), self.pixels, False)
                 scf.YieldOp([])
         if rest:
-            self._group(index(full * k.pixels), rest, partial)
+            group(index(full * self.pixels), rest, partial)
 
-    def _group(self, t0: ir.Value, tiles: int, partial: bool) -> None:
-        """Tiles t0.. (`tiles` of them; the last one past the map's edge if `partial`) of the row."""
-        k = self.k
-        m = k.minimal.m
-        last_cols = k.ow - m * (k.tile_cols - 1) if partial else m
-        full_vectors, rest = divmod(k.c, LANES)
-        if full_vectors:
-            loop = scf.ForOp(index(0), index(full_vectors), index(1))
-            with ir.InsertionPoint(loop.body):
-                self._inputs(t0, tiles, last_cols, arith.muli(loop.induction_variable, index(LANES)), None)
-                scf.YieldOp([])
-        if rest:
-            self._inputs(t0, tiles, last_cols, index(full_vectors * LANES), lanes_mask(rest, LANES))
-        for block in k.blocks:
+    # ------------------------------------------------------------------------------------------------------
+    # One image: all of its transformed input, then the channel blocks
+
+    def emit_image(self) -> ir.Operation:
+        """The kernel's root, built at the insertion point: a call of the image function."""
+        operands = [self.x, self._packed_filter(), *([self.bias] if self.bias is not None else []), self.y]
+        name = _define(self.op, "image", [v.type for v in operands], self._image_body)
+        return func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands).operation
+
+    def _image_body(self, arguments: list[ir.Value]) -> None:
+        """V for every tile of the image (a loop over the tiles), then a loop over the channel blocks, each a
+        call of the block function on its slices of the packed filter, the bias and the output: two loops
+        that glow-cpu-parallelize may split, the first writing V's tiles, the second the output's channels."""
+        x, u, y = arguments[0], arguments[1], arguments[-1]
+        bias = arguments[2] if self.bias is not None else None
+        m, a = self.minimal.m, self.minimal.a
+        tiles = self.tile_rows * self.tile_cols
+        v = memref.alloca(ir.MemRefType.get([a * a, tiles, _padded(self.c)], ir.F32Type.get()), [], [], alignment=64)
+        loop = scf.ForOp(index(0), index(tiles), index(1))
+        with ir.InsertionPoint(loop.body):
+            t = loop.induction_variable
+            ty, tx = arith.divui(t, index(self.tile_cols)), arith.remui(t, index(self.tile_cols))
+
+            def tile_input(_: int, i: int, j: int, c0: ir.Value) -> list[ir.Value]:
+                # Rows and columns past the input (odd maps) read its last one instead: they reach only outputs
+                # past the map, which are not stored.
+                return [index(0), self._clamped(ty, i, self.h), self._clamped(tx, j, self.w), c0]
+
+            self._inputs(x, v, 1, lambda _: t, tile_input)
+            scf.YieldOp([])
+        for block in self.blocks:
             loop = scf.ForOp(index(0), index(block.count), index(1))
             with ir.InsertionPoint(loop.body):
-                self._products(tiles, block, loop.induction_variable)
-                self._outputs(t0, tiles, last_cols, block, loop.induction_variable)
+                b = loop.induction_variable
+                slice_floats = a * a * self.c * LANES * block.vectors
+                start = arith.addi(arith.muli(b, index(slice_floats)), index(block.offset))
+                channel0 = arith.addi(arith.muli(b, index(LANES * block.vectors)), index(block.start))
+                channels = block.channels()
+                operands = [
+                    v,
+                    block_at(u, [start], [slice_floats]),
+                    *([block_at(bias, [channel0], [channels])] if bias is not None else []),
+                    block_at(y, [0, 0, 0, channel0], [1, self.oh, self.ow, channels], drop_first=True),
+                ]
+                body = lambda args, block=block: self._block_body(args, block)  # noqa: E731
+                name = _define(self.op, "block", [o.type for o in operands], body)
+                func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands)
                 scf.YieldOp([])
 
-    def _inputs(self, t0: ir.Value, tiles: int, last_cols: int, c0: ir.Value, mask: ir.Value | None) -> None:
-        """V[xi, p, c0:c0+16] = (B^T d B)[xi] for each tile p of the group, d its a x a input pixels' 16 channels
-        from c0 (zeros for the rows and columns past the input's)."""
-        minimal = self.k.minimal
-        m, a, r = minimal.m, minimal.a, minimal.r
-        for p in range(tiles):
-            cols = (last_cols if p == tiles - 1 else m) + r - 1
-            x0 = arith.muli(arith.addi(t0, index(p)), index(m))
-            d = [[load(self.x, [index(i), arith.addi(x0, index(j)), c0], self.vt, mask)
-                  if i < self.rows_in and j < cols else None for j in range(a)] for i in range(a)]  # fmt: skip
-            for xi, value in enumerate(_sandwich(minimal.bt, d)):
-                vector.store(value if value is not None else zeros(self.vt), self.v, [index(xi), index(p), c0])
+    def _clamped(self, t: ir.Value, k: int, size: int) -> ir.Value:
+        """Input row (column) k of tile t, at most size - 1."""
+        at = arith.addi(arith.muli(t, index(self.minimal.m)), index(k))
+        tiles = self.tile_rows if size == self.h else self.tile_cols
+        return at if self.minimal.m * (tiles - 1) + k < size else arith.minui(at, index(size - 1))
 
-    def _products(self, tiles: int, block: _Block, b: ir.Value) -> None:
-        """M[xi, p, :] = sum_c V[xi, p, c] U[xi, c, block b's channels] for each position xi and tile p."""
-        k, vt = self.k, self.vt
-        a2 = k.minimal.a * k.minimal.a
-        width = LANES * block.vectors
-        base = arith.addi(arith.muli(b, index(a2 * k.c * width)), index(block.offset))
+    def _block_body(self, arguments: list[ir.Value], block: _Block) -> None:
+        """One channel block of every tile of the image: per group of tiles, the products into M (scratch of its
+        own) and the output transform, each tile's pixels stored where they are in the map."""
+        v, u, y = arguments[0], arguments[1], arguments[-1]
+        bias = arguments[2] if self.bias is not None else None
+        m, a = self.minimal.m, self.minimal.a
+        mm = memref.alloca(ir.MemRefType.get([a * a, self.pixels, LANES * block.vectors], ir.F32Type.get()), [],
+                           [], alignment=64)  # fmt: skip
+        tiles = self.tile_rows * self.tile_cols
+        full, rest = divmod(tiles, self.pixels)
+
+        def group(t0: ir.Value, count: int) -> None:
+            places: list[tuple[ir.Value, ir.Value]] = []
+            for p in range(count):
+                t = arith.addi(t0, index(p))
+                places.append((arith.divui(t, index(self.tile_cols)), arith.remui(t, index(self.tile_cols))))
+
+            def tile_output(p: int, i: int, j: int, channel: ir.Value) -> list[ir.Value]:
+                ty, tx = places[p]
+                return [arith.addi(arith.muli(ty, index(m)), index(i)), arith.addi(arith.muli(tx, index(m)), index(j)),
+                        channel]  # fmt: skip
+
+            self._products(v, u, index(0), mm, t0, count, block.vectors)
+            self._outputs(mm, y, bias, index(0), count, block, tile_output, places)
+
+        if full:
+            loop = scf.ForOp(index(0), index(full), index(1))
+            with ir.InsertionPoint(loop.body):
+                group(arith.muli(loop.induction_variable, index(self.pixels)), self.pixels)
+                scf.YieldOp([])
+        if rest:
+            group(index(full * self.pixels), rest)
+
+    # ------------------------------------------------------------------------------------------------------
+    # The three steps, shared by both loop orders
+
+    def _inputs(self, x: ir.Value, v: ir.Value, tiles: int, tile_of: Callable[[int], ir.Value],
+                at: Callable[[int, int, int, ir.Value], list[ir.Value] | None]) -> None:  # fmt: skip
+        """V[xi, tile_of(p), c] = (B^T d B)[xi] for tiles p < `tiles` and every input channel c, d the a x a input
+        pixels of the tile (`at(p, i, j, c0)`: the index of pixel (i, j)'s channel c0 in x, None for zeros)."""
+        minimal = self.minimal
+        a = minimal.a
+
+        def channels(c0: ir.Value, mask: ir.Value | None) -> None:
+            for p in range(tiles):
+                d = [[_load_or_none(x, at(p, i, j, c0), self.vt, mask) for j in range(a)] for i in range(a)]
+                for xi, value in enumerate(_sandwich(minimal.bt, d)):
+                    vector.store(value if value is not None else zeros(self.vt), v, [index(xi), tile_of(p), c0])
+
+        full, rest = divmod(self.c, LANES)
+        if full:
+            loop = scf.ForOp(index(0), index(full), index(1))
+            with ir.InsertionPoint(loop.body):
+                channels(arith.muli(loop.induction_variable, index(LANES)), None)
+                scf.YieldOp([])
+        if rest:
+            channels(index(full * LANES), lanes_mask(rest, LANES))
+
+    def _products(self, v: ir.Value, u: ir.Value, base: ir.Value, mm: ir.Value, t0: ir.Value, tiles: int,
+                  vectors: int) -> None:  # fmt: skip
+        """M[xi, p, :] = sum_c V[xi, t0 + p, c] U[xi, c, :] for each position xi and tile p < `tiles`, U the
+        [a * a, C, 16 x vectors] slice of the packed filter `u` from float `base`, in registers."""
+        vt = self.vt
+        a2 = self.minimal.a * self.minimal.a
+        width = LANES * vectors
         positions = scf.ForOp(index(0), index(a2), index(1))
         with ir.InsertionPoint(positions.body):
             xi = positions.induction_variable
-            start = arith.addi(base, arith.muli(xi, index(k.c * width)))
-            loop = scf.ForOp(index(0), index(k.c), index(1), [zeros(vt)] * (tiles * block.vectors))
+            start = arith.addi(base, arith.muli(xi, index(self.c * width)))
+            loop = scf.ForOp(index(0), index(self.c), index(1), [zeros(vt)] * (tiles * vectors))
             with ir.InsertionPoint(loop.body):
                 c = loop.induction_variable
                 row = arith.addi(start, arith.muli(c, index(width)))
-                filters = [vector.load(vt, self.u, [arith.addi(row, index(v * LANES))]) for v in range(block.vectors)]
+                filters = [vector.load(vt, u, [arith.addi(row, index(k * LANES))]) for k in range(vectors)]
                 carried = list(loop.inner_iter_args)
                 out = []
                 for p in range(tiles):
-                    value = vector.broadcast(vt, memref.load(self.v, [xi, index(p), c]))
-                    out += [vector.fma(value, w, carried[p * block.vectors + v]) for v, w in enumerate(filters)]
+                    value = vector.broadcast(vt, memref.load(v, [xi, arith.addi(t0, index(p)), c]))
+                    out += [vector.fma(value, w, carried[p * vectors + k]) for k, w in enumerate(filters)]
                 scf.YieldOp(out)
             for p in range(tiles):
-                for v in range(block.vectors):
-                    vector.store(loop.results[p * block.vectors + v], self.mm, [xi, index(p), index(v * LANES)])
+                for k in range(vectors):
+                    vector.store(loop.results[p * vectors + k], mm, [xi, index(p), index(k * LANES)])
             scf.YieldOp([])
 
-    def _outputs(self, t0: ir.Value, tiles: int, last_cols: int, block: _Block, b: ir.Value) -> None:
-        """y = activation(A^T M A + bias) for each tile of the group and vector of block b, stored where the
-        tile's pixels are in the map."""
-        k, vt = self.k, self.vt
-        minimal = k.minimal
-        m, a = minimal.m, minimal.a
-        channel0 = arith.addi(arith.muli(b, index(LANES * block.vectors)), index(block.start))
-        for v in range(block.vectors):
-            mask = lanes_mask(block.lanes, LANES) if v == block.vectors - 1 else None
-            channel = arith.addi(channel0, index(v * LANES))
-            bias = load(self.bias, [channel], vt, mask) if self.bias is not None else None
+    def _outputs(self, mm: ir.Value, y: ir.Value, bias: ir.Value | None, channel0: ir.Value, tiles: int,
+                 block: _Block, at: Callable[[int, int, int, ir.Value], list[ir.Value] | None],
+                 places: list[tuple[ir.Value, ir.Value]] | None = None) -> None:  # fmt: skip
+        """y = activation(A^T M A + bias) for tiles p < `tiles` and each vector of `block` (channels from
+        `channel0` of y and bias), pixel (i, j) of tile p stored at `at(p, i, j, channel)` (None: not at all).
+        With `places` (each tile's row and column of tiles), a pixel past an odd map's last row or column is
+        stored only where its tile is not the last of the map's rows (columns)."""
+        vt = self.vt
+        m, a = self.minimal.m, self.minimal.a
+        for k in range(block.vectors):
+            mask = lanes_mask(block.lanes, LANES) if k == block.vectors - 1 else None
+            channel = arith.addi(channel0, index(k * LANES))
+            shift = load(bias, [channel], vt, mask) if bias is not None else None
             for p in range(tiles):
-                cols = last_cols if p == tiles - 1 else m
-                values = [[vector.load(vt, self.mm, [index(i * a + j), index(p), index(v * LANES)])
+                values = [[vector.load(vt, mm, [index(i * a + j), index(p), index(k * LANES)])
                            for j in range(a)] for i in range(a)]  # fmt: skip
-                outputs = _sandwich(minimal.at, values)
-                x0 = arith.muli(arith.addi(t0, index(p)), index(m))
-                for i in range(self.rows_out):
-                    for j in range(cols):
+                outputs = _sandwich(self.minimal.at, values)
+                for i in range(m):
+                    for j in range(m):
+                        where = at(p, i, j, channel)
+                        if where is None:
+                            continue
                         value = outputs[i * m + j]
-                        if bias is not None:
-                            value = arith.addf(value, bias)
-                        if k.activation is not None:
-                            [value] = yielded(k.activation, [value])
-                        store(value, self.y, [index(i), arith.addi(x0, index(j)), channel], mask)
+                        assert value is not None
+                        if shift is not None:
+                            value = arith.addf(value, shift)
+                        if self.activation is not None:
+                            [value] = yielded(self.activation, [value])
+                        inside = self._inside(places[p], i, j) if places is not None else None
+                        if inside is None:
+                            store(value, y, where, mask)
+                            continue
+                        branch = scf.IfOp(inside, [], has_else=False)
+                        with ir.InsertionPoint(branch.then_block):
+                            store(value, y, where, mask)
+                            scf.YieldOp([])
+
+    def _inside(self, place: tuple[ir.Value, ir.Value], i: int, j: int) -> ir.Value | None:
+        """Whether pixel (i, j) of the tile at `place` is in the map (None: it always is)."""
+        m = self.minimal.m
+        conditions = []
+        for t, k, size, tiles in ((place[0], i, self.oh, self.tile_rows), (place[1], j, self.ow, self.tile_cols)):
+            if m * (tiles - 1) + k >= size:
+                conditions.append(arith.cmpi(arith.CmpIPredicate.ult, t, index(tiles - 1)))
+        if not conditions:
+            return None
+        return conditions[0] if len(conditions) == 1 else arith.andi(*conditions)
+
+
+def _define(user: ir.Operation, kind: str, types: list[ir.Type], body: Callable[[list[ir.Value]], None]) -> str:
+    """Defines a private function of argument types `types` whose body `body(arguments)` builds, once per
+    distinct text in `user`'s module (layers of one shape share it: their weights are arguments), named
+    __glow_winograd_<kind>_<digest of its text>; returns its name."""
+    module = user
+    while module.name != "builtin.module":
+        module = module.parent
+    block = module.regions[0].blocks[0]
+    with ir.InsertionPoint.at_block_begin(block), ir.Location.unknown():
+        function = func.FuncOp(f"__glow_winograd_{kind}", (types, []), visibility="private")
+        entry = function.add_entry_block()
+        with ir.InsertionPoint(entry):
+            body(list(entry.arguments))
+            func.ReturnOp([])
+    text = function.operation.get_asm(use_local_scope=True)
+    name = f"{OUTLINED_PREFIX}winograd_{kind}_{hashlib.sha1(text.encode()).hexdigest()[:12]}"
+    names = {ir.StringAttr(o.attributes["sym_name"]).value for o in block.operations if "sym_name" in o.attributes}
+    if name in names:
+        function.operation.erase()
+    else:
+        function.operation.attributes["sym_name"] = ir.StringAttr.get(name)
+        if kind != "image":
+            # Called once per iteration of the loop that glow-cpu-parallelize splits.
+            function.operation.attributes[SERIAL_ATTR] = ir.UnitAttr.get()
+    return name
+
+
+def _load_or_none(x: ir.Value, at: list[ir.Value] | None, t: ir.VectorType, mask: ir.Value | None) -> ir.Value | None:
+    return load(x, at, t, mask) if at is not None else None
 
 
 def _sandwich(matrix: tuple[tuple[float, ...], ...], d: list[list[ir.Value | None]]) -> list[ir.Value | None]:

@@ -25,16 +25,16 @@ CASES = {
     # f tile 32 on 4 pixels: 1 KiB / (32 * 4 B) = 8 of 64 channels.
     "4x4_64_to_32_relu": ((64, 4, 32, 3, 1, "relu", True), 8),
     # 40 filters: a 32-channel main tile (blocks of 8 of 48 channels) and an 8-channel remainder.
-    "5x5_48_to_40": ((48, 5, 40, 3, 1, None, True), 8),
+    "5x5_48_to_40": ((48, 5, 40, 5, 1, None, True), 8),
     # Stride 2 onto 4x4, 4 pixels x 64 channels: blocks of 4 of 96 channels.
     "7x7_stride2_96_to_64_clip": ((96, 7, 64, 3, 2, "clip", True), 4),
     "6x6_5x5_window_no_bias": ((32, 6, 16, 5, 1, "relu", False), 16),
     "3x3_map_128_to_48": ((128, 3, 48, 3, 1, None, True), 16),
-    # Rows of 7 and 14 (ResNet's last two stages, whose transformed filters are too large for the Winograd
-    # kernel) are blocked; rows of 16 keep the unblocked schedule, and so do channels that fit one block and
-    # inputs beyond BLOCKED_INPUT_BYTES (18 x 18 x 1024 floats: 1.3 MiB).
-    "7x7_rows": ((512, 7, 512, 3, 1, "relu", True), 8),
-    "14x14_rows": ((256, 14, 256, 3, 1, "relu", True), 8),
+    # Rows of 7 and 14 (ResNet's last two stages; 5x5 here, a 3x3 stride-1 layer is the Winograd kernel's) are
+    # blocked; rows of 16 keep the unblocked schedule, and so do channels that fit one block and inputs beyond
+    # BLOCKED_INPUT_BYTES (18 x 18 x 1024 floats: 1.3 MiB).
+    "7x7_rows": ((32, 7, 32, 5, 1, "relu", True), 8),
+    "14x14_rows": ((64, 14, 32, 5, 1, "relu", True), 8),
     "16x16_rows": ((32, 16, 32, 5, 1, "relu", True), None),
     "few_channels": ((8, 4, 16, 3, 1, None, True), None),
     "large_input": ((1024, 16, 32, 3, 2, "relu", True), None),

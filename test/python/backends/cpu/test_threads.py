@@ -189,12 +189,12 @@ def test_the_threads_benchmark_runs(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("c", "f", "size", "k", "split"),
     [
-        # A 5x5 64 -> 64 on 56x56 (a 3x3 one is the Winograd kernel's, whose rows of tiles split: test_winograd):
+        # A 5x5 64 -> 64 on 56x56 (a 3x3 one is the Winograd kernel's, whose loops split: test_winograd.py):
         # its 2 channel tiles balance perfectly, as do its 56 rows, but every thread would read all of the input
         # for 2 tiles; the kernel's rows (56 x 4 pixel tiles) split instead.
         (64, 64, 56, 5, '{dims = ["d1 of 1x56x56x32", "d2 of 1x56x56x32"], trips = array<i64: 56, 4>}'),
-        # ResNet's 3x3 512 -> 512 on 7x7: 9 MiB of weights outweigh the input; the 16 channel tiles split.
-        (512, 512, 7, 3, '{dims = ["d3 of 1x7x7x512"], trips = array<i64: 16>}'),
+        # A 5x5 512 -> 512 on 7x7: 26 MiB of weights outweigh the input; the 16 channel tiles split.
+        (512, 512, 7, 5, '{dims = ["d3 of 1x7x7x512"], trips = array<i64: 16>}'),
     ],
 )
 def test_split_prices_arithmetic_and_bytes(c: int, f: int, size: int, k: int, split: str) -> None:

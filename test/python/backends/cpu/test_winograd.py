@@ -1,8 +1,8 @@
 """The Winograd kernel of dense 3x3 stride-1 convolutions (winograd_recipes.py) against onnxruntime over its
-class: even and odd maps (tiles past the edge), channel counts that are and are not multiples of 16 (masked
-vectors), output channels in several blocks, batch, with and without bias, ReLU and Clip fused; the rule that
-takes a layer; the transforms against a direct convolution in numpy; and bitwise equal outputs at 1, 2 and 3
-threads."""
+class, in both loop orders (rows of tiles; the whole image): even and odd maps (tiles past the edge), channel
+counts that are and are not multiples of 16 (masked vectors), output channels in several blocks, batch, with
+and without bias, ReLU and Clip fused; the rule that takes a layer and picks the order; the transforms against
+a direct convolution in numpy; and bitwise equal outputs at 1, 2 and 3 threads."""
 
 from __future__ import annotations
 
@@ -59,52 +59,65 @@ def _run(model: ModelProto, feeds: dict[str, np.ndarray], threads: int = 1) -> t
     return got, scheduled
 
 
-def _row_functions(scheduled: str) -> list[str]:
-    """The bodies of the Winograd row functions."""
+def _functions(scheduled: str, kind: str) -> list[str]:
+    """The bodies of the Winograd functions of `kind` (row, image, block)."""
     parts = re.split(r"(?=func\.func private @)", scheduled)
-    return [p for p in parts if p.startswith("func.func private @__glow_winograd_row_")]
+    return [p for p in parts if p.startswith(f"func.func private @__glow_winograd_{kind}_")]
+
+
+def _row_functions(scheduled: str) -> list[str]:
+    return _functions(scheduled, "row")
 
 
 @pytest.mark.parametrize(
-    ("c", "f", "h", "w", "n", "bias", "activation"),
+    ("c", "f", "h", "w", "n", "bias", "activation", "layout"),
     [
-        (64, 64, 16, 16, 1, True, "Relu"),  # ResNet's class: whole registers, even map
-        (32, 48, 9, 11, 1, True, "Relu"),  # odd map: the last tile row and column reach past it
-        (24, 40, 15, 10, 1, False, None),  # 24 inputs (a masked vector), 40 outputs (a masked block), no bias
-        (3, 16, 12, 12, 1, True, "Clip"),  # 3 input channels (an RGB stem), Clip fused
-        (16, 128, 8, 8, 2, True, "Relu"),  # a batch; 128 outputs in two blocks
-        (48, 96, 7, 7, 1, True, "Relu"),  # a 7x7 map: 4 x 4 tiles for 7 x 7 pixels
+        (64, 64, 16, 16, 1, True, "Relu", "row"),  # ResNet's class: whole registers, even map
+        (32, 48, 9, 11, 1, True, "Relu", "row"),  # odd map: the last tile row and column reach past it
+        (24, 40, 15, 10, 1, False, None, "row"),  # 24 inputs (a masked vector), 40 outputs (a masked block), no bias
+        (3, 16, 12, 12, 1, True, "Clip", "row"),  # 3 input channels (an RGB stem), Clip fused
+        (16, 128, 8, 8, 2, True, "Relu", "row"),  # a batch; 128 outputs in two blocks
+        (48, 96, 7, 7, 1, True, "Relu", "row"),  # a 7x7 map: 4 x 4 tiles for 7 x 7 pixels
+        # Transformed filters beyond half of L2: the whole image's V, then the channel blocks.
+        (192, 200, 9, 11, 1, True, "Relu", "image"),  # odd map, 200 outputs (a masked block)
+        (136, 256, 8, 8, 1, False, "Clip", "image"),  # 136 inputs (a masked vector), no bias
     ],
 )
 def test_winograd_matches_onnxruntime(
-    c: int, f: int, h: int, w: int, n: int, bias: bool, activation: str | None
+    c: int, f: int, h: int, w: int, n: int, bias: bool, activation: str | None, layout: str
 ) -> None:
     model, feeds = _conv_model(c, f, h, w, n=n, bias=bias, activation=activation)
     _, scheduled = _run(model, feeds)
-    assert _row_functions(scheduled), "not the Winograd kernel"
+    computing = _functions(scheduled, "row" if layout == "row" else "block")
+    assert computing, f"not the Winograd kernel's {layout} loop order"
     assert "@__glow_packed_winograd_" in scheduled
     assert "linalg.conv_2d_nhwc_hwcf" not in scheduled
-    # The activation is in the row function, not a pass of its own.
+    # The activation is in the function that stores the outputs, not a pass of its own.
     if activation is not None:
-        assert all("arith.maximumf" in body for body in _row_functions(scheduled))
+        assert all("arith.maximumf" in body for body in computing)
 
 
 @pytest.mark.parametrize(
-    ("c", "f", "h", "k", "stride", "dilation", "taken"),
+    ("c", "f", "h", "k", "stride", "dilation", "n", "layout"),
     [
-        (64, 64, 56, 3, 1, 1, True),
-        (128, 128, 28, 3, 1, 1, True),  # the transformed filter (1 MiB) fits half of L2
-        (256, 256, 14, 3, 1, 1, False),  # 4 MiB: re-read from L3 once per group of tiles
-        (64, 64, 56, 3, 2, 1, False),  # stride 2
-        (64, 64, 56, 3, 1, 2, False),  # dilation 2
-        (64, 64, 56, 5, 1, 1, False),  # 5x5
-        (64, 64, 6, 3, 1, 1, False),  # 3 tiles per row
+        (64, 64, 56, 3, 1, 1, 1, "row"),
+        (128, 128, 28, 3, 1, 1, 1, "row"),  # the transformed filter (1 MiB) fits half of L2
+        (128, 128, 28, 3, 1, 1, 2, "row"),
+        (256, 256, 14, 3, 1, 1, 1, "image"),  # 4 MiB: the image's V (784 KiB) read once per channel block
+        (256, 256, 14, 3, 1, 1, 2, None),  # a batch of them
+        (256, 256, 28, 3, 1, 1, 1, None),  # V 3 MiB
+        (64, 64, 56, 3, 2, 1, 1, None),  # stride 2
+        (64, 64, 56, 3, 1, 2, 1, None),  # dilation 2
+        (64, 64, 56, 5, 1, 1, 1, None),  # 5x5
+        (64, 64, 6, 3, 1, 1, 1, "image"),  # 3 tiles per row, 9 in the image
+        (64, 64, 4, 3, 1, 1, 1, None),  # 4 tiles in the image
     ],
 )
-def test_the_rule(c: int, f: int, h: int, k: int, stride: int, dilation: int, taken: bool) -> None:
-    model, feeds = _conv_model(c, f, h, h, k=k, stride=stride, dilation=dilation)
+def test_the_rule(c: int, f: int, h: int, k: int, stride: int, dilation: int, n: int, layout: str | None) -> None:
+    model, feeds = _conv_model(c, f, h, h, n=n, k=k, stride=stride, dilation=dilation)
     _, scheduled = _run(model, feeds)
-    assert bool(_row_functions(scheduled)) == taken
+    found = [kind for kind in ("row", "image") if _functions(scheduled, kind)]
+    assert found == ([layout] if layout else [])
 
 
 def test_transforms_compute_the_convolution() -> None:
@@ -120,16 +133,30 @@ def test_transforms_compute_the_convolution() -> None:
     np.testing.assert_allclose(y, direct, rtol=1e-5, atol=1e-5)
 
 
-def test_rows_split_across_threads_bitwise_equal() -> None:
-    """The loop over rows of tiles runs on several threads (each call of the row function has its own scratch
-    on its stack), and every output is computed alike at any thread count."""
-    model, feeds = _conv_model(64, 64, 20, 20)
+@pytest.mark.parametrize(
+    ("c", "f", "size", "splits"),
+    [
+        # Rows of tiles, each a call with its scratch on its own stack.
+        (64, 64, 20, [r"trips = array<i64: 10>"]),
+        # The image's 16 tiles into V, then the 8 channel blocks of 32: two regions, one after the other.
+        (256, 256, 8, [r"trips = array<i64: 16>", r"d3 of 1x8x8x256\"\], trips = array<i64: 8>"]),
+    ],
+)
+def test_split_across_threads_bitwise_equal(c: int, f: int, size: int, splits: list[str]) -> None:
+    """The kernel's loops run on several threads, the functions they call never split again (glow.serial),
+    and every output is computed alike at any thread count."""
+    model, feeds = _conv_model(c, f, size, size)
     results = [_run(model, feeds, threads)[0] for threads in (1, 2, 3)]
     for other in results[1:]:
         assert np.array_equal(results[0], other)
     with glow_mlir.compile(import_model(model), keep_ir=True, threads=2) as compiled:
         split = compiled.ir("glow-cpu-parallelize")
-    assert re.search(r"omp\.parallel[^\n]*\n(.*\n)*.*call @__glow_winograd_row_", split)
+    found = re.findall(r"glow.split = \{[^\n]*", split)
+    for pattern in splits:
+        assert any(re.search(pattern, s) for s in found), found
+    for part in re.split(r"(?=func\.func private @)", split):
+        if part.startswith("func.func private @__glow_winograd_") and "glow.serial" in part.split("\n", 1)[0]:
+            assert "omp.parallel" not in part
 
 
 def test_identical_layers_share_one_row_function() -> None:
