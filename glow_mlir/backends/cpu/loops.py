@@ -1,5 +1,6 @@
 """What glow-cpu-parallelize (parallel.py) reads off scheduled loop nests: which ops read, write or view
-buffers, the buffer a view is of, whether a value moves with a loop's induction variable, trip counts.
+buffers, the buffer a view is of, whether a value moves with a loop's induction variable (and which dims of a
+buffer do), trip counts.
 """
 
 from __future__ import annotations
@@ -152,3 +153,25 @@ def element_bits(type: ir.Type) -> int:
     if isinstance(type, ir.IntegerType | ir.FloatType):
         return type.width
     return 64  # index, pointers
+
+
+def moving_dims(buffer: ir.Value, indices: list[ir.Value], iv: ir.Value, loop: ir.Operation,
+                 memo: dict[ir.Value, bool]) -> str:  # fmt: skip
+    """The dims of `buffer` (accessed at `indices`) or of a buffer it views that move with `iv`, the one nearest
+    the root, as 'd<k> of <shape>'; '' if none."""
+
+    def label(dims: list[int], type: ir.Type) -> str:
+        shape = "x".join(str(d) for d in ir.MemRefType(type).shape)
+        return ",".join(f"d{d}" for d in dims) + f" of {shape}" if dims else ""
+
+    found = label([k for k, v in enumerate(indices) if depends_on_iv(v, iv, loop, memo)], buffer.type)
+    while not isinstance(buffer.owner, ir.Block) and buffer.owner.operation.name in VIEWS:
+        view = buffer.owner.operation
+        if view.name == "memref.subview":
+            static = list(ir.DenseI64ArrayAttr(view.attributes["static_offsets"]))
+            dynamic = iter(list(view.operands)[1:])
+            dims = [k for k, offset in enumerate(static)
+                    if offset == ir.ShapedType.get_dynamic_size() and depends_on_iv(next(dynamic), iv, loop, memo)]  # fmt: skip
+            found = label(dims, view.operands[0].type) or found
+        buffer = view.operands[0]
+    return found

@@ -60,6 +60,7 @@ from glow_mlir.backends.cpu.loops import (
     defined_inside_any,
     loop_body,
     memref_bytes,
+    moving_dims,
     only_inner_loop,
     trip_count,
 )
@@ -534,38 +535,16 @@ def _dimension(loop: ir.Operation, callees: _Callees) -> str:
         if op.name in WRITES:
             at = WRITES[op.name]
             rank = len(ir.MemRefType(op.operands[at].type).shape)
-            found = _moving_dims(op.operands[at], list(op.operands)[at + 1 : at + 1 + rank], iv, loop, memo)
+            found = moving_dims(op.operands[at], list(op.operands)[at + 1 : at + 1 + rank], iv, loop, memo)
         elif op.name == "func.call":
             written = callees.written(ir.FlatSymbolRefAttr(op.attributes["callee"]).value) or frozenset()
-            moved = [_moving_dims(op.operands[i], [], iv, loop, memo) for i in sorted(written)]
+            moved = [moving_dims(op.operands[i], [], iv, loop, memo) for i in sorted(written)]
             found = next((m for m in moved if m), "")
         else:
             continue
         if found:
             return found
     return "?"
-
-
-def _moving_dims(buffer: ir.Value, indices: list[ir.Value], iv: ir.Value, loop: ir.Operation,
-                 memo: dict[ir.Value, bool]) -> str:  # fmt: skip
-    """The dims of `buffer` (accessed at `indices`) or of a buffer it views that move with `iv`, the one nearest
-    the root, as 'd<k> of <shape>'; '' if none."""
-
-    def label(dims: list[int], type: ir.Type) -> str:
-        shape = "x".join(str(d) for d in ir.MemRefType(type).shape)
-        return ",".join(f"d{d}" for d in dims) + f" of {shape}" if dims else ""
-
-    found = label([k for k, v in enumerate(indices) if depends_on_iv(v, iv, loop, memo)], buffer.type)
-    while not isinstance(buffer.owner, ir.Block) and buffer.owner.operation.name in VIEWS:
-        view = buffer.owner.operation
-        if view.name == "memref.subview":
-            static = list(ir.DenseI64ArrayAttr(view.attributes["static_offsets"]))
-            dynamic = iter(list(view.operands)[1:])
-            dims = [k for k, offset in enumerate(static)
-                    if offset == ir.ShapedType.get_dynamic_size() and depends_on_iv(next(dynamic), iv, loop, memo)]  # fmt: skip
-            found = label(dims, view.operands[0].type) or found
-        buffer = view.operands[0]
-    return found
 
 
 def _to_parallel(nest: list[ir.Operation]) -> None:

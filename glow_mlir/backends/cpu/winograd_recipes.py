@@ -2,34 +2,39 @@
 recipe of a `linalg.conv_2d_nhwc_hwcf` with a constant 3x3 filter, unit strides and dilations, which replaces the
 op with vector code written here (no transform steps), the bias and activation of a CPU convolution included.
 
-Winograd's minimal filtering F(m x m, r x r) (Lavin and Gray 2016, arXiv 1509.09308) computes an m x m tile
-of outputs from an a x a tile of inputs (a = m + r - 1) as
+F(2x2, 3x3) (winograd_transforms.py) turns the 3x3 window into 16 elementwise products per 4x4 input tile;
+summed over the input channels, the products of each of the 16 positions xi are a matrix product over the
+tiles: M[xi][tile, f] = sum_c V[xi][tile, c] U[xi][c, f], with U = G g G^T (the filter, transformed at compile
+time and packed per block of output channels) and V = B^T d B (each tile's input, additions on 16-channel
+vectors: NHWC puts each pixel's channels in a row). A layer's multiply-adds fall from 9 to 4 per output and
+input channel, 2.25 times fewer. Per group of P tiles (the pointwise kernel's register tile of P pixels by
+`vectors` registers, pointwise_recipes.register_tile):
 
-    Y = A^T [ U (.) V ] A,   U = G g G^T (the filter, once, at compile time),   V = B^T d B (the input tile),
+1. the input transform of the group's tiles, for every input channel, into V;
+2. per block of 16 x vectors output channels, per position, the product of the tiles' V rows with the block's
+   [C, 16 x vectors] filter slice in registers, stored to M [16, P, 16 x vectors];
+3. the output transform A^T M A, the bias and the activation in registers, one store per output pixel.
 
-with (.) the elementwise product; summed over input channels, the product of each of the a * a positions is a
-matrix product over the tiles: M[xi][tile, f] = sum_c V[xi][tile, c] U[xi][c, f]. A 3x3 layer's multiply-adds
-fall from 9 per output and channel pair to a * a / (m * m) (F(2, 3): 16 / 4 = 4, 2.25 times fewer), at the
-price of the transforms, which are additions on whole 16-channel vectors (NHWC puts each pixel's channels in a
-row) and cost per tile what its channels' product costs per 16 channels.
+Two loop orders, by the filter's size (`_layout`):
 
-The kernel works one row of tiles at a time, in a function of its own (`_RowFunction`) whose two scratch
-buffers (`memref.alloca` in its entry block) are private to each call, so that the rows can run on any
-thread (glow-cpu-parallelize splits the loop over rows, which calls it): per group of P tiles along the row,
+- 'rows' (the transformed filter within half of L2, rows of at least 4 tiles): a loop over the rows of tiles,
+  each a call of a row function that does 1 to 3 for each group along its row, every channel block per group:
+  the filter is re-read from L2 once per group.
+- 'bands' (larger filters: ResNet's 256 and 512 channels, VGG's): a loop over bands of rows of tiles whose V
+  fits 1 MiB, each a call of a band function that transforms every tile of the band into V (a loop over the
+  tiles), then loops over the channel blocks, each a call of a block function doing 2 and 3 for every group
+  of the band: each block's filter slice streams once per band while V stays in L2.
 
-1. the input transform of the group's tiles, for every input channel, into V [a * a, P, C];
-2. per block of output channels (16 x vectors, the pointwise kernel's register tile of P pixels by `vectors`
-   registers, pointwise_recipes.register_tile), the a * a matrix products of the tiles' V rows with the
-   packed filter's [C, 16 x vectors] slices, each in registers, stored to M [a * a, P, 16 x vectors];
-3. the output transform of M, the bias and the activation in registers, and one store per output pixel.
+Every helper function keeps its scratch (V, M) in allocas of its own entry block, private to each call, so the
+loops that call them run on any thread: glow-cpu-parallelize splits the rows, or the bands, or a band's tiles
+and blocks; the row and block functions carry glow.serial (never split themselves). Each output is computed
+alike at any thread count. Tiles that run past an odd map read zeros (rows: the last row and tile are variants
+of their own) or the input's last row or column (bands) for the inputs beyond it, which reach only outputs
+past the map, and store only their pixels in the map.
 
-V (P x C x 64 bytes at a = 4) stays in L1 or L2 from 1 to 3, and the filter's a * a * C * F floats are re-read
-once per group: the rule (`is_winograd`) takes layers whose transformed filter fits in half of L2. Tiles that
-run past the output (odd maps) read zeros for the inputs beyond it and store only their pixels in the map.
-
-Rounding: the transforms of F(2, 3) multiply by 0, +-1 and +-1/2 only (exact), and each output sums 4 products
-per channel instead of 9 in another order; outputs differ from the direct convolution's by a few ulps of the
-accumulated values (test_winograd.py checks them against onnxruntime).
+Rounding: the transforms of F(2, 3) multiply by 0, +-1 and +-1/2 only, and each output sums 4 products per
+channel instead of 9, in another order; outputs differ from the direct convolution's in the last bits
+(test_winograd.py checks them against onnxruntime).
 
 docs/OPTIMIZATIONS.md ("Winograd convolutions") has the measurements.
 """
@@ -59,55 +64,26 @@ from glow_mlir.backends.cpu.recipes import (
     static_shape,
 )
 from glow_mlir.backends.cpu.vector_body import lanes_mask, load, store, yielded, zeros
+from glow_mlir.backends.cpu.winograd_transforms import F2X3, Minimal, sandwich, transformed_filter
 from glow_mlir.codegen.builders import index
 
 
-@dataclasses.dataclass(frozen=True)
-class Minimal:
-    """The matrices of F(m x m, r x r): input transform B^T (a x a), filter transform G (a x r), output
-    transform A^T (m x a), a = m + r - 1."""
-
-    m: int
-    r: int
-    bt: tuple[tuple[float, ...], ...]
-    g: tuple[tuple[float, ...], ...]
-    at: tuple[tuple[float, ...], ...]
-
-    @property
-    def a(self) -> int:
-        return self.m + self.r - 1
-
-
-# Lavin and Gray's F(2 x 2, 3 x 3) (interpolation points 0, 1, -1, infinity).
-F2X3 = Minimal(
-    m=2,
-    r=3,
-    bt=((1, 0, -1, 0), (0, 1, 1, 0), (0, -1, 1, 0), (0, 1, 0, -1)),
-    g=((1, 0, 0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0, 0, 1)),
-    at=((1, 1, 1, 0), (0, 1, -1, -1)),
-)
 # The transformed filter's share of L2 that the rule allows: it is re-read from there once per group of tiles.
 FILTER_L2_SHARE = 0.5
 # The fewest tiles per row: a shorter row leaves the register tile's pixels idle.
 MIN_ROW_TILES = 4
-# The 'image' loop order: the transformed input of one image at most this large (it stays in L2 while each
-# channel block's filter slice, at most SLICE_BYTES, streams through once), and at least this many tiles.
-IMAGE_INPUT_BYTES = 1024 * 1024
+# The 'bands' loop order: bands of rows of tiles whose transformed input is at most this large (it stays in L2
+# while each channel block's filter slice, at most SLICE_BYTES, streams through once per band), and of at least
+# this many tiles (each band streams the whole transformed filter: 4 / tiles bytes per multiply-add).
+BAND_INPUT_BYTES = 1024 * 1024
 SLICE_BYTES = 1024 * 1024
-MIN_IMAGE_TILES = 9
+MIN_BAND_TILES = 9
 
 
-def transformed_filter(weights: np.ndarray, minimal: Minimal = F2X3) -> np.ndarray:
-    """U = G g G^T of HWCF `weights` (r, r, C, F), as [a * a, C, F] f32 (position xi = row * a + column)."""
-    g = np.asarray(minimal.g, np.float64)
-    u = np.einsum("ik,klcf,jl->ijcf", g, np.asarray(weights, np.float64), g)
-    return u.reshape(minimal.a * minimal.a, *u.shape[2:]).astype(np.float32)
-
-
-def _layout(op: ir.Operation) -> str | None:
+def _layout(op: ir.Operation) -> tuple[str, int] | None:
     """Which of the kernel's two loop orders runs convolution `op` (module docstring), or None for neither:
-    'rows' where the transformed filter fits FILTER_L2_SHARE of L2 and rows have MIN_ROW_TILES tiles or more,
-    else 'image' for one image whose transformed input fits IMAGE_INPUT_BYTES."""
+    ('rows', 1) where the transformed filter fits FILTER_L2_SHARE of L2 and rows have MIN_ROW_TILES tiles or
+    more, else ('bands', rows of tiles per band) for bands within BAND_INPUT_BYTES of at least MIN_BAND_TILES."""
     if not static_f32(op):
         return None
     kh, kw, c, f = static_shape(op.operands[1])
@@ -116,14 +92,13 @@ def _layout(op: ir.Operation) -> str | None:
         return None
     if constant_data(op.operands[1]) is None:
         return None
-    n, oh, ow, _ = static_shape(op.operands[2])
+    _, oh, ow, _ = static_shape(op.operands[2])
     a2 = F2X3.a * F2X3.a
     rows, cols = -(-oh // F2X3.m), -(-ow // F2X3.m)
     if a2 * c * f * 4 <= FILTER_L2_SHARE * L2_BYTES and cols >= MIN_ROW_TILES:
-        return "rows"
-    if n == 1 and a2 * rows * cols * _padded(c) * 4 <= IMAGE_INPUT_BYTES and rows * cols >= MIN_IMAGE_TILES:
-        return "image"
-    return None
+        return ("rows", 1)
+    band = min(rows, BAND_INPUT_BYTES // (a2 * cols * _padded(c) * 4))
+    return ("bands", band) if band * cols >= MIN_BAND_TILES else None
 
 
 def is_winograd(op: ir.Operation) -> bool:
@@ -141,9 +116,10 @@ def winograd_recipe(op: ir.Operation) -> Recipe:
     weights = constant_data(filter_)
     layout = _layout(op)
     assert weights is not None and layout is not None
+    order, band = layout
     bias = bias_op.operands[0] if bias_op is not None else None
-    kernel = WinogradKernel(op, x, np.asarray(weights), bias, y, activation_op, layout == "image")
-    root = kernel.emit_image() if layout == "image" else kernel.emit_rows()
+    kernel = WinogradKernel(op, x, np.asarray(weights), bias, y, activation_op, band if order == "bands" else 0)
+    root = kernel.emit_bands() if order == "bands" else kernel.emit_rows()
     for done in (activation_op, op, bias_op):
         if done is not None:
             done.erase()
@@ -171,19 +147,29 @@ class _Block:
         return LANES * (self.vectors - 1) + self.lanes
 
 
+@dataclasses.dataclass(frozen=True)
+class _Band:
+    """The shape of one band: its rows of tiles, and the input and output rows of its views."""
+
+    tile_rows: int
+    rows_in: int
+    rows_out: int
+
+
 class WinogradKernel:
     """The shapes, register tile and packed filter of one convolution, and the emitters of its kernel."""
 
     def __init__(self, op: ir.Operation, x: ir.Value, weights: np.ndarray, bias: ir.Value | None, y: ir.Value,
-                 activation: ir.Operation | None, whole_image: bool, minimal: Minimal = F2X3) -> None:  # fmt: skip
+                 activation: ir.Operation | None, band: int, minimal: Minimal = F2X3) -> None:  # fmt: skip
         self.op, self.x, self.bias, self.y, self.activation, self.minimal = op, x, bias, y, activation, minimal
         self.n, self.oh, self.ow, self.f = static_shape(y)
         _, self.h, self.w, self.c = static_shape(x)
         m, a = minimal.m, minimal.a
         self.tile_rows, self.tile_cols = -(-self.oh // m), -(-self.ow // m)
-        if whole_image:
-            # The tiles of the image as one row; each block's filter slice streams once, within SLICE_BYTES.
-            row = self.tile_rows * self.tile_cols
+        self.band = band
+        if band:
+            # The tiles of a band as one row; each block's filter slice streams once, within SLICE_BYTES.
+            row = band * self.tile_cols
             pixels, vectors = register_tile(row, self.f, True)
             while vectors > 1 and a * a * self.c * LANES * vectors * 4 > SLICE_BYTES:
                 vectors //= 2
@@ -296,22 +282,58 @@ class WinogradKernel:
             group(index(full * self.pixels), rest, partial)
 
     # ------------------------------------------------------------------------------------------------------
-    # One image: all of its transformed input, then the channel blocks
+    # Bands of rows of tiles: all of the band's transformed input, then the channel blocks
 
-    def emit_image(self) -> ir.Operation:
-        """The kernel's root, built at the insertion point: a call of the image function."""
-        operands = [self.x, self._packed_filter(), *([self.bias] if self.bias is not None else []), self.y]
-        name = _define(self.op, "image", [v.type for v in operands], self._image_body)
-        return func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands).operation
+    def emit_bands(self) -> ir.Operation:
+        """The kernel's root loop, built at the insertion point: over the bands of every image, each a call of
+        the band function on views of its input and output rows (the last band of a map its own variant)."""
+        m = self.minimal.m
+        u = self._packed_filter()
+        bands = -(-self.tile_rows // self.band)
+        loop = scf.ForOp(index(0), index(self.n * bands), index(1))
+        with ir.InsertionPoint(loop.body):
+            r = loop.induction_variable
+            image, band = arith.divui(r, index(bands)), arith.remui(r, index(bands))
+            y0 = arith.muli(band, index(m * self.band))
 
-    def _image_body(self, arguments: list[ir.Value]) -> None:
-        """V for every tile of the image (a loop over the tiles), then a loop over the channel blocks, each a
-        call of the block function on its slices of the packed filter, the bias and the output: two loops
-        that glow-cpu-parallelize may split, the first writing V's tiles, the second the output's channels."""
+            def call(shape: _Band) -> None:
+                x_rows = block_at(self.x, [image, y0, 0, 0], [1, shape.rows_in, self.w, self.c], drop_first=True)
+                y_rows = block_at(self.y, [image, y0, 0, 0], [1, shape.rows_out, self.ow, self.f], drop_first=True)
+                operands = [x_rows, u, *([self.bias] if self.bias is not None else []), y_rows]
+                body = lambda args: self._band_body(args, shape)  # noqa: E731
+                func.CallOp([], ir.FlatSymbolRefAttr.get(_define(self.op, "band", [v.type for v in operands], body)),
+                            operands)  # fmt: skip
+
+            first, last = self._band_shape(0), self._band_shape((bands - 1) * self.band)
+            if first == last:
+                call(first)
+            else:
+                branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, band, index(bands - 1)), [], has_else=True)
+                with ir.InsertionPoint(branch.then_block):
+                    call(last)
+                    scf.YieldOp([])
+                with ir.InsertionPoint(branch.else_block):
+                    call(first)
+                    scf.YieldOp([])
+            scf.YieldOp([])
+        return loop.operation
+
+    def _band_shape(self, first_tile_row: int) -> _Band:
+        """The band from row of tiles `first_tile_row`: at most self.band rows of tiles, within the map."""
+        m, a = self.minimal.m, self.minimal.a
+        return _Band(min(self.band, self.tile_rows - first_tile_row),
+                     min(m * self.band + a - m, self.h - m * first_tile_row),
+                     min(m * self.band, self.oh - m * first_tile_row))  # fmt: skip
+
+    def _band_body(self, arguments: list[ir.Value], band: _Band) -> None:
+        """V for every tile of the band (a loop over the tiles), then a loop over the channel blocks, each a call
+        of the block function on its slices of the packed filter, the bias and the output: two loops that
+        glow-cpu-parallelize may split (where the loop over bands is not), the first writing V's tiles, the
+        second the output's channels."""
         x, u, y = arguments[0], arguments[1], arguments[-1]
         bias = arguments[2] if self.bias is not None else None
-        m, a = self.minimal.m, self.minimal.a
-        tiles = self.tile_rows * self.tile_cols
+        a = self.minimal.a
+        tiles = band.tile_rows * self.tile_cols
         v = memref.alloca(ir.MemRefType.get([a * a, tiles, _padded(self.c)], ir.F32Type.get()), [], [], alignment=64)
         loop = scf.ForOp(index(0), index(tiles), index(1))
         with ir.InsertionPoint(loop.body):
@@ -321,7 +343,8 @@ class WinogradKernel:
             def tile_input(_: int, i: int, j: int, c0: ir.Value) -> list[ir.Value]:
                 # Rows and columns past the input (odd maps) read its last one instead: they reach only outputs
                 # past the map, which are not stored.
-                return [index(0), self._clamped(ty, i, self.h), self._clamped(tx, j, self.w), c0]
+                return [self._clamped(ty, i, band.rows_in, band.tile_rows),
+                        self._clamped(tx, j, self.w, self.tile_cols), c0]  # fmt: skip
 
             self._inputs(x, v, 1, lambda _: t, tile_input)
             scf.YieldOp([])
@@ -337,28 +360,27 @@ class WinogradKernel:
                     v,
                     block_at(u, [start], [slice_floats]),
                     *([block_at(bias, [channel0], [channels])] if bias is not None else []),
-                    block_at(y, [0, 0, 0, channel0], [1, self.oh, self.ow, channels], drop_first=True),
+                    block_at(y, [0, 0, channel0], [band.rows_out, self.ow, channels]),
                 ]
-                body = lambda args, block=block: self._block_body(args, block)  # noqa: E731
+                body = lambda args, block=block: self._block_body(args, block, band)  # noqa: E731
                 name = _define(self.op, "block", [o.type for o in operands], body)
                 func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands)
                 scf.YieldOp([])
 
-    def _clamped(self, t: ir.Value, k: int, size: int) -> ir.Value:
-        """Input row (column) k of tile t, at most size - 1."""
+    def _clamped(self, t: ir.Value, k: int, size: int, tiles: int) -> ir.Value:
+        """Input row (column) k of tile t of `tiles`, at most size - 1."""
         at = arith.addi(arith.muli(t, index(self.minimal.m)), index(k))
-        tiles = self.tile_rows if size == self.h else self.tile_cols
         return at if self.minimal.m * (tiles - 1) + k < size else arith.minui(at, index(size - 1))
 
-    def _block_body(self, arguments: list[ir.Value], block: _Block) -> None:
-        """One channel block of every tile of the image: per group of tiles, the products into M (scratch of its
-        own) and the output transform, each tile's pixels stored where they are in the map."""
+    def _block_body(self, arguments: list[ir.Value], block: _Block, band: _Band) -> None:
+        """One channel block of every tile of a band: per group of tiles, the products into M (scratch of its
+        own) and the output transform, each tile's pixels stored where they are in the band's rows."""
         v, u, y = arguments[0], arguments[1], arguments[-1]
         bias = arguments[2] if self.bias is not None else None
         m, a = self.minimal.m, self.minimal.a
         mm = memref.alloca(ir.MemRefType.get([a * a, self.pixels, LANES * block.vectors], ir.F32Type.get()), [],
                            [], alignment=64)  # fmt: skip
-        tiles = self.tile_rows * self.tile_cols
+        tiles = band.tile_rows * self.tile_cols
         full, rest = divmod(tiles, self.pixels)
 
         def group(t0: ir.Value, count: int) -> None:
@@ -373,7 +395,7 @@ class WinogradKernel:
                         channel]  # fmt: skip
 
             self._products(v, u, index(0), mm, t0, count, block.vectors)
-            self._outputs(mm, y, bias, index(0), count, block, tile_output, places)
+            self._outputs(mm, y, bias, index(0), count, block, tile_output, (places, band))
 
         if full:
             loop = scf.ForOp(index(0), index(full), index(1))
@@ -396,7 +418,7 @@ class WinogradKernel:
         def channels(c0: ir.Value, mask: ir.Value | None) -> None:
             for p in range(tiles):
                 d = [[_load_or_none(x, at(p, i, j, c0), self.vt, mask) for j in range(a)] for i in range(a)]
-                for xi, value in enumerate(_sandwich(minimal.bt, d)):
+                for xi, value in enumerate(sandwich(minimal.bt, d)):
                     vector.store(value if value is not None else zeros(self.vt), v, [index(xi), tile_of(p), c0])
 
         full, rest = divmod(self.c, LANES)
@@ -437,11 +459,11 @@ class WinogradKernel:
 
     def _outputs(self, mm: ir.Value, y: ir.Value, bias: ir.Value | None, channel0: ir.Value, tiles: int,
                  block: _Block, at: Callable[[int, int, int, ir.Value], list[ir.Value] | None],
-                 places: list[tuple[ir.Value, ir.Value]] | None = None) -> None:  # fmt: skip
+                 places: tuple[list[tuple[ir.Value, ir.Value]], _Band] | None = None) -> None:  # fmt: skip
         """y = activation(A^T M A + bias) for tiles p < `tiles` and each vector of `block` (channels from
         `channel0` of y and bias), pixel (i, j) of tile p stored at `at(p, i, j, channel)` (None: not at all).
-        With `places` (each tile's row and column of tiles), a pixel past an odd map's last row or column is
-        stored only where its tile is not the last of the map's rows (columns)."""
+        With `places` (each tile's row and column of tiles in a band), a pixel past an odd map's last row or
+        column is stored only where its tile is not the last of the band's rows (the map's columns)."""
         vt = self.vt
         m, a = self.minimal.m, self.minimal.a
         for k in range(block.vectors):
@@ -451,7 +473,7 @@ class WinogradKernel:
             for p in range(tiles):
                 values = [[vector.load(vt, mm, [index(i * a + j), index(p), index(k * LANES)])
                            for j in range(a)] for i in range(a)]  # fmt: skip
-                outputs = _sandwich(self.minimal.at, values)
+                outputs = sandwich(self.minimal.at, values)
                 for i in range(m):
                     for j in range(m):
                         where = at(p, i, j, channel)
@@ -463,7 +485,7 @@ class WinogradKernel:
                             value = arith.addf(value, shift)
                         if self.activation is not None:
                             [value] = yielded(self.activation, [value])
-                        inside = self._inside(places[p], i, j) if places is not None else None
+                        inside = self._inside(places[0][p], i, j, places[1]) if places is not None else None
                         if inside is None:
                             store(value, y, where, mask)
                             continue
@@ -472,11 +494,12 @@ class WinogradKernel:
                             store(value, y, where, mask)
                             scf.YieldOp([])
 
-    def _inside(self, place: tuple[ir.Value, ir.Value], i: int, j: int) -> ir.Value | None:
-        """Whether pixel (i, j) of the tile at `place` is in the map (None: it always is)."""
+    def _inside(self, place: tuple[ir.Value, ir.Value], i: int, j: int, band: _Band) -> ir.Value | None:
+        """Whether pixel (i, j) of the tile at `place` in `band` is in the map (None: it always is)."""
         m = self.minimal.m
         conditions = []
-        for t, k, size, tiles in ((place[0], i, self.oh, self.tile_rows), (place[1], j, self.ow, self.tile_cols)):
+        for t, k, size, tiles in ((place[0], i, band.rows_out, band.tile_rows),
+                                  (place[1], j, self.ow, self.tile_cols)):  # fmt: skip
             if m * (tiles - 1) + k >= size:
                 conditions.append(arith.cmpi(arith.CmpIPredicate.ult, t, index(tiles - 1)))
         if not conditions:
@@ -505,7 +528,7 @@ def _define(user: ir.Operation, kind: str, types: list[ir.Type], body: Callable[
         function.operation.erase()
     else:
         function.operation.attributes["sym_name"] = ir.StringAttr.get(name)
-        if kind != "image":
+        if kind != "band":
             # Called once per iteration of the loop that glow-cpu-parallelize splits.
             function.operation.attributes[SERIAL_ATTR] = ir.UnitAttr.get()
     return name
@@ -513,33 +536,3 @@ def _define(user: ir.Operation, kind: str, types: list[ir.Type], body: Callable[
 
 def _load_or_none(x: ir.Value, at: list[ir.Value] | None, t: ir.VectorType, mask: ir.Value | None) -> ir.Value | None:
     return load(x, at, t, mask) if at is not None else None
-
-
-def _sandwich(matrix: tuple[tuple[float, ...], ...], d: list[list[ir.Value | None]]) -> list[ir.Value | None]:
-    """T d T^T for T = `matrix` (rows x a) on an a x a grid of vectors (None: zero), as rows * rows vectors in
-    row-major order: first each column's T d, then each row's (T d) T^T."""
-    a = len(d)
-    columns = [[_combine(row, [d[i][j] for i in range(a)]) for row in matrix] for j in range(a)]
-    return [_combine(row, [columns[j][i] for j in range(a)]) for i in range(len(matrix)) for row in matrix]
-
-
-def _combine(coefficients: tuple[float, ...], values: list[ir.Value | None]) -> ir.Value | None:
-    """sum_k coefficients[k] * values[k] on vectors, skipping zero coefficients and values (None: zero), with
-    additions and subtractions for +-1 (None if every term is zero)."""
-    terms = sorted(((c, v) for c, v in zip(coefficients, values, strict=True) if c != 0 and v is not None),
-                   key=lambda term: term[0] != 1)  # fmt: skip
-    total: ir.Value | None = None
-    for coefficient, value in terms:
-        if total is None:
-            total = value if coefficient == 1 else arith.mulf(value, _splat(coefficient, value.type))
-        elif coefficient == 1:
-            total = arith.addf(total, value)
-        elif coefficient == -1:
-            total = arith.subf(total, value)
-        else:
-            total = vector.fma(_splat(coefficient, value.type), value, total)
-    return total
-
-
-def _splat(value: float, t: ir.Type) -> ir.Value:
-    return arith.constant(t, ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(ir.F32Type.get(), value)))

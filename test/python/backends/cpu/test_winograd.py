@@ -1,5 +1,5 @@
 """The Winograd kernel of dense 3x3 stride-1 convolutions (winograd_recipes.py) against onnxruntime over its
-class, in both loop orders (rows of tiles; the whole image): even and odd maps (tiles past the edge), channel
+class, in both loop orders (rows of tiles; bands of rows): even and odd maps (tiles past the edge), channel
 counts that are and are not multiples of 16 (masked vectors), output channels in several blocks, batch, with
 and without bias, ReLU and Clip fused; the rule that takes a layer and picks the order; the transforms against
 a direct convolution in numpy; and bitwise equal outputs at 1, 2 and 3 threads."""
@@ -60,7 +60,7 @@ def _run(model: ModelProto, feeds: dict[str, np.ndarray], threads: int = 1) -> t
 
 
 def _functions(scheduled: str, kind: str) -> list[str]:
-    """The bodies of the Winograd functions of `kind` (row, image, block)."""
+    """The bodies of the Winograd functions of `kind` (row, band, block)."""
     parts = re.split(r"(?=func\.func private @)", scheduled)
     return [p for p in parts if p.startswith(f"func.func private @__glow_winograd_{kind}_")]
 
@@ -78,9 +78,10 @@ def _row_functions(scheduled: str) -> list[str]:
         (3, 16, 12, 12, 1, True, "Clip", "row"),  # 3 input channels (an RGB stem), Clip fused
         (16, 128, 8, 8, 2, True, "Relu", "row"),  # a batch; 128 outputs in two blocks
         (48, 96, 7, 7, 1, True, "Relu", "row"),  # a 7x7 map: 4 x 4 tiles for 7 x 7 pixels
-        # Transformed filters beyond half of L2: the whole image's V, then the channel blocks.
-        (192, 200, 9, 11, 1, True, "Relu", "image"),  # odd map, 200 outputs (a masked block)
-        (136, 256, 8, 8, 1, False, "Clip", "image"),  # 136 inputs (a masked vector), no bias
+        # Transformed filters beyond half of L2: per band of rows of tiles, its V, then the channel blocks.
+        (192, 200, 9, 11, 1, True, "Relu", "band"),  # odd map, 200 outputs (a masked block)
+        (136, 256, 8, 8, 1, False, "Clip", "band"),  # 136 inputs (a masked vector), no bias
+        (512, 64, 13, 23, 2, True, "Relu", "band"),  # bands of 2 rows of tiles, the last one of 1 (odd), a batch
     ],
 )
 def test_winograd_matches_onnxruntime(
@@ -103,20 +104,20 @@ def test_winograd_matches_onnxruntime(
         (64, 64, 56, 3, 1, 1, 1, "row"),
         (128, 128, 28, 3, 1, 1, 1, "row"),  # the transformed filter (1 MiB) fits half of L2
         (128, 128, 28, 3, 1, 1, 2, "row"),
-        (256, 256, 14, 3, 1, 1, 1, "image"),  # 4 MiB: the image's V (784 KiB) read once per channel block
-        (256, 256, 14, 3, 1, 1, 2, None),  # a batch of them
-        (256, 256, 28, 3, 1, 1, 1, None),  # V 3 MiB
+        (256, 256, 14, 3, 1, 1, 1, "band"),  # 4 MiB: one band, its V (784 KiB) read once per channel block
+        (256, 256, 14, 3, 1, 1, 2, "band"),  # a batch of them
+        (256, 256, 28, 3, 1, 1, 1, "band"),  # V of 229 KiB per row of tiles: bands of 4 rows
         (64, 64, 56, 3, 2, 1, 1, None),  # stride 2
         (64, 64, 56, 3, 1, 2, 1, None),  # dilation 2
         (64, 64, 56, 5, 1, 1, 1, None),  # 5x5
-        (64, 64, 6, 3, 1, 1, 1, "image"),  # 3 tiles per row, 9 in the image
+        (64, 64, 6, 3, 1, 1, 1, "band"),  # 3 tiles per row, 9 in the band
         (64, 64, 4, 3, 1, 1, 1, None),  # 4 tiles in the image
     ],
 )
 def test_the_rule(c: int, f: int, h: int, k: int, stride: int, dilation: int, n: int, layout: str | None) -> None:
     model, feeds = _conv_model(c, f, h, h, n=n, k=k, stride=stride, dilation=dilation)
     _, scheduled = _run(model, feeds)
-    found = [kind for kind in ("row", "image") if _functions(scheduled, kind)]
+    found = [kind for kind in ("row", "band") if _functions(scheduled, kind)]
     assert found == ([layout] if layout else [])
 
 
@@ -138,8 +139,8 @@ def test_transforms_compute_the_convolution() -> None:
     [
         # Rows of tiles, each a call with its scratch on its own stack.
         (64, 64, 20, [r"trips = array<i64: 10>"]),
-        # The image's 16 tiles into V, then the 8 channel blocks of 32: two regions, one after the other.
-        (256, 256, 8, [r"trips = array<i64: 16>", r"d3 of 1x8x8x256\"\], trips = array<i64: 8>"]),
+        # One band: its 16 tiles into V, then the 8 channel blocks of 32: two regions, one after the other.
+        (256, 256, 8, [r"trips = array<i64: 16>", r"d2 of 8x8x256\"\], trips = array<i64: 8>"]),
     ],
 )
 def test_split_across_threads_bitwise_equal(c: int, f: int, size: int, splits: list[str]) -> None:
