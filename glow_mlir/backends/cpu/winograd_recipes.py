@@ -59,6 +59,7 @@ from glow_mlir.backends.cpu.recipes import (
     Recipe,
     block_at,
     constant_data,
+    model_weight_bytes,
     packed_global,
     recipe,
     static_shape,
@@ -78,12 +79,19 @@ MIN_ROW_TILES = 4
 BAND_INPUT_BYTES = 1024 * 1024
 SLICE_BYTES = 1024 * 1024
 MIN_BAND_TILES = 9
+# The bytes from memory per multiply-add that keep pace with the FMA ports (about 10 GB/s against 100 G f32
+# multiply-adds/s on this Xeon: ResNet-18's 512 -> 512 layers on 7x7 streamed 16.8 MiB of transformed filter in
+# 1.75 ms), and the cost of Winograd's multiply-add against a direct one's (its transforms, about 20 %).
+MEMORY_BYTES_PER_MAC = 0.1
+WINOGRAD_MAC_COST = 1.2
 
 
 def _layout(op: ir.Operation) -> tuple[str, int] | None:
     """Which of the kernel's two loop orders runs convolution `op` (module docstring), or None for neither:
     ('rows', 1) where the transformed filter fits FILTER_L2_SHARE of L2 and rows have MIN_ROW_TILES tiles or
-    more, else ('bands', rows of tiles per band) for bands within BAND_INPUT_BYTES of at least MIN_BAND_TILES."""
+    more, else ('bands', rows of tiles per band) for bands within BAND_INPUT_BYTES of at least MIN_BAND_TILES;
+    None too where reading the transformed filter (once, or once per band) from memory would take longer than
+    the direct schedule (a roofline of both: multiply-adds against bytes at MEMORY_BYTES_PER_MAC)."""
     if not static_f32(op):
         return None
     kh, kw, c, f = static_shape(op.operands[1])
@@ -92,13 +100,26 @@ def _layout(op: ir.Operation) -> tuple[str, int] | None:
         return None
     if constant_data(op.operands[1]) is None:
         return None
-    _, oh, ow, _ = static_shape(op.operands[2])
+    n, oh, ow, _ = static_shape(op.operands[2])
     a2 = F2X3.a * F2X3.a
     rows, cols = -(-oh // F2X3.m), -(-ow // F2X3.m)
     if a2 * c * f * 4 <= FILTER_L2_SHARE * L2_BYTES and cols >= MIN_ROW_TILES:
-        return ("rows", 1)
-    band = min(rows, BAND_INPUT_BYTES // (a2 * cols * _padded(c) * 4))
-    return ("bands", band) if band * cols >= MIN_BAND_TILES else None
+        layout, streams = ("rows", 1), 1
+    else:
+        band = min(rows, BAND_INPUT_BYTES // (a2 * cols * _padded(c) * 4))
+        if band * cols < MIN_BAND_TILES:
+            return None
+        layout, streams = ("bands", band), n * -(-rows // band)
+    # Where the model's weights come from memory on every run, a layer whose filter reads outweigh its
+    # arithmetic keeps the direct schedule, which reads 9 / 16 of the bytes once (ResNet-18's 512 -> 512 on
+    # 7x7, one band of 16 tiles: 1.31 -> 1.75-1.80 ms per layer in the network, though 1.17x faster alone).
+    if model_weight_bytes(op) > L2_BYTES:
+        direct = max(9 * n * oh * ow * c * f, 9 * c * f * 4 / MEMORY_BYTES_PER_MAC)
+        winograd = max(WINOGRAD_MAC_COST * a2 * n * rows * cols * c * f,
+                       streams * a2 * c * f * 4 / MEMORY_BYTES_PER_MAC)  # fmt: skip
+        if winograd >= direct:
+            return None
+    return layout
 
 
 def is_winograd(op: ir.Operation) -> bool:
