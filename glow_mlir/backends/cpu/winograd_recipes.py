@@ -168,6 +168,11 @@ class _Block:
         return LANES * (self.vectors - 1) + self.lanes
 
 
+# Where pixel (i, j) of tile p of a group is (the tile its group's last, reaching past an odd map): its index in
+# a buffer with channel c, or None where it is not read (zeros) or not stored.
+_TileAt = Callable[[ir.Value, bool, int, int, ir.Value], list[ir.Value] | None]
+
+
 @dataclasses.dataclass(frozen=True)
 class _Band:
     """The shape of one band: its rows of tiles, and the input and output rows of its views."""
@@ -272,18 +277,17 @@ class WinogradKernel:
         last_cols = self.ow - m * (self.tile_cols - 1)
 
         def group(t0: ir.Value, tiles: int, edge: bool) -> None:
-            def tile_input(p: int, i: int, j: int, c0: ir.Value) -> list[ir.Value] | None:
-                cols = (last_cols if edge and p == tiles - 1 else m) + a - m
-                if i >= rows_in or j >= cols:
+            def tile_input(p: ir.Value, last: bool, i: int, j: int, c0: ir.Value) -> list[ir.Value] | None:
+                if i >= rows_in or j >= (last_cols if last else m) + a - m:
                     return None
-                return [index(i), arith.addi(arith.muli(arith.addi(t0, index(p)), index(m)), index(j)), c0]
+                return [index(i), arith.addi(arith.muli(arith.addi(t0, p), index(m)), index(j)), c0]
 
-            def tile_output(p: int, i: int, j: int, channel: ir.Value) -> list[ir.Value] | None:
-                if i >= rows_out or j >= (last_cols if edge and p == tiles - 1 else m):
+            def tile_output(p: ir.Value, last: bool, i: int, j: int, channel: ir.Value) -> list[ir.Value] | None:
+                if i >= rows_out or j >= (last_cols if last else m):
                     return None
-                return [index(i), arith.addi(arith.muli(arith.addi(t0, index(p)), index(m)), index(j)), channel]
+                return [index(i), arith.addi(arith.muli(arith.addi(t0, p), index(m)), index(j)), channel]
 
-            self._inputs(x, v, tiles, lambda p: index(p), tile_input)
+            self._inputs(x, v, tiles, edge, lambda p: p, tile_input)
             for block in self.blocks:
                 loop = scf.ForOp(index(0), index(block.count), index(1))
                 with ir.InsertionPoint(loop.body):
@@ -291,7 +295,7 @@ class WinogradKernel:
                     base = arith.addi(arith.muli(b, index(a * a * self.c * LANES * block.vectors)), index(block.offset))
                     channel0 = arith.addi(arith.muli(b, index(LANES * block.vectors)), index(block.start))
                     self._products(v, u, base, mm, index(0), tiles, block.vectors)
-                    self._outputs(mm, y, bias, channel0, tiles, block, tile_output)
+                    self._outputs(mm, y, bias, channel0, tiles, edge, block, tile_output)
                     scf.YieldOp([])
 
         if full:
@@ -361,13 +365,13 @@ class WinogradKernel:
             t = loop.induction_variable
             ty, tx = arith.divui(t, index(self.tile_cols)), arith.remui(t, index(self.tile_cols))
 
-            def tile_input(_: int, i: int, j: int, c0: ir.Value) -> list[ir.Value]:
+            def tile_input(_: ir.Value, __: bool, i: int, j: int, c0: ir.Value) -> list[ir.Value]:
                 # Rows and columns past the input (odd maps) read its last one instead: they reach only outputs
                 # past the map, which are not stored.
                 return [self._clamped(ty, i, band.rows_in, band.tile_rows),
                         self._clamped(tx, j, self.w, self.tile_cols), c0]  # fmt: skip
 
-            self._inputs(x, v, 1, lambda _: t, tile_input)
+            self._inputs(x, v, 1, False, lambda _: t, tile_input)
             scf.YieldOp([])
         for block in self.blocks:
             loop = scf.ForOp(index(0), index(block.count), index(1))
@@ -405,18 +409,18 @@ class WinogradKernel:
         full, rest = divmod(tiles, self.pixels)
 
         def group(t0: ir.Value, count: int) -> None:
-            places: list[tuple[ir.Value, ir.Value]] = []
-            for p in range(count):
-                t = arith.addi(t0, index(p))
-                places.append((arith.divui(t, index(self.tile_cols)), arith.remui(t, index(self.tile_cols))))
+            def place(p: ir.Value) -> tuple[ir.Value, ir.Value]:
+                t = arith.addi(t0, p)
+                return arith.divui(t, index(self.tile_cols)), arith.remui(t, index(self.tile_cols))
 
-            def tile_output(p: int, i: int, j: int, channel: ir.Value) -> list[ir.Value]:
-                ty, tx = places[p]
+            def tile_output(p: ir.Value, _: bool, i: int, j: int, channel: ir.Value) -> list[ir.Value]:
+                ty, tx = place(p)
                 return [arith.addi(arith.muli(ty, index(m)), index(i)), arith.addi(arith.muli(tx, index(m)), index(j)),
                         channel]  # fmt: skip
 
             self._products(v, u, index(0), mm, t0, count, block.vectors)
-            self._outputs(mm, y, bias, index(0), count, block, tile_output, (places, band))
+            self._outputs(mm, y, bias, index(0), count, False, block, tile_output,
+                          lambda p, i, j: self._inside(place(p), i, j, band))  # fmt: skip
 
         if full:
             loop = scf.ForOp(index(0), index(full), index(1))
@@ -429,18 +433,35 @@ class WinogradKernel:
     # ------------------------------------------------------------------------------------------------------
     # The three steps, shared by both loop orders
 
-    def _inputs(self, x: ir.Value, v: ir.Value, tiles: int, tile_of: Callable[[int], ir.Value],
-                at: Callable[[int, int, int, ir.Value], list[ir.Value] | None]) -> None:  # fmt: skip
-        """V[xi, tile_of(p), c] = (B^T d B)[xi] for tiles p < `tiles` and every input channel c, d the a x a input
-        pixels of the tile (`at(p, i, j, c0)`: the index of pixel (i, j)'s channel c0 in x, None for zeros)."""
+    def _over_tiles(self, tiles: int, edge: bool, body: Callable[[ir.Value, bool], None]) -> None:
+        """body(p, last) for tiles p < `tiles`: a loop over them (one tile: no loop), but for the last one where
+        `edge` (it reaches past an odd map: its own code, `last` True)."""
+        plain = tiles - 1 if edge else tiles
+        if plain == 1:
+            body(index(0), False)
+        elif plain > 1:
+            loop = scf.ForOp(index(0), index(plain), index(1))
+            with ir.InsertionPoint(loop.body):
+                body(loop.induction_variable, False)
+                scf.YieldOp([])
+        if edge:
+            body(index(tiles - 1), True)
+
+    def _inputs(self, x: ir.Value, v: ir.Value, tiles: int, edge: bool, tile_of: Callable[[ir.Value], ir.Value],
+                at: _TileAt) -> None:  # fmt: skip
+        """V[xi, tile_of(p), c] = (B^T d B)[xi] for tiles p < `tiles` (the last on its own where `edge`) and every
+        input channel c, d the a x a input pixels of the tile (`at(p, last, i, j, c0)`: the index of pixel (i,
+        j)'s channel c0 in x, None for zeros)."""
         minimal = self.minimal
         a = minimal.a
 
         def channels(c0: ir.Value, mask: ir.Value | None) -> None:
-            for p in range(tiles):
-                d = [[_load_or_none(x, at(p, i, j, c0), self.vt, mask) for j in range(a)] for i in range(a)]
+            def tile(p: ir.Value, last: bool) -> None:
+                d = [[_load_or_none(x, at(p, last, i, j, c0), self.vt, mask) for j in range(a)] for i in range(a)]
                 for xi, value in enumerate(sandwich(minimal.bt, d)):
                     vector.store(value if value is not None else zeros(self.vt), v, [index(xi), tile_of(p), c0])
+
+            self._over_tiles(tiles, edge, tile)
 
         full, rest = divmod(self.c, LANES)
         if full:
@@ -478,26 +499,28 @@ class WinogradKernel:
                     vector.store(loop.results[p * vectors + k], mm, [xi, index(p), index(k * LANES)])
             scf.YieldOp([])
 
-    def _outputs(self, mm: ir.Value, y: ir.Value, bias: ir.Value | None, channel0: ir.Value, tiles: int,
-                 block: _Block, at: Callable[[int, int, int, ir.Value], list[ir.Value] | None],
-                 places: tuple[list[tuple[ir.Value, ir.Value]], _Band] | None = None) -> None:  # fmt: skip
-        """y = activation(A^T M A + bias) for tiles p < `tiles` and each vector of `block` (channels from
-        `channel0` of y and bias), pixel (i, j) of tile p stored at `at(p, i, j, channel)` (None: not at all).
-        With `places` (each tile's row and column of tiles in a band), a pixel past an odd map's last row or
-        column is stored only where its tile is not the last of the band's rows (the map's columns)."""
+    def _outputs(self, mm: ir.Value, y: ir.Value, bias: ir.Value | None, channel0: ir.Value, tiles: int, edge: bool,
+                 block: _Block, at: _TileAt,
+                 inside: Callable[[ir.Value, int, int], ir.Value | None] | None = None) -> None:  # fmt: skip
+        """y = activation(A^T M A + bias) for tiles p < `tiles` (the last on its own where `edge`) and each vector
+        of `block` (channels from `channel0` of y and bias), pixel (i, j) of tile p stored at `at(p, last, i, j,
+        channel)` (None: not at all), and only where `inside(p, i, j)` holds if that is not None (a band's pixels
+        past an odd map)."""
         vt = self.vt
         m, a = self.minimal.m, self.minimal.a
         for k in range(block.vectors):
             mask = lanes_mask(block.lanes, LANES) if k == block.vectors - 1 else None
             channel = arith.addi(channel0, index(k * LANES))
             shift = load(bias, [channel], vt, mask) if bias is not None else None
-            for p in range(tiles):
-                values = [[vector.load(vt, mm, [index(i * a + j), index(p), index(k * LANES)])
-                           for j in range(a)] for i in range(a)]  # fmt: skip
+
+            def tile(p: ir.Value, last: bool, k: int = k, mask: ir.Value | None = mask, channel: ir.Value = channel,
+                     shift: ir.Value | None = shift) -> None:  # fmt: skip
+                values = [[vector.load(vt, mm, [index(i * a + j), p, index(k * LANES)]) for j in range(a)]
+                          for i in range(a)]  # fmt: skip
                 outputs = sandwich(self.minimal.at, values)
                 for i in range(m):
                     for j in range(m):
-                        where = at(p, i, j, channel)
+                        where = at(p, last, i, j, channel)
                         if where is None:
                             continue
                         value = outputs[i * m + j]
@@ -506,14 +529,16 @@ class WinogradKernel:
                             value = arith.addf(value, shift)
                         if self.activation is not None:
                             [value] = yielded(self.activation, [value])
-                        inside = self._inside(places[0][p], i, j, places[1]) if places is not None else None
-                        if inside is None:
+                        condition = inside(p, i, j) if inside is not None else None
+                        if condition is None:
                             store(value, y, where, mask)
                             continue
-                        branch = scf.IfOp(inside, [], has_else=False)
+                        branch = scf.IfOp(condition, [], has_else=False)
                         with ir.InsertionPoint(branch.then_block):
                             store(value, y, where, mask)
                             scf.YieldOp([])
+
+            self._over_tiles(tiles, edge, tile)
 
     def _inside(self, place: tuple[ir.Value, ir.Value], i: int, j: int, band: _Band) -> ir.Value | None:
         """Whether pixel (i, j) of the tile at `place` in `band` is in the map (None: it always is)."""

@@ -3,9 +3,10 @@
 // a kernel looping over the rows of 2x2 output tiles (4 of them on this 8x8 map), each a call of a row function
 // on views of the 4 input rows and 2 output rows it touches. The row function keeps its scratch (V, the
 // transformed inputs; M, the products) in allocas of its own (per call: the rows may run on any thread); per
-// 16-channel input vector it transforms each tile's 4x4 pixels with additions only (B^T d B) into V; per
-// position it multiplies V's rows by the transformed filter in registers (4 tiles x 2 vectors = 8
-// accumulators, no direct convolution left); then A^T M A, the bias and the ReLU, stored once per pixel.
+// 16-channel input vector, in a loop over the tiles, it transforms each tile's 4x4 pixels with additions only
+// (B^T d B) into V; per position it multiplies V's rows by the transformed filter in registers (4 tiles x 2
+// vectors = 8 accumulators, no direct convolution left); then, in a loop over the tiles, A^T M A, the bias and
+// the ReLU, stored once per pixel.
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg,glow-cpu-schedule)' | FileCheck %s
 
 // CHECK-LABEL: func.func private @__glow_winograd_row_
@@ -14,10 +15,12 @@
 // CHECK:         %[[M:.*]] = memref.alloca() {alignment = 64 : i64} : memref<16x4x32xf32>
 // CHECK:         scf.for %[[CV:.*]] = %c0 to %c2 step %c1 {
 // CHECK:           %[[C0:.*]] = arith.muli %[[CV]], %c16
-// CHECK-COUNT-16:  vector.load %[[X]]
-// CHECK-NOT:       arith.mulf
-// CHECK:           arith.subf
-// CHECK-COUNT-16:  vector.store %{{.*}}, %[[V]][%{{.*}}, %c0, %[[C0]]]
+// CHECK:           scf.for %[[P:.*]] = %c0 to %c4 step %c1 {
+// CHECK-COUNT-16:    vector.load %[[X]]
+// CHECK-NOT:         arith.mulf
+// CHECK:             arith.subf
+// CHECK-COUNT-16:    vector.store %{{.*}}, %[[V]][%{{.*}}, %[[P]], %[[C0]]]
+// CHECK:           }
 // CHECK:         }
 // CHECK:         scf.for %[[XI:.*]] = %c0 to %c16 step %c1 {
 // CHECK:           scf.for %[[C:.*]] = %c0 to %c32 step %c1 iter_args(
@@ -29,10 +32,11 @@
 // CHECK-COUNT-8:   vector.store %{{.*}}, %[[M]][%[[XI]]
 // CHECK:         }
 // CHECK:         %[[BIAS:.*]] = vector.load %[[B]]
-// CHECK-COUNT-16: vector.load %[[M]]
-// CHECK:         %[[S:.*]] = arith.addf %{{.*}}, %[[BIAS]] : vector<16xf32>
-// CHECK-NEXT:    %[[R:.*]] = arith.maximumf %[[S]]
-// CHECK-NEXT:    vector.store %[[R]], %[[Y]][%c0, %c0, %c0]
+// CHECK:         scf.for %[[Q:.*]] = %c0 to %c4 step %c1 {
+// CHECK-COUNT-16:  vector.load %[[M]][%{{.*}}, %[[Q]], %c0]
+// CHECK:           %[[S:.*]] = arith.addf %{{.*}}, %[[BIAS]] : vector<16xf32>
+// CHECK-NEXT:      %[[R:.*]] = arith.maximumf %[[S]]
+// CHECK-NEXT:      vector.store %[[R]], %[[Y]][%c0, %{{.*}}, %c0]
 // CHECK-NOT:   linalg.
 // CHECK:       memref.global "private" constant @__glow_packed_winograd_32x32 : memref<16384xf32>
 // CHECK-LABEL: func.func private @__glow_kernel0(
