@@ -168,8 +168,8 @@ class _Block:
         return LANES * (self.vectors - 1) + self.lanes
 
 
-# Where pixel (i, j) of tile p of a group is (the tile its group's last, reaching past an odd map): its index in
-# a buffer with channel c, or None where it is not read (zeros) or not stored.
+# Where pixel (i, j) of tile p of a group is, (p, last, i, j, c) -> its index in a buffer at channel c, or None
+# where it is not read (zeros) or not stored; `last`: p is the group's last tile, which reaches past an odd map.
 _TileAt = Callable[[ir.Value, bool, int, int, ir.Value], list[ir.Value] | None]
 
 
