@@ -173,6 +173,10 @@ class _Block:
 _TileAt = Callable[[ir.Value, bool, int, int, ir.Value], list[ir.Value] | None]
 
 
+# A helper function's operands: its input, the packed filter, the bias (None: none), its output.
+_Operands = tuple[ir.Value, ir.Value, ir.Value | None, ir.Value]
+
+
 @dataclasses.dataclass(frozen=True)
 class _Band:
     """The shape of one band: its rows of tiles, and the input and output rows of its views."""
@@ -257,23 +261,29 @@ class WinogradKernel:
         y0 = arith.muli(ty, index(self.minimal.m))
         x_rows = block_at(self.x, [image, y0, 0, 0], [1, rows_in, self.w, self.c], drop_first=True)
         y_rows = block_at(self.y, [image, y0, 0, 0], [1, rows_out, self.ow, self.f], drop_first=True)
-        operands = [x_rows, u, *([self.bias] if self.bias is not None else []), y_rows]
-        name = _define(self.op, "row", [v.type for v in operands], lambda args: self._row_body(args, rows_out, rows_in))
-        func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands)
+        self._call("row", (x_rows, u, self.bias, y_rows), lambda *args: self._row_body(*args, rows_out, rows_in))
 
-    def _row_body(self, arguments: list[ir.Value], rows_out: int, rows_in: int) -> None:
+    def _call(self, kind: str, operands: _Operands, body: Callable[..., None]) -> None:
+        """A call of the helper function `kind` (`_define`) on operands (input, packed filter, bias or None,
+        output), its body built by `body(input, filter, bias or None, output)` on its arguments."""
+        x, u, bias, y = operands
+        values = [x, u, *([bias] if bias is not None else []), y]
+
+        def build(arguments: list[ir.Value]) -> None:
+            first, filter_, *rest, last = arguments
+            body(first, filter_, rest[0] if rest else None, last)
+
+        name = _define(self.op, kind, [v.type for v in values], build)
+        func.CallOp([], ir.FlatSymbolRefAttr.get(name), values)
+
+    def _row_body(self, x: ir.Value, u: ir.Value, bias: ir.Value | None, y: ir.Value, rows_out: int,
+                  rows_in: int) -> None:  # fmt: skip
         """One row of tiles: per group of tiles along it, their transformed inputs into V, then per channel
         block the products into M and the output transform."""
-        x, u, y = arguments[0], arguments[1], arguments[-1]
-        bias = arguments[2] if self.bias is not None else None
         m, a = self.minimal.m, self.minimal.a
         f32 = ir.F32Type.get()
         v = memref.alloca(ir.MemRefType.get([a * a, self.pixels, _padded(self.c)], f32), [], [], alignment=64)
         mm = memref.alloca(ir.MemRefType.get([a * a, self.pixels, LANES * self.vectors], f32), [], [], alignment=64)
-        full, rest = divmod(self.tile_cols, self.pixels)
-        partial = self.ow % m != 0
-        if partial and rest == 0:
-            full, rest = full - 1, self.pixels
         last_cols = self.ow - m * (self.tile_cols - 1)
 
         def group(t0: ir.Value, tiles: int, edge: bool) -> None:
@@ -298,13 +308,8 @@ class WinogradKernel:
                     self._outputs(mm, y, bias, channel0, tiles, edge, block, tile_output)
                     scf.YieldOp([])
 
-        if full:
-            loop = scf.ForOp(index(0), index(full), index(1))
-            with ir.InsertionPoint(loop.body):
-                group(arith.muli(loop.induction_variable, index(self.pixels)), self.pixels, False)
-                scf.YieldOp([])
-        if rest:
-            group(index(full * self.pixels), rest, partial)
+        # The tile that reaches past an odd map is in the last group, which is then one of its own.
+        _in_chunks(self.tile_cols, self.pixels, group, last_alone=self.ow % m != 0)
 
     # ------------------------------------------------------------------------------------------------------
     # Bands of rows of tiles: all of the band's transformed input, then the channel blocks
@@ -324,10 +329,7 @@ class WinogradKernel:
             def call(shape: _Band) -> None:
                 x_rows = block_at(self.x, [image, y0, 0, 0], [1, shape.rows_in, self.w, self.c], drop_first=True)
                 y_rows = block_at(self.y, [image, y0, 0, 0], [1, shape.rows_out, self.ow, self.f], drop_first=True)
-                operands = [x_rows, u, *([self.bias] if self.bias is not None else []), y_rows]
-                body = lambda args: self._band_body(args, shape)  # noqa: E731
-                func.CallOp([], ir.FlatSymbolRefAttr.get(_define(self.op, "band", [v.type for v in operands], body)),
-                            operands)  # fmt: skip
+                self._call("band", (x_rows, u, self.bias, y_rows), lambda *args: self._band_body(*args, shape))
 
             first, last = self._band_shape(0), self._band_shape((bands - 1) * self.band)
             if first == last:
@@ -350,13 +352,11 @@ class WinogradKernel:
                      min(m * self.band + a - m, self.h - m * first_tile_row),
                      min(m * self.band, self.oh - m * first_tile_row))  # fmt: skip
 
-    def _band_body(self, arguments: list[ir.Value], band: _Band) -> None:
+    def _band_body(self, x: ir.Value, u: ir.Value, bias: ir.Value | None, y: ir.Value, band: _Band) -> None:
         """V for every tile of the band (a loop over the tiles), then a loop over the channel blocks, each a call
         of the block function on its slices of the packed filter, the bias and the output: two loops that
         glow-cpu-parallelize may split (where the loop over bands is not), the first writing V's tiles, the
         second the output's channels."""
-        x, u, y = arguments[0], arguments[1], arguments[-1]
-        bias = arguments[2] if self.bias is not None else None
         a = self.minimal.a
         tiles = band.tile_rows * self.tile_cols
         v = memref.alloca(ir.MemRefType.get([a * a, tiles, _padded(self.c)], ir.F32Type.get()), [], [], alignment=64)
@@ -381,15 +381,13 @@ class WinogradKernel:
                 start = arith.addi(arith.muli(b, index(slice_floats)), index(block.offset))
                 channel0 = arith.addi(arith.muli(b, index(LANES * block.vectors)), index(block.start))
                 channels = block.channels()
-                operands = [
+                operands = (
                     v,
                     block_at(u, [start], [slice_floats]),
-                    *([block_at(bias, [channel0], [channels])] if bias is not None else []),
+                    block_at(bias, [channel0], [channels]) if bias is not None else None,
                     block_at(y, [0, 0, channel0], [band.rows_out, self.ow, channels]),
-                ]
-                body = lambda args, block=block: self._block_body(args, block, band)  # noqa: E731
-                name = _define(self.op, "block", [o.type for o in operands], body)
-                func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands)
+                )
+                self._call("block", operands, lambda *args, block=block: self._block_body(*args, block, band))
                 scf.YieldOp([])
 
     def _clamped(self, t: ir.Value, k: int, size: int, tiles: int) -> ir.Value:
@@ -397,18 +395,15 @@ class WinogradKernel:
         at = arith.addi(arith.muli(t, index(self.minimal.m)), index(k))
         return at if self.minimal.m * (tiles - 1) + k < size else arith.minui(at, index(size - 1))
 
-    def _block_body(self, arguments: list[ir.Value], block: _Block, band: _Band) -> None:
+    def _block_body(self, v: ir.Value, u: ir.Value, bias: ir.Value | None, y: ir.Value, block: _Block,
+                    band: _Band) -> None:  # fmt: skip
         """One channel block of every tile of a band: per group of tiles, the products into M (scratch of its
         own) and the output transform, each tile's pixels stored where they are in the band's rows."""
-        v, u, y = arguments[0], arguments[1], arguments[-1]
-        bias = arguments[2] if self.bias is not None else None
         m, a = self.minimal.m, self.minimal.a
         mm = memref.alloca(ir.MemRefType.get([a * a, self.pixels, LANES * block.vectors], ir.F32Type.get()), [],
                            [], alignment=64)  # fmt: skip
-        tiles = band.tile_rows * self.tile_cols
-        full, rest = divmod(tiles, self.pixels)
 
-        def group(t0: ir.Value, count: int) -> None:
+        def group(t0: ir.Value, count: int, _: bool) -> None:
             def place(p: ir.Value) -> tuple[ir.Value, ir.Value]:
                 t = arith.addi(t0, p)
                 return arith.divui(t, index(self.tile_cols)), arith.remui(t, index(self.tile_cols))
@@ -422,30 +417,10 @@ class WinogradKernel:
             self._outputs(mm, y, bias, index(0), count, False, block, tile_output,
                           lambda p, i, j: self._inside(place(p), i, j, band))  # fmt: skip
 
-        if full:
-            loop = scf.ForOp(index(0), index(full), index(1))
-            with ir.InsertionPoint(loop.body):
-                group(arith.muli(loop.induction_variable, index(self.pixels)), self.pixels)
-                scf.YieldOp([])
-        if rest:
-            group(index(full * self.pixels), rest)
+        _in_chunks(band.tile_rows * self.tile_cols, self.pixels, group)
 
     # ------------------------------------------------------------------------------------------------------
     # The three steps, shared by both loop orders
-
-    def _over_tiles(self, tiles: int, edge: bool, body: Callable[[ir.Value, bool], None]) -> None:
-        """body(p, last) for tiles p < `tiles`: a loop over them (one tile: no loop), but for the last one where
-        `edge` (it reaches past an odd map: its own code, `last` True)."""
-        plain = tiles - 1 if edge else tiles
-        if plain == 1:
-            body(index(0), False)
-        elif plain > 1:
-            loop = scf.ForOp(index(0), index(plain), index(1))
-            with ir.InsertionPoint(loop.body):
-                body(loop.induction_variable, False)
-                scf.YieldOp([])
-        if edge:
-            body(index(tiles - 1), True)
 
     def _inputs(self, x: ir.Value, v: ir.Value, tiles: int, edge: bool, tile_of: Callable[[ir.Value], ir.Value],
                 at: _TileAt) -> None:  # fmt: skip
@@ -461,16 +436,9 @@ class WinogradKernel:
                 for xi, value in enumerate(sandwich(minimal.bt, d)):
                     vector.store(value if value is not None else zeros(self.vt), v, [index(xi), tile_of(p), c0])
 
-            self._over_tiles(tiles, edge, tile)
+            _in_chunks(tiles, 1, lambda p, _, last: tile(p, last), last_alone=edge)
 
-        full, rest = divmod(self.c, LANES)
-        if full:
-            loop = scf.ForOp(index(0), index(full), index(1))
-            with ir.InsertionPoint(loop.body):
-                channels(arith.muli(loop.induction_variable, index(LANES)), None)
-                scf.YieldOp([])
-        if rest:
-            channels(index(full * LANES), lanes_mask(rest, LANES))
+        _in_chunks(self.c, LANES, lambda c0, count, _: channels(c0, lanes_mask(count, LANES)))
 
     def _products(self, v: ir.Value, u: ir.Value, base: ir.Value, mm: ir.Value, t0: ir.Value, tiles: int,
                   vectors: int) -> None:  # fmt: skip
@@ -538,7 +506,7 @@ class WinogradKernel:
                             store(value, y, where, mask)
                             scf.YieldOp([])
 
-            self._over_tiles(tiles, edge, tile)
+            _in_chunks(tiles, 1, lambda p, _, last: tile(p, last), last_alone=edge)
 
     def _inside(self, place: tuple[ir.Value, ir.Value], i: int, j: int, band: _Band) -> ir.Value | None:
         """Whether pixel (i, j) of the tile at `place` in `band` is in the map (None: it always is)."""
@@ -551,6 +519,25 @@ class WinogradKernel:
         if not conditions:
             return None
         return conditions[0] if len(conditions) == 1 else arith.andi(*conditions)
+
+
+def _in_chunks(total: int, size: int, body: Callable[[ir.Value, int, bool], None], last_alone: bool = False) -> None:
+    """body(first, count, last) over [0, total) in chunks of `size`: a loop over the full chunks (none for one
+    chunk), then the chunk left. Where `last_alone` the last chunk is always one of its own, `last` True for it
+    (a group's or a row's last tile, which reaches past an odd map)."""
+    full, rest = divmod(total, size)
+    if last_alone and rest == 0:
+        full, rest = full - 1, size
+    if full == 1:
+        body(index(0), size, False)
+    elif full > 1:
+        loop = scf.ForOp(index(0), index(full), index(1))
+        with ir.InsertionPoint(loop.body):
+            iv = loop.induction_variable
+            body(iv if size == 1 else arith.muli(iv, index(size)), size, False)
+            scf.YieldOp([])
+    if rest:
+        body(index(full * size), rest, last_alone)
 
 
 def _define(user: ir.Operation, kind: str, types: list[ir.Type], body: Callable[[list[ir.Value]], None]) -> str:
