@@ -69,18 +69,21 @@ def model(
 
 
 def conv_model(
-    c: int, h: int, w: int, f: int, k: int = 1, stride: int = 1, activation: str | None = None, bias: bool = True
+    c: int, h: int, w: int, f: int, k: int = 1, stride: int = 1, activation: str | None = None, bias: bool = True,
+    *, n: int = 1, dilation: int = 1,
 ) -> onnx.ModelProto:
-    """A CNN layer for the kernel-schedule tests: Conv of x [1, C, H, W] to F channels with a k x k window,
-    'same' pads (k // 2) and the given stride, constant weights scaled by 1 / sqrt(fan-in) and optionally a
-    bias, then an optional "relu" or "clip" (Clip to [0, 0.5]): the epilogue a convolution kernel fuses."""
+    """A CNN layer for the kernel-schedule tests: Conv of x [N, C, H, W] to F channels with a k x k window,
+    'same' pads (dilation * (k // 2)), the given stride and dilation, constant weights scaled by
+    1 / sqrt(fan-in) and optionally a bias, then an optional "relu" or "clip" (Clip to [0, 0.5]): the epilogue a
+    convolution kernel fuses."""
     weights = (rng.standard_normal((f, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32)
     inits = [numpy_helper.from_array(weights, "w")]
     inputs = ["x", "w"]
     if bias:
         inits.append(numpy_helper.from_array(rng.uniform(-0.5, 0.5, f).astype(np.float32), "b"))
         inputs.append("b")
-    nodes = [helper.make_node("Conv", inputs, ["conv"], kernel_shape=[k, k], strides=[stride] * 2, pads=[k // 2] * 4)]
+    nodes = [helper.make_node("Conv", inputs, ["conv"], kernel_shape=[k, k], strides=[stride] * 2,
+                              pads=[dilation * (k // 2)] * 4, dilations=[dilation] * 2)]  # fmt: skip
     out = "conv"
     if activation == "relu":
         nodes.append(helper.make_node("Relu", ["conv"], ["y"]))
@@ -91,7 +94,7 @@ def conv_model(
         nodes.append(helper.make_node("Clip", ["conv", "lo", "hi"], ["y"]))
         out = "y"
     graph = helper.make_graph(
-        nodes, "conv", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, c, h, w])],
+        nodes, "conv", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [n, c, h, w])],
         [helper.make_tensor_value_info(out, onnx.TensorProto.FLOAT, None)], inits,
     )
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])

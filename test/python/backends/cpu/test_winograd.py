@@ -16,43 +16,25 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 import glow_mlir
 from glow_mlir.backends.cpu import winograd_recipes
 from glow_mlir.frontends.onnx import import_model
+from onnx_check import conv_model
 
 rng = np.random.default_rng(0)
 
 
 def _conv_model(
     c: int, f: int, h: int, w: int, *, n: int = 1, k: int = 3, stride: int = 1, dilation: int = 1,
-    bias: bool = True, activation: str | None = "Relu",
+    bias: bool = True, activation: str | None = "relu",
 ) -> tuple[ModelProto, dict[str, np.ndarray]]:
-    """Conv (NCHW, "same" pads) [+ Relu or Clip(0, 6)] and its feeds."""
-    weights = (rng.standard_normal((f, c, k, k)) / np.sqrt(k * k * c)).astype(np.float32)
-    initializers = [numpy_helper.from_array(weights, "w")]
-    if bias:
-        initializers.append(numpy_helper.from_array(rng.uniform(-0.5, 0.5, f).astype(np.float32), "b"))
-    feeds = {"x": rng.standard_normal((n, c, h, w)).astype(np.float32)}
-    pad = dilation * (k // 2)
-    nodes = [helper.make_node("Conv", ["x", "w", *(["b"] if bias else [])], ["c"], kernel_shape=[k, k],
-                              strides=[stride] * 2, pads=[pad] * 4, dilations=[dilation] * 2)]  # fmt: skip
-    if activation == "Relu":
-        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
-    elif activation == "Clip":
-        initializers += [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("lo", 0), ("hi", 6))]
-        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
-    else:
-        nodes[0].output[0] = "y"
-    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, c, h, w])]
-    graph = helper.make_graph(nodes, "conv", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              initializers)  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    return model, feeds
+    """onnx_check.conv_model's layer (Conv, "same" pads, + ReLU or Clip) and its feeds."""
+    model = conv_model(c, h, w, f, k, stride, activation, bias, n=n, dilation=dilation)
+    return model, {"x": rng.standard_normal((n, c, h, w)).astype(np.float32)}
 
 
 def _run(model: ModelProto, feeds: dict[str, np.ndarray], threads: int = 1) -> tuple[np.ndarray, str]:
     """Compiles and runs `model`, checks it against onnxruntime, returns its output and scheduled IR."""
     with glow_mlir.compile(import_model(model), keep_ir=True, threads=threads) as compiled:
         scheduled = compiled.ir("glow-cpu-schedule")
-        got = compiled.run(feeds)["y"]
+        [got] = compiled.run(feeds).values()
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     [want] = session.run(None, feeds)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
@@ -72,16 +54,16 @@ def _row_functions(scheduled: str) -> list[str]:
 @pytest.mark.parametrize(
     ("c", "f", "h", "w", "n", "bias", "activation", "layout"),
     [
-        (64, 64, 16, 16, 1, True, "Relu", "row"),  # ResNet's class: whole registers, even map
-        (32, 48, 9, 11, 1, True, "Relu", "row"),  # odd map: the last tile row and column reach past it
+        (64, 64, 16, 16, 1, True, "relu", "row"),  # ResNet's class: whole registers, even map
+        (32, 48, 9, 11, 1, True, "relu", "row"),  # odd map: the last tile row and column reach past it
         (24, 40, 15, 10, 1, False, None, "row"),  # 24 inputs (a masked vector), 40 outputs (a masked block), no bias
-        (3, 16, 12, 12, 1, True, "Clip", "row"),  # 3 input channels (an RGB stem), Clip fused
-        (16, 128, 8, 8, 2, True, "Relu", "row"),  # a batch; 128 outputs in two blocks
-        (48, 96, 7, 7, 1, True, "Relu", "row"),  # a 7x7 map: 4 x 4 tiles for 7 x 7 pixels
+        (3, 16, 12, 12, 1, True, "clip", "row"),  # 3 input channels (an RGB stem), Clip fused
+        (16, 128, 8, 8, 2, True, "relu", "row"),  # a batch; 128 outputs in two blocks
+        (48, 96, 7, 7, 1, True, "relu", "row"),  # a 7x7 map: 4 x 4 tiles for 7 x 7 pixels
         # Transformed filters beyond half of L2: per band of rows of tiles, its V, then the channel blocks.
-        (192, 200, 9, 11, 1, True, "Relu", "band"),  # odd map, 200 outputs (a masked block)
-        (136, 256, 8, 8, 1, False, "Clip", "band"),  # 136 inputs (a masked vector), no bias
-        (512, 64, 13, 23, 2, True, "Relu", "band"),  # bands of 2 rows of tiles, the last one of 1 (odd), a batch
+        (192, 200, 9, 11, 1, True, "relu", "band"),  # odd map, 200 outputs (a masked block)
+        (136, 256, 8, 8, 1, False, "clip", "band"),  # 136 inputs (a masked vector), no bias
+        (512, 64, 13, 23, 2, True, "relu", "band"),  # bands of 2 rows of tiles, the last one of 1 (odd), a batch
     ],
 )
 def test_winograd_matches_onnxruntime(
