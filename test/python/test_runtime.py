@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 from mlir import ir
 
+import glow_mlir
 from glow_mlir.context import make_context
 from glow_mlir.errors import UnsupportedError
+from glow_mlir.library import ALIGNED_OUTPUT_BYTES
 from glow_mlir.runtime import ARENA_ALIGNMENT, CompiledModel, compile, compile_allocated, read_abi
 
 # y = x * s + b, through an arena intermediate; s is a second input, so there are two to get wrong.
@@ -136,6 +138,28 @@ def test_report(model: CompiledModel) -> None:
 def test_arena_is_aligned(model: CompiledModel) -> None:
     assert model._arena.ctypes.data % ARENA_ALIGNMENT == 0
     assert model._arena.nbytes == 64
+
+
+def test_large_outputs_are_aligned_as_the_arena() -> None:
+    """Outputs of ALIGNED_OUTPUT_BYTES or more start at an ARENA_ALIGNMENT boundary, so that their kernels'
+    vector stores do not span cache lines; smaller ones are plain new arrays."""
+    sizes = {"small": 16, "large": ALIGNED_OUTPUT_BYTES // 4 + 3}
+    g = glow_mlir.Graph("relus")
+    for name, size in sizes.items():
+        g.output(f"{name}_y", g.relu(g.input(name, (size,))))
+    with glow_mlir.compile(g) as model:
+        previous = None
+        for _ in range(3):
+            feeds = {name: np.linspace(-1, 1, size, dtype=np.float32) for name, size in sizes.items()}
+            out = model.run(feeds)
+            assert out["large_y"].ctypes.data % ARENA_ALIGNMENT == 0
+            for name, size in sizes.items():
+                y = out[f"{name}_y"]
+                assert y.shape == (size,) and y.flags.c_contiguous and y.flags.writeable
+                np.testing.assert_array_equal(y, np.maximum(feeds[name], 0))
+            if previous is not None:
+                assert not np.shares_memory(out["large_y"], previous)
+            previous = out["large_y"]
 
 
 def test_kept_ir(model: CompiledModel) -> None:
