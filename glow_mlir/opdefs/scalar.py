@@ -505,10 +505,9 @@ def fma_horner(coefficients: Sequence[float], x: ir.Value) -> ir.Value:
 def erf_f32(x: ir.Value) -> ir.Value:
     """erf of an f32 value in f32 arithmetic that vectorizes (no f64, no libm call: the f64 form below ran at
     about 14 ns per element, half of wav2vec2's run time), within 5e-7 of erf (it reaches 1 + 2e-7 near
-    x = 3, and exactly 1 at the clamp); NaN stays NaN and -0 stays -0 (maximumf and minimumf propagate NaN
-    and order -0 below +0)."""
+    x = 3, and exactly 1 at the clamp); NaN stays NaN and -0 stays -0 (the clamp keeps x itself within it)."""
     bound = constant(x.type, ERF_F32_CLAMP)
-    clamped = arith.maximumf(arith.minimumf(x, bound), arith.negf(bound))
+    clamped = at_least(at_most(x, bound), arith.negf(bound))
     square = arith.mulf(clamped, clamped)
     return arith.divf(arith.mulf(clamped, fma_horner(ERF_F32_P, square)), fma_horner(ERF_F32_Q, square))
 
@@ -537,10 +536,26 @@ def logical_not(x: ir.Value) -> ir.Value:
     return arith.xori(x, constant(x.type, 1))
 
 
+def at_least(x: ir.Value, low: ir.Value) -> ir.Value:
+    """max(x, low) keeping a NaN x, as x86's maxps(low, x) does: one instruction on a vector, where maximumf
+    (which also orders -0 below +0) is a compare and a masked move (a 28x28x192 depthwise layer's kernel with
+    a ReLU ran 1.1x faster so). max(-0, +0) may be either zero, as in numpy's maximum."""
+    if not is_float(x.type):
+        return maximum(x, low)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.UGE, x, low), x, low)
+
+
+def at_most(x: ir.Value, high: ir.Value) -> ir.Value:
+    """min(x, high) keeping a NaN x: x86's minps(high, x), as `at_least`."""
+    if not is_float(x.type):
+        return minimum(x, high)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.ULE, x, high), x, high)
+
+
 def relu(x: ir.Value) -> ir.Value:
-    """max(x, 0); maximumf propagates NaN as numpy's maximum does."""
-    return maximum(x, constant(x.type, 0.0))
+    """max(x, 0), NaN kept as numpy's maximum keeps it."""
+    return at_least(x, constant(x.type, 0.0))
 
 
 def clip(x: ir.Value, low: float, high: float) -> ir.Value:
-    return arith.minimumf(arith.maximumf(x, constant(x.type, low)), constant(x.type, high))
+    return at_most(at_least(x, constant(x.type, low)), constant(x.type, high))

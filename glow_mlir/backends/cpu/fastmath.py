@@ -17,6 +17,7 @@ from mlir import ir
 from mlir.dialects import arith, math
 
 from glow_mlir import ops
+from glow_mlir.opdefs.scalar import at_least, at_most
 
 LOG2E = 1.44269504088896341
 # ln 2 = LN2_HI + LN2_LO, with LN2_HI exact in few bits so that n * LN2_HI is exact (Cody-Waite).
@@ -59,8 +60,8 @@ def exp(x: ir.Value) -> ir.Value:
     """e^x = 2^n * e^r with n = round(x / ln 2), |r| <= ln 2 / 2; 2^n applied in two halves so that results
     in the subnormal range round once and results past the f32 range overflow to inf."""
     i32 = ir.IntegerType.get_signless(32)
-    # The clamp keeps n in i32 range (and NaN stays NaN: maximumf/minimumf propagate it).
-    clamped = arith.minimumf(arith.maximumf(x, _f(x, -104.0)), _f(x, 88.8))
+    # The clamp keeps n in i32 range (and NaN stays NaN: at_least/at_most keep a NaN x).
+    clamped = at_most(at_least(x, _f(x, -104.0)), _f(x, 88.8))
     n = math.floor(math.fma(clamped, _f(x, LOG2E), _f(x, 0.5)))
     r = math.fma(n, _f(x, -LN2_HI), clamped)
     r = math.fma(n, _f(x, -LN2_LO), r)

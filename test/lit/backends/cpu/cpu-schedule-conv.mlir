@@ -16,12 +16,12 @@
 // CHECK:               scf.for {{.*}} iter_args
 // CHECK:                 vector.load %[[W]]
 // CHECK:                 vector.fma
-// CHECK:           arith.maximumf
+// CHECK:           arith.cmpf uge
 // CHECK:           vector.transfer_write {{.*}}, %[[Y]]
 // CHECK-NOT:   linalg.
 // CHECK-LABEL: func.func private @__glow_kernel1(
 // CHECK:         vector.fma {{.*}} : vector<8xf32>
-// CHECK:         arith.maximumf
+// CHECK:         arith.cmpf uge
 
 // CHECK-LABEL: func.func @conv(
 // CHECK:         %[[PACKED:.*]] = memref.get_global @__glow_packed_conv_3x3x3x8x32

@@ -23,8 +23,8 @@
 // CHECK:             scf.for %[[P:.*]] = %c0 to %c12 step %c4 {
 // CHECK:               vector.load %[[X]][%c0, %[[R]], %[[P]], %[[C]]]
 // CHECK:               vector.fma {{.*}} : vector<16xf32>
-// CHECK:               arith.maximumf
-// CHECK:               arith.minimumf
+// CHECK:               arith.cmpf uge
+// CHECK:               arith.cmpf ule
 // CHECK:               vector.store {{.*}}, %[[Y]][%c0, %[[R]], %[[P]], %[[C]]]
 // CHECK:         vector.load %[[W]][%c0, %c0, %c64] : memref<3x3x88xf32>, vector<16xf32>
 // CHECK:         vector.load %[[W]][%c0, %c0, %c80] : memref<3x3x88xf32>, vector<8xf32>
@@ -41,7 +41,7 @@
 // CHECK:             scf.for %[[C:.*]] = %c0 to %c96 step %c32 {
 // CHECK:               vector.load %[[W]][%c0, %c0, %[[C]]] : memref<3x3x96xf32>, vector<16xf32>
 // CHECK:               vector.fma {{.*}} : vector<16xf32>
-// CHECK:               arith.maximumf
+// CHECK:               arith.cmpf uge
 // CHECK:               vector.store {{.*}}, %[[Y]][%c0, %[[R]], %[[P]], %[[C]]]
 // CHECK-NOT:   linalg.
 // CHECK-LABEL: func.func @streamed(

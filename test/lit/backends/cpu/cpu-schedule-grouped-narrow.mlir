@@ -23,7 +23,7 @@
 // CHECK:               vector.fma %[[S0]], %[[W0]], %{{.*}} : vector<16xf32>
 // CHECK:               vector.shuffle %[[X0]], %[[X0]] [3, 3, 3, 3, 7, 7, 7, 7, 11, 11, 11, 11, 15, 15, 15, 15]
 // CHECK:             }
-// CHECK-COUNT-4:     %[[R:.*]] = arith.maximumf
+// CHECK-COUNT-4:     %[[R:.*]] = arith.select
 // CHECK-NEXT:          vector.store %[[R]], %[[Y]]
 // CHECK-NOT:   linalg.
 // CHECK-LABEL: func.func @grouped(

@@ -24,7 +24,7 @@
 // CHECK:         scf.for
 // CHECK:           vector.load %[[W]]
 // CHECK:           vector.fma {{.*}} : vector<8xf32>
-// CHECK:         arith.maximumf
+// CHECK:         arith.cmpf uge
 // CHECK:         vector.transfer_write {{.*}}, %[[Y]]
 // CHECK-NOT:   linalg.
 // CHECK-LABEL: func.func @grouped(

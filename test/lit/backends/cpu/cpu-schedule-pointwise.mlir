@@ -17,7 +17,7 @@
 // CHECK:             memref.load %[[X]]
 // CHECK:             vector.broadcast
 // CHECK:             vector.fma
-// CHECK:           arith.maximumf
+// CHECK:           arith.cmpf uge
 // CHECK:           vector.store %{{.*}}, %[[Y]]
 // CHECK:         %{{.*}}:16 = scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args(
 // CHECK:         memref.load %[[X]][%c15,

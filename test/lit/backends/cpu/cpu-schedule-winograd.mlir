@@ -35,7 +35,8 @@
 // CHECK:         scf.for %[[Q:.*]] = %c0 to %c4 step %c1 {
 // CHECK-COUNT-16:  vector.load %[[M]][%{{.*}}, %[[Q]], %c0]
 // CHECK:           %[[S:.*]] = arith.addf %{{.*}}, %[[BIAS]] : vector<16xf32>
-// CHECK-NEXT:      %[[R:.*]] = arith.maximumf %[[S]]
+// CHECK-NEXT:      %[[C:.*]] = arith.cmpf uge, %[[S]]
+// CHECK-NEXT:      %[[R:.*]] = arith.select %[[C]], %[[S]]
 // CHECK-NEXT:      vector.store %[[R]], %[[Y]][%c0, %{{.*}}, %c0]
 // CHECK-NOT:   linalg.
 // CHECK:       memref.global "private" constant @__glow_packed_winograd_32x32 : memref<16384xf32>

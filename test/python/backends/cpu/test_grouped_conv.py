@@ -95,7 +95,7 @@ def test_grouped_conv_is_one_fused_kernel(
     kernels = _kernels(scheduled)
     [conv] = [name for name, body in kernels.items() if "vector.fma" in body]
     # The ReLU is in the convolution's kernel and in no other.
-    assert [name for name, body in kernels.items() if "arith.maximumf" in body] == [conv]
+    assert [name for name, body in kernels.items() if "arith.cmpf uge" in body] == [conv]
     assert "glow.grouped_conv" not in scheduled
 
 
@@ -133,7 +133,7 @@ def test_narrow_groups_shuffle_their_inputs(
     else:
         for lanes in patterns:
             assert f"[{', '.join(map(str, lanes))}]" in conv
-    clamp = {"Relu": "arith.maximumf", "Clip": "arith.minimumf", None: None}[activation]
+    clamp = {"Relu": "arith.cmpf uge", "Clip": "arith.cmpf ule", None: None}[activation]
     if clamp is not None:
         assert [body for body in _kernels(scheduled).values() if clamp in body] == [conv]
 
@@ -170,7 +170,7 @@ def test_grouped_1x1_tiles_are_pointwise_kernels(c: int, f: int, group: int, til
     assert "__glow_packed_gconv" not in scheduled and "glow.grouped_conv" not in scheduled
     kernels = _kernels(scheduled)
     fma = {name for name, body in kernels.items() if "vector.fma" in body}
-    assert fma and {name for name, body in kernels.items() if "arith.maximumf" in body} == fma
+    assert fma and {name for name, body in kernels.items() if "arith.cmpf uge" in body} == fma
 
 
 @pytest.mark.parametrize(
@@ -200,7 +200,7 @@ def test_depthwise_fuses_bias_and_activation(
     model, feeds = _conv_model(channels, channels, size, k, stride, channels, bias=bias, activation=activation)
     scheduled = _run(model, feeds)
     [conv] = _conv_kernels(scheduled)
-    clamp = {"Relu": "arith.maximumf", "Clip": "arith.minimumf", None: None}[activation]
+    clamp = {"Relu": "arith.cmpf uge", "Clip": "arith.cmpf ule", None: None}[activation]
     if clamp is not None:
         # The activation runs in the convolution kernel only: no pass of its own over the output.
         assert clamp in conv

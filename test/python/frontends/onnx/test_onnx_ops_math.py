@@ -74,6 +74,24 @@ def test_where_is_nan_of_softmax() -> None:
     check(m, {"x": x})
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_clamps_keep_nan_and_infinities(dtype: type) -> None:
+    """Relu, Clip and Erf (whose f32 form clamps) keep a NaN input NaN and clamp infinities, as numpy (onnx's
+    reference) does; the clamps are one max or min instruction per vector (scalar.at_least/at_most)."""
+    x = rand(4, 6, low=-8, high=8, dtype=dtype)
+    x[0] = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0]
+    x[1, :4] = [6.0, 1e-30, -1e-30, 5.9999]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["relu"]),
+        helper.make_node("Clip", ["x", "low", "high"], ["clip"]),
+        helper.make_node("Erf", ["x"], ["erf"]),
+    ]
+    bounds = {"low": np.array(0.0, dtype), "high": np.array(6.0, dtype)}
+    m = model(nodes, {"x": x}, ["relu", "clip", "erf"], initializers=bounds)
+    tolerance = 1e-3 if dtype == np.float16 else 1e-6
+    check(m, {"x": x}, rtol=tolerance, atol=tolerance, spec=True)
+
+
 def test_not() -> None:
     check_node("Not", {"x": rand(3, 4, dtype=np.bool_)})
 
