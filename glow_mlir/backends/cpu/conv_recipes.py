@@ -115,6 +115,15 @@ def register_tile(ow: int, channels: int, large_input: bool = False) -> tuple[in
     return best[2], best[1]
 
 
+def channel_parts(f: int) -> list[tuple[int, int]]:
+    """(first channel, channels) of the parts a direct convolution's `f` output channels are scheduled in:
+    the channels up to the last multiple of 16 in whole registers, and those beyond it (1000 % 16, a RegNetX
+    group's 24 % 16) as a kernel of their own with narrower vectors; `f` at most 16 is one part. One part for
+    all would take the narrower vectors throughout (`register_tile`: 24 channels run as three 8-lane vectors)."""
+    main = f - f % LANES if f > LANES else f
+    return [(0, main), (main, f - main)] if main < f else [(0, f)]
+
+
 def static_f32(op: ir.Operation) -> bool:
     """Whether every operand of `op` has a static shape and f32 elements: what the recipes schedule."""
     return all(static_shape(v) is not None and is_float32(v) for v in op.operands)
@@ -234,12 +243,9 @@ def _packed_kernels(conv: ScheduledConv, weights: np.ndarray, user: ir.Operation
     n, _, _, c = static_shape(conv.x)
     _, oh, ow, f = static_shape(conv.y)
     kh, kw = weights.shape[:2]
-    main = f - f % LANES if f > LANES else f
     kernels = []
     large_input = _input_bytes(conv) > L2_INPUT_BYTES
-    for f0, fp in [(0, main), (main, f - main)]:
-        if fp == 0:
-            continue
+    for f0, fp in channel_parts(f):
         ow_tile, f_tile = register_tile(ow, fp, large_input)
         tiles = fp // f_tile
         packed = weights[..., f0 : f0 + fp].reshape(kh, kw, c, tiles, f_tile).transpose(3, 0, 1, 2, 4)

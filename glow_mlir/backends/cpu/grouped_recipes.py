@@ -21,6 +21,7 @@ from glow_mlir.backends.cpu.conv_recipes import (
     LANES,
     REGISTERS,
     ScheduledConv,
+    channel_parts,
     epilogue,
     epilogue_alone,
     fused_kernel,
@@ -72,7 +73,8 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
     of 4) the tile computes S times the multiply-adds, but in full registers (FG lanes of 16 waste as much),
     with a register tile of many pixels, and one kernel instead of G tiny ones with 4- or 8-lane vectors and
     the bias and activation as passes of their own. Wider groups (S = 1) read their packed filter slice
-    contiguously. A 1x1 filter's groups are pointwise kernels (`_pointwise_tiles`, one group per tile: the
+    contiguously; a group wider than 16 channels that 16 does not divide (RegNetX's 24 and 56) is two kernels
+    per tile (`channel_parts`: 16-lane registers, then the rest). A 1x1 filter's groups are pointwise kernels (`_pointwise_tiles`, one group per tile: the
     kernel masks a narrow group's last vector, and its tiles need not divide the row); groups of 2, 4 or 8
     channels with at least 7/8 of their registers' lanes busy are NarrowGroupKernel's (`narrow_groups`).
     """
@@ -112,28 +114,35 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
         return Recipe((Kernel(root, lambda _: None),))
     if weights is not None:
         packed_filter = packed_global(op, packed, f"__glow_packed_gconv_{tiles}x{kh}x{kw}x{depth}x{width}")
-    ow_tile, f_tile = register_tile(ow, width, n * h * w * depth * 4 > L2_INPUT_BYTES)
+    large_input = n * h * w * depth * 4 > L2_INPUT_BYTES
+    kernels = []
     loop = scf.ForOp(index_constant(0), index_constant(tiles), index_constant(1))
     with ir.InsertionPoint(loop.body):
         tile = loop.induction_variable
-        channel = arith.muli(tile, index_constant(width))
-        if weights is not None:
-            tile_filter = block_at(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, depth, width], True)
-        else:
-            tile_filter = block_at(filter_, [0, 0, 0, channel], [kh, kw, cg, fg])
-        tile_conv = ScheduledConv(
-            block_at(x, [0, 0, 0, arith.muli(tile, index_constant(depth))], [n, h, w, depth]),
-            tile_filter,
-            block_at(bias, [channel], [width]) if bias is not None else None,
-            block_at(y, [0, 0, 0, channel], [n, oh, ow, width]),
-            window,
-            bias_op,
-            activation_op,
-        )
-        kernel = fused_kernel(tile_conv, ow_tile, f_tile)
+        tile_x = block_at(x, [0, 0, 0, arith.muli(tile, index_constant(depth))], [n, h, w, depth])
+        # A tile's output channels in whole registers and the rest (a RegNetX-1.6GF group's 24 as 16 + 8), each
+        # a kernel: one of 8-lane vectors throughout did half the lanes per multiply-add.
+        for f0, fp in channel_parts(width):
+            channel = arith.muli(tile, index_constant(width))
+            if f0:
+                channel = arith.addi(channel, index_constant(f0))
+            if weights is not None:
+                tile_filter = block_at(packed_filter, [tile, 0, 0, 0, f0], [1, kh, kw, depth, fp], True)
+            else:
+                tile_filter = block_at(filter_, [0, 0, 0, channel], [kh, kw, cg, fp])
+            tile_conv = ScheduledConv(
+                tile_x,
+                tile_filter,
+                block_at(bias, [channel], [fp]) if bias is not None else None,
+                block_at(y, [0, 0, 0, channel], [n, oh, ow, fp]),
+                window,
+                bias_op,
+                activation_op,
+            )
+            kernels.append(fused_kernel(tile_conv, *register_tile(ow, fp, large_input)))
         scf.YieldOp([])
     _erase_replaced([activation_op, op, bias_op], expanded)
-    return Recipe((kernel,))
+    return Recipe(tuple(kernels))
 
 
 def _erase_replaced(done: list[ir.Operation | None], expanded: list[ir.OpView]) -> None:

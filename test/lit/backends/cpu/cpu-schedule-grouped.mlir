@@ -31,8 +31,8 @@
 // CHECK:         %[[PACKED:.*]] = memref.get_global @__glow_packed_gconv_3x3x3x8x8
 // CHECK:         scf.for %[[T:.*]] = %c0 to %c3 step %c1 {
 // CHECK:           %[[C:.*]] = arith.muli %[[T]], %c8
-// CHECK:           memref.subview %[[PACKED]][%[[T]], 0, 0, 0, 0] [1, 3, 3, 8, 8]
 // CHECK:           memref.subview %arg0[0, 0, 0, %[[C]]] [1, 6, 6, 8]
+// CHECK:           memref.subview %[[PACKED]][%[[T]], 0, 0, 0, 0] [1, 3, 3, 8, 8]
 // CHECK:           func.call @__glow_kernel0(
 // CHECK:         }
 // CHECK-NOT:     linalg.

@@ -81,7 +81,8 @@ def _conv_kernels(scheduled: str) -> list[str]:
         (48, 48, 7, 5, 1, 4, 1, "1x5x5x48x48"),  # 12-channel groups, 5x5
         (40, 40, 9, 3, 1, 20, 1, "5x3x3x8x8"),  # 20 groups of 2: 4 per tile (8 does not divide 20)
         (256, 256, 7, 3, 1, 4, 1, "4x3x3x64x64"),  # 64-channel groups
-        (24, 48, 9, 7, 1, 2, 1, "2x7x7x12x24"),  # 7x7, output groups of 24
+        (24, 48, 9, 7, 1, 2, 1, "2x7x7x12x24"),  # 7x7, output groups of 24: 16 + 8 channels
+        (112, 112, 8, 3, 1, 2, 1, "2x3x3x56x56"),  # RegNetX-6.4GF's 56-channel groups: 48 + 8
         (48, 48, 9, 3, 1, 4, 2, "1x3x3x48x48"),  # dilation 2
     ],
 )
@@ -93,9 +94,17 @@ def test_grouped_conv_is_one_fused_kernel(
     # The tiles' dense block-diagonal filters: [tiles, KH, KW, tile inputs, tile outputs].
     assert re.findall(r"memref.global [^@]*@__glow_packed_gconv_(\w+)", scheduled) == [packed]
     kernels = _kernels(scheduled)
-    [conv] = [name for name, body in kernels.items() if "vector.fma" in body]
-    # The ReLU is in the convolution's kernel and in no other.
-    assert [name for name, body in kernels.items() if "arith.cmpf uge" in body] == [conv]
+    convs = [name for name, body in kernels.items() if "vector.fma" in body]
+    # A tile of more than 16 output channels that 16 does not divide is two kernels: 16-lane registers, then the
+    # rest (conv_recipes.channel_parts); any other tile one kernel of the widest registers its width allows.
+    width = int(packed.split("x")[-1])
+    lanes = [int(re.findall(r"vector\.fma .* : vector<(\d+)xf32>", kernels[name])[0]) for name in convs]
+    if width > 16 and width % 16:
+        assert len(lanes) == 2 and lanes[0] % 16 == 0 and lanes[1] == width % 16
+    else:
+        assert len(lanes) == 1
+    # The ReLU is in the convolution's kernels and in no other.
+    assert [name for name, body in kernels.items() if "arith.cmpf uge" in body] == convs
     assert "glow.grouped_conv" not in scheduled
 
 
