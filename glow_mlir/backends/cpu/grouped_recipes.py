@@ -74,9 +74,10 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
     with a register tile of many pixels, and one kernel instead of G tiny ones with 4- or 8-lane vectors and
     the bias and activation as passes of their own. Wider groups (S = 1) read their packed filter slice
     contiguously; a group wider than 16 channels that 16 does not divide (RegNetX's 24 and 56) is two kernels
-    per tile (`channel_parts`: 16-lane registers, then the rest). A 1x1 filter's groups are pointwise kernels (`_pointwise_tiles`, one group per tile: the
-    kernel masks a narrow group's last vector, and its tiles need not divide the row); groups of 2, 4 or 8
-    channels with at least 7/8 of their registers' lanes busy are NarrowGroupKernel's (`narrow_groups`).
+    per tile (`channel_parts`: 16-lane registers, then the rest). A 1x1 filter's groups are pointwise kernels
+    (`_pointwise_tiles`, one group per tile: the kernel masks a narrow group's last vector, and its tiles need not
+    divide the row); groups of 2, 4 or 8 channels with at least 7/8 of their registers' lanes busy are
+    NarrowGroupKernel's (`narrow_groups`).
     """
     x5, w5, y5 = op.operands
     expanded = [v.owner for v in (x5, w5, y5)]
