@@ -4,18 +4,21 @@ transform steps), with the bias and activation of a CPU convolution in its regis
 
 A depthwise convolution does KH x KW multiply-adds per output element and per input element read, so it is bound
 by how often each loaded vector is used, and by where its data comes from, more than by the FMA ports. The
-register tile (int8_depthwise.py's, in f32) is a few output pixels along a row by one or two 16-channel vectors,
-the accumulators starting from the bias: per filter row, each input column the tile reads is loaded once and
-feeds the FMAs of every pixel whose window holds it (6 loaded columns for the 12 FMAs of a 3x3 stride-1 filter row
-at 4 pixels), and a 3x3 filter's vectors stay in registers for a whole row of tiles. The activation (the body of
-its linalg.generic, cloned on vectors) runs on the accumulators before their one store. Channels beyond the last
-multiple of the block are whole vectors and then one partial vector (masked), pixels beyond the last full tile a
-smaller tile.
+register tile (`tile_shape`) is a few output rows by a few pixels by one or two 16-channel vectors, the
+accumulators starting from the bias: each input vector the tile reads is loaded once and feeds the FMAs of every
+output whose window holds it (a 2 x 2 tile of a 3x3 stride-1 window loads 16 input vectors per channel vector for
+36 multiply-adds), and a 3x3 filter's vectors stay in registers for a whole row of tiles. A 5x5 or 7x7 filter is
+read by each tile, one filter row at a time, and shared by the tile's outputs. The rule picks, per layer and
+channel block, the tile that loads the fewest vectors per multiply-add whose registers fit. The activation (the
+body of its linalg.generic, cloned on vectors) runs on the accumulators before their one store. Channels beyond
+the last multiple of the block are whole vectors and then one partial vector (masked), rows and pixels beyond the
+last full tile a smaller tile.
 
 The loop order depends on where the layer's data lives. A layer whose input and output fit in L2 runs in bands of
-output rows, each band's channel blocks one after the other down the band's rows, so that a block's input rows
-stay in L1 from one output row to the next. A larger one (MobileNetV2's first layers) runs row by row with every
-channel block innermost at each tile of pixels, reading and writing memory in order, as the prefetchers expect.
+output rows (the last band shorter), each band's channel blocks one after the other down the band's rows, so that
+a block's input rows stay in L1 from one tile of rows to the next. A larger one (MobileNetV2's first layers) runs
+row by row with every channel block innermost at each tile of pixels, reading and writing memory in order, as the
+prefetchers expect.
 
 The input comes padded (glow-lower pads a convolution's input, and glow-ir-optimize-inserts makes the producer
 write into the padded buffer's interior), so the kernel reads no padding of its own. docs/OPTIMIZATIONS.md
@@ -34,8 +37,8 @@ from mlir.dialects import arith, scf, vector
 
 from glow_mlir.backends.cpu.conv_recipes import (
     LANES,
+    REGISTERS,
     dense_window,
-    divisor_at_most,
     epilogue,
     epilogue_alone,
     static_f32,
@@ -45,19 +48,19 @@ from glow_mlir.backends.cpu.recipes import L2_BYTES, Recipe, recipe, static_shap
 from glow_mlir.backends.cpu.vector_body import lanes_mask, load, store, yielded, zeros
 from glow_mlir.codegen.builders import index
 
-# Accumulators of a register tile: pixels x channel vectors. 8 keeps a 3x3 filter's vectors for two channel
-# vectors (18) in registers beside them; 12 and 16 (kernel time, one process, bench.convs' layers) were no
-# faster overall, and slower on 5x5 layers.
-ACCUMULATORS = 8
+# A register tile is rows x pixels x channel vectors of accumulators (`tile_shape`): at most this many, and at
+# most TILE_ROWS rows and TILE_PIXELS pixels of them.
+MAX_ACCUMULATORS = 16
+TILE_ROWS = 4
+TILE_PIXELS = 8
 # Filter vectors that stay in registers across a row's tiles (loaded once per channel block and row); a larger
-# filter (5x5, 7x7) is read from L1 by each tile's FMAs instead, which measured 1.02-1.08x faster on ConvNeXt's
-# and EfficientNet's 7x7 and 5x5 layers than holding it, mostly spilled, on the stack.
+# filter (5x5, 7x7) is read from L1 by each tile instead, one filter row at a time (holding it, mostly spilled on
+# the stack, measured 1.02-1.08x slower on ConvNeXt's and EfficientNet's 7x7 and 5x5 layers).
 HELD_FILTER_VECTORS = 18
 # Output rows of one band: the band's input rows across all channels stay in L2 (this many bytes) while each
-# channel block sweeps them, and each block's rows of the band in L1 from one output row to the next (a filter
-# row reads what the previous output row's next filter row read). Row by row across all channels, a row's 3
-# input rows of 384 channels (74 KB on 14x14) outgrew L1; block by block across all rows, a 112x112 map
-# streamed from memory once per block.
+# channel block sweeps them, and each block's rows of the band in L1 from one tile of rows to the next. Row by row
+# across all channels, a row's 3 input rows of 384 channels (74 KB on 14x14) outgrew L1; block by block across all
+# rows, a 112x112 map streamed from memory once per block.
 BAND_BYTES = 512 * 1024
 
 
@@ -105,6 +108,62 @@ def channel_blocks(c: int, vectors: int) -> list[ChannelBlocks]:
     return blocks
 
 
+def _held(vectors: int, kh: int, kw: int) -> bool:
+    """Whether a KH x KW filter's vectors for `vectors` channel vectors stay in registers across a row of tiles."""
+    return vectors * kh * kw <= HELD_FILTER_VECTORS
+
+
+@dataclasses.dataclass(frozen=True)
+class TileShape:
+    """A register tile: `rows` output rows x `pixels` output pixels x `vectors` channel vectors of accumulators."""
+
+    rows: int
+    pixels: int
+    vectors: int
+
+
+def tile_shape(out: tuple[int, int], vectors: int, window: tuple[int, int], strides: tuple[int, int],
+               dilations: tuple[int, int]) -> TileShape:  # fmt: skip
+    """The register tile of `vectors` channel vectors that loads the fewest vectors per multiply-add over the
+    whole `out` map (edge tiles included), among those within MAX_ACCUMULATORS, TILE_ROWS and TILE_PIXELS whose
+    accumulators, held filter and loaded input fit in REGISTERS; on ties the one with fewer accumulators.
+
+    With a held filter each input vector a tile reads is loaded once and feeds every accumulator whose window
+    holds it: a tile of R rows and P pixels loads ((R - 1) * SH + (KH - 1) * DH + 1) x ((P - 1) * SW + (KW - 1) *
+    DW + 1) input vectors per channel vector for R x P x KH x KW multiply-adds, 3 x 6 for 36 at 1 x 4 (a 3x3
+    stride-1 window), 4 x 4 for 36 at 2 x 2. L1-resident FMAs with a load in 1 of 2 ran at 185 GFLOP/s, in 1 of 4
+    at 207 (this VM's peak 221-240). A filter read by the tile comes one filter row at a time (KW vectors live),
+    and each output row's input row is loaded once per filter row: R x KH x columns, and KH x KW filter vectors
+    shared by the R x P outputs."""
+    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = out, window, strides, dilations
+    held = _held(vectors, kh, kw)
+
+    def spans(size: int, tile: int) -> list[tuple[int, int]]:
+        """(tile size, count) of the tiles along a dimension of `size`."""
+        return [(t, k) for t, k in ((tile, size // tile), (size % tile, 1)) if t and k]
+
+    best: tuple[tuple[float, int], TileShape] | None = None
+    for rows in range(1, min(TILE_ROWS, oh) + 1):
+        for pixels in range(1, min(TILE_PIXELS, ow) + 1):
+            accumulators = rows * pixels * vectors
+            live = accumulators + vectors * (kh if held else 1) * kw + vectors + 1
+            if accumulators > MAX_ACCUMULATORS or live > REGISTERS:
+                continue
+
+            def tile_loads(r: int, p: int) -> int:
+                columns = (p - 1) * sw + (kw - 1) * dw + 1
+                if held:
+                    return ((r - 1) * sh + (kh - 1) * dh + 1) * columns
+                return r * kh * columns + kh * kw
+
+            loads = sum(rk * pk * tile_loads(r, p) for r, rk in spans(oh, rows) for p, pk in spans(ow, pixels))
+            score = (loads / (oh * ow * kh * kw), accumulators)
+            if best is None or score < best[0]:
+                best = (score, TileShape(rows, pixels, vectors))
+    assert best is not None
+    return best[1]
+
+
 class _Depthwise:
     """The buffers, window and register tile of one depthwise convolution, and the emitter of its loops."""
 
@@ -117,15 +176,19 @@ class _Depthwise:
         self.dh, self.dw = dilations
         # Two channel vectors per tile where the channels and a 3x3 filter's registers allow (one loaded input
         # column then covers a whole 128-byte pixel of 32 channels: 1.2-1.45x on MobileNetV2's 3x3 layers), else
-        # one; the pixels fill ACCUMULATORS.
-        self.vectors = 2 if self.c >= 2 * LANES and 2 * self.kh * self.kw <= HELD_FILTER_VECTORS else 1
-        self.pixels = ACCUMULATORS // self.vectors
-        self.held = self.vectors * self.kh * self.kw <= HELD_FILTER_VECTORS
+        # one; blocks of fewer vectors (the channels left) get tiles of their own shape.
+        self.vectors = 2 if self.c >= 2 * LANES and _held(2, self.kh, self.kw) else 1
         input_row = static_shape(x)[2] * self.c * 4
         window = (self.kh - 1) * self.dh + 1
         fits = [b for b in range(1, self.oh + 1) if ((b - 1) * self.sh + window) * input_row <= BAND_BYTES]
-        self.band = divisor_at_most(self.oh, max(fits, default=1))
+        self.band = max(fits, default=1)
         self.streamed = (math.prod(static_shape(x)) + math.prod(static_shape(y))) * 4 > L2_BYTES
+        # The tiles' rows come from a band's rows (the whole map's where streamed).
+        rows = self.oh if self.streamed else self.band
+        self.blocks = [(b, self.shape(rows, len(b.widths))) for b in channel_blocks(self.c, self.vectors)]
+
+    def shape(self, rows: int, vectors: int) -> TileShape:
+        return tile_shape((rows, self.ow), vectors, (self.kh, self.kw), (self.sh, self.sw), (self.dh, self.dw))
 
     def emit(self) -> ir.Operation:
         """The images loop, each image in bands of rows or, `streamed`, row by row (`_bands`, `_rows`)."""
@@ -136,43 +199,48 @@ class _Depthwise:
         return images.operation
 
     def _bands(self, image: ir.Value) -> None:
-        """Bands of output rows; in each, per group of channel blocks (`channel_blocks`), a loop over its blocks,
-        the band's rows, the row's pixels (`row`)."""
-        bands = scf.ForOp(index(0), index(self.oh), index(self.band))
-        with ir.InsertionPoint(bands.body):
-            for blocks in channel_blocks(self.c, self.vectors):
+        """Bands of output rows (the last one shorter where `band` does not divide them); in each, per group of
+        channel blocks (`channel_blocks`), a loop over its blocks, the band's tiles of rows, their pixels."""
+
+        def band(top: ir.Value, count: int) -> None:
+            for blocks, shape in self.blocks:
                 with _loop(blocks.start, blocks.start + blocks.count * blocks.step, blocks.step) as c0:
-                    with _loop(0, self.band, 1) as row:
-                        self.row(image, arith.addi(bands.induction_variable, row), c0, blocks.widths)
-            scf.YieldOp([])
+
+                    def rows(y: ir.Value, rows: int, c0: ir.Value = c0, widths: Sequence[int] = blocks.widths,
+                             shape: TileShape = shape) -> None:  # fmt: skip
+                        tile = _Tile(self, image, arith.addi(top, y), rows, c0, widths)
+                        _tiles(self.ow, shape.pixels, tile.emit)
+
+                    _tiles(count, shape.rows, rows)
+
+        _tiles(self.oh, self.band, band)
 
     def _rows(self, image: ir.Value) -> None:
-        """Output rows, their register tiles of pixels, and innermost every channel block at those pixels (the
-        tile's filter and bias vectors loaded with it): the input and output are read and written in memory
-        order, which the prefetchers follow."""
-        with _loop(0, self.oh, 1) as y:
+        """Tiles of output rows, their register tiles of pixels, and innermost every channel block at those
+        pixels (the tile's filter and bias vectors loaded with it): the input and output are read and written in
+        memory order, which the prefetchers follow. All blocks take the first blocks' tile shape."""
+        shape = self.blocks[0][1]
 
+        def rows(y: ir.Value, count: int) -> None:
             def tiles(x0: ir.Value, pixels: int) -> None:
-                for blocks in channel_blocks(self.c, self.vectors):
+                for blocks, _ in self.blocks:
                     with _loop(blocks.start, blocks.start + blocks.count * blocks.step, blocks.step) as c0:
-                        _Tile(self, image, y, c0, blocks.widths).emit(x0, pixels)
+                        _Tile(self, image, y, count, c0, blocks.widths).emit(x0, pixels)
 
-            self._pixels(tiles)
+            _tiles(self.ow, shape.pixels, tiles)
 
-    def row(self, image: ir.Value, y: ir.Value, c0: ir.Value, widths: Sequence[int]) -> None:
-        """Output row `y` of the channel block at c0: its pixels in register tiles, the block's held filter
-        vectors loaded once for them all."""
-        self._pixels(_Tile(self, image, y, c0, widths).emit)
+        _tiles(self.oh, shape.rows, rows)
 
-    def _pixels(self, tile: Callable[[ir.Value, int], None]) -> None:
-        """`tile(x0, pixels)` for the register tiles of a row of output pixels: a loop of full tiles, then the
-        smaller last one."""
-        count = self.ow // self.pixels
-        if count:
-            with _loop(0, count * self.pixels, self.pixels) as x0:
-                tile(x0, self.pixels)
-        if self.ow % self.pixels:
-            tile(index(count * self.pixels), self.ow % self.pixels)
+
+def _tiles(size: int, tile: int, emit: Callable[[ir.Value, int], None]) -> None:
+    """`emit(start, count)` for the tiles of `size` positions (output rows or pixels): a loop of full tiles of
+    `tile`, then the smaller last one."""
+    full = size // tile
+    if full:
+        with _loop(0, full * tile, tile) as start:
+            emit(start, tile)
+    if size % tile:
+        emit(index(full * tile), size % tile)
 
 
 @contextlib.contextmanager
@@ -185,19 +253,26 @@ def _loop(start: int, stop: int, step: int) -> Iterator[ir.Value]:
 
 
 class _Tile:
-    """The register tiles of one output row and channel block: the block's vectors (channel offset, type and
-    mask: None for a whole register), its bias and held filter vectors, and the emitter of a tile of pixels."""
+    """The register tiles of some output rows and one channel block: the block's vectors (channel offset, type
+    and mask: None for a whole register), its bias and held filter vectors, and the emitter of a tile of pixels."""
 
-    def __init__(self, k: _Depthwise, image: ir.Value, y: ir.Value, c0: ir.Value, widths: Sequence[int]) -> None:
-        self.k, self.image, self.y = k, image, y
+    def __init__(self, k: _Depthwise, image: ir.Value, y: ir.Value, rows: int, c0: ir.Value,
+                 widths: Sequence[int]) -> None:  # fmt: skip
+        self.k, self.image, self.y, self.rows = k, image, y, rows
         f32 = ir.F32Type.get()
         self.parts: list[tuple[ir.Value, ir.VectorType, ir.Value | None]] = []
         for v, width in enumerate(widths):
             lanes = 8 if width <= 8 else LANES
             mask = lanes_mask(width, lanes)
             self.parts.append((arith.addi(c0, index(v * LANES)) if v else c0, ir.VectorType.get([lanes], f32), mask))
-        self.rows = [arith.addi(arith.muli(y, index(k.sh)), index(i * k.dh)) for i in range(k.kh)]
-        self.filter = self.filters() if k.held else None
+        # Input row (from the first output row's window start) -> the (output row, filter row) pairs that read it.
+        self.readers: dict[int, list[tuple[int, int]]] = {}
+        for r in range(rows):
+            for i in range(k.kh):
+                self.readers.setdefault(r * k.sh + i * k.dh, []).append((r, i))
+        top = arith.muli(y, index(k.sh))
+        self.input_rows = {a: arith.addi(top, index(a)) if a else top for a in self.readers}
+        self.filter = self.filters() if _held(len(widths), k.kh, k.kw) else None
         self.bias = [load(k.bias, [c], t, m) if k.bias is not None else zeros(t) for c, t, m in self.parts]
 
     def filters(self) -> list[list[list[ir.Value]]]:
@@ -207,28 +282,44 @@ class _Tile:
                 for i in range(k.kh)]  # fmt: skip
 
     def emit(self, x0: ir.Value, pixels: int) -> None:
-        """Output pixels x0 .. x0 + pixels - 1: per filter row, each input column the tile reads is loaded once
-        and added into the accumulators of the pixels whose windows hold it; then the activation and one store
-        per pixel and channel vector."""
+        """Output pixels x0 .. x0 + pixels - 1 of the tile's rows: each input vector the tile reads is loaded once
+        and added into the accumulators of the (row, pixel) outputs whose windows hold it; then the activation
+        and one store per output and channel vector."""
         k = self.k
-        filter_ = self.filter if self.filter is not None else self.filters()
-        accs = [list(self.bias) for _ in range(pixels)]
+        accs = [[list(self.bias) for _ in range(pixels)] for _ in range(self.rows)]
         left = arith.muli(x0, index(k.sw))
         # Input column (from the first window's start) -> the (pixel, filter column) pairs that read it.
-        readers: dict[int, list[tuple[int, int]]] = {}
+        columns: dict[int, list[tuple[int, int]]] = {}
         for p in range(pixels):
             for j in range(k.kw):
-                readers.setdefault(p * k.sw + j * k.dw, []).append((p, j))
-        for i in range(k.kh):
-            for column in sorted(readers):
-                for v, (c, t, m) in enumerate(self.parts):
-                    x = load(k.x, [self.image, self.rows[i], arith.addi(left, index(column)), c], t, m)
-                    for p, j in readers[column]:
-                        accs[p][v] = vector.fma(x, filter_[i][j][v], accs[p][v])
-        for p in range(pixels):
-            for v, (c, _, m) in enumerate(self.parts):
-                value = accs[p][v]
-                if k.activation is not None:
-                    [value] = yielded(k.activation, [value])
-                store(value, k.y, [self.image, self.y, arith.addi(x0, index(p)), c], m)
+                columns.setdefault(p * k.sw + j * k.dw, []).append((p, j))
 
+        def add_row(a: int, pairs: Sequence[tuple[int, int]], filter_: Callable[[int, int, int], ir.Value]) -> None:
+            """Input row a of the tile, each vector loaded once, into the accumulators of the (output row,
+            filter row) `pairs` that read it; `filter_(i, j, v)` is the filter vector of tap (i, j)."""
+            for column, column_readers in sorted(columns.items()):
+                for v, (c, t, m) in enumerate(self.parts):
+                    x = load(k.x, [self.image, self.input_rows[a], arith.addi(left, index(column)), c], t, m)
+                    for r, i in pairs:
+                        for p, j in column_readers:
+                            accs[r][p][v] = vector.fma(x, filter_(i, j, v), accs[r][p][v])
+
+        if self.filter is not None:
+            held = self.filter
+            for a, row_readers in sorted(self.readers.items()):
+                add_row(a, row_readers, lambda i, j, v: held[i][j][v])
+        else:
+            # A filter read by the tile (5x5, 7x7): one filter row's vectors at a time, each input row loaded
+            # once per filter row that reads it (all KH x KW vectors live at once spilled).
+            for i in range(k.kh):
+                row = [[load(k.filter, [index(i), index(j), c], t, m) for c, t, m in self.parts] for j in range(k.kw)]
+                for r in range(self.rows):
+                    add_row(r * k.sh + i * k.dh, [(r, i)], lambda _, j, v, row=row: row[j][v])
+        for r in range(self.rows):
+            y = arith.addi(self.y, index(r)) if r else self.y
+            for p in range(pixels):
+                for v, (c, _, m) in enumerate(self.parts):
+                    value = accs[r][p][v]
+                    if k.activation is not None:
+                        [value] = yielded(k.activation, [value])
+                    store(value, k.y, [self.image, y, arith.addi(x0, index(p)), c], m)

@@ -2,10 +2,10 @@
 // bias and activation; glow-cpu-schedule replaces all three with one vector kernel (depthwise_recipes.py) whose
 // register tiles start from the bias and clamp before their one store.
 // @banded (14x14x88, in L2): one band of all 14 rows; blocks of 32 channels (two registers, the 3x3 filter's 18
-// vectors loaded once per row, outside the loop of 4-pixel tiles), then a block of one whole register at channel
-// 64 and one of 8 lanes at channel 80.
-// @streamed (56x56x96, 2.4 MB of input and output): rows, tiles of 4 pixels, and innermost the channel blocks,
-// their filter vectors loaded with each tile.
+// vectors loaded once per tile of 2 rows, outside the loop of 2 x 2 pixel tiles), then a block of one whole
+// register at channel 64 and one of 8 lanes at channel 80 (tiles of 3 x 5 pixels: one register each).
+// @streamed (56x56x96, 2.4 MB of input and output): tiles of 2 rows, tiles of 2 pixels, and innermost the channel
+// blocks, their filter vectors loaded with each tile.
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg)' | FileCheck %s --check-prefix=LINALG
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg,glow-cpu-schedule)' | FileCheck %s
 
@@ -17,15 +17,16 @@
 // CHECK-LABEL: func.func private @__glow_kernel0(
 // CHECK-SAME:    %[[W:.*]]: memref<3x3x88xf32>, %[[B:.*]]: memref<88xf32>, %[[X:.*]]: memref<1x16x16x88xf32>, %[[Y:.*]]: memref<1x14x14x88xf32>
 // CHECK:         scf.for %[[C:.*]] = %c0 to %c64 step %c32 {
-// CHECK:           scf.for %[[R:.*]] = %c0 to %c14 step %c1 {
+// CHECK:           scf.for %[[R:.*]] = %c0 to %c14 step %c2 {
 // CHECK:             vector.load %[[W]][%c0, %c0, %[[C]]] : memref<3x3x88xf32>, vector<16xf32>
 // CHECK:             vector.load %[[B]][%[[C]]]
-// CHECK:             scf.for %[[P:.*]] = %c0 to %c12 step %c4 {
+// CHECK:             scf.for %[[P:.*]] = %c0 to %c14 step %c2 {
 // CHECK:               vector.load %[[X]][%c0, %[[R]], %[[P]], %[[C]]]
 // CHECK:               vector.fma {{.*}} : vector<16xf32>
 // CHECK:               arith.cmpf uge
 // CHECK:               arith.cmpf ule
 // CHECK:               vector.store {{.*}}, %[[Y]][%c0, %[[R]], %[[P]], %[[C]]]
+// CHECK:         scf.for %{{.*}} = %c0 to %c12 step %c3 {
 // CHECK:         vector.load %[[W]][%c0, %c0, %c64] : memref<3x3x88xf32>, vector<16xf32>
 // CHECK:         vector.load %[[W]][%c0, %c0, %c80] : memref<3x3x88xf32>, vector<8xf32>
 // CHECK:         vector.store {{.*}}, %[[Y]][{{.*}}, %c80] : memref<1x14x14x88xf32>, vector<8xf32>
@@ -36,8 +37,8 @@
 
 // CHECK-LABEL: func.func private @__glow_kernel1(
 // CHECK-SAME:    %[[W:.*]]: memref<3x3x96xf32>, %[[B:.*]]: memref<96xf32>, %[[X:.*]]: memref<1x58x58x96xf32>, %[[Y:.*]]: memref<1x56x56x96xf32>
-// CHECK:         scf.for %[[R:.*]] = %c0 to %c56 step %c1 {
-// CHECK:           scf.for %[[P:.*]] = %c0 to %c56 step %c4 {
+// CHECK:         scf.for %[[R:.*]] = %c0 to %c56 step %c2 {
+// CHECK:           scf.for %[[P:.*]] = %c0 to %c56 step %c2 {
 // CHECK:             scf.for %[[C:.*]] = %c0 to %c96 step %c32 {
 // CHECK:               vector.load %[[W]][%c0, %c0, %[[C]]] : memref<3x3x96xf32>, vector<16xf32>
 // CHECK:               vector.fma {{.*}} : vector<16xf32>

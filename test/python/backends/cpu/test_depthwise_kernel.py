@@ -14,7 +14,7 @@ import pytest
 from onnx import ModelProto, helper
 
 import glow_mlir
-from glow_mlir.backends.cpu.depthwise_recipes import ChannelBlocks, channel_blocks
+from glow_mlir.backends.cpu.depthwise_recipes import ChannelBlocks, TileShape, channel_blocks, tile_shape
 from glow_mlir.frontends.onnx import import_model
 import onnx_check
 
@@ -51,6 +51,7 @@ CASES = [
     (48, (8, 8), 1, 1, 1, 1, True, "Relu"),  # 1x1
     (96, (56, 56), 3, 1, 1, 1, True, "Relu"),  # 2.4 MB of input and output: row by row, blocks innermost
     (72, (57, 57), 5, 2, 1, 1, True, "Clip"),  # streamed, 5x5 stride 2, a partial pixel tile
+    (1152, (7, 7), 5, 1, 1, 1, True, "Relu"),  # bands of 6 rows and one of 1 (11 input rows of 50 KB)
 ]
 
 
@@ -85,3 +86,25 @@ def test_depthwise_kernel(c: int, hw: tuple[int, int], k: int, stride: int, dila
 )
 def test_channel_blocks(c: int, vectors: int, blocks: list[ChannelBlocks]) -> None:
     assert channel_blocks(c, vectors) == blocks
+
+
+@pytest.mark.parametrize(
+    ("out", "vectors", "k", "stride", "shape"),
+    [
+        # A held 3x3 filter of two vectors leaves 11 accumulators: 2 x 2 loads 16 inputs per 36 multiply-adds
+        # and vector, 1 x 4 18, 1 x 5 21 per 45.
+        ((28, 28), 2, 3, 1, TileShape(2, 2, 2)),
+        # One vector: 16 accumulators, 4 x 4 (6 x 6 inputs per 144 multiply-adds).
+        ((28, 28), 1, 3, 1, TileShape(4, 4, 1)),
+        # A map of 7 rows by 7: 4 x 4 would leave tiles of 3 on both sides.
+        ((7, 7), 1, 3, 1, TileShape(4, 4, 1)),
+        # 5x5 and 7x7 filters read by the tile one row at a time: rows cost their inputs once per filter row, the
+        # filter's loads are shared by the tile's pixels, so wide rows of pixels win.
+        ((28, 28), 1, 5, 1, TileShape(2, 7, 1)),
+        ((56, 56), 1, 7, 1, TileShape(2, 8, 1)),
+        # Rows shorter than the widest tile.
+        ((1, 3), 1, 3, 1, TileShape(1, 3, 1)),
+    ],
+)
+def test_tile_shape(out: tuple[int, int], vectors: int, k: int, stride: int, shape: TileShape) -> None:
+    assert tile_shape(out, vectors, (k, k), (stride, stride), (1, 1)) == shape
