@@ -1,4 +1,5 @@
-"""GELU as a fused activation, in both of its forms, and the matcher that finds it in lowered arithmetic.
+"""GELU (both forms), SiLU and HardSwish as fused activations, and the matcher that finds them in lowered
+arithmetic.
 
 ONNX before opset 20 has no Gelu: PyTorch exports nn.GELU as x * 0.5 * (1 + erf(x / sqrt 2)) (BERT, ViT, DeiT,
 Whisper) and GPT-2's "gelu_new" as 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))), five to nine
@@ -12,11 +13,16 @@ is one vectorized pass in f32, in place on the product.
 - The body computes erf with opdefs/scalar's `erf` (in f32 the rational approximation of Eigen/XLA, within
   5e-7 of erf, checked against math.erf in test/python/passes/graph/test_fuse_transformer.py; in f64 for
   other float types). tanh goes through math.tanh, which glow-cpu-schedule replaces by fastmath's.
-- `match_gelu(y)` finds the elementwise ops after y that compute one of the two forms whatever their order
+- "silu" (x * sigmoid(x): EfficientNet's, the ts ResNets', Llama's gate; exported as Sigmoid and Mul) and
+  "hard_swish" (x * clip(x / 6 + 0.5, 0, 1): MobileNetV3's, which the importer writes as Mul, Add, Max, Min,
+  Mul) are defined here too: unfused, each was two to five passes over the activation after its producer
+  (EfficientNet-B0's Sigmoid kernels alone took 4 % of its run).
+- `match_gelu(y)` finds the elementwise ops after y that compute one of these forms whatever their order
   and spelling (x / sqrt 2 or x * 1 / sqrt 2, 0.5 first or last, x^3 as pow or products): it collects the
-  connected region of elementwise ops reading y and uniform constants, with exactly one erf or tanh and one
-  value leaving it, and evaluates that region (with the interpreter's evaluators) at sample points over
-  [-8, 8], against each form: a region that agrees everywhere to f32 rounding is that form.
+  connected region of elementwise ops reading y and uniform constants, with at most one erf, tanh or sigmoid
+  and one value leaving it, and evaluates that region (with the interpreter's evaluators) at sample points over
+  [-8, 8], against each form with that transcendental (or none): a region that agrees everywhere to f32
+  rounding is that form.
 """
 
 from __future__ import annotations
@@ -38,8 +44,8 @@ SQRT_HALF = 1.0 / math.sqrt(2.0)
 TANH_SCALE = math.sqrt(2.0 / math.pi)
 TANH_CUBIC = 0.044715
 # The ops a GELU region may hold besides its one erf or tanh, and the most ops it has (ONNX's tanh Gelu: 9).
-_ARITHMETIC = ("glow.add", "glow.sub", "glow.mul", "glow.div", "glow.pow", "glow.neg")
-_TRANSCENDENTAL = ("glow.erf", "glow.tanh")
+_ARITHMETIC = ("glow.add", "glow.sub", "glow.mul", "glow.div", "glow.pow", "glow.neg", "glow.max", "glow.min")
+_TRANSCENDENTAL = ("glow.erf", "glow.tanh", "glow.sigmoid")
 _MAX_REGION = 10
 # Sample points of the numeric identification, and its tolerance (f32 rounding of ~10 ops, relative).
 _SAMPLES = np.concatenate([np.linspace(-8.0, 8.0, 161), [-0.3, 0.1, 0.7071, 1.5, 2.5, 3.3]])
@@ -77,14 +83,44 @@ def gelu_tanh_reference(y: np.ndarray, _: list[float] | None = None) -> np.ndarr
     return 0.5 * y * (1.0 + np.tanh(TANH_SCALE * (y + TANH_CUBIC * y**3)))
 
 
+def silu_scalar(x: ir.Value, _: list[float]) -> ir.Value:
+    """x * sigmoid(x)."""
+    return arith.mulf(x, s.sigmoid(x))
+
+
+def silu_reference(y: np.ndarray, _: list[float] | None = None) -> np.ndarray:
+    y = np.asarray(y, np.float64)
+    with np.errstate(over="ignore"):  # exp(-y) is inf for y below -709: the result is -0, as in the body
+        return y / (1.0 + np.exp(-y))
+
+
+def hard_swish_scalar(x: ir.Value, _: list[float]) -> ir.Value:
+    """x * clip(x / 6 + 0.5, 0, 1), NaN kept."""
+    linear = arith.addf(arith.mulf(x, s.constant(x.type, 1.0 / 6.0)), s.constant(x.type, 0.5))
+    return arith.mulf(x, s.at_most(s.at_least(linear, s.constant(x.type, 0.0)), s.constant(x.type, 1.0)))
+
+
+def hard_swish_reference(y: np.ndarray, _: list[float] | None = None) -> np.ndarray:
+    y = np.asarray(y, np.float64)
+    return y * np.clip(y / 6.0 + 0.5, 0.0, 1.0)
+
+
 define_activation(Activation("gelu_erf", (), gelu_scalar, gelu_reference))
 define_activation(Activation("gelu_tanh", (), gelu_tanh_scalar, gelu_tanh_reference))
-_FORMS = {"glow.erf": ("gelu_erf", gelu_reference), "glow.tanh": ("gelu_tanh", gelu_tanh_reference)}
+define_activation(Activation("silu", (), silu_scalar, silu_reference))
+define_activation(Activation("hard_swish", (), hard_swish_scalar, hard_swish_reference))
+# The forms by the one transcendental op of their region (None: none).
+_FORMS = {
+    "glow.erf": [("gelu_erf", gelu_reference)],
+    "glow.tanh": [("gelu_tanh", gelu_tanh_reference)],
+    "glow.sigmoid": [("silu", silu_reference)],
+    None: [("hard_swish", hard_swish_reference)],
+}
 
 
 def match_gelu(y: ir.Value) -> tuple[str, list[float], ir.Operation] | None:
-    """("gelu_erf" or "gelu_tanh", [], the op whose result is GELU(y)) when the elementwise ops reading y compute
-    GELU and nothing else reads their intermediate results; else None."""
+    """(the form's name, [], the op whose result is the form of y) when the elementwise ops reading y compute
+    GELU, SiLU or HardSwish and nothing else reads their intermediate results; else None."""
     closure = _closure(y)
     if closure is None:
         return None
@@ -93,12 +129,13 @@ def match_gelu(y: ir.Value) -> tuple[str, list[float], ir.Operation] | None:
         if not _self_contained(y, region, last):
             continue
         kinds = [op.name for op in region if op.name in _TRANSCENDENTAL]
-        if len(kinds) != 1:
+        if len(kinds) > 1:
             continue
-        name, reference = _FORMS[kinds[0]]
+        forms = _FORMS[kinds[0] if kinds else None]
         got = _evaluate(y, region, last)
-        if got is not None and np.allclose(got, reference(_SAMPLES), rtol=_RTOL, atol=_RTOL):
-            return name, [], last
+        for name, reference in forms:
+            if got is not None and np.allclose(got, reference(_SAMPLES), rtol=_RTOL, atol=_RTOL):
+                return name, [], last
     return None
 
 

@@ -23,7 +23,8 @@ Rewrites, in this order for each producer:
   scale and shift cost no pass over the activation);
 - activation: an op defined as an activation (glow.relu, glow.sigmoid, glow.tanh, ...: `activation=True` in
   glow_mlir/opdefs), relu as max(x, 0), clip (min(max(x, lo), hi); max(min(x, hi), lo) with lo <= hi; max or
-  min alone as a half-open clip), leaky_relu, GELU in its erf and tanh forms (activation_gelu.py) -> the fused
+  min alone as a half-open clip), leaky_relu, GELU in its erf and tanh forms, SiLU and HardSwish
+  (activation_gelu.py) -> the fused
   producer with `activation` / `activationArgs` set, also through transposes and reshapes of the producer's
   result (which then follow the fused op). A clip or leaky_relu argument must be exact in f32 (activationArgs is an
   array<f32>); relu and clip keep max's and min's NaN propagation.

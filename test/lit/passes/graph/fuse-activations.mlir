@@ -79,6 +79,52 @@ func.func @conv_leaky_relu(%x: tensor<1x1x2x2xf32> {glow.name = "x"}) -> (tensor
   return %y : tensor<1x1x2x2xf32>
 }
 
+// SiLU as PyTorch exports it (Sigmoid, then Mul of the product and its sigmoid) -> activation "silu".
+// CHECK-LABEL: func.func @conv_silu
+// CHECK: %[[Y:.*]] = "glow.fused_convolution"(%arg0, {{.*}}) {activation = "silu", activationArgs = array<f32>
+// CHECK-NOT: glow.sigmoid
+// CHECK-NOT: glow.mul
+// CHECK: return %[[Y]]
+func.func @conv_silu(%x: tensor<1x1x2x2xf32> {glow.name = "x"}) -> (tensor<1x1x2x2xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<1x1x1x1xf32>} : () -> tensor<1x1x1x1xf32>
+  %b = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1xf32>
+  %c = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %s = "glow.sigmoid"(%c) : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %y = "glow.mul"(%s, %c) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %y : tensor<1x1x2x2xf32>
+}
+
+// HardSwish as the ONNX importer writes it: x * min(max(x * 1/6 + 0.5, 0), 1) -> activation "hard_swish"; the same
+// with 0.2 for 1/6 (x * HardSigmoid(x) at its default alpha) is no HardSwish and stays.
+// CHECK-LABEL: func.func @conv_hard_swish
+// CHECK: %[[Y:.*]] = "glow.fused_convolution"(%arg0, {{.*}}) {activation = "hard_swish", activationArgs = array<f32>
+// CHECK: %[[Z:.*]] = "glow.convolution"
+// CHECK: glow.max
+// CHECK: glow.min
+// CHECK: return %[[Y]], %{{.*}}
+func.func @conv_hard_swish(%x: tensor<1x1x2x2xf32> {glow.name = "x"}) -> (tensor<1x1x2x2xf32> {glow.name = "y"}, tensor<1x1x2x2xf32> {glow.name = "z"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<1x1x1x1xf32>} : () -> tensor<1x1x1x1xf32>
+  %b = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1xf32>
+  %sixth = "glow.splat"() {value = 0.166666672 : f32} : () -> tensor<1x1x2x2xf32>
+  %fifth = "glow.splat"() {value = 0.2 : f32} : () -> tensor<1x1x2x2xf32>
+  %half = "glow.splat"() {value = 0.5 : f32} : () -> tensor<1x1x2x2xf32>
+  %zero = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1x1x2x2xf32>
+  %one = "glow.splat"() {value = 1.0 : f32} : () -> tensor<1x1x2x2xf32>
+  %c = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %m = "glow.mul"(%c, %sixth) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %a = "glow.add"(%m, %half) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %lo = "glow.max"(%a, %zero) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %hi = "glow.min"(%lo, %one) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %y = "glow.mul"(%c, %hi) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %d = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %m2 = "glow.mul"(%d, %fifth) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %a2 = "glow.add"(%m2, %half) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %lo2 = "glow.max"(%a2, %zero) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %hi2 = "glow.min"(%lo2, %one) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %z = "glow.mul"(%d, %hi2) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %y, %z : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>
+}
+
 // matmul + batched_add + relu -> one fused_matmul; matmul + batched_add alone -> fused_matmul without activation.
 // CHECK-LABEL: func.func @matmul
 // CHECK: %[[A:.*]] = "glow.fused_matmul"(%arg0, %arg1, %arg2) {activation = "relu", activationArgs = array<f32>}
