@@ -24,8 +24,8 @@ Rewrites, in this order for each producer:
 - activation: an op defined as an activation (glow.relu, glow.sigmoid, glow.tanh, ...: `activation=True` in
   glow_mlir/opdefs), relu as max(x, 0), clip (min(max(x, lo), hi); max(min(x, hi), lo) with lo <= hi; max or
   min alone as a half-open clip), leaky_relu, GELU in its erf and tanh forms, SiLU and HardSwish
-  (activation_gelu.py) -> the fused
-  producer with `activation` / `activationArgs` set, also through transposes and reshapes of the producer's
+  (activation_regions.py) -> the fused producer with `activation` / `activationArgs` set, also through
+  transposes and reshapes of the producer's
   result (which then follow the fused op). A clip or leaky_relu argument must be exact in f32 (activationArgs is an
   array<f32>); relu and clip keep max's and min's NaN propagation.
 
@@ -46,7 +46,7 @@ from mlir import ir
 from glow_mlir import opdefs, ops
 from glow_mlir.opdefs.base import Producer
 from glow_mlir.passes.graph import utils as g
-from glow_mlir.passes.graph.activation_gelu import match_gelu
+from glow_mlir.passes.graph.activation_regions import match_region
 from glow_mlir.passes.graph.fold_input_affine import fold_input_affine
 from glow_mlir.passes.registry import register
 
@@ -337,9 +337,9 @@ def _match_activation(y: ir.Value) -> Match | None:
     leaky = _match_leaky_relu(y)
     if leaky is not None:
         return leaky
-    gelu = match_gelu(y)
-    if gelu is not None:
-        return gelu
+    region = match_region(y)
+    if region is not None:
+        return region
     user = _single_user(y)
     if user is None:
         return None

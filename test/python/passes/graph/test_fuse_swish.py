@@ -1,4 +1,4 @@
-"""glow-fuse-activations on SiLU and HardSwish (glow_mlir/passes/graph/activation_gelu.py): the fused bodies
+"""glow-fuse-activations on SiLU and HardSwish (glow_mlir/passes/graph/activation_regions.py): the fused bodies
 against their float64 definitions through the JIT, and convolutions and linear layers followed by them as
 PyTorch exports them, fused into the producer, through the importer and the whole pipeline against
 onnxruntime."""
@@ -14,7 +14,7 @@ from onnx_check import model
 from glow_mlir import runtime
 from glow_mlir.builder import Graph
 from glow_mlir.frontends.onnx import import_model
-from glow_mlir.passes.graph.activation_gelu import hard_swish_reference, silu_reference
+from glow_mlir.passes.graph.activation_regions import hard_swish_reference, silu_reference
 
 RNG = np.random.default_rng(11)
 

@@ -1,4 +1,4 @@
-"""glow-fuse-activations on transformer layers (glow_mlir/passes/graph/activation_gelu.py and the matmul rewrites
+"""glow-fuse-activations on transformer layers (glow_mlir/passes/graph/activation_regions.py and the matmul rewrites
 of fuse_activations.py): the f32 GELU body against math.erf through the JIT, a Linear layer on 3-D activations
 (MatMul, Add) with GELU in the forms PyTorch and ONNX write it and attention's query scaling, through the
 importer and the whole pipeline against onnxruntime, and the fused graph against the interpreter."""
@@ -19,7 +19,7 @@ from glow_mlir.builder import Graph
 from glow_mlir.context import copy_module
 from glow_mlir.frontends.onnx.importer import import_model, load
 from glow_mlir.interpreter import interpret
-from glow_mlir.passes.graph.activation_gelu import gelu_reference, gelu_tanh_reference
+from glow_mlir.passes.graph.activation_regions import gelu_reference, gelu_tanh_reference
 from glow_mlir.pipeline.runner import COMPILE_PIPELINE, run_pipeline
 from glow_mlir.session import InferenceSession
 

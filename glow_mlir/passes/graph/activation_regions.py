@@ -17,7 +17,7 @@ is one vectorized pass in f32, in place on the product.
   "hard_swish" (x * clip(x / 6 + 0.5, 0, 1): MobileNetV3's, which the importer writes as Mul, Add, Max, Min,
   Mul) are defined here too: unfused, each was two to five passes over the activation after its producer
   (EfficientNet-B0's Sigmoid kernels alone took 4 % of its run).
-- `match_gelu(y)` finds the elementwise ops after y that compute one of these forms whatever their order
+- `match_region(y)` finds the elementwise ops after y that compute one of these forms whatever their order
   and spelling (x / sqrt 2 or x * 1 / sqrt 2, 0.5 first or last, x^3 as pow or products): it collects the
   connected region of elementwise ops reading y and uniform constants, with at most one erf, tanh or sigmoid
   and one value leaving it, and evaluates that region (with the interpreter's evaluators) at sample points over
@@ -118,7 +118,7 @@ _FORMS = {
 }
 
 
-def match_gelu(y: ir.Value) -> tuple[str, list[float], ir.Operation] | None:
+def match_region(y: ir.Value) -> tuple[str, list[float], ir.Operation] | None:
     """(the form's name, [], the op whose result is the form of y) when the elementwise ops reading y compute
     GELU, SiLU or HardSwish and nothing else reads their intermediate results; else None."""
     closure = _closure(y)
