@@ -121,12 +121,11 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
     with ir.InsertionPoint(loop.body):
         tile = loop.induction_variable
         tile_x = block_at(x, [0, 0, 0, arith.muli(tile, index_constant(depth))], [n, h, w, depth])
+        first = arith.muli(tile, index_constant(width))
         # A tile's output channels in whole registers and the rest (a RegNetX-1.6GF group's 24 as 16 + 8), each
         # a kernel: one of 8-lane vectors throughout did half the lanes per multiply-add.
         for f0, fp in channel_parts(width):
-            channel = arith.muli(tile, index_constant(width))
-            if f0:
-                channel = arith.addi(channel, index_constant(f0))
+            channel = arith.addi(first, index_constant(f0)) if f0 else first
             if weights is not None:
                 tile_filter = block_at(packed_filter, [tile, 0, 0, 0, f0], [1, kh, kw, depth, fp], True)
             else:

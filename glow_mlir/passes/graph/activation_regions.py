@@ -97,7 +97,7 @@ def silu_reference(y: np.ndarray, _: list[float] | None = None) -> np.ndarray:
 def hard_swish_scalar(x: ir.Value, _: list[float]) -> ir.Value:
     """x * clip(x / 6 + 0.5, 0, 1), NaN kept."""
     linear = arith.addf(arith.mulf(x, s.constant(x.type, 1.0 / 6.0)), s.constant(x.type, 0.5))
-    return arith.mulf(x, s.at_most(s.at_least(linear, s.constant(x.type, 0.0)), s.constant(x.type, 1.0)))
+    return arith.mulf(x, s.clip(linear, 0.0, 1.0))
 
 
 def hard_swish_reference(y: np.ndarray, _: list[float] | None = None) -> np.ndarray:
@@ -109,12 +109,12 @@ define_activation(Activation("gelu_erf", (), gelu_scalar, gelu_reference))
 define_activation(Activation("gelu_tanh", (), gelu_tanh_scalar, gelu_tanh_reference))
 define_activation(Activation("silu", (), silu_scalar, silu_reference))
 define_activation(Activation("hard_swish", (), hard_swish_scalar, hard_swish_reference))
-# The forms by the one transcendental op of their region (None: none).
+# The form of a region by its one transcendental op (None: none).
 _FORMS = {
-    "glow.erf": [("gelu_erf", gelu_reference)],
-    "glow.tanh": [("gelu_tanh", gelu_tanh_reference)],
-    "glow.sigmoid": [("silu", silu_reference)],
-    None: [("hard_swish", hard_swish_reference)],
+    "glow.erf": ("gelu_erf", gelu_reference),
+    "glow.tanh": ("gelu_tanh", gelu_tanh_reference),
+    "glow.sigmoid": ("silu", silu_reference),
+    None: ("hard_swish", hard_swish_reference),
 }
 
 
@@ -131,11 +131,10 @@ def match_region(y: ir.Value) -> tuple[str, list[float], ir.Operation] | None:
         kinds = [op.name for op in region if op.name in _TRANSCENDENTAL]
         if len(kinds) > 1:
             continue
-        forms = _FORMS[kinds[0] if kinds else None]
+        name, reference = _FORMS[kinds[0] if kinds else None]
         got = _evaluate(y, region, last)
-        for name, reference in forms:
-            if got is not None and np.allclose(got, reference(_SAMPLES), rtol=_RTOL, atol=_RTOL):
-                return name, [], last
+        if got is not None and np.allclose(got, reference(_SAMPLES), rtol=_RTOL, atol=_RTOL):
+            return name, [], last
     return None
 
 

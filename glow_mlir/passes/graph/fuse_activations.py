@@ -25,9 +25,9 @@ Rewrites, in this order for each producer:
   glow_mlir/opdefs), relu as max(x, 0), clip (min(max(x, lo), hi); max(min(x, hi), lo) with lo <= hi; max or
   min alone as a half-open clip), leaky_relu, GELU in its erf and tanh forms, SiLU and HardSwish
   (activation_regions.py) -> the fused producer with `activation` / `activationArgs` set, also through
-  transposes and reshapes of the producer's
-  result (which then follow the fused op). A clip or leaky_relu argument must be exact in f32 (activationArgs is an
-  array<f32>); relu and clip keep max's and min's NaN propagation.
+  transposes and reshapes of the producer's result (which then follow the fused op). A clip or leaky_relu
+  argument must be exact in f32 (activationArgs is an array<f32>); relu and clip keep max's and min's NaN
+  propagation.
 
 The fusable producers are the ops whose definition names a `producer` (glow_mlir/opdefs): a convolution
 becomes glow.fused_convolution, and a fused op that has no activation yet (glow.fused_convolution,
