@@ -31,6 +31,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -193,8 +194,8 @@ def clear() -> int:
     return count
 
 
-def store(entry_key: str, object_file: Path, meta: dict[str, Any]) -> bool:
-    """Links `object_file` into the entry's library and writes its metadata, atomically; False if no C
+def store(entry_key: str, inputs: Sequence[Path], meta: dict[str, Any]) -> bool:
+    """Links `inputs` (object and assembler files) into the entry's library and writes its metadata, atomically; False if no C
     compiler driver is available or linking fails (the model still runs from the JIT)."""
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
@@ -205,7 +206,7 @@ def store(entry_key: str, object_file: Path, meta: dict[str, Any]) -> bool:
     meta_tmp = Path(tempfile.mkstemp(dir=folder, prefix=f".{entry_key}.", suffix=".json")[1])
     try:
         linked = subprocess.run(
-            [compiler, "-shared", "-o", str(library_tmp), str(object_file), "-lm"], capture_output=True
+            [compiler, "-shared", "-o", str(library_tmp), *map(str, inputs), "-lm"], capture_output=True
         )
         if linked.returncode != 0:
             return False

@@ -30,6 +30,7 @@ from mlir.execution_engine import ExecutionEngine
 
 from glow_mlir import cache as glow_cache
 from glow_mlir import ops
+from glow_mlir.backends.cpu.weights import embed_weights, external_weights, write_weights
 from glow_mlir.errors import UnsupportedError
 from glow_mlir.library import Abi, Buffer, LoadedModel, abi_to_json, entry_point
 
@@ -58,12 +59,18 @@ class CompiledModel(LoadedModel):
         self._context: ir.Context | None = module.context if module is not None else None
         self._library = library
         self._engine: ExecutionEngine | None = None
+        # The weights glow-cpu-external-weights kept out of the code, by symbol (backends/cpu/weights.py).
+        self._weights: dict[str, np.ndarray] = {}
         if library is not None:
             function = entry_point(library, abi)
         else:
             assert module is not None
             # Position-independent code, so that the object file links into a shared library for the cache.
             self._engine = ExecutionEngine(module, opt_level=3, enable_pic=True)
+            # Code generation happens at the first lookup, which resolves the declarations to these addresses.
+            self._weights = external_weights(module)
+            for symbol, data in self._weights.items():
+                self._engine.raw_register_runtime(symbol, ctypes.c_void_p(data.ctypes.data))
             function = self._engine.lookup(abi.function)
         super().__init__(abi, function)
         _LIVE.add(self)
@@ -90,11 +97,15 @@ class CompiledModel(LoadedModel):
         if self._function is None:
             raise RuntimeError("this CompiledModel is closed")
         cpu, features = self._target
+        assert self._module is not None and self._engine is not None
+        if self._weights:
+            # The object carries its weights: they go back into the module, compiled once more.
+            embed_weights(self._module)
         if cpu is None and features is None:
-            assert self._engine is not None
-            self._engine.dump_to_object_file(str(path))
+            engine = ExecutionEngine(self._module, opt_level=3, enable_pic=True) if self._weights else self._engine
+            engine.raw_lookup(f"_mlir_ciface_{self.abi.function}")  # the object exists once code is generated
+            engine.dump_to_object_file(str(path))
             return
-        assert self._module is not None
         emit_object(self._module, Path(path), cpu, features)
 
     def _store(self, entry: str) -> bool:
@@ -103,13 +114,16 @@ class CompiledModel(LoadedModel):
         with tempfile.TemporaryDirectory() as folder:
             object_file = Path(folder) / "model.o"
             self._engine.dump_to_object_file(str(object_file))
+            # The weights kept out of the code are linked into the library as data of their own.
+            inputs = [object_file, write_weights(self._weights, Path(folder))] if self._weights else [object_file]
             report = {k: v for k, v in self.report.items() if k not in ("compile_seconds", "cache")}
-            return glow_cache.store(entry, object_file, {"abi": abi_to_json(self.abi), "report": report})
+            return glow_cache.store(entry, inputs, {"abi": abi_to_json(self.abi), "report": report})
 
     def close(self) -> None:
         """Frees the JITed code, then the module and its context; the model cannot run afterwards."""
         super().close()
         self._engine = None
+        self._weights = {}
         self._library = None
         self._module = None
         self._context = None

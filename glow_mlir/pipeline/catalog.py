@@ -7,7 +7,7 @@ the order glow-opt --list-passes and the docs show. It sits above every stage: n
 
 from __future__ import annotations
 
-from glow_mlir.backends.cpu import backend, layout, llvm, lowerings, parallel, schedule
+from glow_mlir.backends.cpu import backend, layout, llvm, lowerings, parallel, schedule, weights
 from glow_mlir.codegen import to_linalg
 from glow_mlir.passes.graph import (
     constant_fold,
@@ -37,7 +37,7 @@ STAGES = (
     sink_transpose, merge_concat, merge_pad, fold_transpose_weights, quant_fold_converts, quant_fold_qdq,
     fuse_activations, layout, memory_schedule,
     irgen, ir_verify, share_buffers, copy_elim, dse, live_ranges, optimize_inserts, allocate, to_linalg,
-    lowerings, schedule, parallel, llvm, backend,
+    lowerings, schedule, parallel, weights, llvm, backend,
 )  # fmt: skip
 _ORDER = {module.__name__: i for i, module in enumerate(STAGES)}
 

@@ -132,7 +132,9 @@ def test_report(model: CompiledModel) -> None:
     assert model.report["peak_live_bytes"] == 24
     assert "naive_activation_bytes" not in model.report
     assert model.report["compile_seconds"] > 0
-    assert [name for name, _ in model.report["pass_seconds"]] == ["glow-ir-to-linalg", "glow-cpu-schedule", "glow-to-llvm"]
+    assert [name for name, _ in model.report["pass_seconds"]] == [
+        "glow-ir-to-linalg", "glow-cpu-schedule", "glow-cpu-external-weights", "glow-to-llvm"
+    ]
 
 
 def test_arena_is_aligned(model: CompiledModel) -> None:

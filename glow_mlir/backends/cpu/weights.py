@@ -1,0 +1,140 @@
+"""glow-cpu-external-weights: the model's large weights stay out of the code that LLVM compiles.
+
+A constant global compiled into the JIT's code is copied by every step after the MLIR module: into LLVM IR,
+into the object file (a buffer that grows by doubling), into the JIT's object cache and into its sections.
+Each copy lands in fresh memory: VGG-19's 548 MB of weights faulted in 4 GB during code generation, which
+took 8.7 s of its 16.8 s cold session (import included); 0.8 s with this pass, 5.7-6.9 s in all.
+
+This pass makes every constant global of WEIGHT_BYTES or more that the code reads an external declaration and
+keeps its value in the module's `glow.weights` dictionary (the same attribute: nothing is copied). Whoever
+compiles the module supplies the data under the global's name:
+
+- the JIT (compiled.py): `external_weights` copies each value once into 64-byte-aligned memory the model owns
+  (the declaration keeps its alignment, which the kernels' loads may rely on) and registers its address;
+- the compile cache: `write_weights` writes them as an assembler file of `.incbin` data that `cc` links into
+  the entry's library beside the code;
+- an object file for ahead-of-time use: `embed_weights` puts the values back as initializers first.
+
+Small constants (biases, tables) stay initializers, where LLVM sees their values. Globals that nothing reads
+any more (weights the schedule repacked into globals of its own) are dropped first (`symbol-dce`), so that
+only what the code reads is kept.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from mlir import ir
+from mlir.passmanager import PassManager
+
+from glow_mlir.passes.registry import register
+
+# The module attribute that holds the externalized values, by global name.
+WEIGHTS_ATTR = "glow.weights"
+# Constant globals of this many bytes or more leave the code (a 64x64 1x1 filter is 16 KiB).
+WEIGHT_BYTES = 16 * 1024
+# The alignment of the memory that holds them, at least any global's own (the arena's, ARENA_ALIGNMENT).
+WEIGHT_ALIGNMENT = 64
+
+
+@register("glow-cpu-external-weights", options=("bytes",))
+def externalize(module: ir.Module, bytes: str = str(WEIGHT_BYTES)) -> None:
+    """Large constant globals become external declarations, their values kept in the module's glow.weights.
+
+    After `symbol-dce`, every `memref.global` constant whose dense, non-splat value of a numpy-readable type
+    takes `bytes` (default WEIGHT_BYTES) or more loses its initial value and becomes public (a declaration); the value goes into
+    the module's `glow.weights` dictionary under the global's name. glow-to-llvm then lowers each to an
+    `llvm.mlir.global external` without data.
+    """
+    PassManager.parse("builtin.module(symbol-dce)", context=module.context).run(module.operation)
+    with module.context:
+        moved = dict(_weights_attr(module))
+        for op in module.body.operations:
+            if op.operation.name != "memref.global" or "constant" not in op.attributes:
+                continue
+            value = op.attributes["initial_value"] if "initial_value" in op.attributes else None
+            data = _raw_bytes(value)
+            if data is None or data.size < int(bytes):
+                continue
+            moved[ir.StringAttr(op.attributes["sym_name"]).value] = value
+            del op.attributes["initial_value"]
+            op.attributes["sym_visibility"] = ir.StringAttr.get("public")
+        if moved:
+            module.operation.attributes[WEIGHTS_ATTR] = ir.DictAttr.get(moved)
+
+
+def _raw_bytes(value: ir.Attribute | None) -> np.ndarray | None:
+    """The bytes of a dense, non-splat value as the code reads them (row-major, the host's byte order) as a view
+    of the attribute's own buffer; None for any other value (a splat, bool or ml_dtypes' types)."""
+    if not isinstance(value, ir.DenseElementsAttr) or value.is_splat:
+        return None
+    elt = ir.ShapedType(value.type).element_type
+    readable = isinstance(elt, ir.F16Type | ir.F32Type | ir.F64Type) or (
+        isinstance(elt, ir.IntegerType) and elt.width in (8, 16, 32, 64)
+    )
+    return np.asarray(value).reshape(-1).view(np.uint8) if readable else None
+
+
+def _weights_attr(module: ir.Module) -> dict[str, ir.Attribute]:
+    attributes = module.operation.attributes
+    if WEIGHTS_ATTR not in attributes:
+        return {}
+    table = ir.DictAttr(attributes[WEIGHTS_ATTR])
+    return {table[i].name: table[i].attr for i in range(len(table))}
+
+
+def external_weights(module: ir.Module) -> dict[str, np.ndarray]:
+    """The values glow-cpu-external-weights took out of `module`, by global name, each copied into memory
+    aligned to WEIGHT_ALIGNMENT (bytes)."""
+    from glow_mlir.library import aligned_bytes
+
+    weights = {}
+    for name, value in _weights_attr(module).items():
+        data = _raw_bytes(value)
+        assert data is not None, name
+        copy = aligned_bytes(data.size)
+        copy[:] = data
+        weights[name] = copy
+    return weights
+
+
+def embed_weights(module: ir.Module) -> None:
+    """Puts the values that glow-cpu-external-weights took out of a module lowered to the LLVM dialect back
+    into their globals (as glow-to-llvm writes weights: an i8 array of the bytes, private to the object)."""
+    with module.context:
+        moved = _weights_attr(module)
+        for op in module.body.operations:
+            name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else ""
+            if op.operation.name != "llvm.mlir.global" or name not in moved:
+                continue
+            data = _raw_bytes(moved[name])
+            assert data is not None, name
+            op.attributes["value"] = ir.DenseElementsAttr.get(data)
+            op.attributes["global_type"] = ir.TypeAttr.get(ir.Type.parse(f"!llvm.array<{data.size} x i8>"))
+            op.attributes["linkage"] = ir.Attribute.parse("#llvm.linkage<private>")
+        if moved:
+            del module.operation.attributes[WEIGHTS_ATTR]
+
+
+def write_weights(weights: dict[str, np.ndarray], folder: Path) -> Path:
+    """Writes `weights` into `folder` as `weights.bin` and an assembler file `weights.s` that defines each as
+    a hidden, aligned, read-only symbol of that data (`.incbin`); returns the assembler file, for `cc`."""
+    data = folder / "weights.bin"
+    lines = ['.section .rodata.glow_weights,"a",@progbits']
+    offset = 0
+    with data.open("wb") as out:
+        for name, array in weights.items():
+            array.tofile(out)
+            symbol = f'"{name}"'
+            lines += [
+                f".balign {WEIGHT_ALIGNMENT}", f".globl {symbol}", f".hidden {symbol}", f".type {symbol},@object",
+                f".size {symbol},{array.nbytes}", f"{symbol}:", f'.incbin "{data}",{offset},{array.nbytes}',
+            ]  # fmt: skip
+            offset += array.nbytes
+    # No executable stack for the library (the linker otherwise assumes one for an object without the note).
+    lines.append('.section .note.GNU-stack,"",@progbits')
+    source = folder / "weights.s"
+    source.write_text("\n".join(lines) + "\n")
+    return source
+
