@@ -5,9 +5,10 @@ holding the calling convention (ABI), the compile report and the library's size 
 library with ctypes and calls the same packed entry point the JIT gives (`_mlir__mlir_ciface_<name>`): no
 pass runs and no LLVM code generation happens.
 
-- Key: SHA-256 of the model's bytecode, the compile options, and the compiler's fingerprint: glow-mlir's
-  version, the bytes of every source file of the package (a change to any pass invalidates every entry), the
-  MLIR bindings' version and the host CPU's name (the JIT targets the host).
+- Key: SHA-256 of the model's digest (the SHA-256 of its bytecode, streamed: runtime.py), the compile options
+  and the compiler's fingerprint: glow-mlir's version, the bytes of every source file of the package (a change
+  to any pass invalidates every entry), the MLIR bindings' version and the host CPU's name (the JIT targets
+  the host).
 - Atomic writes: both files are written under temporary names and renamed into place, the library first, so
   that a reader never sees a JSON whose library is incomplete; a crash leaves at worst an orphaned temporary.
 - Integrity: an entry whose JSON does not parse or differs from its own SHA-256 (stored in it), or whose
@@ -93,11 +94,12 @@ def _host_cpu() -> str:
     return os.uname().machine
 
 
-def key(model_bytecode: bytes, options: dict[str, Any]) -> str:
+def key(model_digest: str, options: dict[str, Any]) -> str:
+    """The entry of a model whose bytecode has SHA-256 `model_digest`, compiled with `options`."""
     digest = hashlib.sha256()
     digest.update(f"format={FORMAT};{compiler_fingerprint()};".encode())
     digest.update(json.dumps(options, sort_keys=True).encode())
-    digest.update(model_bytecode)
+    digest.update(model_digest.encode())
     return digest.hexdigest()
 
 
@@ -195,8 +197,8 @@ def clear() -> int:
 
 
 def store(entry_key: str, inputs: Sequence[Path], meta: dict[str, Any]) -> bool:
-    """Links `inputs` (object and assembler files) into the entry's library and writes its metadata, atomically; False if no C
-    compiler driver is available or linking fails (the model still runs from the JIT)."""
+    """Links `inputs` (object and assembler files) into the entry's library and writes its metadata,
+    atomically; False if no C compiler driver is available or linking fails (the model still runs from the JIT)."""
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
         return False

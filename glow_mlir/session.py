@@ -208,6 +208,7 @@ class InferenceSession:
                     optimized_model_path=self._options.optimized_model_filepath or None,
                     threads=self._threads,
                     profile=self._profiler is not None,
+                    consume=True,  # the import is the session's own, used for nothing else
                 )
                 compiled.report["import_seconds"] = imported - start
                 if isinstance(compiled, ProfiledModel) and self._profiler is not None:

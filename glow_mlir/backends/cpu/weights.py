@@ -38,14 +38,14 @@ WEIGHT_BYTES = 16 * 1024
 WEIGHT_ALIGNMENT = 64
 
 
-@register("glow-cpu-external-weights", options=("bytes",))
-def externalize(module: ir.Module, bytes: str = str(WEIGHT_BYTES)) -> None:
+@register("glow-cpu-external-weights", options=("size",))
+def externalize(module: ir.Module, size: str = str(WEIGHT_BYTES)) -> None:
     """Large constant globals become external declarations, their values kept in the module's glow.weights.
 
     After `symbol-dce`, every `memref.global` constant whose dense, non-splat value of a numpy-readable type
-    takes `bytes` (default WEIGHT_BYTES) or more loses its initial value and becomes public (a declaration); the value goes into
-    the module's `glow.weights` dictionary under the global's name. glow-to-llvm then lowers each to an
-    `llvm.mlir.global external` without data.
+    takes `size` bytes (default WEIGHT_BYTES) or more loses its initial value and becomes public (a declaration);
+    the value goes into the module's `glow.weights` dictionary under the global's name. glow-to-llvm then
+    lowers each to an `llvm.mlir.global external` without data.
     """
     PassManager.parse("builtin.module(symbol-dce)", context=module.context).run(module.operation)
     with module.context:
@@ -55,7 +55,7 @@ def externalize(module: ir.Module, bytes: str = str(WEIGHT_BYTES)) -> None:
                 continue
             value = op.attributes["initial_value"] if "initial_value" in op.attributes else None
             data = _raw_bytes(value)
-            if data is None or data.size < int(bytes):
+            if data is None or data.size < int(size):
                 continue
             moved[ir.StringAttr(op.attributes["sym_name"]).value] = value
             del op.attributes["initial_value"]

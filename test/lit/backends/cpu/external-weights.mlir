@@ -1,9 +1,9 @@
-// glow-cpu-external-weights: constant globals of `bytes` or more that the code reads become declarations, their
+// glow-cpu-external-weights: constant globals of `size` bytes or more that the code reads become declarations, their
 // values kept in the module's glow.weights (the runtime supplies the data); smaller ones, splats and globals
 // nothing reads are not kept there.
-// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-external-weights{bytes=16})' | FileCheck %s
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-external-weights{size=16})' | FileCheck %s
 // glow-to-llvm then lowers the declaration to an external LLVM global without data, its alignment kept.
-// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-external-weights{bytes=16},glow-to-llvm)' | FileCheck %s --check-prefix=LLVM
+// RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-external-weights{size=16},glow-to-llvm)' | FileCheck %s --check-prefix=LLVM
 // At the default size (16 KiB) nothing here is large enough.
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-external-weights)' | FileCheck %s --check-prefix=SMALL
 
