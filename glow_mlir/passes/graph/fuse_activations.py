@@ -12,7 +12,8 @@ Rewrites, in this order for each producer:
   (computed in float64), when the producer's bias is a constant;
 - matmul(x, W) + batched_add(., b) -> glow.fused_matmul(x, W, b) (float only); also matmul(x, W), reshapes, then
   add of a constant c along the last dim only (a Linear layer on 3-D activations as PyTorch exports it) ->
-  fused_matmul(x, W, c[n]) and the reshapes;
+  fused_matmul(x, W, c[n]) and the reshapes; a matmul without a bias add but with an activation after it
+  (SwiGLU's gate, T5's ReLU) -> fused_matmul(x, W, 0), which the activation then fuses into;
 - scale: fused_matmul(x, W, b) with constant W and b, reshapes, then mul or div by a constant s along the
   columns only (uniform or per column) -> fused_matmul(x, W s, b s) (attention's query and key scaling, a
   layer scale); a convolution with constant W and b, transposes, then mul by a constant k[channel] (a layer
@@ -93,7 +94,7 @@ def _fuse(op: ir.Operation, table: dict[str, Producer]) -> bool:
         if folded is not None:
             op, changed = folded, True
     if op.name == MATMUL:
-        op = _fuse_matmul_bias(op)
+        op = _fuse_matmul_bias(op) or _bias_free_matmul(op)
         if op is None:
             return False
         changed = True
@@ -180,6 +181,26 @@ def _fuse_matmul_bias(matmul: ir.Operation) -> ir.Operation | None:
         bias_value = g.materialize(bias, ops.tensor_type(bias.shape, ops.element_type(product)), prefer_splat=False)
         fused = g.make(FUSED_MATMUL, [*matmul.operands, bias_value], product.type, attributes)
     g.replace(add, _reapply_views(fused, views, add))
+    return g.producer(fused)
+
+
+def _bias_free_matmul(matmul: ir.Operation) -> ir.Operation | None:
+    """matmul(x, W) followed (through reshapes and transposes) by an activation -> fused_matmul(x, W, 0) without
+    activation, which the activation then fuses into as into any producer: a bias-free projection before its
+    activation (the SiLU of SwiGLU's gate in Llama-style MLPs, T5's ReLU). None when no activation follows."""
+    product = matmul.results[0]
+    # The activation's pattern may read the product more than once (SiLU: x * sigmoid(x)); it reads nothing
+    # else of it, which _match_activation checks.
+    views = _views_after(product)
+    if _match_activation(views[-1].results[0] if views else product) is None:
+        return None
+    attributes = {"activation": ir.StringAttr.get(NONE), "activationArgs": ir.DenseF32ArrayAttr.get([])}
+    columns = ops.shape(product)[-1]
+    with ir.InsertionPoint(matmul), matmul.location:
+        bias_type = ops.tensor_type((columns,), ops.element_type(product))
+        zero = g.materialize(np.zeros(columns), bias_type, prefer_splat=False)
+        fused = g.make(FUSED_MATMUL, [*matmul.operands, zero], product.type, attributes)
+    g.replace(matmul, fused)
     return g.producer(fused)
 
 

@@ -141,6 +141,23 @@ func.func @matmul(%x: tensor<2x3xf32> {glow.name = "x"}, %w: tensor<3x4xf32> {gl
   return %y, %z : tensor<2x4xf32>, tensor<2x4xf32>
 }
 
+// A matmul without a bias add before its activation (SwiGLU's gate) -> fused_matmul with a zero bias and the
+// activation; one without an activation, or whose product is also returned, stays a matmul.
+// CHECK-LABEL: func.func @matmul_no_bias
+// CHECK: %[[Z:.*]] = "glow.constant"() {value = dense<0.000000e+00> : tensor<4xf32>}
+// CHECK: %[[A:.*]] = "glow.fused_matmul"(%arg0, %arg1, %[[Z]]) {activation = "tanh", activationArgs = array<f32>}
+// CHECK: %[[P:.*]] = "glow.matmul"(%arg0, %arg1)
+// CHECK: %[[Q:.*]] = "glow.matmul"(%arg0, %arg1)
+// CHECK: "glow.tanh"(%[[Q]])
+func.func @matmul_no_bias(%x: tensor<2x3xf32> {glow.name = "x"}, %w: tensor<3x4xf32> {glow.name = "w"}) -> (tensor<2x4xf32> {glow.name = "y"}, tensor<2x4xf32> {glow.name = "p"}, tensor<2x4xf32> {glow.name = "q"}, tensor<2x4xf32> {glow.name = "t"}) {
+  %m = "glow.matmul"(%x, %w) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %y = "glow.tanh"(%m) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %p = "glow.matmul"(%x, %w) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %q = "glow.matmul"(%x, %w) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %t = "glow.tanh"(%q) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %y, %p, %q, %t : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+
 // Not fused: a conv whose result is also returned; the min of a clip whose max result is also returned (the
 // max, the conv's only user, fuses as a relu and the min reads the fused result); a bias add that varies
 // along W; an integer matmul; a fused conv that already has an activation.

@@ -40,15 +40,18 @@ def _silu(source: str, out: str) -> list:
 
 
 @pytest.mark.parametrize("activation", ["silu", "hard_swish"])
-@pytest.mark.parametrize("producer", ["conv", "depthwise", "linear"])
+@pytest.mark.parametrize("producer", ["conv", "depthwise", "linear", "projection"])
 def test_fused_into_the_producer(producer: str, activation: str) -> None:
-    """Conv (dense or depthwise) or MatMul + Add, then SiLU (Sigmoid and Mul) or HardSwish: one fused op with
-    the activation, no sigmoid or clamp left, outputs within 1e-5 of onnxruntime's."""
-    if producer == "linear":
+    """Conv (dense or depthwise), MatMul + Add or a MatMul alone (SwiGLU's bias-free gate), then SiLU (Sigmoid
+    and Mul) or HardSwish: one fused op with the activation, no sigmoid or clamp left, outputs within 1e-5 of
+    onnxruntime's."""
+    if producer in ("linear", "projection"):
         x = RNG.standard_normal((2, 5, 24)).astype(np.float32) * 3
-        weights = {"w": (RNG.standard_normal((24, 40)) / 5).astype(np.float32),
-                   "b": RNG.standard_normal(40).astype(np.float32)}  # fmt: skip
-        nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["p"])]
+        weights = {"w": (RNG.standard_normal((24, 40)) / 5).astype(np.float32)}
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["m" if producer == "linear" else "p"])]
+        if producer == "linear":
+            weights["b"] = RNG.standard_normal(40).astype(np.float32)
+            nodes.append(helper.make_node("Add", ["m", "b"], ["p"]))
     else:
         c, group = (16, 16) if producer == "depthwise" else (8, 1)
         x = RNG.standard_normal((1, c, 11, 9)).astype(np.float32) * 3
