@@ -65,7 +65,11 @@ def _compose(op: ir.Operation) -> ir.Value | None:
         return transpose_to(x, composed)
 
 
-def _sink(op: ir.Operation) -> ir.Value | None:
+# Answers of `_all_users_sink` that stay true until the graph changes: by transpose, whether all its users sink.
+Answers = dict[ir.Operation, bool]
+
+
+def _sink(op: ir.Operation, answers: Answers) -> ir.Value | None:
     """transpose(op'(untransposed operands), s) for an elementwise `op`, or None when it does not apply."""
     operands = list(op.operands)
     transposes = {g.producer(v) for v in operands if g.producer_name(v) == TRANSPOSE}
@@ -80,7 +84,7 @@ def _sink(op: ir.Operation) -> ir.Value | None:
         # Every use of the transpose must be this op, or one that sinks it too (below), or the transpose
         # would stay and be computed twice.
         only_here = len(list(t.results[0].uses)) == sum(1 for v in operands if v == t.results[0])
-        if not only_here and not _all_users_sink(t):
+        if not only_here and not _all_users_sink(t, answers):
             return None
     if not all(_sinkable_operand(v) for v in operands):
         return None
@@ -119,7 +123,7 @@ def _stretch_broadcast(op: ir.Operation) -> bool:
 DERIVE_DEPTH = 8
 
 
-def _all_users_sink(transpose: ir.Operation, known: dict[ir.Operation, bool] | None = None) -> bool:
+def _all_users_sink(transpose: ir.Operation, answers: Answers) -> bool:
     """Whether every user of `transpose` is an elementwise op that sinking will cross: each of its operands is
     the transpose, a sinkable operand, or computed from those by elementwise ops (x * hardsigmoid(x),
     x * sigmoid(x): the transposed convolution output read twice), a reduction (a squeeze-and-excite's
@@ -132,9 +136,23 @@ def _all_users_sink(transpose: ir.Operation, known: dict[ir.Operation, bool] | N
     transpose still being asked about counts as going (a cycle asks nothing new), and a False anywhere makes
     the whole answer False. Without it, DenseNet's blocks, where every layer's transpose reaches those of all
     later layers, were asked about once per path: exponentially often (DenseNet-121 at 160x160 compiled for
-    over 25 minutes in sink-transpose)."""
+    over 25 minutes in sink-transpose). `answers` keeps what a question found for the next ones, until the
+    graph changes (the pass clears it at each rewrite): all of it when the answer is True (every transpose
+    reached then goes), only the Falses when it is False (a False found while others were assumed to go holds
+    anyway; a True may not). Each concat asks about each of its inputs, and DenseNet's concats share their
+    inputs: asked afresh, DenseNet-121 spent 5.3 of its 19 s compile here."""
+    if transpose in answers:
+        return answers[transpose]
+    known = dict(answers)
+    answer = _users_sink(transpose, known)
+    answers.update(known if answer else {t: False for t, went in known.items() if not went})
+    return answer
+
+
+def _users_sink(transpose: ir.Operation, known: Answers) -> bool:
+    """`_all_users_sink`'s question, `known` holding the answers so far and the transposes being asked about
+    (assumed to go)."""
     shuffle = ops.ints(transpose, "shuffle")
-    known = {} if known is None else known
     known[transpose] = True
 
     def goes(other: ir.Operation) -> bool:
@@ -144,7 +162,7 @@ def _all_users_sink(transpose: ir.Operation, known: dict[ir.Operation, bool] | N
             return known[other]
         if g.has_one_use(other.results[0]):
             return True
-        return _all_users_sink(other, known)
+        return _users_sink(other, known)
 
     def derives(value: ir.Value, depth: int) -> bool:
         op = g.producer(value)
@@ -208,10 +226,12 @@ def _only_used_by(transpose: ir.Operation, op: ir.Operation) -> bool:
     return all(user == op for user in g.users(transpose.results[0]))
 
 
-def _sink_concat(op: ir.Operation) -> ir.Value | None:
+def _sink_concat(op: ir.Operation, answers: Answers) -> ir.Value | None:
     """concat of transposes with one shuffle, each read only by the concat, as a transposed concat."""
     inputs = [g.producer(v) for v in op.operands]
-    if any(t is None or t.name != TRANSPOSE or not (_only_used_by(t, op) or _all_users_sink(t)) for t in inputs):
+    if any(
+        t is None or t.name != TRANSPOSE or not (_only_used_by(t, op) or _all_users_sink(t, answers)) for t in inputs
+    ):
         return None
     shuffles = {tuple(ops.ints(t, "shuffle")) for t in inputs}
     if len(shuffles) != 1:
@@ -227,10 +247,10 @@ def _sink_concat(op: ir.Operation) -> ir.Value | None:
         return transpose_to(inner, shuffle)
 
 
-def _sink_reduce(op: ir.Operation) -> ir.Value | None:
+def _sink_reduce(op: ir.Operation, answers: Answers) -> ir.Value | None:
     """batched_reduce_*(transpose(x, s), axes) as a reduction of x over s[axes], then the kept dims' order."""
     t = g.producer(op.operands[0])
-    if t is None or t.name != TRANSPOSE or not (_only_used_by(t, op) or _all_users_sink(t)):
+    if t is None or t.name != TRANSPOSE or not (_only_used_by(t, op) or _all_users_sink(t, answers)):
         return None
     shuffle, axes = ops.ints(t, "shuffle"), ops.ints(op, "axes")
     inner_axes = sorted(shuffle[a] for a in axes)
@@ -259,22 +279,30 @@ def _as_reshape(op: ir.Operation) -> ir.Value | None:
 REDUCTIONS = frozenset(f"glow.batched_reduce_{kind}" for kind in ("add", "max", "min", "prod"))
 
 
-def _rewrite(op: ir.Operation) -> ir.Value | None:
+def _rewrite(op: ir.Operation, answers: Answers) -> ir.Value | None:
     if op.name == TRANSPOSE:
         replacement = _compose(op)
         if replacement is None:
             replacement = fold_leaf_transpose(op)
         return replacement if replacement is not None else _as_reshape(op)
     if op.name in g.ELEMENTWISE and len(op.results) == 1:
-        return _sink(op)
+        return _sink(op, answers)
     if op.name == CONCAT:
-        return _sink_concat(op)
+        return _sink_concat(op, answers)
     if op.name in REDUCTIONS:
-        return _sink_reduce(op)
+        return _sink_reduce(op, answers)
     return None
 
 
 @register("glow-sink-transpose", fixed_point=True)
 def sink_transpose(module: ir.Module) -> None:
     """Sink transposes below elementwise ops, compose or cancel transpose pairs, fold transposed constants."""
-    g.rewrite_functions(module, _rewrite, fixed_point=True)
+    answers: Answers = {}
+
+    def rewrite(op: ir.Operation) -> ir.Value | None:
+        replacement = _rewrite(op, answers)
+        if replacement is not None:
+            answers.clear()  # the graph is about to change: what was found about it may not hold
+        return replacement
+
+    g.rewrite_functions(module, rewrite, fixed_point=True)
