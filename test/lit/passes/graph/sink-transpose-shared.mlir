@@ -105,3 +105,40 @@ func.func @partner_kept(%a: tensor<2x3xf32> {glow.name = "a"}, %b: tensor<2x3xf3
   %e = "glow.exp"(%ta) : (tensor<3x2xf32>) -> tensor<3x2xf32>
   return %s, %e, %tb : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
 }
+
+// A softmax over the last axis of heads moved in front (CaiT's talking heads: [1, 5, 6, 4] -> [1, 4, 5, 6]) keeps
+// its reductions along the contiguous axis: sunk, they would reduce along the 6 with only the 4 heads contiguous
+// (fewer than MIN_CONTIGUOUS). With 8 heads contiguous, the same softmax sinks and its transposes cancel.
+// CHECK-LABEL: func.func @softmax_of_few_heads
+// CHECK: %[[T:.*]] = "glow.transpose"(%arg0) {shuffle = array<i64: 0, 3, 1, 2>}
+// CHECK: "glow.batched_reduce_max"(%[[T]]) {axes = array<i64: 3>} : (tensor<1x4x5x6xf32>)
+// CHECK: "glow.batched_reduce_add"({{.*}}) {axes = array<i64: 3>} : (tensor<1x4x5x6xf32>)
+// CHECK-LABEL: func.func @softmax_of_many_heads
+// CHECK: "glow.batched_reduce_max"(%arg0) {axes = array<i64: 2>} : (tensor<1x5x6x8xf32>)
+// CHECK: "glow.sub"(%arg0,
+// CHECK: %[[E:.*]] = "glow.exp"
+// CHECK: return %[[E]]
+func.func @softmax_of_few_heads(%x: tensor<1x5x6x4xf32> {glow.name = "x"}) -> (tensor<1x5x6x4xf32> {glow.name = "y"}) {
+  %t = "glow.transpose"(%x) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<1x5x6x4xf32>) -> tensor<1x4x5x6xf32>
+  %m = "glow.batched_reduce_max"(%t) {axes = array<i64: 3>} : (tensor<1x4x5x6xf32>) -> tensor<1x4x5xf32>
+  %r = "glow.reshape"(%m) {dims = array<i64: 1, 4, 5, 1>} : (tensor<1x4x5xf32>) -> tensor<1x4x5x1xf32>
+  %b = "glow.broadcast"(%r) {axis = 0 : i64} : (tensor<1x4x5x1xf32>) -> tensor<1x4x5x6xf32>
+  %d = "glow.sub"(%t, %b) : (tensor<1x4x5x6xf32>, tensor<1x4x5x6xf32>) -> tensor<1x4x5x6xf32>
+  %e = "glow.exp"(%d) : (tensor<1x4x5x6xf32>) -> tensor<1x4x5x6xf32>
+  %s = "glow.batched_reduce_add"(%e) {axes = array<i64: 3>} : (tensor<1x4x5x6xf32>) -> tensor<1x4x5xf32>
+  %sr = "glow.reshape"(%s) {dims = array<i64: 1, 4, 5, 1>} : (tensor<1x4x5xf32>) -> tensor<1x4x5x1xf32>
+  %sb = "glow.broadcast"(%sr) {axis = 0 : i64} : (tensor<1x4x5x1xf32>) -> tensor<1x4x5x6xf32>
+  %p = "glow.div"(%e, %sb) : (tensor<1x4x5x6xf32>, tensor<1x4x5x6xf32>) -> tensor<1x4x5x6xf32>
+  %u = "glow.transpose"(%p) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<1x4x5x6xf32>) -> tensor<1x5x6x4xf32>
+  return %u : tensor<1x5x6x4xf32>
+}
+func.func @softmax_of_many_heads(%x: tensor<1x5x6x8xf32> {glow.name = "x"}) -> (tensor<1x5x6x8xf32> {glow.name = "y"}) {
+  %t = "glow.transpose"(%x) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<1x5x6x8xf32>) -> tensor<1x8x5x6xf32>
+  %m = "glow.batched_reduce_max"(%t) {axes = array<i64: 3>} : (tensor<1x8x5x6xf32>) -> tensor<1x8x5xf32>
+  %r = "glow.reshape"(%m) {dims = array<i64: 1, 8, 5, 1>} : (tensor<1x8x5xf32>) -> tensor<1x8x5x1xf32>
+  %b = "glow.broadcast"(%r) {axis = 0 : i64} : (tensor<1x8x5x1xf32>) -> tensor<1x8x5x6xf32>
+  %d = "glow.sub"(%t, %b) : (tensor<1x8x5x6xf32>, tensor<1x8x5x6xf32>) -> tensor<1x8x5x6xf32>
+  %e = "glow.exp"(%d) : (tensor<1x8x5x6xf32>) -> tensor<1x8x5x6xf32>
+  %u = "glow.transpose"(%e) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<1x8x5x6xf32>) -> tensor<1x5x6x8xf32>
+  return %u : tensor<1x5x6x8xf32>
+}
