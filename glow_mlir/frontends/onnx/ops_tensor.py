@@ -216,7 +216,29 @@ def _slice_range(start: int, end: int, step: int, dim: int) -> range:
 def gather(ctx: NodeContext) -> list[Value]:
     data, indices = ctx.input(0), ctx.input(1)
     axis = normalize_axis(ctx.attr("axis", 0), rank(data), ctx)
-    return [ctx.g.gather(data, indices, axis)]
+    block = _index_block(indices, shape(data)[axis]) if isinstance(indices, np.ndarray) else None
+    if block is None or isinstance(data, np.ndarray):
+        return [ctx.g.gather(data, indices, axis)]
+    # Constant consecutive indices (q, k, v = qkv[0], qkv[1], qkv[2] in timm's attention): a slice, which the
+    # memory passes can make a view of its input, where a gather copies.
+    start, count = block
+    dims = list(shape(data))
+    offsets = [0] * len(dims)
+    offsets[axis], dims[axis] = start, count
+    result = ctx.g.slice(data, offsets, dims)
+    return [ctx.reshape(result, dims[:axis] + dims[axis + 1 :]) if np.ndim(indices) == 0 else result]
+
+
+def _index_block(indices: np.ndarray, dim: int) -> tuple[int, int] | None:
+    """(start, count) when `indices` (a scalar or a vector) are the consecutive positions start, start + 1, ...
+    of a dim of length `dim` (negative ones counting from its end); None otherwise (out of range included)."""
+    flat = np.asarray(indices).reshape(-1)
+    if np.ndim(indices) > 1 or flat.size == 0 or flat.dtype.kind not in "iu":
+        return None
+    flat = np.where(flat < 0, flat + dim, flat).astype(np.int64)
+    if flat[0] < 0 or flat[-1] >= dim or not np.array_equal(flat, np.arange(flat[0], flat[0] + flat.size)):
+        return None
+    return int(flat[0]), int(flat.size)
 
 
 @handles("Expand")

@@ -188,9 +188,21 @@ def test_slice_opset9_attributes() -> None:
 
 @pytest.mark.parametrize("axis", [0, 1, -1])
 @pytest.mark.parametrize("indices", [ints(0, 2, -1), ints(1), np.array([[0, 1], [-2, 0]], np.int32),
-                                     np.array(1, I64)])
+                                     np.array(1, I64), ints(1, 2), ints(-2, -1), np.array(-1, I64)])
 def test_gather_constant_indices(axis: int, indices: np.ndarray) -> None:
     check_node("Gather", {"x": rand(3, 4, 5)}, {"axis": axis}, {"i": indices})
+
+
+@pytest.mark.parametrize(("indices", "sliced"), [(np.array(2, I64), True), (ints(0, 1), True), (ints(-1), True),
+                                                 (ints(0, 2), False), (np.array([[1]], I64), False)])
+def test_gather_of_consecutive_constant_indices_is_a_slice(indices: np.ndarray, sliced: bool) -> None:
+    """q, k, v = qkv[0], qkv[1], qkv[2] (timm's attention): consecutive constant indices import as a slice (a
+    view for the memory passes), other indices as a gather."""
+    x = rand(3, 4, 5)
+    onnx_model = model([helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], {"x": x}, ["y"], {"i": indices})
+    text = str(import_model(onnx_model).module)
+    assert ('"glow.slice"' in text, '"glow.gather"' in text) == (sliced, not sliced)
+    check(onnx_model, {"x": x})
 
 
 def test_gather_runtime_indices() -> None:
