@@ -90,8 +90,9 @@ def compile(
 
     The model is left untouched: compilation works on a copy in a context of its own, unless `consume`, which
     compiles the module itself (it must not be used afterwards) and spares copying its weights twice (into
-    bytecode and back; VGG-19: 1.5 GB of fresh memory); InferenceSession consumes its own import. With `keep_ir`, the
-    module text after every pipeline element is kept for `CompiledModel.ir` (and the cache is bypassed).
+    bytecode and back; VGG-19: 1.5 GB of fresh memory); InferenceSession consumes its own import. With
+    `keep_ir`, the module text after every pipeline element is kept for `CompiledModel.ir` (and the cache is
+    bypassed).
     `cache` (default: on unless GLOW_MLIR_CACHE=0) reuses or stores the native code on disk
     (glow_mlir/cache.py). `cpu` and `features` (LLVM names, e.g. "skylake-avx512", "+avx512f,+fma") select
     the target of `CompiledModel.save_object`; the JIT always runs code for the host CPU, which is what

@@ -38,8 +38,9 @@ pipeline run through one PassManager. Each step, in order, and why it is there:
   an `i8` array of the same bytes (in the compile pipeline only the small ones are left by then:
   glow-cpu-external-weights, weights.py, made the large ones declarations). LLVM's AsmPrinter emits an i8
   array as one string of bytes, but any other element type one element at a time (emitGlobalConstantFP),
-  which took about 2 s of ResNet-50's 6.4 s compile for its 100 MB of weights. Every use goes through `llvm.mlir.addressof` (an opaque pointer)
-  and a GEP that names its own element type, so the global's type is free.
+  which took about 2 s of ResNet-50's 6.4 s compile for its 100 MB of weights. Every use goes through
+  `llvm.mlir.addressof` (an opaque pointer) and a GEP that names its own element type, so the global's type
+  is free.
 - (ours) `no_inline` on every outlined function (outline.py): inlined back, they made the entry function so
   large that LLVM's loop passes took most of the compile (DenseNet-121: `opt -O3` 27 s inlined, 15 s not),
   and the code is no faster for it (bench/ab.py: notes, "Where compile time goes").
