@@ -49,6 +49,8 @@ pipeline run through one PassManager. Each step, in order, and why it is there:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from mlir import ir
 from mlir.dialects import arith, builtin, memref
@@ -143,21 +145,27 @@ def annotate_loops(function: ir.Operation, annotation: ir.Attribute) -> None:
             branch.attributes["loop_annotation"] = annotation
 
 
-def weights_as_bytes(op: ir.Operation) -> None:
-    """Retypes constant global `op` to an i8 array of the same bytes when its value is a non-splat dense
-    attribute of a type numpy reads (f16/f32/f64, 16/32/64-bit integers); leaves it as it is otherwise."""
-    value = op.attributes.get("value")
+def weight_bytes(value: ir.Attribute | None) -> np.ndarray | None:
+    """The bytes of a dense, non-splat value of a type numpy reads (f16/f32/f64, 8- to 64-bit integers) as the
+    code reads them, as a view of the attribute's own buffer (no copy of the weights); None for any other."""
     if not isinstance(value, ir.DenseElementsAttr) or value.is_splat:
-        return
+        return None
     elt = ir.ShapedType(value.type).element_type
     readable = isinstance(elt, ir.F16Type | ir.F32Type | ir.F64Type) or (
-        isinstance(elt, ir.IntegerType) and elt.width in (16, 32, 64)
+        isinstance(elt, ir.IntegerType) and elt.width in (8, 16, 32, 64)
     )
-    if not readable:
-        return
-    # The host's byte order, which is the target's: x86 for the JIT and for save_object alike.
-    # A view of the attribute's own buffer (no copy of the weights): DenseElementsAttr.get copies it.
-    data = np.asarray(value).reshape(-1).view(np.uint8)
+    # Row-major in the host's byte order, which is the target's: x86 for the JIT and for save_object alike.
+    return np.asarray(value).reshape(-1).view(np.uint8) if readable else None
+
+
+def weights_as_bytes(op: ir.Operation) -> None:
+    """Retypes constant global `op` to an i8 array of the same bytes when its value is a non-splat dense
+    attribute of a type numpy reads wider than a byte (`weight_bytes`); leaves it as it is otherwise."""
+    value = op.attributes.get("value")
+    data = weight_bytes(value)
+    if data is None or data.size == math.prod(ir.ShapedType(value.type).shape):
+        return  # not readable, a splat, or already one byte per element
+    # DenseElementsAttr.get copies the view.
     op.attributes["value"] = ir.DenseElementsAttr.get(data)
     op.attributes["global_type"] = ir.TypeAttr.get(ir.Type.parse(f"!llvm.array<{data.size} x i8>"))
 

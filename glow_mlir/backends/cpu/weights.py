@@ -28,6 +28,7 @@ import numpy as np
 from mlir import ir
 from mlir.passmanager import PassManager
 
+from glow_mlir.backends.cpu.llvm import weight_bytes, weights_as_bytes
 from glow_mlir.passes.registry import register
 
 # The module attribute that holds the externalized values, by global name.
@@ -54,7 +55,7 @@ def externalize(module: ir.Module, size: str = str(WEIGHT_BYTES)) -> None:
             if op.operation.name != "memref.global" or "constant" not in op.attributes:
                 continue
             value = op.attributes["initial_value"] if "initial_value" in op.attributes else None
-            data = _raw_bytes(value)
+            data = weight_bytes(value)
             if data is None or data.size < int(size):
                 continue
             moved[ir.StringAttr(op.attributes["sym_name"]).value] = value
@@ -62,18 +63,6 @@ def externalize(module: ir.Module, size: str = str(WEIGHT_BYTES)) -> None:
             op.attributes["sym_visibility"] = ir.StringAttr.get("public")
         if moved:
             module.operation.attributes[WEIGHTS_ATTR] = ir.DictAttr.get(moved)
-
-
-def _raw_bytes(value: ir.Attribute | None) -> np.ndarray | None:
-    """The bytes of a dense, non-splat value as the code reads them (row-major, the host's byte order) as a view
-    of the attribute's own buffer; None for any other value (a splat, bool or ml_dtypes' types)."""
-    if not isinstance(value, ir.DenseElementsAttr) or value.is_splat:
-        return None
-    elt = ir.ShapedType(value.type).element_type
-    readable = isinstance(elt, ir.F16Type | ir.F32Type | ir.F64Type) or (
-        isinstance(elt, ir.IntegerType) and elt.width in (8, 16, 32, 64)
-    )
-    return np.asarray(value).reshape(-1).view(np.uint8) if readable else None
 
 
 def _weights_attr(module: ir.Module) -> dict[str, ir.Attribute]:
@@ -91,7 +80,7 @@ def external_weights(module: ir.Module) -> dict[str, np.ndarray]:
 
     weights = {}
     for name, value in _weights_attr(module).items():
-        data = _raw_bytes(value)
+        data = weight_bytes(value)
         assert data is not None, name
         copy = aligned_bytes(data.size)
         copy[:] = data
@@ -101,18 +90,16 @@ def external_weights(module: ir.Module) -> dict[str, np.ndarray]:
 
 def embed_weights(module: ir.Module) -> None:
     """Puts the values that glow-cpu-external-weights took out of a module lowered to the LLVM dialect back
-    into their globals (as glow-to-llvm writes weights: an i8 array of the bytes, private to the object)."""
+    into their globals as glow-to-llvm writes weights (`weights_as_bytes`), private to the object."""
     with module.context:
         moved = _weights_attr(module)
         for op in module.body.operations:
             name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else ""
             if op.operation.name != "llvm.mlir.global" or name not in moved:
                 continue
-            data = _raw_bytes(moved[name])
-            assert data is not None, name
-            op.attributes["value"] = ir.DenseElementsAttr.get(data)
-            op.attributes["global_type"] = ir.TypeAttr.get(ir.Type.parse(f"!llvm.array<{data.size} x i8>"))
+            op.attributes["value"] = moved[name]
             op.attributes["linkage"] = ir.Attribute.parse("#llvm.linkage<private>")
+            weights_as_bytes(op.operation)
         if moved:
             del module.operation.attributes[WEIGHTS_ATTR]
 

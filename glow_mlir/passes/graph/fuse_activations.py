@@ -155,6 +155,11 @@ def _activation_of(op: ir.Operation) -> str:
     return ir.StringAttr(op.attributes["activation"]).value
 
 
+def _no_activation() -> dict[str, ir.Attribute]:
+    """The activation attributes of a fused_matmul made before its activation is matched."""
+    return {"activation": ir.StringAttr.get(NONE), "activationArgs": ir.DenseF32ArrayAttr.get([])}
+
+
 def _fuse_matmul_bias(matmul: ir.Operation) -> ir.Operation | None:
     """batched_add(matmul(x, W), b) -> fused_matmul(x, W, b) without activation, when the product has no other
     user and is float; returns the new op."""
@@ -166,7 +171,7 @@ def _fuse_matmul_bias(matmul: ir.Operation) -> ir.Operation | None:
     add = _single_user(reshaped)
     if add is None:
         return None
-    attributes = {"activation": ir.StringAttr.get(NONE), "activationArgs": ir.DenseF32ArrayAttr.get([])}
+    attributes = _no_activation()
     if add.name == BATCHED_ADD and add.operands[0] == product:
         with ir.InsertionPoint(add), ir.Location.fused([matmul.location, add.location]):
             fused = g.make(FUSED_MATMUL, [*matmul.operands, add.operands[1]], add.results[0].type, attributes)
@@ -194,7 +199,7 @@ def _bias_free_matmul(matmul: ir.Operation) -> ir.Operation | None:
     views = _views_after(product)
     if _match_activation(views[-1].results[0] if views else product) is None:
         return None
-    attributes = {"activation": ir.StringAttr.get(NONE), "activationArgs": ir.DenseF32ArrayAttr.get([])}
+    attributes = _no_activation()
     columns = ops.shape(product)[-1]
     with ir.InsertionPoint(matmul), matmul.location:
         bias_type = ops.tensor_type((columns,), ops.element_type(product))

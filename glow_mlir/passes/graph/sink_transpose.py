@@ -180,7 +180,7 @@ def _users_sink(transpose: ir.Operation, known: Answers) -> bool:
 
     def sinks(user: ir.Operation) -> bool:
         if user.name in REDUCTIONS:
-            return _reduction_sinks(user, shuffle)
+            return _reduction_sinks(user)
         if user.name == CONCAT:
             return all(g.producer_name(v) == TRANSPOSE and goes(g.producer(v)) for v in user.operands)
         return user.name in g.ELEMENTWISE and len(user.results) == 1 and all(
@@ -256,26 +256,23 @@ def _sink_concat(op: ir.Operation, answers: Answers) -> ir.Value | None:
 MIN_CONTIGUOUS = 8
 
 
-def _reduction_sinks(op: ir.Operation, shuffle: Sequence[int]) -> bool:
-    """Whether reduction `op` of a transpose by `shuffle` may become the reduction of its input: not when it
+def _reduction_sinks(op: ir.Operation) -> bool:
+    """Whether reduction `op` of a transpose may become the reduction of the transpose's input: not when it
     reduces along the transposed value's last axis and, sunk, would reduce along a strided one with fewer than
-    MIN_CONTIGUOUS contiguous elements beside it (the dims of the input after its last reduced dim)."""
-    axes = ops.ints(op, "axes")
-    rank = len(shuffle)
+    MIN_CONTIGUOUS contiguous elements beside it (the input's dims after its last reduced dim)."""
+    transpose = g.producer(op.operands[0])
+    shuffle, axes = ops.ints(transpose, "shuffle"), ops.ints(op, "axes")
     inner_axes = [shuffle[a] for a in axes]
-    if rank - 1 not in axes or rank - 1 in inner_axes:
+    last = len(shuffle) - 1
+    if last not in axes or last in inner_axes:
         return True
-    dims = ops.shape(op.operands[0])
-    source_dims = [0] * rank
-    for i, d in enumerate(shuffle):
-        source_dims[d] = dims[i]
-    return math.prod(source_dims[max(inner_axes) + 1 :]) >= MIN_CONTIGUOUS
+    return math.prod(ops.shape(transpose.operands[0])[max(inner_axes) + 1 :]) >= MIN_CONTIGUOUS
 
 
 def _sink_reduce(op: ir.Operation, answers: Answers) -> ir.Value | None:
     """batched_reduce_*(transpose(x, s), axes) as a reduction of x over s[axes], then the kept dims' order."""
     t = g.producer(op.operands[0])
-    if t is None or t.name != TRANSPOSE or not _reduction_sinks(op, ops.ints(t, "shuffle")):
+    if t is None or t.name != TRANSPOSE or not _reduction_sinks(op):
         return None
     if not (_only_used_by(t, op) or _all_users_sink(t, answers)):
         return None
