@@ -75,7 +75,7 @@ def depthwise_recipe(op: ir.Operation) -> Recipe | None:
     x, filter_, y = op.operands
     bias = bias_op.operands[0] if bias_op is not None else None
     window = dense_window(window_of(op))
-    kernel = _Depthwise(x, filter_, bias, y, window["strides"], window["dilations"], activation_op)
+    kernel = DepthwiseKernel(x, filter_, bias, y, window["strides"], window["dilations"], activation_op)
     root = kernel.emit()
     for done in (activation_op, op, bias_op):
         if done is not None:
@@ -108,7 +108,7 @@ def channel_blocks(c: int, vectors: int) -> list[ChannelBlocks]:
     return blocks
 
 
-def _held(vectors: int, kh: int, kw: int) -> bool:
+def held_filter(vectors: int, kh: int, kw: int) -> bool:
     """Whether a KH x KW filter's vectors for `vectors` channel vectors stay in registers across a row of tiles."""
     return vectors * kh * kw <= HELD_FILTER_VECTORS
 
@@ -136,7 +136,7 @@ def tile_shape(out: tuple[int, int], vectors: int, window: tuple[int, int], stri
     and each output row's input row is loaded once per filter row: R x KH x columns, and KH x KW filter vectors
     shared by the R x P outputs."""
     (oh, ow), (kh, kw), (sh, sw), (dh, dw) = out, window, strides, dilations
-    held = _held(vectors, kh, kw)
+    held = held_filter(vectors, kh, kw)
 
     def spans(size: int, tile: int) -> list[tuple[int, int]]:
         """(tile size, count) of the tiles along a dimension of `size`."""
@@ -164,7 +164,7 @@ def tile_shape(out: tuple[int, int], vectors: int, window: tuple[int, int], stri
     return best[1]
 
 
-class _Depthwise:
+class DepthwiseKernel:
     """The buffers, window and register tile of one depthwise convolution, and the emitter of its loops."""
 
     def __init__(self, x: ir.Value, filter_: ir.Value, bias: ir.Value | None, y: ir.Value, strides: Sequence[int],
@@ -177,7 +177,7 @@ class _Depthwise:
         # Two channel vectors per tile where the channels and a 3x3 filter's registers allow (one loaded input
         # column then covers a whole 128-byte pixel of 32 channels: 1.2-1.45x on MobileNetV2's 3x3 layers), else
         # one; blocks of fewer vectors (the channels left) get tiles of their own shape.
-        self.vectors = 2 if self.c >= 2 * LANES and _held(2, self.kh, self.kw) else 1
+        self.vectors = 2 if self.c >= 2 * LANES and held_filter(2, self.kh, self.kw) else 1
         input_row = static_shape(x)[2] * self.c * 4
         window = (self.kh - 1) * self.dh + 1
         fits = [b for b in range(1, self.oh + 1) if ((b - 1) * self.sh + window) * input_row <= BAND_BYTES]
@@ -204,16 +204,16 @@ class _Depthwise:
 
         def band(top: ir.Value, count: int) -> None:
             for blocks, shape in self.blocks:
-                with _loop(blocks.start, blocks.start + blocks.count * blocks.step, blocks.step) as c0:
+                with for_loop(blocks.start, blocks.start + blocks.count * blocks.step, blocks.step) as c0:
 
                     def rows(y: ir.Value, rows: int, c0: ir.Value = c0, widths: Sequence[int] = blocks.widths,
                              shape: TileShape = shape) -> None:  # fmt: skip
-                        tile = _Tile(self, image, arith.addi(top, y), rows, c0, widths)
-                        _tiles(self.ow, shape.pixels, tile.emit)
+                        tile = DepthwiseTile(self, image, arith.addi(top, y), rows, c0, widths)
+                        each_tile(self.ow, shape.pixels, tile.emit)
 
-                    _tiles(count, shape.rows, rows)
+                    each_tile(count, shape.rows, rows)
 
-        _tiles(self.oh, self.band, band)
+        each_tile(self.oh, self.band, band)
 
     def _rows(self, image: ir.Value) -> None:
         """Tiles of output rows, their register tiles of pixels, and innermost every channel block at those
@@ -224,27 +224,27 @@ class _Depthwise:
         def rows(y: ir.Value, count: int) -> None:
             def tiles(x0: ir.Value, pixels: int) -> None:
                 for blocks, _ in self.blocks:
-                    with _loop(blocks.start, blocks.start + blocks.count * blocks.step, blocks.step) as c0:
-                        _Tile(self, image, y, count, c0, blocks.widths).emit(x0, pixels)
+                    with for_loop(blocks.start, blocks.start + blocks.count * blocks.step, blocks.step) as c0:
+                        DepthwiseTile(self, image, y, count, c0, blocks.widths).emit(x0, pixels)
 
-            _tiles(self.ow, shape.pixels, tiles)
+            each_tile(self.ow, shape.pixels, tiles)
 
-        _tiles(self.oh, shape.rows, rows)
+        each_tile(self.oh, shape.rows, rows)
 
 
-def _tiles(size: int, tile: int, emit: Callable[[ir.Value, int], None]) -> None:
+def each_tile(size: int, tile: int, emit: Callable[[ir.Value, int], None]) -> None:
     """`emit(start, count)` for the tiles of `size` positions (output rows or pixels): a loop of full tiles of
     `tile`, then the smaller last one."""
     full = size // tile
     if full:
-        with _loop(0, full * tile, tile) as start:
+        with for_loop(0, full * tile, tile) as start:
             emit(start, tile)
     if size % tile:
         emit(index(full * tile), size % tile)
 
 
 @contextlib.contextmanager
-def _loop(start: int, stop: int, step: int) -> Iterator[ir.Value]:
+def for_loop(start: int, stop: int, step: int) -> Iterator[ir.Value]:
     """An scf.for from `start` to `stop` by `step`, built inside the with block at its induction variable."""
     loop = scf.ForOp(index(start), index(stop), index(step))
     with ir.InsertionPoint(loop.body):
@@ -252,12 +252,13 @@ def _loop(start: int, stop: int, step: int) -> Iterator[ir.Value]:
         scf.YieldOp([])
 
 
-class _Tile:
+class DepthwiseTile:
     """The register tiles of some output rows and one channel block: the block's vectors (channel offset, type
     and mask: None for a whole register), its bias and held filter vectors, and the emitter of a tile of pixels."""
 
-    def __init__(self, k: _Depthwise, image: ir.Value, y: ir.Value, rows: int, c0: ir.Value,
-                 widths: Sequence[int]) -> None:  # fmt: skip
+    def __init__(self, k: DepthwiseKernel, image: ir.Value, y: ir.Value, rows: int, c0: ir.Value, widths: Sequence[int],
+                 source_row: Callable[[ir.Value], ir.Value] | None = None) -> None:  # fmt: skip
+        """`source_row` maps an input row to the row of k.x that holds it (expansion_recipes' ring of rows)."""
         self.k, self.image, self.y, self.rows = k, image, y, rows
         f32 = ir.F32Type.get()
         self.parts: list[tuple[ir.Value, ir.VectorType, ir.Value | None]] = []
@@ -272,7 +273,9 @@ class _Tile:
                 self.readers.setdefault(r * k.sh + i * k.dh, []).append((r, i))
         top = arith.muli(y, index(k.sh))
         self.input_rows = {a: arith.addi(top, index(a)) if a else top for a in self.readers}
-        self.filter = self.filters() if _held(len(widths), k.kh, k.kw) else None
+        if source_row is not None:
+            self.input_rows = {a: source_row(row) for a, row in self.input_rows.items()}
+        self.filter = self.filters() if held_filter(len(widths), k.kh, k.kw) else None
         self.bias = [load(k.bias, [c], t, m) if k.bias is not None else zeros(t) for c, t, m in self.parts]
 
     def filters(self) -> list[list[list[ir.Value]]]:

@@ -1,16 +1,20 @@
 """Kernel outlining for glow-cpu-schedule: each scheduled kernel moves into a private function of its own,
 called in its place, before the transform sequence runs (why: see `outline`); afterwards, so does every loop
-nest that no recipe scheduled (why: see `outline_leftovers`). A function identical to one outlined before is
+nest that no recipe scheduled (why: see `outline_leftovers`). Kernels with scratch of their own call helper
+functions (`define_helper`). A function identical to one outlined before is
 dropped for that one (`Outlined`): the repeated layers of a model compile once and are called many times."""
 
 from __future__ import annotations
 
 import functools
+import hashlib
+from collections.abc import Callable
 
 from mlir import ir
 from mlir.dialects import func
 
 from glow_mlir import ops
+from glow_mlir.backends.cpu.parallel import SERIAL_ATTR
 
 # The names of outlined functions start with this; glow-to-llvm keeps LLVM from inlining them back and from
 # unrolling their loops (llvm.py).
@@ -141,3 +145,32 @@ def _defined_in(value: ir.Value, root: ir.Operation) -> bool:
             return True
         op = op.parent
     return False
+
+
+def define_helper(user: ir.Operation, stem: str, types: list[ir.Type], body: Callable[[list[ir.Value]], None],
+                  serial: bool) -> str:  # fmt: skip
+    """Defines a private function of argument types `types` in `user`'s module, whose body `body(arguments)`
+    builds, once per distinct text (layers of one shape share it: their weights and views are arguments), named
+    __glow_<stem>_<digest of its text>; returns its name. A kernel calls such helpers from its loops, each call
+    with scratch (allocas) of its own; `serial` marks a helper called once per iteration of the loop that
+    glow-cpu-parallelize splits, whose own loops then stay serial."""
+    module = user
+    while module.name != "builtin.module":
+        module = module.parent
+    block = module.regions[0].blocks[0]
+    with ir.InsertionPoint.at_block_begin(block), ir.Location.unknown():
+        function = func.FuncOp(f"{OUTLINED_PREFIX}{stem}", (types, []), visibility="private")
+        entry = function.add_entry_block()
+        with ir.InsertionPoint(entry):
+            body(list(entry.arguments))
+            func.ReturnOp([])
+    text = function.operation.get_asm(use_local_scope=True)
+    name = f"{OUTLINED_PREFIX}{stem}_{hashlib.sha1(text.encode()).hexdigest()[:12]}"
+    names = {ir.StringAttr(o.attributes["sym_name"]).value for o in block.operations if "sym_name" in o.attributes}
+    if name in names:
+        function.operation.erase()
+    else:
+        function.operation.attributes["sym_name"] = ir.StringAttr.get(name)
+        if serial:
+            function.operation.attributes[SERIAL_ATTR] = ir.UnitAttr.get()
+    return name

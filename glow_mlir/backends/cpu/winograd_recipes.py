@@ -42,7 +42,6 @@ docs/OPTIMIZATIONS.md ("Winograd convolutions") has the measurements.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Callable
 
 import numpy as np
@@ -50,8 +49,7 @@ from mlir import ir
 from mlir.dialects import arith, func, memref, scf, vector
 
 from glow_mlir.backends.cpu.conv_recipes import LANES, REGISTERS, dense_window, epilogue, static_f32, window_of
-from glow_mlir.backends.cpu.outline import OUTLINED_PREFIX
-from glow_mlir.backends.cpu.parallel import SERIAL_ATTR
+from glow_mlir.backends.cpu.outline import define_helper
 from glow_mlir.backends.cpu.pointwise_recipes import MAX_PIXELS, channel_blocks, register_tile, row_tile
 from glow_mlir.backends.cpu.recipes import (
     L2_BYTES,
@@ -541,30 +539,9 @@ def _in_chunks(total: int, size: int, body: Callable[[ir.Value, int, bool], None
 
 
 def _define(user: ir.Operation, kind: str, types: list[ir.Type], body: Callable[[list[ir.Value]], None]) -> str:
-    """Defines a private function of argument types `types` whose body `body(arguments)` builds, once per
-    distinct text in `user`'s module (layers of one shape share it: their weights are arguments), named
-    __glow_winograd_<kind>_<digest of its text>; returns its name."""
-    module = user
-    while module.name != "builtin.module":
-        module = module.parent
-    block = module.regions[0].blocks[0]
-    with ir.InsertionPoint.at_block_begin(block), ir.Location.unknown():
-        function = func.FuncOp(f"__glow_winograd_{kind}", (types, []), visibility="private")
-        entry = function.add_entry_block()
-        with ir.InsertionPoint(entry):
-            body(list(entry.arguments))
-            func.ReturnOp([])
-    text = function.operation.get_asm(use_local_scope=True)
-    name = f"{OUTLINED_PREFIX}winograd_{kind}_{hashlib.sha1(text.encode()).hexdigest()[:12]}"
-    names = {ir.StringAttr(o.attributes["sym_name"]).value for o in block.operations if "sym_name" in o.attributes}
-    if name in names:
-        function.operation.erase()
-    else:
-        function.operation.attributes["sym_name"] = ir.StringAttr.get(name)
-        if kind != "band":
-            # Called once per iteration of the loop that glow-cpu-parallelize splits.
-            function.operation.attributes[SERIAL_ATTR] = ir.UnitAttr.get()
-    return name
+    """The helper function `__glow_winograd_<kind>_<digest>` (outline.define_helper); all but the band function
+    are called once per iteration of the loop that glow-cpu-parallelize splits, and stay serial."""
+    return define_helper(user, f"winograd_{kind}", types, body, serial=kind != "band")
 
 
 def _load_or_none(x: ir.Value, at: list[ir.Value] | None, t: ir.VectorType, mask: ir.Value | None) -> ir.Value | None:
