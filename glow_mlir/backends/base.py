@@ -32,6 +32,8 @@ class Backend:
     layout: tuple[str, ...]
     # Pass pipeline elements from linalg on memrefs (after glow-ir-to-linalg) to the backend's code.
     codegen: tuple[str, ...]
+    # Pass pipeline elements on glow_ir right before glow-allocate (the backend's own instructions).
+    memory: tuple[str, ...] = ()
     should_lower: Callable[[ir.Operation], bool] = lower_everything
     # Whether the backend compiles glow op `name` (with its `glow.` prefix).
     supports: Callable[[str], bool] = lambda name: True

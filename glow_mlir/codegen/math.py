@@ -80,13 +80,15 @@ def _fused_matmul(op: ir.Operation) -> None:
     activate(op, dest)
 
 
-def activate(op: ir.Operation, dest: ir.Value) -> ir.Operation | None:
-    """Applies `op`'s fused activation to `dest` in place: one linalg.generic (returned), none for "none"."""
-    name = ir.StringAttr(op.attributes["activation"]).value
+def activate(op: ir.Operation, dest: ir.Value,
+             attrs: tuple[str, str] = ("activation", "activationArgs")) -> ir.Operation | None:  # fmt: skip
+    """Applies `op`'s fused activation (named by attributes `attrs`: its name, its arguments) to `dest` in place:
+    one linalg.generic (returned), none for "none"."""
+    name = ir.StringAttr(op.attributes[attrs[0]]).value
     if name == "none":
         return None
     activation = activations()[name]
-    args = list(ir.DenseF32ArrayAttr(op.attributes["activationArgs"]))
+    args = list(ir.DenseF32ArrayAttr(op.attributes[attrs[1]]))
     return elementwise([], dest, lambda a: activation.scalar(a[0], args))
 
 

@@ -7,7 +7,7 @@ the order glow-opt --list-passes and the docs show. It sits above every stage: n
 
 from __future__ import annotations
 
-from glow_mlir.backends.cpu import backend, layout, llvm, lowerings, parallel, schedule, weights
+from glow_mlir.backends.cpu import backend, expansion, layout, llvm, lowerings, parallel, schedule, weights
 from glow_mlir.codegen import to_linalg
 from glow_mlir.passes.graph import (
     constant_fold,
@@ -36,7 +36,7 @@ STAGES = (
     verify, dce, lower, cse, constant_fold, fold_batchnorm, simplify_arithmetic, eliminate_noop, merge_reshape,
     sink_transpose, merge_concat, merge_pad, fold_transpose_weights, quant_fold_converts, quant_fold_qdq,
     fuse_activations, layout, memory_schedule,
-    irgen, ir_verify, share_buffers, copy_elim, dse, live_ranges, optimize_inserts, allocate, to_linalg,
+    irgen, ir_verify, share_buffers, copy_elim, dse, live_ranges, optimize_inserts, expansion, allocate, to_linalg,
     lowerings, schedule, parallel, weights, llvm, backend,
 )  # fmt: skip
 _ORDER = {module.__name__: i for i, module in enumerate(STAGES)}

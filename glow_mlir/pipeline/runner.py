@@ -117,6 +117,8 @@ def _full_pipeline(backend: Backend) -> tuple[str, ...]:
         "glow-ir-dse",
         # producers write inserted blocks (paddings, concat inputs) in place; last, as block views are partial
         "glow-ir-optimize-inserts",
+        # the backend's own instructions, which the buffers as allocated must know
+        *backend.memory,
         "glow-ir-verify",
         "glow-allocate",
         "glow-ir-to-linalg",

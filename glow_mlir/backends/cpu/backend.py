@@ -31,6 +31,7 @@ CPU = register_backend(
         name="cpu",
         description="NHWC direct convolutions, packed GEMMs and vector code for the host CPU, JIT or object code",
         layout=("glow-cpu-int8", "glow-cpu-layout", "glow-sink-transpose"),
+        memory=("glow-cpu-fuse-expansion",),
         codegen=("glow-cpu-schedule", "glow-cpu-external-weights", "glow-to-llvm"),
         supports=supports,
         native_bf16=native_product,

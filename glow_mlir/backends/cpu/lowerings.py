@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mlir import ir
-from mlir.dialects import arith, linalg
+from mlir.dialects import arith, linalg, memref
 
 from glow_mlir import ops
+from glow_mlir.backends.cpu.ops import EXPAND_ACTIVATION
 from glow_mlir.codegen.builders import (
+    block,
     conv_operands,
     float_only,
     generic,
@@ -31,6 +33,10 @@ from glow_mlir.codegen.table import fail, lowering, register_lowerings
 # convolution's tiles (backends/cpu/conv_recipes.py) instead of running them as passes of their own.
 CONV_BIAS_ATTR = "glow.conv_bias"
 CONV_ACTIVATION_ATTR = "glow.conv_activation"
+# Marks the fill of the expanded map's buffer, the 1x1 convolution writing it and the depthwise convolution reading
+# it, lowered from glow_ir.cpu_expand_depthwise_nhwc: glow-cpu-schedule runs them, with both convolutions' bias and
+# activation, as one kernel (expansion_recipes.py) before any other recipe.
+EXPANSION_ATTR = "glow.expansion"
 # Marks the linalg.generic of a grouped convolution (`grouped_conv`), with its window: [sh, sw, dh, dw].
 GROUPED_CONV_ATTR = "glow.grouped_conv"
 
@@ -80,6 +86,41 @@ def _cpu_conv_nhwc(op: ir.Operation) -> None:
         bias_init.attributes[CONV_BIAS_ATTR] = ir.UnitAttr.get()
         if activation is not None:
             activation.attributes[CONV_ACTIVATION_ATTR] = ir.UnitAttr.get()
+
+
+@lowering("cpu_expand_depthwise_nhwc")
+@float_only
+def _cpu_expand_depthwise_nhwc(op: ir.Operation) -> None:
+    """An expansion and depthwise convolution (backends/cpu/expansion.py) as the two convolutions they are, the
+    expanded map in a buffer of its own with the padding around it: the 1x1 convolution's bias, convolution and
+    activation on the buffer's interior, then the depthwise convolution's on dest, each bias and activation
+    marked as a CPU convolution's; the fill and both convolutions marked EXPANSION_ATTR for the kernel that
+    fuses them and removes the buffer. Left to the convolutions' own recipes, they are correct as they stand."""
+    dest, src, filter_, bias, dw_filter, dw_bias = op.operands
+    n, h, w, _ = rank4(op, src)
+    c = ops.shape(bias)[0]
+    top, left, bottom, right = ops.ints(op, "pads")
+    elt = ops.element_type(src)
+    padded = memref.alloc(ops.memref_type([n, h + top + bottom, w + left + right, c], elt), [], [])
+    marked = [linalg.fill(arith.constant(elt, 0.0), outs=[padded]).owner]
+    interior = block(padded, [0, top, left, 0], [n, h, w, c], op) if any((top, left, bottom, right)) else padded
+    bias_map = ir.AffineMap.get(4, 0, [ir.AffineDimExpr.get(3)])
+    pw_init = generic([bias], interior, [bias_map, identity_map(4)], lambda a: a[0])
+    marked.append(linalg.conv_2d_nhwc_hwcf(src, filter_, outs=[interior], strides=[1, 1], dilations=[1, 1]).owner)
+    pw_activation = activate(op, interior, EXPAND_ACTIVATION)
+    window = {"strides": ops.ints(op, "strides"), "dilations": ops.ints(op, "dilation")}
+    dw_init = generic([dw_bias], dest, [bias_map, identity_map(4)], lambda a: a[0])
+    depthwise = linalg.depthwise_conv_2d_nhwc_hwc(padded, reshape(dw_filter, [*ops.ints(op, "kernels"), c]),
+                                                  outs=[dest], **window).owner  # fmt: skip
+    activation = activate(op, dest)
+    memref.dealloc(padded)
+    for marked_op in [*marked, depthwise]:
+        if marked_op is not None:
+            marked_op.attributes[EXPANSION_ATTR] = ir.UnitAttr.get()
+    for init, act in ((pw_init, pw_activation), (dw_init, activation)):
+        init.attributes[CONV_BIAS_ATTR] = ir.UnitAttr.get()
+        if act is not None:
+            act.attributes[CONV_ACTIVATION_ATTR] = ir.UnitAttr.get()
 
 
 def grouped_conv(

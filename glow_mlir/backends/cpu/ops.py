@@ -26,6 +26,7 @@ from glow_mlir.opdefs.base import (
     Producer,
     Shape,
     define,
+    define_ir,
 )
 from glow_mlir.opdefs.nn import (
     ACTIVATION,
@@ -42,6 +43,9 @@ from glow_mlir.passes.lowering.lower import (
     lower_padded_max_pool,
     register_rules,
 )
+
+# The attributes of the expansion's activation in glow_ir.cpu_expand_depthwise_nhwc.
+EXPAND_ACTIVATION = ("expandActivation", "expandActivationArgs")
 
 # The CPU convolution's layout: NHWC input, filter [KH, KW, C / group, O].
 NHWC_HWIO = shapes.ConvLayout("NHWC", "HWIO", "KH, KW, C / group, O", "dim 2")
@@ -103,6 +107,30 @@ define(OpDef(
         "O], no padding.",
     ),
 ))
+def _expand_depthwise_shape(o: Sequence[Shape], a: Attrs, _: Shape | None) -> Shape:
+    """src [N, H, W, C], filter [1, 1, C, E], bias [E], dw_filter [KH, KW, 1, E], dw_bias [E] -> the depthwise
+    convolution's [N, OH, OW, E] over the expanded map padded by `pads`."""
+    src, filter_, bias, dw_filter, dw_bias = o
+    expanded = conv_nhwc(src, filter_, bias, kernels=(1, 1), strides=(1, 1), pads=(0, 0, 0, 0), dilation=(1, 1),
+                         group=1)  # fmt: skip
+    return conv_nhwc(expanded, dw_filter, dw_bias, kernels=a["kernels"], strides=a["strides"], pads=a["pads"],
+                     dilation=a["dilation"], group=expanded[3])  # fmt: skip
+
+
+# An inverted residual's expansion and depthwise convolution as one instruction (glow-cpu-fuse-expansion,
+# backends/cpu/expansion.py): the expanded map, the largest tensor of such networks, is never a buffer.
+define_ir(IrDef(
+    "cpu_expand_depthwise_nhwc",
+    (("dest", "out"), ("src", "in"), ("filter", "in"), ("bias", "in"), ("dw_filter", "in"), ("dw_bias", "in")),
+    attrs=("kernels", "strides", "dilation", "pads", *EXPAND_ACTIVATION, "activation", "activationArgs"),
+    attr_kinds=(("kernels", Attr.INTS), ("strides", Attr.INTS), ("dilation", Attr.INTS), ("pads", Attr.INTS),
+                (EXPAND_ACTIVATION[0], Attr.STRING), (EXPAND_ACTIVATION[1], Attr.FLOATS),
+                ("activation", Attr.STRING), ("activationArgs", Attr.FLOATS)),
+    shape=_expand_depthwise_shape, types=t.FLOAT,
+    doc="CPU backend: dest = activation(depthwise_conv(pad(expandActivation(conv1x1(src, filter, bias)), pads), "
+    "dw_filter, dw_bias)) in NHWC, filter [1, 1, C, E], dw_filter [KH, KW, 1, E]; the expanded map is not stored.",
+))  # fmt: skip
+
 define(OpDef(
     "cpu_max_pool_nhwc", "CPU backend: glow.max_pool in NHWC.", ("input",), attrs=WINDOW, backend="cpu",
     shape=_pool_shape, types=t.FLOAT, evaluate=nhwc_pool(ref.max_pool),

@@ -5,15 +5,16 @@ runs on this CPU, the way Glow's CPU backend picks a hand-written kernel per ins
 glow-ir-to-linalg and before glow-to-llvm.
 
 This module is the pass driver. Per function, it replaces f32 exp/log/tanh by arithmetic (fastmath.py),
-shrinks the fills of padded buffers to their borders (padding.py), marks elementwise chains
-(elementwise_recipes.py) and the fills that start pools (pool_recipes.py), then, with the model's
-weights counted once (recipes.weights_counted), asks the recipe registered for each candidate op
-(recipes.py holds the contract and the registry; matmul_recipes.py, elementwise_recipes.py, conv_recipes.py, grouped_recipes.py,
-depthwise_recipes.py, pointwise_recipes.py and pool_recipes.py the recipes) what to do. It tags every kernel a recipe returns, outlines it into a function of
-its own (outline.py), and runs one transform named sequence (transform.py) that schedules them all. Last, it
-outlines every linalg op that no recipe took (outline.py: `outline_leftovers`). A kernel whose function and
-transform steps print like an earlier kernel's is not scheduled again: its call calls the earlier kernel's
-function (outline.py: `Outlined`).
+builds the fused kernel of each expansion + depthwise convolution (expansion_recipes.py), shrinks the fills
+of padded buffers to their borders (padding.py), marks elementwise chains (elementwise_recipes.py) and the
+fills that start pools (pool_recipes.py), then, with the model's weights counted once
+(recipes.weights_counted), asks the recipe registered for each candidate op (recipes.py holds the contract
+and the registry; matmul_recipes.py, elementwise_recipes.py, conv_recipes.py, grouped_recipes.py,
+depthwise_recipes.py, pointwise_recipes.py and pool_recipes.py the recipes) what to do. It tags every kernel
+a recipe returns, outlines it into a function of its own (outline.py), and runs one transform named sequence
+(transform.py) that schedules them all. Last, it outlines every linalg op that no recipe took (outline.py:
+`outline_leftovers`). A kernel whose function and transform steps print like an earlier kernel's is not
+scheduled again: its call calls the earlier kernel's function (outline.py: `Outlined`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from glow_mlir.backends.cpu import conv_recipes, depthwise_recipes, grouped_reci
 from glow_mlir.backends.cpu import fastmath
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.elementwise_recipes import mark_chains
+from glow_mlir.backends.cpu.expansion_recipes import fuse_expansions
 from glow_mlir.backends.cpu.padding import fill_borders
 from glow_mlir.backends.cpu.pool_recipes import mark_pool_starts
 from glow_mlir.backends.cpu.outline import KERNEL_PREFIX, Outlined, outline, outline_leftovers
@@ -47,6 +49,7 @@ def cpu_schedule(module: ir.Module) -> None:
         entries = [func for func in ops.functions(module) if func.regions[0].blocks]
         for func in entries:
             fastmath.approximate(func)
+            kernels.extend(fuse_expansions(func))
             fill_borders(func)
             mark_chains(func)
             mark_pool_starts(func)

@@ -1,0 +1,175 @@
+"""glow-cpu-fuse-expansion: an inverted residual's expansion and depthwise convolution become one instruction,
+`glow_ir.cpu_expand_depthwise_nhwc`, so that the expanded map is never a buffer.
+
+MobileNet v2/v3, EfficientNet, MNASNet and their kin expand a narrow map with a 1x1 convolution (4 to 6 times
+the channels), run a depthwise KxK convolution on it, then project it back. The expanded map is the largest
+tensor of these networks (MobileNetV2's 112x112x96, 4.8 MB), written to memory by the 1x1 kernel and read back
+by the depthwise one, whose stride-2 layers read four input vectors per output vector and so ran at the speed
+of that traffic (28-43 % of the FMA peak). The fused kernel (expansion_recipes.py) computes the expanded rows a
+band of output rows needs into a small ring of rows that stays in cache, one channel block at a time.
+
+The pass runs on glow_ir right before glow-allocate, after glow-ir-optimize-inserts has made the 1x1
+convolution write its result into the interior of the depthwise convolution's zero-padded input P. For a
+depthwise `glow_ir.cpu_conv_nhwc` (one channel per group, f32) reading P, it applies when:
+
+1. P is an activation that only a zero splat, the 1x1 convolution (through a block_view of its interior, or P
+   itself without padding) and the depthwise convolution access, whose window spans at least its stride down
+   the rows (a band of output rows then reads the last rows of the band before);
+2. the 1x1 convolution has unit strides, one group, a constant filter, and f32 operands;
+3. between the two, no instruction writes the 1x1 convolution's input, which the fused instruction reads at
+   the depthwise convolution's place, and that input is not the depthwise convolution's output buffer.
+
+The fused instruction takes the depthwise convolution's place; the input's dealloc moves after it when it came
+before, so glow-allocate keeps the input alive through it. P, its splat and its views are deleted.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from glow_mlir import ops
+from glow_mlir.backends.cpu.ops import EXPAND_ACTIVATION
+from glow_mlir.passes.ir import utils as u
+from glow_mlir.passes.registry import register
+
+CONV = "glow_ir.cpu_conv_nhwc"
+FUSED = "glow_ir.cpu_expand_depthwise_nhwc"
+SPLAT = "glow_ir.splat"
+
+
+def _ints(op: ir.Operation, name: str) -> list[int]:
+    return [int(v) for v in ir.DenseI64ArrayAttr(op.attributes[name])]
+
+
+def _f32(value: ir.Value) -> bool:
+    return isinstance(ops.element_type(value), ir.F32Type)
+
+
+def _is_depthwise(op: ir.Operation) -> bool:
+    """One channel per group, and windows that overlap or touch down the rows (the kernel's bands carry rows
+    over from one to the next)."""
+    dest, src, filter_, _ = op.operands
+    channels = ops.shape(src)[3]
+    group = ir.IntegerAttr(op.attributes["group"]).value
+    window = (_ints(op, "kernels")[0] - 1) * _ints(op, "dilation")[0] + 1
+    one_channel = group == channels == ops.shape(dest)[3] and ops.shape(filter_)[2] == 1
+    return one_channel and window >= _ints(op, "strides")[0]
+
+
+def _is_expansion(op: ir.Operation) -> bool:
+    """A 1x1 convolution with unit strides, one group and a constant filter."""
+    return (
+        op.name == CONV
+        and _ints(op, "kernels") == [1, 1]
+        and _ints(op, "strides") == [1, 1]
+        and ir.IntegerAttr(op.attributes["group"]).value == 1
+        and u.is_global(op.operands[2])
+    )
+
+
+def _zero_splat(op: ir.Operation) -> bool:
+    return op.name == SPLAT and ir.FloatAttr(op.attributes["value"]).value == 0.0
+
+
+_Pair = tuple[ir.Operation, ir.Operation | None]
+
+
+def _match(dw: ir.Operation, block: list[ir.Operation], order: dict[int, int]) -> _Pair | None:
+    """(the expansion, the zero splat of the padding or None) when depthwise `dw` fuses (module docstring);
+    `block` lists the ops of its block, `order` their positions by address."""
+
+    def at(op: ir.Operation) -> int:
+        return order[u.address(op)]
+
+    padded = dw.operands[1]
+    if not u.is_activation(padded) or not all(_f32(v) for v in dw.operands) or not _is_depthwise(dw):
+        return None
+    accesses = [op for op in u.accessing(padded) if op != dw]
+    expansions = [op for op in accesses if _is_expansion(op) and u.root(op.operands[0]) == padded]
+    splats = [op for op in accesses if _zero_splat(op)]
+    if len(expansions) != 1 or len(accesses) != 1 + len(splats) or len(splats) > 1:
+        return None
+    pw = expansions[0]
+    view = pw.operands[0]
+    if view != padded and (u.producer(view).name != u.BLOCK_VIEW or u.producer(view).operands[0] != padded):
+        return None
+    if not all(_f32(v) for v in pw.operands) or at(pw) > at(dw):
+        return None
+    if view != padded and not splats:
+        return None
+    splat = splats[0] if splats else None
+    if splat is not None and at(splat) > at(pw):
+        return None
+    source = u.root(pw.operands[1])
+    if source == u.root(dw.operands[0]):
+        return None
+    between = [op for op in block[at(pw) + 1 : at(dw)] if u.is_instruction(op)]
+    if any(buffer == source for op in between for buffer, _ in u.writes(op)):
+        return None
+    return pw, splat
+
+
+def _pads(pw: ir.Operation, padded: ir.Value) -> list[int]:
+    """[top, left, bottom, right]: where the expansion's block sits in the padded buffer."""
+    view = pw.operands[0]
+    top = left = 0
+    if view != padded:
+        _, top, left, _ = _ints(u.producer(view), "start")
+    _, h, w, _ = ops.shape(view)
+    _, hp, wp, _ = ops.shape(padded)
+    return [top, left, hp - h - top, wp - w - left]
+
+
+def fuse_function(function: ir.Operation) -> int:
+    """Fuses every expansion -> depthwise pair of `function`; returns how many. The pairs are found first:
+    each rewrite touches only its own pair's ops, its padded buffer and its input's dealloc."""
+    block = u.block_ops(u.body(function))
+    order = {u.address(op): i for i, op in enumerate(block)}
+    pairs = [(dw, found) for dw in block if dw.name == CONV and (found := _match(dw, block, order)) is not None]
+    for dw, (pw, splat) in pairs:
+        _rewrite(dw, pw, splat, order[u.address(dw)], order)
+    return len(pairs)
+
+
+def _rewrite(dw: ir.Operation, pw: ir.Operation, splat: ir.Operation | None, place: int,
+             order: dict[int, int]) -> None:  # fmt: skip
+    """Replaces `dw` by the fused instruction, keeps the expansion's input alive through it, and deletes the
+    expansion, the padded buffer, its splat and views."""
+    padded = dw.operands[1]
+    dest, _, dw_filter, dw_bias = dw.operands
+    _, src, filter_, bias = pw.operands
+    attributes = {
+        "roles": ir.ArrayAttr.get([ir.StringAttr.get(r) for r in ("out", "in", "in", "in", "in", "in")]),
+        "kernels": dw.attributes["kernels"],
+        "strides": dw.attributes["strides"],
+        "dilation": dw.attributes["dilation"],
+        "pads": ir.DenseI64ArrayAttr.get(_pads(pw, padded)),
+        EXPAND_ACTIVATION[0]: pw.attributes["activation"],
+        EXPAND_ACTIVATION[1]: pw.attributes["activationArgs"],
+        "activation": dw.attributes["activation"],
+        "activationArgs": dw.attributes["activationArgs"],
+    }
+    location = ir.Location.fused([pw.location, dw.location])
+    with ir.InsertionPoint(dw):
+        new = ir.Operation.create(FUSED, operands=[dest, src, filter_, bias, dw_filter, dw_bias],
+                                  attributes=attributes, loc=location)  # fmt: skip
+    source = u.root(src)
+    release = u.dealloc_of(source) if u.is_activation(source) else None
+    if release is not None and order[u.address(release)] < place:
+        release.move_after(new)
+    for op in (dw, pw, splat):
+        if op is not None:
+            op.erase()
+    for value in reversed(u.views_and_self(padded)):
+        for user in u.users(value):
+            user.erase()
+        if value != padded:
+            u.producer(value).erase()
+    u.producer(padded).erase()
+
+
+@register("glow-cpu-fuse-expansion")
+def cpu_fuse_expansion(module: ir.Module) -> None:
+    """Fuse each 1x1 expansion convolution with the depthwise convolution that reads its padded result."""
+    for function in ops.functions(module):
+        fuse_function(function)

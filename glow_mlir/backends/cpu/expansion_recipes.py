@@ -1,0 +1,346 @@
+"""The CPU backend's fused expansion + depthwise kernel, for glow-cpu-schedule (schedule.py): the ops that
+glow-ir-to-linalg makes of `glow_ir.cpu_expand_depthwise_nhwc` (lowerings.py, marked EXPANSION_ATTR) become one
+kernel written here, and the buffer of the expanded map that they wrote and read goes away.
+
+The depthwise convolution runs channel block by channel block (the depthwise kernel's blocks: one or two
+16-channel vectors, then the channels left), each block over the whole map. Its input rows are the expanded
+map's, computed by the 1x1 convolution for that block's channels only, into a ring of the rows that one band of
+output rows reads (M = (R - 1) x SH + KH of them, the padding columns zero, padding rows written as zeros): per
+band of R output rows, the R x SH rows the band reads that the last band did not are computed, then the band's
+depthwise tiles (depthwise_recipes.DepthwiseTile, reading the ring through a row map) run on them. Every
+expanded element is computed once; the ring (at most RING_BYTES) stays in L1 between its 1x1 producer and its
+depthwise readers, where the unfused depthwise kernel read the whole expanded map from L2 or memory.
+
+Each (channel block, image) is a call of a helper function (outline.define_helper) whose ring is an alloca of
+its own: the loop over them is parallel and glow-cpu-parallelize splits it across threads. The 1x1
+convolution's register tile is a row's pixels by the block's vectors, its bias and activation (its generic's
+body) in registers before the store into the ring; the depthwise tiles add the bias and activation of theirs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, func, memref, scf, vector
+
+from glow_mlir import ops
+from glow_mlir.backends.cpu.conv_recipes import LANES, REGISTERS, dense_window, epilogue, static_f32, window_of
+from glow_mlir.backends.cpu.depthwise_recipes import (
+    ChannelBlocks,
+    DepthwiseKernel,
+    DepthwiseTile,
+    channel_blocks,
+    each_tile,
+    for_loop,
+    held_filter,
+)
+from glow_mlir.backends.cpu.lowerings import EXPANSION_ATTR
+from glow_mlir.backends.cpu.outline import define_helper
+from glow_mlir.backends.cpu.pointwise_recipes import MAX_PIXELS, row_tile
+from glow_mlir.backends.cpu.recipes import Kernel, block_at, constant_data, packed_global, static_shape
+from glow_mlir.backends.cpu.vector_body import lanes_mask, load, store, yielded, zeros
+from glow_mlir.codegen.builders import index
+from glow_mlir.passes.ir.utils import producer, users
+
+DEPTHWISE = "linalg.depthwise_conv_2d_nhwc_hwc"
+# The most bytes of one block's ring of expanded rows: with the 1x1 convolution's input row and filter slice,
+# within L1 (48 KB on Zen 5 and Sapphire Rapids).
+RING_BYTES = 32 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class _Group:
+    """The linalg ops of one cpu_expand_depthwise_nhwc and what the fused kernel reads from them."""
+
+    x: ir.Value
+    weights: np.ndarray  # the 1x1 filter, [C, E]
+    bias: ir.Value | None
+    expand_activation: ir.Operation | None
+    filter: ir.Value  # [KH, KW, E]
+    dw_bias: ir.Value | None
+    activation: ir.Operation | None
+    y: ir.Value
+    pads: tuple[int, int]  # top, left
+    padded: tuple[int, int]  # the padded map's H, W
+    strides: tuple[int, int]
+    dilations: tuple[int, int]
+    done: tuple[ir.Operation, ...]  # erased once the kernel is built, users first
+
+    @staticmethod
+    def of(dw: ir.Operation) -> _Group | None:
+        """The group whose depthwise convolution is `dw`, or None where its ops are not as lowerings.py makes
+        them (then they run as the two kernels they are)."""
+        padded = dw.operands[0]
+        alloc = producer(padded)
+        if alloc is None or alloc.name != "memref.alloc":
+            return None
+        around = users(padded)
+        fills = [u for u in around if u.name == "linalg.fill"]
+        views = [u for u in around if u.name == "memref.subview"]
+        deallocs = [u for u in around if u.name == "memref.dealloc"]
+        interior = views[0].results[0] if views else padded
+        convs = [u for u in users(interior) if u.name == "linalg.conv_2d_nhwc_hwcf" and EXPANSION_ATTR in u.attributes]
+        if len(fills) != 1 or len(views) > 1 or len(deallocs) != 1 or len(convs) != 1:
+            return None
+        pw = convs[0]
+        weights = constant_data(pw.operands[1])
+        if not static_f32(pw) or not static_f32(dw) or weights is None:
+            return None
+        pw_bias, pw_activation = epilogue(pw)
+        dw_bias, dw_activation = epilogue(dw)
+        window = dense_window(window_of(dw))
+        strides, dilations = tuple(window["strides"]), tuple(window["dilations"])
+        kh = static_shape(dw.operands[1])[0]
+        if (kh - 1) * dilations[0] + 1 < strides[0]:
+            return None
+        pads = (0, 0)
+        if views:
+            _, top, left, _ = (int(v) for v in ir.DenseI64ArrayAttr(views[0].attributes["static_offsets"]))
+            pads = (top, left)
+        _, hp, wp, _ = static_shape(padded)
+        done = (pw_activation, pw, pw_bias, fills[0], dw_activation, dw, dw_bias, deallocs[0], *views, alloc)
+        return _Group(
+            pw.operands[0], np.asarray(weights[0, 0]), pw_bias.operands[0] if pw_bias is not None else None,
+            pw_activation, dw.operands[1], dw_bias.operands[0] if dw_bias is not None else None, dw_activation,
+            dw.operands[2], pads, (hp, wp), strides, dilations, tuple(op for op in done if op is not None),
+        )  # fmt: skip
+
+
+def fuse_expansions(function: ir.Operation) -> list[Kernel]:
+    """Builds the fused kernel of every expansion group of `function` in place of its ops; its root loops."""
+    kernels: list[Kernel] = []
+    for dw in [op for op in ops.walk_ops(function) if op.name == DEPTHWISE and EXPANSION_ATTR in op.attributes]:
+        group = _Group.of(dw)
+        if group is None:
+            continue
+        with dw.location, ir.InsertionPoint(dw):
+            roots = _Fused(dw, group).emit()
+        for op in group.done:
+            op.erase()
+        kernels.extend(Kernel(root, lambda _: None) for root in roots)
+    return kernels
+
+
+@dataclasses.dataclass(frozen=True)
+class _Part:
+    """One vector of a channel block: its first channel in the block, its lanes and the channels it holds."""
+
+    offset: int
+    lanes: int
+    width: int
+
+
+class _Fused:
+    """The shapes, band and ring of one group, and the emitter of its kernel."""
+
+    def __init__(self, user: ir.Operation, g: _Group) -> None:
+        self.user, self.g = user, g
+        self.n, self.h, self.w, self.cin = static_shape(g.x)
+        _, self.oh, self.ow, self.c = static_shape(g.y)
+        self.kh, self.kw = static_shape(g.filter)[:2]
+        (self.sh, _), (self.dh, _) = g.strides, g.dilations
+        self.window = (self.kh - 1) * self.dh + 1
+        _, self.wp = g.padded
+        # The depthwise tiles' channel vectors (the depthwise kernel's rule), and the ring's: a multiple of
+        # them, as many as fit RING_BYTES at one output row per band, for the 1x1 tile's sake (a row's pixels by
+        # one vector loaded a broadcast per FMA: EfficientNet's 192 -> 1152 on 7x7 ran 0.9x the two kernels).
+        self.vectors = 2 if self.c >= 2 * LANES and held_filter(2, self.kh, self.kw) else 1
+        fitting = [v for v in (4, 2)
+                   if v > self.vectors and self.c >= LANES * v and self.ring_bytes(1, v) <= RING_BYTES]
+        self.ring_vectors = fitting[0] if fitting else self.vectors
+        while self.vectors > 1 and self.ring_bytes(1, self.vectors) > RING_BYTES:
+            self.vectors = self.ring_vectors = 1
+        probe = DepthwiseKernel(g.x, g.filter, g.dw_bias, g.y, g.strides, g.dilations, g.activation)
+        rows = probe.shape(self.oh, self.vectors).rows
+        while rows > 1 and self.ring_bytes(rows, self.ring_vectors) > RING_BYTES:
+            rows -= 1
+        self.rows = rows
+        self.ring_rows = (rows - 1) * self.sh + self.window
+        self.f32 = ir.F32Type.get()
+
+    def ring_bytes(self, rows: int, vectors: int) -> int:
+        return ((rows - 1) * self.sh + self.window) * self.wp * LANES * vectors * 4
+
+    def emit(self) -> list[ir.Operation]:
+        """The kernel's root loops, one per group of channel blocks: over its blocks and the images, each a
+        call of the block's helper function on views of the operands."""
+        roots = []
+        for blocks in channel_blocks(self.c, self.ring_vectors):
+            parts = _parts(blocks.widths)
+            packed = self._packed(blocks, parts)
+            width = sum(blocks.widths)
+            loop = scf.ForOp(index(blocks.start), index(blocks.start + blocks.count * blocks.step), index(blocks.step))
+            with ir.InsertionPoint(loop.body):
+                c0 = loop.induction_variable
+                images = scf.ForOp(index(0), index(self.n), index(1))
+                with ir.InsertionPoint(images.body):
+                    self._call(blocks, parts, packed, c0, images.induction_variable, width)
+                    scf.YieldOp([])
+                scf.YieldOp([])
+            roots.append(loop.operation)
+        return roots
+
+    def _packed(self, blocks: ChannelBlocks, parts: Sequence[_Part]) -> ir.Value:
+        """The 1x1 filter of the group's blocks, [block, C, lanes of its parts], zero beyond the channels."""
+        lanes = sum(p.lanes for p in parts)
+        data = np.zeros((blocks.count, self.cin, lanes), np.float32)
+        width = sum(blocks.widths)
+        for b in range(blocks.count):
+            start = blocks.start + b * blocks.step
+            data[b, :, :width] = self.g.weights[:, start : start + width]
+        return packed_global(self.user, data.reshape(-1), f"__glow_packed_expansion_{self.cin}x{self.c}")
+
+    def _call(self, blocks: ChannelBlocks, parts: Sequence[_Part], packed: ir.Value, c0: ir.Value,
+              image: ir.Value, width: int) -> None:  # fmt: skip
+        g = self.g
+        lanes = sum(p.lanes for p in parts)
+        block = arith.divui(arith.subi(c0, index(blocks.start)), index(blocks.step))
+        values = [
+            block_at(g.x, [image, 0, 0, 0], [1, self.h, self.w, self.cin], drop_first=True),
+            block_at(packed, [arith.muli(block, index(self.cin * lanes))], [self.cin * lanes]),
+            block_at(g.filter, [0, 0, c0], [self.kh, self.kw, width]),
+            block_at(g.y, [image, 0, 0, c0], [1, self.oh, self.ow, width]),
+        ]
+        biases = [block_at(b, [c0], [width]) for b in (g.bias, g.dw_bias) if b is not None]
+
+        def body(arguments: list[ir.Value]) -> None:
+            x, w, filter_, y, *rest = arguments
+            bias = rest.pop(0) if g.bias is not None else None
+            dw_bias = rest.pop(0) if g.dw_bias is not None else None
+            _Block(self, parts, blocks.widths, x, w, bias, filter_, dw_bias, y).emit()
+
+        operands = [*values, *biases]
+        name = define_helper(self.user, "expansion", [v.type for v in operands], body, serial=True)
+        func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands)
+
+
+def _parts(widths: Sequence[int]) -> list[_Part]:
+    """The vectors of a block of `widths` channels (depthwise_recipes' rule: 8 lanes for at most 8 channels)."""
+    return [_Part(v * LANES, 8 if width <= 8 else LANES, width) for v, width in enumerate(widths)]
+
+
+class _Block:
+    """The body of one (channel block, image) call: its ring, the 1x1 rows into it and the depthwise bands."""
+
+    def __init__(self, k: _Fused, parts: Sequence[_Part], widths: Sequence[int], x: ir.Value, w: ir.Value,
+                 bias: ir.Value | None, filter_: ir.Value, dw_bias: ir.Value | None, y: ir.Value) -> None:  # fmt: skip
+        self.k, self.parts, self.widths, self.x, self.w, self.bias = k, parts, widths, x, w, bias
+        self.lanes = sum(p.lanes for p in parts)
+        self.types = [ir.VectorType.get([p.lanes], k.f32) for p in parts]
+        # Built here, in the helper: a value of the caller's cannot cross into it.
+        self.masks = [lanes_mask(p.width, p.lanes) for p in parts]
+        ring_type = ir.MemRefType.get([1, k.ring_rows, k.wp, self.lanes], k.f32)
+        self.ring = memref.alloca(ring_type, [], [], alignment=64)
+        self.depthwise = DepthwiseKernel(self.ring, filter_, dw_bias, y, k.g.strides, k.g.dilations,
+                                         k.g.activation)  # fmt: skip
+        # The depthwise tiles' blocks within the ring's channels: (first vector, widths).
+        step = k.vectors
+        self.blocks = [(v, tuple(widths[v : v + step])) for v in range(0, len(widths), step)]
+        # The 1x1 tile: a run of a row's pixels by the block's vectors of accumulators.
+        self.pixels = row_tile(k.w, min(MAX_PIXELS, (REGISTERS - len(parts) - 1) // len(parts)))
+
+    def emit(self) -> None:
+        k = self.k
+        self._zero_columns()
+        # The rows before the first band's new ones (its window less a stride), then the bands.
+        for r in range(k.window - k.sh):
+            self._row(index(r))
+        full = k.oh // k.rows
+        if full:
+            with for_loop(0, full, 1) as band:
+                self._band(band, k.rows)
+        if k.oh % k.rows:
+            self._band(index(full), k.oh % k.rows)
+
+    def _band(self, band: ir.Value, rows: int) -> None:
+        """Output rows band x R .. + rows: the expanded rows they read that no earlier band did, then their
+        depthwise tiles from the ring."""
+        k = self.k
+        top = arith.muli(band, index(k.rows * k.sh))
+        first = arith.addi(top, index(k.window - k.sh))
+        with for_loop(0, rows * k.sh, 1) as i:
+            self._row(arith.addi(first, i))
+        y0 = arith.muli(band, index(k.rows))
+        zero = index(0)
+        for first, widths in self.blocks:
+            shape = self.depthwise.shape(rows, len(widths))
+
+            def tile_rows(y: ir.Value, count: int, c0: ir.Value = index(first * LANES),
+                          widths: Sequence[int] = widths, pixels: int = shape.pixels) -> None:  # fmt: skip
+                tile = DepthwiseTile(self.depthwise, zero, arith.addi(y0, y), count, c0, widths,
+                                     source_row=self._slot)  # fmt: skip
+                each_tile(k.ow, pixels, tile.emit)
+
+            each_tile(rows, shape.rows, tile_rows)
+
+    def _slot(self, row: ir.Value) -> ir.Value:
+        """The ring row that holds padded row `row`."""
+        return arith.remui(row, index(self.k.ring_rows))
+
+    def _zero_columns(self) -> None:
+        """The padding columns of every ring row, zero for the whole call."""
+        k = self.k
+        left = k.g.pads[1]
+        columns = [*range(left), *range(left + k.w, k.wp)]
+        if not columns:
+            return
+        with for_loop(0, k.ring_rows, 1) as slot:
+            for column in columns:
+                self._store_zeros(slot, index(column))
+
+    def _store_zeros(self, slot: ir.Value, column: ir.Value) -> None:
+        for part, t in zip(self.parts, self.types, strict=True):
+            vector.store(zeros(t), self.ring, [index(0), slot, column, index(part.offset)])
+
+    def _row(self, row: ir.Value) -> None:
+        """Padded row `row` of the expanded map into its ring row: the 1x1 convolution of input row row - top,
+        or zeros for a padding row."""
+        k = self.k
+        top = k.g.pads[0]
+        slot = self._slot(row)
+        inside = arith.andi(arith.cmpi(arith.CmpIPredicate.uge, row, index(top)),
+                            arith.cmpi(arith.CmpIPredicate.ult, row, index(top + k.h)))  # fmt: skip
+        branch = scf.IfOp(inside, [], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            source = arith.subi(row, index(top))
+            each_tile(k.w, self.pixels, lambda x0, pixels: self._pixels(source, slot, x0, pixels))
+            scf.YieldOp([])
+        with ir.InsertionPoint(branch.else_block):
+            with for_loop(k.g.pads[1], k.g.pads[1] + k.w, 1) as column:
+                self._store_zeros(slot, column)
+            scf.YieldOp([])
+
+    def _pixels(self, source: ir.Value, slot: ir.Value, x0: ir.Value, pixels: int) -> None:
+        """Pixels x0 .. x0 + pixels - 1 of input row `source` through the 1x1 convolution (bias, activation)
+        into ring row `slot`."""
+        k = self.k
+        if self.bias is not None:
+            start = [load(self.bias, [index(p.offset)], t, m) for p, t, m in zip(self.parts, self.types, self.masks)]
+        else:
+            start = [zeros(t) for t in self.types]
+        count = len(self.parts)
+        loop = scf.ForOp(index(0), index(k.cin), index(1), [acc for _ in range(pixels) for acc in start])
+        with ir.InsertionPoint(loop.body):
+            c = loop.induction_variable
+            row = arith.muli(c, index(self.lanes))
+            filters = [vector.load(t, self.w, [arith.addi(row, index(p.offset))])
+                       for p, t in zip(self.parts, self.types, strict=True)]
+            carried = list(loop.inner_iter_args)
+            out = []
+            for p in range(pixels):
+                x = memref.load(self.x, [source, arith.addi(x0, index(p)), c])
+                for v, (w, t) in enumerate(zip(filters, self.types, strict=True)):
+                    out.append(vector.fma(vector.broadcast(t, x), w, carried[p * count + v]))
+            scf.YieldOp(out)
+        results = list(loop.results)
+        column0 = arith.addi(x0, index(k.g.pads[1]))
+        for p in range(pixels):
+            column = arith.addi(column0, index(p)) if p else column0
+            for v, part in enumerate(self.parts):
+                value = results[p * count + v]
+                if k.g.expand_activation is not None:
+                    [value] = yielded(k.g.expand_activation, [value])
+                store(value, self.ring, [index(0), slot, column, index(part.offset)], None)

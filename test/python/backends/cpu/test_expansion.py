@@ -1,0 +1,129 @@
+"""An inverted residual's 1x1 expansion and depthwise convolution as one kernel (glow-cpu-fuse-expansion,
+expansion.py; the kernel in expansion_recipes.py) over the class, against onnxruntime: channel counts that fill
+the ring's blocks of four registers, leave blocks of two, one whole register, a partial one of at most 8 lanes or
+more than 8 (masked); 3x3 to 7x7 windows, stride 1 and 2, dilation 2, asymmetric ("same") padding and none, odd
+and non-square maps, maps wide enough that the ring holds one register and one band row, batch 2; every kind of
+activation on either convolution (SiLU and HardSwish as exporters write them) and none, with and without the
+expansion's bias. Then what must not fuse, and the thread split."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import ModelProto, helper
+
+import glow_mlir
+from glow_mlir.backends.cpu.expansion_recipes import RING_BYTES
+from glow_mlir.frontends.onnx import import_model
+import onnx_check
+
+rng = np.random.default_rng(0)
+
+
+def _activation(kind: str | None, src: str, dst: str) -> tuple[list, dict[str, np.ndarray]]:
+    """The nodes applying `kind` to `src` into `dst`: SiLU as PyTorch exports nn.SiLU (Sigmoid, Mul), the others
+    as onnx_check.activation_node writes them (Clip to [0, 6], as ReLU6)."""
+    if kind is None:
+        return [helper.make_node("Identity", [src], [dst])], {}
+    if kind == "SiLU":
+        return [helper.make_node("Sigmoid", [src], [f"{dst}_s"]), helper.make_node("Mul", [src, f"{dst}_s"], [dst])], {}
+    node, bounds = onnx_check.activation_node(kind, src, dst, clip=(0.0, 6.0))
+    return [node], bounds
+
+
+def _block(cin: int, e: int, hw: tuple[int, int], k: int, stride: int, dilation: int, pads: list[int] | None,
+           batch: int, bias: bool, act1: str | None, act2: str | None,
+           extra_user: bool = False) -> ModelProto:  # fmt: skip
+    """x -> Conv 1x1 (cin -> e) -> act1 -> depthwise Conv k x k -> act2 -> y; with `extra_user`, the expanded
+    map is also an output."""
+    inits = {"w1": (rng.standard_normal((e, cin, 1, 1)) / np.sqrt(cin)).astype(np.float32),
+             "w2": (rng.standard_normal((e, 1, k, k)) / k).astype(np.float32),
+             "b2": rng.uniform(-0.5, 0.5, e).astype(np.float32)}  # fmt: skip
+    if bias:
+        inits["b1"] = rng.uniform(-0.5, 0.5, e).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1", *(["b1"] if bias else [])], ["e"], kernel_shape=[1, 1])]
+    first, bounds = _activation(act1, "e", "a")
+    nodes += first
+    inits |= bounds
+    if pads is None:
+        pads = [dilation * (k // 2)] * 4
+    nodes.append(helper.make_node("Conv", ["a", "w2", "b2"], ["d"], kernel_shape=[k, k], strides=[stride] * 2,
+                                  pads=pads, dilations=[dilation] * 2, group=e))  # fmt: skip
+    second, bounds = _activation(act2, "d", "y")
+    nodes += second
+    inits |= bounds
+    outputs = ["y", "a"] if extra_user else ["y"]
+    return onnx_check.model(nodes, {"x": np.zeros((batch, cin, *hw), np.float32)}, outputs, inits)
+
+
+CASES = [
+    # cin, e, (h, w), k, stride, dilation, pads, batch, bias, act1, act2
+    (16, 96, (28, 28), 3, 2, 1, None, 1, True, "Clip", "Clip"),  # MobileNetV2's down block: ring of 4 registers
+    (24, 144, (14, 13), 3, 1, 1, None, 2, True, "Relu", None),  # odd map, batch 2; 128 + one register
+    (40, 72, (12, 12), 5, 2, 1, None, 1, True, "SiLU", "SiLU"),  # 5x5; 64 + a partial register of 8
+    (20, 88, (9, 30), 3, 1, 2, None, 1, False, "HardSwish", "Relu"),  # dilation 2, no expansion bias
+    (8, 40, (10, 7), 7, 1, 1, None, 1, True, None, "Sigmoid"),  # 7x7, rows shorter than a tile
+    (32, 12, (9, 9), 3, 1, 1, None, 1, True, "LeakyRelu", "Tanh"),  # only a partial register, masked
+    (16, 8, (20, 20), 3, 2, 1, [0, 0, 1, 1], 1, True, "Relu", "Relu"),  # 8 lanes; TensorFlow's "same" at stride 2
+    (3, 32, (112, 112), 3, 2, 1, None, 1, True, "Clip", None),  # a wide map: a ring of one register
+    (24, 48, (11, 11), 3, 1, 1, [0, 0, 0, 0], 1, True, "Relu", "Relu"),  # no padding: the 1x1 writes no border
+]
+
+
+@pytest.mark.parametrize(("cin", "e", "hw", "k", "stride", "dilation", "pads", "batch", "bias", "act1", "act2"),
+                         CASES)  # fmt: skip
+def test_expansion_kernel(cin: int, e: int, hw: tuple[int, int], k: int, stride: int, dilation: int,
+                          pads: list[int] | None, batch: int, bias: bool, act1: str | None,
+                          act2: str | None) -> None:  # fmt: skip
+    model = _block(cin, e, hw, k, stride, dilation, pads, batch, bias, act1, act2)
+    x = rng.standard_normal((batch, cin, *hw)).astype(np.float32)
+    with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
+        fused = compiled.ir("glow-cpu-fuse-expansion")
+        scheduled = compiled.ir("glow-cpu-schedule")
+        got = compiled.run({"x": x})["y"]
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    [want] = session.run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # One instruction, one kernel: no convolution left for loops, no buffer of the expanded map, and rings of
+    # at most RING_BYTES on the helpers' stacks (the wide map's: one register, one band row).
+    assert fused.count("glow_ir.cpu_expand_depthwise_nhwc") == 1 and "glow_ir.cpu_conv_nhwc" not in fused
+    assert "linalg.conv" not in scheduled and "linalg.depthwise" not in scheduled and "memref.alloc(" not in scheduled
+    rings = re.findall(r"memref\.alloca\(\) \{alignment = 64 : i64\} : memref<1x(\d+)x(\d+)x(\d+)xf32>", scheduled)
+    assert rings and all(int(np.prod([int(d) for d in ring])) * 4 <= RING_BYTES for ring in rings)
+
+
+def test_expanded_map_read_elsewhere_is_not_fused() -> None:
+    """The expanded map is also an output: it must be a buffer, so the two convolutions stay two kernels."""
+    model = _block(8, 32, (10, 10), 3, 1, 1, None, 1, True, "Relu", "Relu", extra_user=True)
+    x = rng.standard_normal((1, 8, 10, 10)).astype(np.float32)
+    with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
+        assert "cpu_expand_depthwise_nhwc" not in compiled.ir("glow-cpu-fuse-expansion")
+        got = compiled.run({"x": x})
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for name, want in zip(("y", "a"), session.run(None, {"x": x}), strict=True):
+        np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5)
+
+
+def test_arena_loses_the_expanded_map() -> None:
+    """Fused, the arena holds the block's input and output only, not the padded 28x28x96 map (~330 KB)."""
+    model = _block(16, 96, (28, 28), 3, 2, 1, None, 1, True, "Clip", "Clip")
+    with glow_mlir.compile(import_model(model), cache=False) as compiled:
+        assert compiled.report["arena_bytes"] < 30 * 30 * 96 * 4
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_threads_split_the_blocks(batch: int) -> None:
+    """The (channel block, image) calls each have a ring of their own: split across threads, the output is the
+    one-thread output bit for bit."""
+    model = _block(24, 144, (15, 15), 3, 2, 1, None, batch, True, "Clip", "Clip")
+    x = rng.standard_normal((batch, 24, 15, 15)).astype(np.float32)
+    outputs = []
+    for threads in (1, 2, 3):
+        with glow_mlir.compile(import_model(model), threads=threads, cache=False, keep_ir=True) as compiled:
+            outputs.append(compiled.run({"x": x})["y"])
+            if threads > 1:
+                assert "omp.parallel" in compiled.ir("glow-cpu-parallelize")
+    assert all(np.array_equal(outputs[0], o) for o in outputs[1:])
