@@ -24,6 +24,11 @@ again and again, named in the `level` column). "% bound" is that bound over the 
 
 FLOPs are bench/flops.py's: 2 x |output| x (C / group) x KH x KW.
 
+The `e<E>>dw...` shapes are inverted residual blocks: the depthwise layer of the same name with the 1x1
+expansion from E channels (and ReLU6) before it, which glow-mlir runs as one kernel (expansion_recipes.py): their
+input is the expansion's (the `glow nhwc` model's not padded: the 1x1 convolution reads it), their FLOPs both
+convolutions', their bytes the block's input, output and filters.
+
 `--base REV` compares two compilers instead: each shape's `glow nhwc` model compiled by the git revision REV
 (extracted with `git archive`) and by the working tree, in child processes (bench/ab.py's `compile_in`), then
 timed alternately in this process, round by round; it prints base ms, new ms and base/new per shape.
@@ -74,8 +79,10 @@ CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 @dataclass(frozen=True)
 class ConvShape:
     """One convolution: C input channels on a size x size map (batch 1), F filters of k x k, stride, pads
-    k // 2 (the networks' "same" padding), `group` groups; `relu` appends a Relu. `source` says where the
-    shape comes from."""
+    k // 2 (the networks' "same" padding), `group` groups; `relu` appends a Relu. With `expansion`, the layer is
+    an inverted residual's depthwise convolution with the 1x1 expansion from that many channels (+ ReLU6) before
+    it: the model is the block, which glow-mlir runs as one kernel (expansion_recipes.py). `source` says where
+    the shape comes from."""
 
     name: str
     source: str
@@ -86,14 +93,29 @@ class ConvShape:
     stride: int
     group: int
     relu: bool = True
+    expansion: int = 0
 
     @property
     def out_size(self) -> int:
         return (self.size + 2 * (self.k // 2) - self.k) // self.stride + 1
 
+    @property
+    def in_channels(self) -> int:
+        """The model's input channels: the expansion's, else the layer's."""
+        return self.expansion or self.c
+
+    @property
+    def in_pad(self) -> int:
+        """The padding of the `glow nhwc` model's input: the layer's, but where a 1x1 expansion reads it."""
+        return 0 if self.expansion else self.k // 2
+
 
 def _dw(c: int, size: int, k: int, stride: int, source: str, relu: bool = True) -> ConvShape:
     return ConvShape(f"dw{k}x{k}-s{stride}-{c}@{size}", source, c, c, size, k, stride, c, relu)
+
+
+def _block(e: int, c: int, size: int, k: int, stride: int, source: str) -> ConvShape:
+    return ConvShape(f"e{e}>dw{k}x{k}-s{stride}-{c}@{size}", source, c, c, size, k, stride, c, expansion=e)
 
 
 def _dense(c: int, f: int, size: int, source: str) -> ConvShape:
@@ -180,6 +202,23 @@ SHAPES: dict[str, ConvShape] = {
         _dense(128, 32, 56, "DenseNet-121 block 1"),
         _dense(128, 32, 14, "DenseNet-121 block 3"),
         _dense(128, 32, 7, "DenseNet-121 block 4"),
+        # The depthwise layers above that an expansion feeds in their networks, with that 1x1 expansion (and
+        # ReLU6) before them: the inverted residual as glow-mlir runs it, one kernel (expansion_recipes.py).
+        _block(16, 96, 112, 3, 2, "MobileNetV2 stage 2 down"),
+        _block(24, 144, 56, 3, 1, "MobileNetV2 stage 2"),
+        _block(32, 192, 28, 3, 1, "MobileNetV2 stage 3"),
+        _block(64, 384, 14, 3, 1, "MobileNetV2 stage 4"),
+        _block(96, 576, 14, 3, 2, "MobileNetV2 stage 6 down"),
+        _block(160, 960, 7, 3, 1, "MobileNetV2 stage 7"),
+        _block(16, 72, 56, 3, 2, "MobileNetV3-small block 2"),
+        _block(24, 88, 28, 3, 1, "MobileNetV3-small block 3"),
+        _block(24, 96, 28, 5, 2, "MobileNetV3-small block 4"),
+        _block(40, 240, 14, 5, 1, "MobileNetV3-small block 5"),
+        _block(24, 72, 56, 5, 2, "MobileNetV3-large block 4"),
+        _block(112, 672, 14, 5, 2, "MobileNetV3-large / EfficientNet-B0 stage 6 down"),
+        _block(24, 144, 56, 5, 2, "EfficientNet-B0 stage 4 down"),
+        _block(40, 240, 28, 5, 1, "EfficientNet-B0 stage 4"),
+        _block(192, 1152, 7, 5, 1, "EfficientNet-B0 stage 7"),
     )
 }
 # The smoke test's: one depthwise with a channel remainder, one grouped.
@@ -189,16 +228,25 @@ QUICK_SHAPES = ("dw3x3-s1-88@28", "g32x8-3x3-s1-256>256@28")
 def build(shape: ConvShape, nhwc: bool = False, seed: int = 0) -> onnx.ModelProto:
     """The one-layer model of `shape`: input `x` NCHW, or (`nhwc`) NHWC and zero-padded already, with transposes
     around the layer and no pads (the same weights and output)."""
-    pad = 0 if nhwc else shape.k // 2
+    pad = shape.k // 2 if not nhwc or shape.expansion else 0
     rng = np.random.default_rng(seed)
     k = shape.k
     w = (rng.standard_normal((shape.f, shape.c // shape.group, k, k)) / np.sqrt(k * k * shape.c / shape.group))
     b = rng.uniform(-0.2, 0.2, shape.f)
     nodes = []
+    initializers = []
     name = "x"
     if nhwc:
         nodes.append(helper.make_node("Transpose", ["x"], ["x_nchw"], perm=[0, 3, 1, 2]))
         name = "x_nchw"
+    if shape.expansion:
+        e = shape.expansion
+        w1 = rng.standard_normal((shape.c, e, 1, 1)) / np.sqrt(e)
+        arrays = {"w1": w1, "b1": rng.uniform(-0.2, 0.2, shape.c), "lo": np.array(0.0), "hi": np.array(6.0)}
+        initializers += [numpy_helper.from_array(a.astype(np.float32), n) for n, a in arrays.items()]
+        nodes += [helper.make_node("Conv", [name, "w1", "b1"], ["expanded"], kernel_shape=[1, 1]),
+                  helper.make_node("Clip", ["expanded", "lo", "hi"], ["expanded6"])]  # fmt: skip
+        name = "expanded6"
     last = "conv_out"
     nodes.append(
         helper.make_node("Conv", [name, "w", "b"], [last], kernel_shape=[k, k], strides=[shape.stride] * 2,
@@ -211,12 +259,14 @@ def build(shape: ConvShape, nhwc: bool = False, seed: int = 0) -> onnx.ModelProt
         nodes.append(helper.make_node("Transpose", [last], ["y_nhwc"], perm=[0, 2, 3, 1]))
         last = "y_nhwc"
     nodes[-1].output[0] = "y"
-    padded = shape.size + 2 * (shape.k // 2)
-    dims = [1, padded, padded, shape.c] if nhwc else [1, shape.c, shape.size, shape.size]
+    padded = shape.size + 2 * shape.in_pad
+    c = shape.in_channels
+    dims = [1, padded, padded, c] if nhwc else [1, c, shape.size, shape.size]
     graph = helper.make_graph(
         nodes, shape.name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(w.astype(np.float32), "w"), numpy_helper.from_array(b.astype(np.float32), "b")],
+        [numpy_helper.from_array(w.astype(np.float32), "w"), numpy_helper.from_array(b.astype(np.float32), "b"),
+         *initializers],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 10
@@ -225,8 +275,9 @@ def build(shape: ConvShape, nhwc: bool = False, seed: int = 0) -> onnx.ModelProt
 
 def footprint_bytes(shape: ConvShape) -> int:
     """f32 bytes of the layer's input (zero-padded, as the `glow nhwc` model reads it), output and filter."""
-    out, padded = shape.out_size, shape.size + 2 * (shape.k // 2)
-    return 4 * (shape.c * padded**2 + shape.f * out * out + shape.f * shape.c // shape.group * shape.k**2)
+    out, padded = shape.out_size, shape.size + 2 * shape.in_pad
+    filters = shape.f * shape.c // shape.group * shape.k**2 + shape.expansion * shape.c
+    return 4 * (shape.in_channels * padded**2 + shape.f * out * out + filters)
 
 
 def cache_levels() -> list[tuple[str, int]]:
@@ -270,7 +321,7 @@ def bench_shape(shape: ConvShape, budget: float, warmup: float, clock: str, peak
     """Times glow (NCHW and NHWC models) against onnxruntime on one shape and derives the table's figures."""
     model, nhwc_model = build(shape), build(shape, nhwc=True)
     x_nhwc = padded_input(shape)
-    pad = shape.k // 2
+    pad = shape.in_pad
     x = np.ascontiguousarray(x_nhwc[:, pad : pad + shape.size, pad : pad + shape.size].transpose(0, 3, 1, 2))
     flops = count_flops(model)
     row: dict[str, Any] = {"shape": shape.name, "source": shape.source, "gflop": flops / 1e9, "errors": {}}
@@ -342,8 +393,8 @@ def padded_input(shape: ConvShape) -> np.ndarray:
     """The seeded input of `shape`'s NHWC model: the NCHW input zero-padded and transposed to NHWC, starting at a
     64-byte boundary as the arena's buffers do inside a network (from np.empty's 16-byte aligned memory, the
     kernel's 64-byte loads of a 28x28x192 depthwise layer spanned two cache lines and it ran 1.35x slower)."""
-    x = np.random.default_rng(1).standard_normal((1, shape.c, shape.size, shape.size)).astype(np.float32)
-    pad = shape.k // 2
+    x = np.random.default_rng(1).standard_normal((1, shape.in_channels, shape.size, shape.size)).astype(np.float32)
+    pad = shape.in_pad
     padded = np.pad(x, [(0, 0), (0, 0), (pad, pad), (pad, pad)]).transpose(0, 2, 3, 1)
     aligned = aligned_bytes(padded.nbytes).view(np.float32).reshape(padded.shape)
     aligned[...] = padded
