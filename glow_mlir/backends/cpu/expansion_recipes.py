@@ -36,6 +36,7 @@ from glow_mlir.backends.cpu.depthwise_recipes import (
     each_tile,
     for_loop,
     held_filter,
+    tile_shape,
 )
 from glow_mlir.backends.cpu.lowerings import EXPANSION_ATTR
 from glow_mlir.backends.cpu.outline import define_helper
@@ -151,10 +152,9 @@ class _Fused:
         fitting = [v for v in (4, 2)
                    if v > self.vectors and self.c >= LANES * v and self.ring_bytes(1, v) <= RING_BYTES]
         self.ring_vectors = fitting[0] if fitting else self.vectors
-        while self.vectors > 1 and self.ring_bytes(1, self.vectors) > RING_BYTES:
+        if self.ring_bytes(1, self.vectors) > RING_BYTES:
             self.vectors = self.ring_vectors = 1
-        probe = DepthwiseKernel(g.x, g.filter, g.dw_bias, g.y, g.strides, g.dilations, g.activation)
-        rows = probe.shape(self.oh, self.vectors).rows
+        rows = tile_shape((self.oh, self.ow), self.vectors, (self.kh, self.kw), g.strides, g.dilations).rows
         while rows > 1 and self.ring_bytes(rows, self.ring_vectors) > RING_BYTES:
             rows -= 1
         self.rows = rows
