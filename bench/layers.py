@@ -8,7 +8,10 @@ onnxruntime names its events after node outputs (NCHWc convolutions with fused a
 and records the input and output shapes, which give the window and stride; glow-mlir's kernels carry the ONNX
 node names, whose shapes come from onnx's shape inference. The table gives ms per run per class for each, and
 their ratio ort/glow (> 1: glow-mlir is faster on that class). Fused work lands in its convolution's class on
-both sides when both fuse it, so read classes such as `Add` together with the convolutions.
+both sides when both fuse it, so read classes such as `Add` together with the convolutions. A glow-mlir kernel
+that computes products of several classes (an inverted residual's expansion and depthwise convolution, one
+kernel since glow-cpu-fuse-expansion) merges them into one row on both sides, `conv 1x1/s1 -> 56x56 + conv
+3x3/s2 dw -> 28x28`, so that each row still compares the same nodes' work.
 """
 
 from __future__ import annotations
@@ -86,6 +89,22 @@ def kernel_class(nodes: Sequence[str], classes: dict[str, str], op_types: dict[s
     return classes[(products or known)[0]] if known else "other"
 
 
+def merged_classes(kernels: Sequence[Sequence[str]], classes: dict[str, str],
+                   op_types: dict[str, str]) -> dict[str, str]:  # fmt: skip
+    """Each class that some kernel computes together with products of other classes -> the row of all the
+    classes so joined (transitively), named by them in order with " + "; other classes are left out."""
+    group: dict[str, set[str]] = {}
+    for nodes in kernels:
+        joined = {classes[n] for n in nodes if n in classes and op_types.get(n) in _PRODUCTS}
+        if len(joined) < 2:
+            continue
+        for name in list(joined):
+            joined |= group.get(name, set())
+        for name in joined:
+            group[name] = joined
+    return {name: " + ".join(sorted(members)) for name, members in group.items()}
+
+
 def _ort_classes(events: list[dict[str, Any]], skip: int) -> dict[str, float]:
     """ms per class summed over onnxruntime's profiled runs after the first `skip`, and outside its kernels."""
     nodes = [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
@@ -138,6 +157,14 @@ def compare(name: str, seconds: float) -> list[dict[str, Any]]:
     glow[OUTSIDE] = run_ms - sum(row.total_ms for row in rows)
     for row in rows:
         glow[kernel_class(row.nodes, classes, op_types)] += row.total_ms
+    merged = merged_classes([row.nodes for row in rows], classes, op_types)
+    sides = []
+    for side in (ort, glow):
+        totals: dict[str, float] = defaultdict(float)
+        for name, ms in side.items():
+            totals[merged.get(name, name)] += ms
+        sides.append(totals)
+    ort, glow = sides
     result = [
         {"class": c, "ort_ms": ort.get(c, 0.0) / runs, "glow_ms": glow.get(c, 0.0) / runs}
         for c in sorted(set(ort) | set(glow))

@@ -22,6 +22,18 @@ assert conv_class([2048, 1024, 1, 1], [8, 1024, 14, 14], [8, 2048, 7, 7]) == "co
 assert conv_class([64, 3, 7, 7], [1, 3, 224, 224], [1, 64, 112, 112]) == "conv 7x7/s2 -> 112x112"
 assert conv_class([96, 1, 3, 3], [1, 96, 28, 28], [1, 96, 14, 14]) == "conv 3x3/s2 dw -> 14x14"
 assert conv_class([128, 16, 3, 3], [1, 128, 7, 7], [1, 128, 7, 7]) == "conv 3x3/s1 g8 -> 7x7"
+
+from bench.layers import merged_classes
+classes = {"e": "conv 1x1/s1 -> 56x56", "d": "conv 3x3/s2 dw -> 28x28", "e2": "conv 1x1/s1 -> 28x28",
+           "d2": "conv 3x3/s1 dw -> 28x28", "p": "conv 1x1/s1 -> 28x28", "r": "Relu"}
+op_types = {n: "Conv" for n in classes} | {"r": "Relu"}
+# An expansion + depthwise kernel joins its two classes into one row; a kernel of one product (and a Relu)
+# joins nothing, but its class lands in the row of the third kernel, which joins that class with another.
+merged = merged_classes([["e", "r", "d"], ["p", "r"], ["e2", "d2"]], classes, op_types)
+assert merged == {"conv 1x1/s1 -> 56x56": "conv 1x1/s1 -> 56x56 + conv 3x3/s2 dw -> 28x28",
+                  "conv 3x3/s2 dw -> 28x28": "conv 1x1/s1 -> 56x56 + conv 3x3/s2 dw -> 28x28",
+                  "conv 1x1/s1 -> 28x28": "conv 1x1/s1 -> 28x28 + conv 3x3/s1 dw -> 28x28",
+                  "conv 3x3/s1 dw -> 28x28": "conv 1x1/s1 -> 28x28 + conv 3x3/s1 dw -> 28x28"}, merged
 """
 
 
