@@ -2,10 +2,11 @@
 // padded buffer of its own (LINALG); glow-cpu-schedule runs them as one kernel (expansion_recipes.py) and the
 // buffer goes: per block of channels and image, a call of a helper whose ring of expanded rows is an alloca of
 // its own, 9 rows (a band of 4 output rows at stride 2 reads 9 padded rows) of the 16 padded columns, its
-// padding columns 0 and 15 zeroed once; the first padded row (padding) as zeros, then per band the 8 rows it
-// reads that the last band did not, each the 1x1 convolution of its input row (bias, 4 input channels, 14
-// pixels, clip) into ring row `row mod 9`, or zeros for a padding row; then the band's depthwise tiles, reading
-// the ring. Stride 2, 16 channels: one register per block.
+// padding columns 0 and 15 zeroed once. One loop over the bands (7 output rows: 4, then 3): each computes the
+// padded rows it reads that no band before did (the first its whole window, rows 0-8; the second rows 9-14),
+// each the 1x1 convolution of its input row (bias, 4 input channels, 14 pixels, clip) into ring row `row mod 9`,
+// or zeros for a padding row; then the band's depthwise tiles reading the ring, the shorter last band's a
+// variant of their own. Stride 2, 16 channels: one register per block.
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg)' | FileCheck %s --check-prefix=LINALG
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg,glow-cpu-schedule)' | FileCheck %s
 
@@ -26,18 +27,25 @@
 // CHECK:         scf.for %[[SLOT:.*]] = %c0 to %c9 step %c1 {
 // CHECK-NEXT:      vector.store %{{.*}}, %[[RING]][%c0, %[[SLOT]], %c0, %c0]
 // CHECK-NEXT:      vector.store %{{.*}}, %[[RING]][%c0, %[[SLOT]], %c15, %c0]
-// CHECK:         scf.for %[[COL:.*]] = %c1 to %c15 step %c1 {
-// CHECK-NEXT:      vector.store %{{.*}}, %[[RING]][%c0, %c0, %[[COL]], %c0]
-// CHECK:         scf.for %{{.*}} = %c0 to %c8 step %c1 {
-// CHECK:           %[[ROW:.*]] = arith.remui %{{.*}}, %c9 : index
+// CHECK:         scf.for %[[BAND:.*]] = %c0 to %c2 step %c1 {
+// CHECK:           %[[FIRST:.*]] = arith.select %{{.*}}, %c0, %{{.*}} : index
+// CHECK:           %[[END:.*]] = arith.minui %{{.*}}, %c15 : index
+// CHECK:           scf.for %[[R:.*]] = %[[FIRST]] to %[[END]] step %c1 {
+// CHECK:             %[[ROW:.*]] = arith.remui %[[R]], %c9 : index
+// CHECK:             scf.if
+// CHECK:               scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args(
+// CHECK-COUNT-14:        vector.fma
+// CHECK:               vector.store %{{.*}}, %[[RING]][%c0, %[[ROW]], %c1, %c0]
+// CHECK:             } else {
+// CHECK:               scf.for %[[COL:.*]] = %c1 to %c15 step %c1 {
+// CHECK-NEXT:            vector.store %{{.*}}, %[[RING]][%c0, %[[ROW]], %[[COL]], %c0]
+// CHECK:           arith.cmpi eq, %[[BAND]], %c1 : index
 // CHECK:           scf.if
-// CHECK:             scf.for %[[K:.*]] = %c0 to %c4 step %c1 iter_args(
-// CHECK-COUNT-14:      vector.fma
-// CHECK:             vector.store %{{.*}}, %[[RING]][%c0, %[[ROW]], %c1, %c0]
+// CHECK:             vector.load %[[RING]]
+// CHECK:             vector.fma
 // CHECK:           } else {
-// CHECK:             vector.store %{{.*}}, %[[RING]]
-// CHECK:         vector.load %[[RING]]
-// CHECK:         vector.fma
+// CHECK:             vector.load %[[RING]]
+// CHECK:             vector.fma
 // CHECK-LABEL: func.func private @__glow_kernel0(
 // CHECK:         call @__glow_expansion_
 // CHECK-LABEL: func.func @fused(
