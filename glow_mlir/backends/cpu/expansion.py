@@ -16,11 +16,12 @@ depthwise `glow_ir.cpu_conv_nhwc` (one channel per group, f32) reading P, it app
    itself without padding) and the depthwise convolution access, whose window spans at least its stride down
    the rows (a band of output rows then reads the last rows of the band before);
 2. the 1x1 convolution has unit strides, one group, a constant filter, and f32 operands;
-3. between the two, no instruction writes the 1x1 convolution's input, which the fused instruction reads at
-   the depthwise convolution's place, and that input is not the depthwise convolution's output buffer.
+3. between the two, no instruction writes the 1x1 convolution's input or bias, which the fused instruction
+   reads at the depthwise convolution's place, and neither is the depthwise convolution's output buffer.
 
-The fused instruction takes the depthwise convolution's place; the input's dealloc moves after it when it came
-before, so glow-allocate keeps the input alive through it. P, its splat and its views are deleted.
+The fused instruction takes the depthwise convolution's place; the dealloc of the input (and of a computed bias)
+moves after it when it came before, so glow-allocate keeps them alive through it. P, its splat and its views
+are deleted.
 """
 
 from __future__ import annotations
@@ -100,11 +101,11 @@ def _match(dw: ir.Operation, block: list[ir.Operation], order: dict[int, int]) -
     splat = splats[0] if splats else None
     if splat is not None and at(splat) > at(pw):
         return None
-    source = u.root(pw.operands[1])
-    if source == u.root(dw.operands[0]):
+    read = {u.root(v) for v in pw.operands[1:]}
+    if u.root(dw.operands[0]) in read:
         return None
     between = [op for op in block[at(pw) + 1 : at(dw)] if u.is_instruction(op)]
-    if any(buffer == source for op in between for buffer, _ in u.writes(op)):
+    if any(buffer in read for op in between for buffer, _ in u.writes(op)):
         return None
     return pw, splat
 
@@ -153,10 +154,11 @@ def _rewrite(dw: ir.Operation, pw: ir.Operation, splat: ir.Operation | None, pla
     with ir.InsertionPoint(dw):
         new = ir.Operation.create(FUSED, operands=[dest, src, filter_, bias, dw_filter, dw_bias],
                                   attributes=attributes, loc=location)  # fmt: skip
-    source = u.root(src)
-    release = u.dealloc_of(source) if u.is_activation(source) else None
-    if release is not None and order[u.address(release)] < place:
-        release.move_after(new)
+    for source in {u.root(v) for v in (src, filter_, bias)}:
+        release = u.dealloc_of(source) if u.is_activation(source) else None
+        if release is not None and order[u.address(release)] < place:
+            release.move_after(new)
+            order[u.address(release)] = place
     for op in (dw, pw, splat):
         if op is not None:
             op.erase()

@@ -127,3 +127,28 @@ def test_threads_split_the_blocks(batch: int) -> None:
             if threads > 1:
                 assert "omp.parallel" in compiled.ir("glow-cpu-parallelize")
     assert all(np.array_equal(outputs[0], o) for o in outputs[1:])
+
+
+def test_computed_expansion_bias_lives_through_the_kernel() -> None:
+    """The expansion's bias computed at run time (Abs of an input): the fused instruction reads it where the
+    depthwise convolution was, so its buffer must live until then (its dealloc moves after the instruction)."""
+    nodes = [helper.make_node("Abs", ["b"], ["b_abs"]),
+             helper.make_node("Conv", ["x", "w1", "b_abs"], ["e"], kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["e"], ["a"]),
+             helper.make_node("Conv", ["a", "w2", "b2"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4,
+                              group=32)]  # fmt: skip
+    inits = {"w1": (rng.standard_normal((32, 8, 1, 1)) / 3).astype(np.float32),
+             "w2": (rng.standard_normal((32, 1, 3, 3)) / 3).astype(np.float32),
+             "b2": rng.uniform(-0.5, 0.5, 32).astype(np.float32)}  # fmt: skip
+    feeds = {"x": rng.standard_normal((1, 8, 20, 20)).astype(np.float32),
+             "b": rng.standard_normal(32).astype(np.float32)}  # fmt: skip
+    model = onnx_check.model(nodes, feeds, ["y"], inits)
+    with glow_mlir.compile(import_model(model), keep_ir=True, cache=False) as compiled:
+        fused = compiled.ir("glow-cpu-fuse-expansion")
+        got = compiled.run(feeds)["y"]
+    assert "glow_ir.cpu_expand_depthwise_nhwc" in fused
+    instruction = fused.index("glow_ir.cpu_expand_depthwise_nhwc")
+    bias = re.search(r"(%\w+) = \"glow_ir.alloc_activation\"\(\) : \(\) -> memref<32xf32>", fused)
+    assert bias is not None and fused.index(f'"glow_ir.dealloc_activation"({bias.group(1)})') > instruction
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, feeds)[0], rtol=1e-5, atol=1e-5)
