@@ -83,7 +83,8 @@ class _Group:
         views = [u for u in around if u.name == "memref.subview"]
         deallocs = [u for u in around if u.name == "memref.dealloc"]
         interior = views[0].results[0] if views else padded
-        convs = [u for u in users(interior) if u.name == "linalg.conv_2d_nhwc_hwcf" and EXPANSION_ATTR in u.attributes]
+        convs = [u for u in users(interior)
+                 if u.name == "linalg.conv_2d_nhwc_hwcf" and EXPANSION_ATTR in u.attributes]  # fmt: skip
         if len(fills) != 1 or len(views) > 1 or len(deallocs) != 1 or len(convs) != 1:
             return None
         pw = convs[0]
