@@ -45,7 +45,12 @@ CASES = [
     (60, (12, 12), 5, 2, 1, 1, True, "Sigmoid"),  # 5x5: one register per tile; a masked partial of 12
     (40, (10, 7), 7, 1, 1, 1, True, None),  # 7x7, a row shorter than a tile
     (12, (9, 9), 3, 1, 1, 1, False, "Tanh"),  # only a partial register (masked, 16 lanes)
-    (8, (20, 20), 3, 1, 1, 1, True, "Relu"),  # only a partial register of 8 lanes (unmasked)
+    (8, (20, 20), 3, 1, 1, 1, True, "Relu"),  # 8 channels: flat rows, two pixels per register
+    (8, (9, 13), 3, 1, 1, 2, False, "Clip"),  # flat rows of 104 floats: a masked last vector; batch 2
+    (4, (11, 10), 3, 1, 2, 1, True, "LeakyRelu"),  # 4 channels, dilation 2: 4 pixels per register
+    (2, (7, 9), 3, 1, 1, 1, True, None),  # 2 channels: 8 pixels per register, one masked vector a row
+    (4, (6, 30), 3, 1, 1, 1, True, "Tanh"),  # 4 channels, rows of 120 floats: 7 vectors and a masked one
+    (8, (14, 14), 3, 2, 1, 1, True, "Relu"),  # stride 2 across the row: not flat (8 lanes)
     (3, (6, 5), 3, 1, 1, 1, True, "Relu"),  # 3 of 8 lanes (masked)
     (32, (16, 16), 3, 1, 2, 1, True, "Relu"),  # dilation 2
     (48, (8, 8), 1, 1, 1, 1, True, "Relu"),  # 1x1
@@ -71,6 +76,12 @@ def test_depthwise_kernel(c: int, hw: tuple[int, int], k: int, stride: int, dila
     kernels = re.split(r"(?=func\.func private @)", scheduled)
     assert sum("vector.fma" in body for body in kernels) == 1
     assert "linalg.depthwise" not in scheduled and "linalg.generic" not in scheduled
+    # Fewer channels than a register that divide it, unit stride along the row: flat rows, the filter's C
+    # weights repeated across each register.
+    flat = c in (2, 4, 8) and stride == 1
+    assert ("memref.collapse_shape" in scheduled) == flat
+    if flat:
+        assert f"[{', '.join(str(lane % c) for lane in range(16))}]" in scheduled
 
 
 @pytest.mark.parametrize(
@@ -108,3 +119,26 @@ def test_channel_blocks(c: int, vectors: int, blocks: list[ChannelBlocks]) -> No
 )
 def test_tile_shape(out: tuple[int, int], vectors: int, k: int, stride: int, shape: TileShape) -> None:
     assert tile_shape(out, vectors, (k, k), (stride, stride), (1, 1)) == shape
+
+
+def test_flat_rows_into_a_concatenation() -> None:
+    """GhostNet's ghost module: an 8-channel depthwise convolution (flat rows, two pixels per register) whose
+    output is the second half of a concatenation's channels, so its pixels are 16 floats apart: each register's
+    two pixels are stored one by one (the flat input rows unchanged), against onnxruntime."""
+    c = 8
+    inits = {"w1": (rng.standard_normal((c, 4, 1, 1)) / 2).astype(np.float32),
+             "w2": (rng.standard_normal((c, 1, 3, 3)) / 3).astype(np.float32),
+             "b2": rng.uniform(-0.5, 0.5, c).astype(np.float32)}  # fmt: skip
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["p"], kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["p"], ["pr"]),
+             helper.make_node("Conv", ["pr", "w2", "b2"], ["d"], kernel_shape=[3, 3], pads=[1] * 4, group=c),
+             helper.make_node("Relu", ["d"], ["dr"]),
+             helper.make_node("Concat", ["pr", "dr"], ["y"], axis=1)]  # fmt: skip
+    x = rng.standard_normal((1, 4, 15, 13)).astype(np.float32)
+    model = onnx_check.model(nodes, {"x": x}, ["y"], inits)
+    with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
+        scheduled = compiled.ir("glow-cpu-schedule")
+        got = compiled.run({"x": x})["y"]
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    assert "memref.collapse_shape" in scheduled and "vector.extract_strided_slice" in scheduled
