@@ -5,22 +5,29 @@ source through the broadcast's map). Each op gets the vector recipe of recipes.p
 loop dims and about one cache line of vectors along the innermost). A run of elementwise generics that work
 in place on one buffer (glow-ir-share-buffers makes those: ResNet's add then ReLU) is marked by `mark_chains`
 before the recipes run, and the last op of the run takes the whole chain into one loop nest on tensors: one
-pass over memory instead of one per op.
+pass over memory instead of one per op. An elementwise op on contiguous buffers whose last dim would take masked
+vectors in every row (attention's 197 x 197 scores) runs on the buffers seen flat (`flattened`).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 from mlir import ir
+from mlir.dialects import linalg, memref
+
+from glow_mlir import ops
 
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.recipes import (
     CHAIN_MARK,
     CLAIMED_MARKS,
+    TILE_BYTES,
     Recipe,
     _bytes as element_bytes,
+    block_at,
     elementwise_recipe,
     elementwise_recipe_steps,
     generic_on_tensors,
@@ -29,6 +36,7 @@ from glow_mlir.backends.cpu.recipes import (
     write_back,
 )
 from glow_mlir.backends.cpu.rowreduce_recipes import row_reduction_recipe
+from glow_mlir.codegen.builders import has_identity_layout
 
 
 @recipe("linalg.generic")
@@ -39,7 +47,67 @@ def generic_recipe(op: ir.Operation) -> Recipe | None:
     chain = _chain_ending_at(op)
     if len(chain) > 1:
         return _chain_recipe(chain)
-    return row_reduction_recipe(op) or elementwise_recipe(op)
+    reduction = row_reduction_recipe(op)
+    if reduction is not None:
+        return reduction
+    flat = flattened(op)
+    if flat is not None:
+        parts = [elementwise_recipe(part) for part in flat]
+        return Recipe(tuple(k for part in parts if part is not None for k in part.kernels))
+    return elementwise_recipe(op)
+
+
+def flattened(op: ir.Operation) -> list[ir.Operation] | None:
+    """An elementwise generic (identity maps, parallel loops, no linalg.index) on contiguous buffers of one
+    shape whose last dim takes masked vectors (a row of 197 or 49 elements: attention's scores in ViT and
+    Swin), as generics on the buffers seen flat: one over the whole vectors, one over the rest. Rows of 197
+    ran their softmax's exp at 0.21 ns per element against 0.12 for rows of 192 (3 x 197 x 197, 24 us); flat,
+    14.6 us. None where it does not apply; else the new ops, which replace `op`."""
+    if op.name != "linalg.generic" or "indexing_maps" not in op.attributes:
+        return None
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    if any(m != ir.AffineMap.get_identity(m.n_dims) for m in maps):
+        return None
+    if any("parallel" not in str(k) for k in ir.ArrayAttr(op.attributes["iterator_types"])):
+        return None
+    buffers = list(op.operands)
+    if not all(isinstance(v.type, ir.MemRefType) and has_identity_layout(v) for v in buffers):
+        return None
+    if len({tuple(ir.MemRefType(v.type).shape) for v in buffers}) != 1 or len(maps[0].results) < 2:
+        return None
+    if any(inner.name == "linalg.index" for inner in ops.walk_ops(op)):
+        return None
+    chosen = elementwise_recipe_steps(op)
+    if chosen is None or not chosen[1]:
+        return None
+    total = math.prod(ir.MemRefType(buffers[0].type).shape)
+    length = max(8, TILE_BYTES // max(element_bytes(ir.MemRefType(v.type).element_type) for v in buffers))
+    whole = total - total % length
+    pieces = [(0, whole), (whole, total - whole)] if whole and whole < total else [(0, total)]
+    new: list[ir.Operation] = []
+    with op.location, ir.InsertionPoint(op):
+        flat = [_flat(v) for v in buffers]
+        for start, size in pieces:
+            views = [block_at(v, [start], [size]) if size < total else v for v in flat]
+            generic = linalg.GenericOp(
+                result_tensors=[], inputs=views[:-1], outputs=views[-1:],
+                indexing_maps=ir.ArrayAttr.get([ir.AffineMapAttr.get(ir.AffineMap.get_identity(1))] * len(views)),
+                iterator_types=ir.ArrayAttr.get([ir.Attribute.parse("#linalg.iterator_type<parallel>")]),
+            )  # fmt: skip
+            copy = op.clone()
+            copy.regions[0].blocks[0].append_to(generic.regions[0])
+            copy.erase()
+            new.append(generic.operation)
+    op.erase()
+    return new
+
+
+def _flat(value: ir.Value) -> ir.Value:
+    """Contiguous memref `value` as one dim."""
+    t = ir.MemRefType(value.type)
+    flat = ir.MemRefType.get([math.prod(t.shape)], t.element_type)
+    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ops.i64(d) for d in range(t.rank)])])
+    return memref.collapse_shape(flat, value, reassociation)
 
 
 def _chainable(op: ir.Operation) -> bool:

@@ -239,6 +239,25 @@ def test_elementwise_with_a_masked_tail() -> None:
         )
 
 
+@pytest.mark.parametrize("shape", [(3, 197, 197), (4, 49, 49), (2, 3, 5)])
+def test_odd_rows_run_flat(shape: tuple[int, ...]) -> None:
+    """An elementwise op on rows of 197 (attention's scores in ViT) or 49 (Swin's windows) would take masked
+    vectors in every row; on the buffer seen flat it runs one kernel of whole vectors and one for the rest
+    (elementwise_recipes.flattened), the same values. A buffer of fewer elements than one vector stays one op."""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    g = glow_mlir.Graph("flat")
+    g.output("y", g.exp(g.input("x", shape)))
+    with glow_mlir.compile(g, keep_ir=True, cache=False) as model:
+        np.testing.assert_allclose(model.run({"x": x})["y"], np.exp(x), rtol=1e-6)
+        scheduled = model.ir("glow-cpu-schedule")
+    total = int(np.prod(shape))
+    flat = total >= 64
+    assert (f"memref<{total}xf32>" in scheduled) == flat
+    if flat:
+        whole = total - total % 64
+        assert f"memref<{whole}xf32" in scheduled and f"memref<{total - whole}xf32" in scheduled
+
+
 def host_has_avx512() -> bool:
     try:
         return " avx512f" in Path("/proc/cpuinfo").read_text()
