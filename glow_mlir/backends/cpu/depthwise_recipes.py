@@ -20,8 +20,10 @@ a block's input rows stay in L1 from one tile of rows to the next. A larger one 
 row by row with every channel block innermost at each tile of pixels, reading and writing memory in order, as the
 prefetchers expect.
 
-The input comes padded (glow-lower pads a convolution's input, and glow-ir-optimize-inserts makes the producer
-write into the padded buffer's interior), so the kernel reads no padding of its own. docs/OPTIMIZATIONS.md
+A layer of 2, 4 or 8 channels with unit stride along the row runs on its rows as flat runs of floats instead,
+16 / C pixels per register (`FlatDepthwise`). The input comes padded (glow-lower pads a convolution's input, and
+glow-ir-optimize-inserts makes the producer write into the padded buffer's interior), so the kernel reads no
+padding of its own. docs/OPTIMIZATIONS.md
 ("Depthwise convolutions: a kernel of their own") has the measurements.
 """
 
