@@ -921,7 +921,7 @@ irdl.dialect @glow_ir {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
   }
 
-  // CPU backend: dest = activation(depthwise_conv(pad(expandActivation(conv1x1(src, filter, bias)), pads), dw_filter, dw_bias)) in NHWC, filter [1, 1, C, E], dw_filter [KH, KW, 1, E]; the expanded map is not stored.
+  // CPU backend: dest = activation(depthwise_conv(pad(expandActivation(conv(src, filter, bias)), pads), dw_filter, dw_bias)) in NHWC, filter [KH', KW', C, E] (window expandKernels, expandStrides, expandDilation, no padding), dw_filter [KH, KW, 1, E]; the map between them is not stored.
   irdl.operation @cpu_expand_depthwise_nhwc {
     %dest = irdl.base "!builtin.memref"
     %src = irdl.base "!builtin.memref"
@@ -933,13 +933,16 @@ irdl.dialect @glow_ir {
     %strides = irdl.base "#builtin.dense_array"
     %dilation = irdl.base "#builtin.dense_array"
     %pads = irdl.base "#builtin.dense_array"
+    %expandKernels = irdl.base "#builtin.dense_array"
+    %expandStrides = irdl.base "#builtin.dense_array"
+    %expandDilation = irdl.base "#builtin.dense_array"
     %expandActivation = irdl.base "#builtin.string"
     %expandActivationArgs = irdl.base "#builtin.dense_array"
     %activation = irdl.base "#builtin.string"
     %activationArgs = irdl.base "#builtin.dense_array"
     %roles = irdl.is ["out", "in", "in", "in", "in", "in"]
     irdl.operands(dest: %dest, src: %src, filter: %filter, bias: %bias, dw_filter: %dw_filter, dw_bias: %dw_bias)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "dilation" = %dilation, "pads" = %pads, "expandActivation" = %expandActivation, "expandActivationArgs" = %expandActivationArgs, "activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "dilation" = %dilation, "pads" = %pads, "expandKernels" = %expandKernels, "expandStrides" = %expandStrides, "expandDilation" = %expandDilation, "expandActivation" = %expandActivation, "expandActivationArgs" = %expandActivationArgs, "activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
   }
 
   // CPU backend: max pooling in NHWC, no padding.

@@ -155,8 +155,10 @@ def test_convs_benchmark_times_depthwise_and_grouped_layers(tmp_path: Path) -> N
         # The bound is at least the FMA peak's time, so its percentage is at least the peak's (equal, up to
         # rounding, where the FMAs bound the layer).
         assert row["ort_over_glow"] > 0
-        # The kernel's own time (profiled) leaves out the call from Python.
-        assert 0 < row["kernel_ms"] <= row["glow nhwc"]["ms"] * 1.5
+        # The kernel's own time (profiled) leaves out the call from Python. The two are timed apart, so a loaded
+        # machine (a test run beside this one) moves them by up to 2x: the bound catches a kernel time counted
+        # over all runs, not that noise.
+        assert 0 < row["kernel_ms"] <= row["glow nhwc"]["ms"] * 3
         assert 0 < row["glow_nhwc_peak_percent"] <= row["glow_nhwc_bound_percent"] * (1 + 1e-9)
         assert row["level"] in ("L1", "L2", "L3", "DRAM") and row["bandwidth_gbs"] > 0
     table = markdown_path.read_text()

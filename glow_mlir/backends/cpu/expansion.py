@@ -1,5 +1,6 @@
 """glow-cpu-fuse-expansion: an inverted residual's expansion and depthwise convolution become one instruction,
-`glow_ir.cpu_expand_depthwise_nhwc`, so that the expanded map is never a buffer.
+`glow_ir.cpu_expand_depthwise_nhwc`, so that the expanded map is never a buffer; so do a network's small stem
+convolution and the depthwise convolution after it.
 
 MobileNet v2/v3, EfficientNet, MNASNet and their kin expand a narrow map with a 1x1 convolution (4 to 6 times
 the channels), run a depthwise KxK convolution on it, then project it back. The expanded map is the largest
@@ -15,7 +16,9 @@ depthwise `glow_ir.cpu_conv_nhwc` (one channel per group, f32) reading P, it app
 1. P is an activation that only a zero splat, the 1x1 convolution (through a block_view of its interior, or P
    itself without padding) and the depthwise convolution access, whose window spans at least its stride down
    the rows (a band of output rows then reads the last rows of the band before);
-2. the 1x1 convolution has unit strides, one group, a constant filter, and f32 operands;
+2. the 1x1 convolution has unit strides, one group, a constant filter, and f32 operands (or, in place of the
+   1x1, a convolution of at most STEM_TAPS multiply-adds per output: MobileNets' and EfficientNets' stems feed
+   their first depthwise layer, on the largest map, likewise);
 3. between the two, no instruction writes the 1x1 convolution's input or bias, which the fused instruction
    reads at the depthwise convolution's place, and neither is the depthwise convolution's output buffer.
 
@@ -34,6 +37,9 @@ from glow_mlir.passes.ir import utils as u
 from glow_mlir.passes.registry import register
 
 CONV = "glow_ir.cpu_conv_nhwc"
+# The most multiply-adds per output element of a producer other than a 1x1 expansion: a stem's 3x3 over RGB (27);
+# a larger dense convolution has kernels of its own (Winograd, packed tiles) that the row tile does not match.
+STEM_TAPS = 32
 FUSED = "glow_ir.cpu_expand_depthwise_nhwc"
 SPLAT = "glow_ir.splat"
 
@@ -58,14 +64,14 @@ def _is_depthwise(op: ir.Operation) -> bool:
 
 
 def _is_expansion(op: ir.Operation) -> bool:
-    """A 1x1 convolution with unit strides, one group and a constant filter."""
-    return (
-        op.name == CONV
-        and _ints(op, "kernels") == [1, 1]
-        and _ints(op, "strides") == [1, 1]
-        and ir.IntegerAttr(op.attributes["group"]).value == 1
-        and u.is_global(op.operands[2])
-    )
+    """A convolution with one group and a constant filter that the fused kernel's row tile computes as fast as
+    a kernel of its own: a 1x1 with unit strides (an expansion), or one of at most STEM_TAPS multiply-adds per
+    output element (a network's stem: 3x3 over 3 channels, 27)."""
+    if op.name != CONV or ir.IntegerAttr(op.attributes["group"]).value != 1 or not u.is_global(op.operands[2]):
+        return False
+    kh, kw, c, _ = ops.shape(op.operands[2])
+    expansion = [kh, kw] == [1, 1] and _ints(op, "strides") == [1, 1]
+    return expansion or kh * kw * c <= STEM_TAPS
 
 
 def _zero_splat(op: ir.Operation) -> bool:
@@ -145,6 +151,9 @@ def _rewrite(dw: ir.Operation, pw: ir.Operation, splat: ir.Operation | None, pla
         "strides": dw.attributes["strides"],
         "dilation": dw.attributes["dilation"],
         "pads": ir.DenseI64ArrayAttr.get(_pads(pw, padded)),
+        "expandKernels": pw.attributes["kernels"],
+        "expandStrides": pw.attributes["strides"],
+        "expandDilation": pw.attributes["dilation"],
         EXPAND_ACTIVATION[0]: pw.attributes["activation"],
         EXPAND_ACTIVATION[1]: pw.attributes["activationArgs"],
         "activation": dw.attributes["activation"],

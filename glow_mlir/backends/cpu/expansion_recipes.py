@@ -15,6 +15,8 @@ Each (channel block, image) is a call of a helper function (outline.define_helpe
 its own: the loop over them is parallel and glow-cpu-parallelize splits it across threads. The 1x1
 convolution's register tile is a row's pixels by the block's vectors, its bias and activation (its generic's
 body) in registers before the store into the ring; the depthwise tiles add the bias and activation of theirs.
+The first convolution may also be a network's small stem (3x3 over RGB at stride 2): the same tile, one loop
+over the input channels per tap, its stride and dilation in the input's addresses.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ class _Group:
     """The linalg ops of one cpu_expand_depthwise_nhwc and what the fused kernel reads from them."""
 
     x: ir.Value
-    weights: np.ndarray  # the 1x1 filter, [C, E]
+    weights: np.ndarray  # the first convolution's filter, [KH', KW', C, E]
     bias: ir.Value | None
     expand_activation: ir.Operation | None
     filter: ir.Value  # [KH, KW, E]
@@ -68,6 +70,8 @@ class _Group:
     padded: tuple[int, int]  # the padded map's H, W
     strides: tuple[int, int]
     dilations: tuple[int, int]
+    producer: tuple[tuple[int, int], tuple[int, int]]  # the first convolution's strides and dilations
+    produced: tuple[int, int]  # the H, W of its map
     done: tuple[ir.Operation, ...]  # erased once the kernel is built, users first
 
     @staticmethod
@@ -103,11 +107,15 @@ class _Group:
             _, top, left, _ = (int(v) for v in ir.DenseI64ArrayAttr(views[0].attributes["static_offsets"]))
             pads = (top, left)
         _, hp, wp, _ = static_shape(padded)
+        _, h, w, _ = static_shape(interior)
+        first = dense_window(window_of(pw))
+        first_window = (tuple(first["strides"]), tuple(first["dilations"]))
         done = (pw_activation, pw, pw_bias, fills[0], dw_activation, dw, dw_bias, deallocs[0], *views, alloc)
         return _Group(
-            pw.operands[0], np.asarray(weights[0, 0]), pw_bias.operands[0] if pw_bias is not None else None,
+            pw.operands[0], np.asarray(weights), pw_bias.operands[0] if pw_bias is not None else None,
             pw_activation, dw.operands[1], dw_bias.operands[0] if dw_bias is not None else None, dw_activation,
-            dw.operands[2], pads, (hp, wp), strides, dilations, tuple(op for op in done if op is not None),
+            dw.operands[2], pads, (hp, wp), strides, dilations, first_window, (h, w),
+            tuple(op for op in done if op is not None),
         )  # fmt: skip
 
 
@@ -140,7 +148,11 @@ class _Fused:
 
     def __init__(self, user: ir.Operation, g: _Group) -> None:
         self.user, self.g = user, g
-        self.n, self.h, self.w, self.cin = static_shape(g.x)
+        self.n, self.hx, self.wx, self.cin = static_shape(g.x)
+        self.h, self.w = g.produced
+        # The first convolution's taps (1 for an expansion) and multiply-adds per output element.
+        self.kh1, self.kw1 = g.weights.shape[:2]
+        self.depth = self.kh1 * self.kw1 * self.cin
         _, self.oh, self.ow, self.c = static_shape(g.y)
         self.kh, self.kw = static_shape(g.filter)[:2]
         (self.sh, _), (self.dh, _) = g.strides, g.dilations
@@ -185,14 +197,16 @@ class _Fused:
         return roots
 
     def _packed(self, blocks: ChannelBlocks, parts: Sequence[_Part]) -> ir.Value:
-        """The 1x1 filter of the group's blocks, [block, C, lanes of its parts], zero beyond the channels."""
+        """The first convolution's filter for the group's blocks, [block, KH' x KW' x C, lanes of its parts] (tap
+        by tap, channel by channel), zero beyond the channels."""
         lanes = sum(p.lanes for p in parts)
-        data = np.zeros((blocks.count, self.cin, lanes), np.float32)
+        data = np.zeros((blocks.count, self.depth, lanes), np.float32)
         width = sum(blocks.widths)
+        weights = self.g.weights.reshape(self.depth, self.c)
         for b in range(blocks.count):
             start = blocks.start + b * blocks.step
-            data[b, :, :width] = self.g.weights[:, start : start + width]
-        return packed_global(self.user, data.reshape(-1), f"__glow_packed_expansion_{self.cin}x{self.c}")
+            data[b, :, :width] = weights[:, start : start + width]
+        return packed_global(self.user, data.reshape(-1), f"__glow_packed_expansion_{self.depth}x{self.c}")
 
     def _call(self, blocks: ChannelBlocks, parts: Sequence[_Part], packed: ir.Value, c0: ir.Value,
               image: ir.Value, width: int) -> None:  # fmt: skip
@@ -200,8 +214,8 @@ class _Fused:
         lanes = sum(p.lanes for p in parts)
         block = arith.divui(arith.subi(c0, index(blocks.start)), index(blocks.step))
         values = [
-            block_at(g.x, [image, 0, 0, 0], [1, self.h, self.w, self.cin], drop_first=True),
-            block_at(packed, [arith.muli(block, index(self.cin * lanes))], [self.cin * lanes]),
+            block_at(g.x, [image, 0, 0, 0], [1, self.hx, self.wx, self.cin], drop_first=True),
+            block_at(packed, [arith.muli(block, index(self.depth * lanes))], [self.depth * lanes]),
             block_at(g.filter, [0, 0, c0], [self.kh, self.kw, width]),
             block_at(g.y, [image, 0, 0, c0], [1, self.oh, self.ow, width]),
         ]
@@ -339,28 +353,38 @@ class _Block:
             scf.YieldOp([])
 
     def _pixels(self, source: ir.Value, slot: ir.Value, x0: ir.Value, pixels: int) -> None:
-        """Pixels x0 .. x0 + pixels - 1 of input row `source` through the 1x1 convolution (bias, activation)
-        into ring row `slot`."""
+        """Pixels x0 .. x0 + pixels - 1 of the first convolution's row `source` (bias, activation) into ring row
+        `slot`: per tap, a loop over the input channels carrying the accumulators."""
         k = self.k
         if self.bias is not None:
             start = [load(self.bias, [index(p.offset)], t, m) for p, t, m in zip(self.parts, self.types, self.masks)]
         else:
             start = [zeros(t) for t in self.types]
         count = len(self.parts)
-        loop = scf.ForOp(index(0), index(k.cin), index(1), [acc for _ in range(pixels) for acc in start])
-        with ir.InsertionPoint(loop.body):
-            c = loop.induction_variable
-            row = arith.muli(c, index(self.lanes))
-            filters = [vector.load(t, self.w, [arith.addi(row, index(p.offset))])
-                       for p, t in zip(self.parts, self.types, strict=True)]
-            carried = list(loop.inner_iter_args)
-            out = []
-            for p in range(pixels):
-                x = memref.load(self.x, [source, arith.addi(x0, index(p)), c])
-                for v, (w, t) in enumerate(zip(filters, self.types, strict=True)):
-                    out.append(vector.fma(vector.broadcast(t, x), w, carried[p * count + v]))
-            scf.YieldOp(out)
-        results = list(loop.results)
+        (sh, sw), (dh, dw) = k.g.producer
+        accs = [acc for _ in range(pixels) for acc in start]
+        for i in range(k.kh1):
+            row = arith.addi(arith.muli(source, index(sh)), index(i * dh)) if (sh, i) != (1, 0) else source
+            for j in range(k.kw1):
+                tap = (i * k.kw1 + j) * k.cin
+                loop = scf.ForOp(index(0), index(k.cin), index(1), accs)
+                with ir.InsertionPoint(loop.body):
+                    c = loop.induction_variable
+                    at = arith.muli(arith.addi(c, index(tap)) if tap else c, index(self.lanes))
+                    filters = [vector.load(t, self.w, [arith.addi(at, index(p.offset))])
+                               for p, t in zip(self.parts, self.types, strict=True)]  # fmt: skip
+                    carried = list(loop.inner_iter_args)
+                    out = []
+                    for p in range(pixels):
+                        column = arith.addi(x0, index(p)) if p else x0
+                        if (sw, j) != (1, 0):
+                            column = arith.addi(arith.muli(column, index(sw)), index(j * dw))
+                        x = memref.load(self.x, [row, column, c])
+                        for v, (w, t) in enumerate(zip(filters, self.types, strict=True)):
+                            out.append(vector.fma(vector.broadcast(t, x), w, carried[p * count + v]))
+                    scf.YieldOp(out)
+                accs = list(loop.results)
+        results = accs
         column0 = arith.addi(x0, index(k.g.pads[1]))
         for p in range(pixels):
             column = arith.addi(column0, index(p)) if p else column0

@@ -91,14 +91,15 @@ def _cpu_conv_nhwc(op: ir.Operation) -> None:
 @lowering("cpu_expand_depthwise_nhwc")
 @float_only
 def _cpu_expand_depthwise_nhwc(op: ir.Operation) -> None:
-    """An expansion and depthwise convolution (backends/cpu/expansion.py) as the two convolutions they are, the
-    expanded map in a buffer of its own with the padding around it: the 1x1 convolution's bias, convolution and
-    activation on the buffer's interior, then the depthwise convolution's on dest, each bias and activation
-    marked as a CPU convolution's; the fill and both convolutions marked EXPANSION_ATTR for the kernel that
-    fuses them and removes the buffer. Left to the convolutions' own recipes, they are correct as they stand."""
+    """An expansion (or stem) and depthwise convolution (backends/cpu/expansion.py) as the two convolutions they
+    are, the map between them in a buffer of its own with the padding around it: the first convolution's bias,
+    convolution and activation on the buffer's interior, then the depthwise convolution's on dest, each bias and
+    activation marked as a CPU convolution's; the fill and both convolutions marked EXPANSION_ATTR for the kernel
+    that fuses them and removes the buffer. Left to the convolutions' own recipes, they are correct as they
+    stand."""
     dest, src, filter_, bias, dw_filter, dw_bias = op.operands
-    n, h, w, _ = rank4(op, src)
-    c = ops.shape(bias)[0]
+    rank4(op, src)
+    n, h, w, c = _produced(op)
     top, left, bottom, right = ops.ints(op, "pads")
     elt = ops.element_type(src)
     padded = memref.alloc(ops.memref_type([n, h + top + bottom, w + left + right, c], elt), [], [])
@@ -106,7 +107,8 @@ def _cpu_expand_depthwise_nhwc(op: ir.Operation) -> None:
     interior = block(padded, [0, top, left, 0], [n, h, w, c], op) if any((top, left, bottom, right)) else padded
     bias_map = ir.AffineMap.get(4, 0, [ir.AffineDimExpr.get(3)])
     pw_init = generic([bias], interior, [bias_map, identity_map(4)], lambda a: a[0])
-    marked.append(linalg.conv_2d_nhwc_hwcf(src, filter_, outs=[interior], strides=[1, 1], dilations=[1, 1]).owner)
+    producer = {"strides": ops.ints(op, "expandStrides"), "dilations": ops.ints(op, "expandDilation")}
+    marked.append(linalg.conv_2d_nhwc_hwcf(src, filter_, outs=[interior], **producer).owner)
     pw_activation = activate(op, interior, EXPAND_ACTIVATION)
     window = {"strides": ops.ints(op, "strides"), "dilations": ops.ints(op, "dilation")}
     dw_init = generic([dw_bias], dest, [bias_map, identity_map(4)], lambda a: a[0])
@@ -121,6 +123,14 @@ def _cpu_expand_depthwise_nhwc(op: ir.Operation) -> None:
         init.attributes[CONV_BIAS_ATTR] = ir.UnitAttr.get()
         if act is not None:
             act.attributes[CONV_ACTIVATION_ATTR] = ir.UnitAttr.get()
+
+
+def _produced(op: ir.Operation) -> tuple[int, int, int, int]:
+    """The [N, H, W, E] map that cpu_expand_depthwise_nhwc's first convolution produces (no padding)."""
+    _, src, filter_, _, _, _ = op.operands
+    n, h, w, _ = ops.shape(src)
+    (kh, kw), (sh, sw), (dh, dw) = (ops.ints(op, a) for a in ("expandKernels", "expandStrides", "expandDilation"))
+    return n, (h - (kh - 1) * dh - 1) // sh + 1, (w - (kw - 1) * dw - 1) // sw + 1, ops.shape(filter_)[3]
 
 
 def grouped_conv(

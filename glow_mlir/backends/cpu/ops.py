@@ -46,6 +46,8 @@ from glow_mlir.passes.lowering.lower import (
 
 # The attributes of the expansion's activation in glow_ir.cpu_expand_depthwise_nhwc.
 EXPAND_ACTIVATION = ("expandActivation", "expandActivationArgs")
+# ... and of its window (the producer's kernels, strides and dilation).
+EXPAND_WINDOW = ("expandKernels", "expandStrides", "expandDilation")
 
 # The CPU convolution's layout: NHWC input, filter [KH, KW, C / group, O].
 NHWC_HWIO = shapes.ConvLayout("NHWC", "HWIO", "KH, KW, C / group, O", "dim 2")
@@ -108,27 +110,31 @@ define(OpDef(
     ),
 ))
 def _expand_depthwise_shape(o: Sequence[Shape], a: Attrs, _: Shape | None) -> Shape:
-    """src [N, H, W, C], filter [1, 1, C, E], bias [E], dw_filter [KH, KW, 1, E], dw_bias [E] -> the depthwise
-    convolution's [N, OH, OW, E] over the expanded map padded by `pads`."""
+    """src [N, H, W, C], filter [KH', KW', C, E], bias [E], dw_filter [KH, KW, 1, E], dw_bias [E] -> the depthwise
+    convolution's [N, OH, OW, E] over the producer's map (its window `expandKernels`, no padding) padded by
+    `pads`."""
     src, filter_, bias, dw_filter, dw_bias = o
-    expanded = conv_nhwc(src, filter_, bias, kernels=(1, 1), strides=(1, 1), pads=(0, 0, 0, 0), dilation=(1, 1),
-                         group=1)  # fmt: skip
+    expanded = conv_nhwc(src, filter_, bias, kernels=a["expandKernels"], strides=a["expandStrides"],
+                         pads=(0, 0, 0, 0), dilation=a["expandDilation"], group=1)  # fmt: skip
     return conv_nhwc(expanded, dw_filter, dw_bias, kernels=a["kernels"], strides=a["strides"], pads=a["pads"],
                      dilation=a["dilation"], group=expanded[3])  # fmt: skip
 
 
-# An inverted residual's expansion and depthwise convolution as one instruction (glow-cpu-fuse-expansion,
-# backends/cpu/expansion.py): the expanded map, the largest tensor of such networks, is never a buffer.
+# An inverted residual's expansion (or a network's small stem convolution) and the depthwise convolution after it
+# as one instruction (glow-cpu-fuse-expansion, backends/cpu/expansion.py): the map between them, the largest
+# tensor of such networks, is never a buffer.
 define_ir(IrDef(
     "cpu_expand_depthwise_nhwc",
     (("dest", "out"), ("src", "in"), ("filter", "in"), ("bias", "in"), ("dw_filter", "in"), ("dw_bias", "in")),
-    attrs=("kernels", "strides", "dilation", "pads", *EXPAND_ACTIVATION, "activation", "activationArgs"),
+    attrs=("kernels", "strides", "dilation", "pads", *EXPAND_WINDOW, *EXPAND_ACTIVATION, "activation",
+           "activationArgs"),
     attr_kinds=(("kernels", Attr.INTS), ("strides", Attr.INTS), ("dilation", Attr.INTS), ("pads", Attr.INTS),
-                (EXPAND_ACTIVATION[0], Attr.STRING), (EXPAND_ACTIVATION[1], Attr.FLOATS),
-                ("activation", Attr.STRING), ("activationArgs", Attr.FLOATS)),
+                *((name, Attr.INTS) for name in EXPAND_WINDOW), (EXPAND_ACTIVATION[0], Attr.STRING),
+                (EXPAND_ACTIVATION[1], Attr.FLOATS), ("activation", Attr.STRING), ("activationArgs", Attr.FLOATS)),
     shape=_expand_depthwise_shape, types=t.FLOAT,
-    doc="CPU backend: dest = activation(depthwise_conv(pad(expandActivation(conv1x1(src, filter, bias)), pads), "
-    "dw_filter, dw_bias)) in NHWC, filter [1, 1, C, E], dw_filter [KH, KW, 1, E]; the expanded map is not stored.",
+    doc="CPU backend: dest = activation(depthwise_conv(pad(expandActivation(conv(src, filter, bias)), pads), "
+    "dw_filter, dw_bias)) in NHWC, filter [KH', KW', C, E] (window expandKernels, expandStrides, "
+    "expandDilation, no padding), dw_filter [KH, KW, 1, E]; the map between them is not stored.",
 ))  # fmt: skip
 
 define(OpDef(

@@ -12,7 +12,7 @@
 // CHECK:         %[[X:.*]] = "glow_ir.alloc_activation"() : () -> memref<1x6x6x4xf32>
 // CHECK:         "glow_ir.transpose"(%[[X]], %arg0)
 // CHECK-NOT:     glow_ir.cpu_conv_nhwc
-// CHECK:         "glow_ir.cpu_expand_depthwise_nhwc"(%arg1, %[[X]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, expandActivation = "clip", expandActivationArgs = array<f32: 0.000000e+00, 6.000000e+00>, kernels = array<i64: 3, 3>, pads = array<i64: 0, 0, 1, 1>, roles = ["out", "in", "in", "in", "in", "in"], strides = array<i64: 2, 2>}
+// CHECK:         "glow_ir.cpu_expand_depthwise_nhwc"(%arg1, %[[X]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, expandActivation = "clip", expandActivationArgs = array<f32: 0.000000e+00, 6.000000e+00>, expandDilation = array<i64: 1, 1>, expandKernels = array<i64: 1, 1>, expandStrides = array<i64: 1, 1>, kernels = array<i64: 3, 3>, pads = array<i64: 0, 0, 1, 1>, roles = ["out", "in", "in", "in", "in", "in"], strides = array<i64: 2, 2>}
 // CHECK-NEXT:    "glow_ir.dealloc_activation"(%[[X]])
 // CHECK-NOT:     glow_ir.alloc_activation
 // CHECK:         return

@@ -63,7 +63,7 @@ module {
     %b1 = memref.get_global @b1 : memref<16xf32>
     %w2 = memref.get_global @w2 : memref<3x3x1x16xf32>
     %b2 = memref.get_global @b2 : memref<16xf32>
-    "glow_ir.cpu_expand_depthwise_nhwc"(%arg1, %arg0, %w1, %b1, %w2, %b2) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, expandActivation = "clip", expandActivationArgs = array<f32: 0.000000e+00, 6.000000e+00>, kernels = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, roles = ["out", "in", "in", "in", "in", "in"], strides = array<i64: 2, 2>} : (memref<1x7x7x16xf32>, memref<1x14x14x4xf32>, memref<1x1x4x16xf32>, memref<16xf32>, memref<3x3x1x16xf32>, memref<16xf32>) -> ()
+    "glow_ir.cpu_expand_depthwise_nhwc"(%arg1, %arg0, %w1, %b1, %w2, %b2) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, expandDilation = array<i64: 1, 1>, expandKernels = array<i64: 1, 1>, expandStrides = array<i64: 1, 1>, expandActivation = "clip", expandActivationArgs = array<f32: 0.000000e+00, 6.000000e+00>, kernels = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, roles = ["out", "in", "in", "in", "in", "in"], strides = array<i64: 2, 2>} : (memref<1x7x7x16xf32>, memref<1x14x14x4xf32>, memref<1x1x4x16xf32>, memref<16xf32>, memref<3x3x1x16xf32>, memref<16xf32>) -> ()
     return
   }
 }

@@ -152,3 +152,28 @@ def test_computed_expansion_bias_lives_through_the_kernel() -> None:
     assert bias is not None and fused.index(f'"glow_ir.dealloc_activation"({bias.group(1)})') > instruction
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(got, session.run(None, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("c", "size", "stride", "dw_stride", "act"),
+                         [(16, 30, 2, 2, "HardSwish"), (24, 17, 1, 1, "Relu")])  # fmt: skip
+def test_stem_and_depthwise_as_one_kernel(c: int, size: int, stride: int, dw_stride: int, act: str) -> None:
+    """A network's stem (3x3 over RGB: 27 multiply-adds per output, at most STEM_TAPS) and the depthwise layer
+    after it fuse like an expansion: the ring's rows come from the stem's taps (its own stride and padding,
+    the latter in its padded input), against onnxruntime."""
+    inits = {"w1": (rng.standard_normal((c, 3, 3, 3)) / 5).astype(np.float32),
+             "b1": rng.uniform(-0.5, 0.5, c).astype(np.float32),
+             "w2": (rng.standard_normal((c, 1, 3, 3)) / 3).astype(np.float32),
+             "b2": rng.uniform(-0.5, 0.5, c).astype(np.float32)}  # fmt: skip
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["s"], kernel_shape=[3, 3], strides=[stride] * 2,
+                              pads=[1] * 4),
+             helper.make_node(act, ["s"], ["a"]),
+             helper.make_node("Conv", ["a", "w2", "b2"], ["y"], kernel_shape=[3, 3], strides=[dw_stride] * 2,
+                              pads=[1] * 4, group=c)]  # fmt: skip
+    x = rng.standard_normal((1, 3, size, size)).astype(np.float32)
+    model = onnx_check.model(nodes, {"x": x}, ["y"], inits)
+    with glow_mlir.compile(import_model(model), keep_ir=True, cache=False) as compiled:
+        fused = compiled.ir("glow-cpu-fuse-expansion")
+        got = compiled.run({"x": x})["y"]
+    assert "expandKernels = array<i64: 3, 3>" in fused and f"expandStrides = array<i64: {stride}, {stride}>" in fused
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
