@@ -35,7 +35,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 
 from mlir import ir
-from mlir.dialects import arith, memref, scf, vector
+from mlir.dialects import arith, scf, vector
 
 from glow_mlir.backends.cpu.conv_recipes import (
     LANES,
@@ -46,10 +46,9 @@ from glow_mlir.backends.cpu.conv_recipes import (
     static_f32,
     window_of,
 )
-from glow_mlir.backends.cpu.recipes import L2_BYTES, Recipe, recipe, static_shape
+from glow_mlir.backends.cpu.recipes import L2_BYTES, Recipe, collapse_dims, recipe, static_shape
 from glow_mlir.backends.cpu.vector_body import lanes_mask, load, store, yielded, zeros
-from glow_mlir import ops
-from glow_mlir.codegen.builders import has_identity_layout, index
+from glow_mlir.codegen.builders import index
 
 # A register tile is rows x pixels x channel vectors of accumulators (`tile_shape`): at most this many, and at
 # most TILE_ROWS rows and TILE_PIXELS pixels of them.
@@ -112,6 +111,12 @@ def channel_blocks(c: int, vectors: int) -> list[ChannelBlocks]:
     if c > start:
         blocks.append(ChannelBlocks(start, c - start, 1, (c - start,)))
     return blocks
+
+
+def register_lanes(width: int) -> int:
+    """The lanes of the register that holds a channel block's part of `width` channels: 8 for at most 8 (see
+    `channel_blocks`), else 16, masked where fewer."""
+    return 8 if width <= 8 else LANES
 
 
 def held_filter(vectors: int, kh: int, kw: int) -> bool:
@@ -269,7 +274,7 @@ class DepthwiseTile:
         f32 = ir.F32Type.get()
         self.parts: list[tuple[ir.Value, ir.VectorType, ir.Value | None]] = []
         for v, width in enumerate(widths):
-            lanes = 8 if width <= 8 else LANES
+            lanes = register_lanes(width)
             mask = lanes_mask(width, lanes)
             self.parts.append((arith.addi(c0, index(v * LANES)) if v else c0, ir.VectorType.get([lanes], f32), mask))
         # Input row (from the first output row's window start) -> the (output row, filter row) pairs that read it.
@@ -334,6 +339,10 @@ class DepthwiseTile:
                     store(value, k.y, [self.image, y, arith.addi(x0, index(p)), c], m)
 
 
+# NHWC as [N, H, W x C]: a row's pixels as one run of floats.
+FLAT_ROWS = ([0], [1], [2, 3])
+
+
 class FlatDepthwise:
     """A depthwise convolution of fewer channels than a register that divide it (1, 2, 4 or 8: MobileNetV1-0.25's,
     LCNet-0.5's and GhostNet's first layers) and unit horizontal stride, on the rows as flat runs of floats: a
@@ -363,10 +372,10 @@ class FlatDepthwise:
         self.n, self.oh, ow, self.c = static_shape(y)
         self.kh, self.kw = static_shape(filter_)[:2]
         self.sh, self.dh, self.dw = strides[0], dilations[0], dilations[1]
-        self.x = _flat_rows(x)
+        self.x = collapse_dims(x, FLAT_ROWS)
         # Pixels contiguous in the output too: one store per register, else one per pixel (`_store`).
         self.flat_y = ir.MemRefType(y.type).get_strides_and_offset()[0][2] == self.c
-        self.y = _flat_rows(y) if self.flat_y else y
+        self.y = collapse_dims(y, FLAT_ROWS) if self.flat_y else y
         self.row = ow * self.c
         self.vt = ir.VectorType.get([LANES], ir.F32Type.get())
 
@@ -442,13 +451,3 @@ class FlatDepthwise:
         for k in range(valid // self.c):
             piece = vector.extract_strided_slice(part, value, [k * self.c], [self.c], [1])
             vector.store(piece, self.y, [image, row, arith.addi(pixel, index(k)) if k else pixel, index(0)])
-
-
-def _flat_rows(value: ir.Value) -> ir.Value:
-    """NHWC memref `value`, whose pixels are contiguous, as [N, H, W * C]."""
-    n, h, w, c = static_shape(value)
-    strides, offset = ir.MemRefType(value.type).get_strides_and_offset()
-    layout = None if has_identity_layout(value) else ir.StridedLayoutAttr.get(offset, [strides[0], strides[1], 1])
-    result = ir.MemRefType.get([n, h, w * c], ir.F32Type.get(), layout=layout)
-    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ops.i64(d) for d in g]) for g in ([0], [1], [2, 3])])
-    return memref.collapse_shape(result, value, reassociation)

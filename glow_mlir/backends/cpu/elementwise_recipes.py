@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import linalg, memref
+from mlir.dialects import linalg
 
 from glow_mlir import ops
 
@@ -24,15 +24,16 @@ from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.recipes import (
     CHAIN_MARK,
     CLAIMED_MARKS,
-    TILE_BYTES,
     Recipe,
     _bytes as element_bytes,
     block_at,
+    collapse_dims,
     elementwise_recipe,
     elementwise_recipe_steps,
     generic_on_tensors,
     on_tensors,
     recipe,
+    vector_budget,
     write_back,
 )
 from glow_mlir.backends.cpu.rowreduce_recipes import row_reduction_recipe
@@ -63,17 +64,13 @@ def flattened(op: ir.Operation) -> list[ir.Operation] | None:
     Swin), as generics on the buffers seen flat: one over the whole vectors, one over the rest. Rows of 197
     ran their softmax's exp at 0.21 ns per element against 0.12 for rows of 192 (3 x 197 x 197, 24 us); flat,
     14.6 us. None where it does not apply; else the new ops, which replace `op`."""
-    if op.name != "linalg.generic" or "indexing_maps" not in op.attributes:
-        return None
-    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    if any(m != ir.AffineMap.get_identity(m.n_dims) for m in maps):
-        return None
-    if any("parallel" not in str(k) for k in ir.ArrayAttr(op.attributes["iterator_types"])):
+    if op.name != "linalg.generic" or not _pointwise(op):
         return None
     buffers = list(op.operands)
     if not all(isinstance(v.type, ir.MemRefType) and has_identity_layout(v) for v in buffers):
         return None
-    if len({tuple(ir.MemRefType(v.type).shape) for v in buffers}) != 1 or len(maps[0].results) < 2:
+    rank = ir.MemRefType(buffers[0].type).rank
+    if len({tuple(ir.MemRefType(v.type).shape) for v in buffers}) != 1 or rank < 2:
         return None
     if any(inner.name == "linalg.index" for inner in ops.walk_ops(op)):
         return None
@@ -81,12 +78,12 @@ def flattened(op: ir.Operation) -> list[ir.Operation] | None:
     if chosen is None or not chosen[1]:
         return None
     total = math.prod(ir.MemRefType(buffers[0].type).shape)
-    length = max(8, TILE_BYTES // max(element_bytes(ir.MemRefType(v.type).element_type) for v in buffers))
+    length = vector_budget(max(element_bytes(ir.MemRefType(v.type).element_type) for v in buffers))
     whole = total - total % length
     pieces = [(0, whole), (whole, total - whole)] if whole and whole < total else [(0, total)]
     new: list[ir.Operation] = []
     with op.location, ir.InsertionPoint(op):
-        flat = [_flat(v) for v in buffers]
+        flat = [collapse_dims(v, [list(range(rank))]) for v in buffers]
         for start, size in pieces:
             views = [block_at(v, [start], [size]) if size < total else v for v in flat]
             generic = linalg.GenericOp(
@@ -102,12 +99,12 @@ def flattened(op: ir.Operation) -> list[ir.Operation] | None:
     return new
 
 
-def _flat(value: ir.Value) -> ir.Value:
-    """Contiguous memref `value` as one dim."""
-    t = ir.MemRefType(value.type)
-    flat = ir.MemRefType.get([math.prod(t.shape)], t.element_type)
-    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ops.i64(d) for d in range(t.rank)])])
-    return memref.collapse_shape(flat, value, reassociation)
+def _pointwise(op: ir.Operation) -> bool:
+    """Whether generic `op` reads and writes each element at its own index: identity maps, parallel loops."""
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    if any(m != ir.AffineMap.get_identity(m.n_dims) for m in maps):
+        return False
+    return all("parallel" in str(k) for k in ir.ArrayAttr(op.attributes["iterator_types"]))
 
 
 def _chainable(op: ir.Operation) -> bool:
@@ -117,11 +114,7 @@ def _chainable(op: ir.Operation) -> bool:
         return False
     if not all(isinstance(v.type, ir.MemRefType) for v in op.operands):
         return False
-    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    if any(m != ir.AffineMap.get_identity(m.n_dims) for m in maps):
-        return False
-    kinds = [str(k) for k in ir.ArrayAttr(op.attributes["iterator_types"])]
-    if any("parallel" not in k for k in kinds) or elementwise_recipe_steps(op) is None:
+    if not _pointwise(op) or elementwise_recipe_steps(op) is None:
         return False
     if list(op.regions[0].blocks[0].arguments[-1].uses):
         return False

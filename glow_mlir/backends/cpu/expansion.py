@@ -33,6 +33,7 @@ from mlir import ir
 
 from glow_mlir import ops
 from glow_mlir.backends.cpu.ops import EXPAND_ACTIVATION
+from glow_mlir.backends.cpu.recipes import is_float32
 from glow_mlir.passes.ir import utils as u
 from glow_mlir.passes.registry import register
 
@@ -44,23 +45,15 @@ FUSED = "glow_ir.cpu_expand_depthwise_nhwc"
 SPLAT = "glow_ir.splat"
 
 
-def _ints(op: ir.Operation, name: str) -> list[int]:
-    return [int(v) for v in ir.DenseI64ArrayAttr(op.attributes[name])]
-
-
-def _f32(value: ir.Value) -> bool:
-    return isinstance(ops.element_type(value), ir.F32Type)
-
-
 def _is_depthwise(op: ir.Operation) -> bool:
     """One channel per group, and windows that overlap or touch down the rows (the kernel's bands carry rows
     over from one to the next)."""
     dest, src, filter_, _ = op.operands
     channels = ops.shape(src)[3]
     group = ir.IntegerAttr(op.attributes["group"]).value
-    window = (_ints(op, "kernels")[0] - 1) * _ints(op, "dilation")[0] + 1
+    window = (ops.ints(op, "kernels")[0] - 1) * ops.ints(op, "dilation")[0] + 1
     one_channel = group == channels == ops.shape(dest)[3] and ops.shape(filter_)[2] == 1
-    return one_channel and window >= _ints(op, "strides")[0]
+    return one_channel and window >= ops.ints(op, "strides")[0]
 
 
 def _is_expansion(op: ir.Operation) -> bool:
@@ -70,7 +63,7 @@ def _is_expansion(op: ir.Operation) -> bool:
     if op.name != CONV or ir.IntegerAttr(op.attributes["group"]).value != 1 or not u.is_global(op.operands[2]):
         return False
     kh, kw, c, _ = ops.shape(op.operands[2])
-    expansion = [kh, kw] == [1, 1] and _ints(op, "strides") == [1, 1]
+    expansion = [kh, kw] == [1, 1] and ops.ints(op, "strides") == [1, 1]
     return expansion or kh * kw * c <= STEM_TAPS
 
 
@@ -89,7 +82,7 @@ def _match(dw: ir.Operation, block: list[ir.Operation], order: dict[int, int]) -
         return order[u.address(op)]
 
     padded = dw.operands[1]
-    if not u.is_activation(padded) or not all(_f32(v) for v in dw.operands) or not _is_depthwise(dw):
+    if not u.is_activation(padded) or not all(is_float32(v) for v in dw.operands) or not _is_depthwise(dw):
         return None
     accesses = [op for op in u.accessing(padded) if op != dw]
     expansions = [op for op in accesses if _is_expansion(op) and u.root(op.operands[0]) == padded]
@@ -100,7 +93,7 @@ def _match(dw: ir.Operation, block: list[ir.Operation], order: dict[int, int]) -
     view = pw.operands[0]
     if view != padded and (u.producer(view).name != u.BLOCK_VIEW or u.producer(view).operands[0] != padded):
         return None
-    if not all(_f32(v) for v in pw.operands) or at(pw) > at(dw):
+    if not all(is_float32(v) for v in pw.operands) or at(pw) > at(dw):
         return None
     if view != padded and not splats:
         return None
@@ -121,21 +114,20 @@ def _pads(pw: ir.Operation, padded: ir.Value) -> list[int]:
     view = pw.operands[0]
     top = left = 0
     if view != padded:
-        _, top, left, _ = _ints(u.producer(view), "start")
+        _, top, left, _ = ops.ints(u.producer(view), "start")
     _, h, w, _ = ops.shape(view)
     _, hp, wp, _ = ops.shape(padded)
     return [top, left, hp - h - top, wp - w - left]
 
 
-def fuse_function(function: ir.Operation) -> int:
-    """Fuses every expansion -> depthwise pair of `function`; returns how many. The pairs are found first:
-    each rewrite touches only its own pair's ops, its padded buffer and its input's dealloc."""
+def fuse_function(function: ir.Operation) -> None:
+    """Fuses every expansion -> depthwise pair of `function`. The pairs are found first: each rewrite touches
+    only its own pair's ops, its padded buffer and its input's dealloc."""
     block = u.block_ops(u.body(function))
     order = {u.address(op): i for i, op in enumerate(block)}
     pairs = [(dw, found) for dw in block if dw.name == CONV and (found := _match(dw, block, order)) is not None]
     for dw, (pw, splat) in pairs:
         _rewrite(dw, pw, splat, order[u.address(dw)], order)
-    return len(pairs)
 
 
 def _rewrite(dw: ir.Operation, pw: ir.Operation, splat: ir.Operation | None, place: int,

@@ -38,6 +38,7 @@ from glow_mlir.backends.cpu.depthwise_recipes import (
     each_tile,
     for_loop,
     held_filter,
+    register_lanes,
     tile_shape,
 )
 from glow_mlir.backends.cpu.lowerings import EXPANSION_ATTR
@@ -70,7 +71,7 @@ class _Group:
     padded: tuple[int, int]  # the padded map's H, W
     strides: tuple[int, int]
     dilations: tuple[int, int]
-    producer: tuple[tuple[int, int], tuple[int, int]]  # the first convolution's strides and dilations
+    first_window: tuple[tuple[int, int], tuple[int, int]]  # the first convolution's strides and dilations
     produced: tuple[int, int]  # the H, W of its map
     done: tuple[ir.Operation, ...]  # erased once the kernel is built, users first
 
@@ -233,8 +234,8 @@ class _Fused:
 
 
 def _parts(widths: Sequence[int]) -> list[_Part]:
-    """The vectors of a block of `widths` channels (depthwise_recipes' rule: 8 lanes for at most 8 channels)."""
-    return [_Part(v * LANES, 8 if width <= 8 else LANES, width) for v, width in enumerate(widths)]
+    """The vectors of a block of `widths` channels, as the depthwise tiles hold them (`register_lanes`)."""
+    return [_Part(v * LANES, register_lanes(width), width) for v, width in enumerate(widths)]
 
 
 class _Block:
@@ -242,7 +243,7 @@ class _Block:
 
     def __init__(self, k: _Fused, parts: Sequence[_Part], widths: Sequence[int], x: ir.Value, w: ir.Value,
                  bias: ir.Value | None, filter_: ir.Value, dw_bias: ir.Value | None, y: ir.Value) -> None:  # fmt: skip
-        self.k, self.parts, self.widths, self.x, self.w, self.bias = k, parts, widths, x, w, bias
+        self.k, self.parts, self.x, self.w, self.bias = k, parts, x, w, bias
         self.lanes = sum(p.lanes for p in parts)
         self.types = [ir.VectorType.get([p.lanes], k.f32) for p in parts]
         # Built here, in the helper: a value of the caller's cannot cross into it.
@@ -361,7 +362,7 @@ class _Block:
         else:
             start = [zeros(t) for t in self.types]
         count = len(self.parts)
-        (sh, sw), (dh, dw) = k.g.producer
+        (sh, sw), (dh, dw) = k.g.first_window
         accs = [acc for _ in range(pixels) for acc in start]
         for i in range(k.kh1):
             row = arith.addi(arith.muli(source, index(sh)), index(i * dh)) if (sh, i) != (1, 0) else source
@@ -384,12 +385,11 @@ class _Block:
                             out.append(vector.fma(vector.broadcast(t, x), w, carried[p * count + v]))
                     scf.YieldOp(out)
                 accs = list(loop.results)
-        results = accs
         column0 = arith.addi(x0, index(k.g.pads[1]))
         for p in range(pixels):
             column = arith.addi(column0, index(p)) if p else column0
             for v, part in enumerate(self.parts):
-                value = results[p * count + v]
+                value = accs[p * count + v]
                 if k.g.expand_activation is not None:
                     [value] = yielded(k.g.expand_activation, [value])
                 store(value, self.ring, [index(0), slot, column, index(part.offset)], None)

@@ -14,7 +14,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, memref
 
 from glow_mlir import ops
-from glow_mlir.backends.cpu.ops import EXPAND_ACTIVATION
+from glow_mlir.backends.cpu.ops import EXPAND_ACTIVATION, EXPAND_WINDOW, conv_nhwc
 from glow_mlir.codegen.builders import (
     block,
     conv_operands,
@@ -125,12 +125,13 @@ def _cpu_expand_depthwise_nhwc(op: ir.Operation) -> None:
             act.attributes[CONV_ACTIVATION_ATTR] = ir.UnitAttr.get()
 
 
-def _produced(op: ir.Operation) -> tuple[int, int, int, int]:
-    """The [N, H, W, E] map that cpu_expand_depthwise_nhwc's first convolution produces (no padding)."""
-    _, src, filter_, _, _, _ = op.operands
-    n, h, w, _ = ops.shape(src)
-    (kh, kw), (sh, sw), (dh, dw) = (ops.ints(op, a) for a in ("expandKernels", "expandStrides", "expandDilation"))
-    return n, (h - (kh - 1) * dh - 1) // sh + 1, (w - (kw - 1) * dw - 1) // sw + 1, ops.shape(filter_)[3]
+def _produced(op: ir.Operation) -> tuple[int, ...]:
+    """The [N, H, W, E] map that cpu_expand_depthwise_nhwc's first convolution produces (no padding): the CPU
+    convolution's shape rule."""
+    _, src, filter_, bias, _, _ = op.operands
+    kernels, strides, dilation = (ops.ints(op, a) for a in EXPAND_WINDOW)
+    return conv_nhwc(ops.shape(src), ops.shape(filter_), ops.shape(bias), kernels=kernels, strides=strides,
+                     pads=(0, 0, 0, 0), dilation=dilation, group=1)  # fmt: skip
 
 
 def grouped_conv(

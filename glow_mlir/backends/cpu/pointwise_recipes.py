@@ -31,8 +31,6 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
-from glow_mlir import ops
-
 from glow_mlir.backends.cpu.conv_recipes import (
     L2_INPUT_BYTES,
     LANES,
@@ -47,6 +45,7 @@ from glow_mlir.backends.cpu.recipes import (
     L2_BYTES,
     Kernel,
     Recipe,
+    collapse_dims,
     constant_data,
     model_weight_bytes,
     packed_global,
@@ -175,7 +174,8 @@ class PointwiseKernel:
         # The pixels of the whole map as one row where they are evenly spaced in both buffers.
         self.collapsed = list(strides) == [1, 1] and _even_pixels(x) and _even_pixels(y)
         if self.collapsed:
-            self.x, self.y = _collapse_pixels(x), _collapse_pixels(y)
+            # NHWC as [N * H * W, C].
+            self.x, self.y = (collapse_dims(v, [[0, 1, 2], [3]]) for v in (x, y))
             self.rows, self.row = 1, self.n * self.oh * self.ow
         else:
             self.x, self.y = x, y
@@ -378,17 +378,6 @@ class _At:
             return [x, channel]
         assert self.y is not None
         return [self.image, self.y, x, channel]
-
-
-def _collapse_pixels(value: ir.Value) -> ir.Value:
-    """NHWC memref `value` (pixels contiguous at the channel stride's multiples) as [N * H * W, C]."""
-    n, h, w, c = static_shape(value)
-    strides, offset = ir.MemRefType(value.type).get_strides_and_offset()
-    layout = None if has_identity_layout(value) else ir.StridedLayoutAttr.get(offset, [strides[2], strides[3]])
-    result = ir.MemRefType.get([n * h * w, c], ir.MemRefType(value.type).element_type, layout=layout)
-    groups = [[0, 1, 2], [3]]
-    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ops.i64(d) for d in g]) for g in groups])
-    return memref.collapse_shape(result, value, reassociation)
 
 
 def _even_pixels(value: ir.Value) -> bool:

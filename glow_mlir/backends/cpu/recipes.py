@@ -41,6 +41,7 @@ from mlir.dialects import arith, bufferization, linalg, memref
 from glow_mlir import ops
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.lowerings import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
+from glow_mlir.codegen.builders import has_identity_layout
 
 # Marks the ops of an elementwise chain that the chain's last op schedules (elementwise_recipes.mark_chains).
 CHAIN_MARK = "glow.chained"
@@ -181,6 +182,18 @@ def static_block(base: ir.Value, offsets: Sequence[int], sizes: Sequence[int]) -
     if list(sizes) == list(static_shape(base) or []):
         return base
     return block_at(base, offsets, sizes)
+
+
+def collapse_dims(value: ir.Value, groups: Sequence[Sequence[int]]) -> ir.Value:
+    """Memref `value` with each run of consecutive dims in `groups` as one (`memref.collapse_shape`: each run must
+    be contiguous in memory); the result's strides are each run's innermost, its layout the identity where
+    `value`'s is."""
+    t = ir.MemRefType(value.type)
+    strides, offset = t.get_strides_and_offset()
+    sizes = [int(np.prod([t.shape[d] for d in g])) for g in groups]
+    layout = None if has_identity_layout(value) else ir.StridedLayoutAttr.get(offset, [strides[g[-1]] for g in groups])
+    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ops.i64(d) for d in g]) for g in groups])
+    return memref.collapse_shape(ir.MemRefType.get(sizes, t.element_type, layout=layout), value, reassociation)
 
 
 def block_at(
@@ -418,6 +431,12 @@ def _loop_ranges(op: ir.Operation) -> list[int] | None:
     return None if any(r is None for r in ranges) else [int(r) for r in ranges]  # type: ignore[arg-type]
 
 
+def vector_budget(elt_bytes: int) -> int:
+    """The longest vector the elementwise recipe gives an op along its innermost dim: TILE_BYTES of elements of
+    `elt_bytes`, at least 8."""
+    return max(8, TILE_BYTES // elt_bytes)
+
+
 def _vector_tile(size: int, elt_bytes: int, reduction: bool) -> tuple[int, bool] | None:
     """The vector length along the innermost loop dim of `size` iterations: the largest multiple of 8 that
     divides it within TILE_BYTES, else a masked vector (TILE_BYTES, or the size rounded up to 8 if smaller);
@@ -429,7 +448,7 @@ def _vector_tile(size: int, elt_bytes: int, reduction: bool) -> tuple[int, bool]
     Only the innermost dim is vectorized (outer dims tile by 1) and lengths stay multiples of 8: vectors of
     several odd-sized dims make LLVM's x86 shuffle combining fail an assertion (seen on a 1x3x4x4 bias).
     """
-    budget = max(8, TILE_BYTES // elt_bytes)
+    budget = vector_budget(elt_bytes)
     if size < 8:
         return None
     if reduction:
