@@ -21,7 +21,9 @@ row by row with every channel block innermost at each tile of pixels, reading an
 prefetchers expect.
 
 A layer of 2, 4 or 8 channels with unit stride along the row runs on its rows as flat runs of floats instead,
-16 / C pixels per register (`FlatDepthwise`). The input comes padded (glow-lower pads a convolution's input, and
+16 / C pixels per register (`FlatDepthwise`), and so does a 3x3 layer of any other channel count that is no
+multiple of 16 whose output rows are contiguous (the register's channels then depend on where it starts: its
+phase). The input comes padded (glow-lower pads a convolution's input, and
 glow-ir-optimize-inserts makes the producer write into the padded buffer's interior), so the kernel reads no
 padding of its own. docs/OPTIMIZATIONS.md
 ("Depthwise convolutions: a kernel of their own") has the measurements.
@@ -34,6 +36,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterator, Sequence
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import arith, scf, vector
 
@@ -46,7 +49,15 @@ from glow_mlir.backends.cpu.conv_recipes import (
     static_f32,
     window_of,
 )
-from glow_mlir.backends.cpu.recipes import L2_BYTES, Recipe, collapse_dims, recipe, static_shape
+from glow_mlir.backends.cpu.recipes import (
+    L2_BYTES,
+    Recipe,
+    collapse_dims,
+    constant_data,
+    packed_global,
+    recipe,
+    static_shape,
+)
 from glow_mlir.backends.cpu.vector_body import lanes_mask, load, store, yielded, zeros
 from glow_mlir.codegen.builders import index
 
@@ -77,8 +88,8 @@ def depthwise_recipe(op: ir.Operation) -> Recipe | None:
     x, filter_, y = op.operands
     bias = bias_op.operands[0] if bias_op is not None else None
     window = dense_window(window_of(op))
-    if FlatDepthwise.fits(x, filter_, y, window["strides"]):
-        root = FlatDepthwise(x, filter_, bias, y, window["strides"], window["dilations"], activation_op).emit()
+    if FlatDepthwise.fits(x, filter_, bias, y, window["strides"]):
+        root = FlatDepthwise(op, x, filter_, bias, y, window["strides"], window["dilations"], activation_op).emit()
     else:
         kernel = DepthwiseKernel(x, filter_, bias, y, window["strides"], window["dilations"], activation_op)
         root = kernel.emit()
@@ -343,78 +354,131 @@ class DepthwiseTile:
 FLAT_ROWS = ([0], [1], [2, 3])
 
 
+def phases(data: np.ndarray) -> np.ndarray:
+    """`data` (the last dim: C channels) as the registers of its phases: [P, ..., 16], where register q holds
+    channels 16q, 16q + 1, ... mod C, and P = lcm(C, 16) / 16 (the phases of a flat row repeat after P)."""
+    c = data.shape[-1]
+    count = math.lcm(c, LANES) // LANES
+    flat = np.tile(data, [1] * (data.ndim - 1) + [count * LANES // c])
+    return np.moveaxis(flat.reshape(*data.shape[:-1], count, LANES), -2, 0)
+
+
 class FlatDepthwise:
-    """A depthwise convolution of fewer channels than a register that divide it (1, 2, 4 or 8: MobileNetV1-0.25's,
-    LCNet-0.5's and GhostNet's first layers) and unit horizontal stride, on the rows as flat runs of floats: a
-    pixel's C channels are contiguous and so are a row's pixels, so 16 / C pixels fill one register. The output
-    vector at float f of a row reads, for filter column j, the 16 floats at f + j x DW x C of its input row, and
-    multiplies them by tap (i, j)'s C weights repeated across the register. An 8-channel layer ran in 8-lane
-    registers at 49 % of the 16-lane FMA peak. The register tile is up to 4 rows by 4 vectors, the filter's
+    """A depthwise convolution of unit horizontal stride and a held filter (3x3) on the rows as flat runs of floats:
+    a pixel's C channels are contiguous and so are a row's pixels, so a register holds 16 floats of a row whatever
+    C is. For fewer channels than a register that divide it (1, 2, 4 or 8: MobileNetV1-0.25's, LCNet-0.5's and
+    GhostNet's first layers) 16 / C pixels fill one register. The output vector at float f of a row reads, for
+    filter column j, the 16 floats at f + j x DW x C of its input row, and multiplies them by tap (i, j)'s C
+    weights repeated across the register. An 8-channel layer ran in 8-lane registers at 49 % of the 16-lane FMA
+    peak. The register tile is up to 4 rows by 4 vectors, the filter's
     vectors (held: at most HELD_FILTER_VECTORS) and the bias built once; each input vector a tile reads is
     loaded once; a row's last vector, when the row is no whole number of registers, is masked. An output whose
     pixels are not contiguous (GhostNet writes its ghost features into a concatenation's channels) takes each
-    register's pixels one store each."""
+    register's pixels one store each.
+
+    Phased: other channel counts that are no multiple of 16 (GhostNet's 36 and 100, MobileNetV3's 88) take
+    channel vectors whose last one is partly empty (36 channels: 3 registers' FMAs for 2.25 registers of work).
+    Flat, every lane is busy, but the register at float f of a row starts at channel f mod C, so its taps and
+    bias are those of its phase (f / 16) mod P, P = lcm(C, 16) / 16, from packed copies of the constant filter
+    (`phases`), loaded by each tile of many rows and one register. The output's rows must be contiguous.
+    bench.convs, kernel time against the channel vectors: 36 channels 1.34x, 88 1.14x, 100 1.01x; 3x3 layers of
+    12 to 120 channels read from a ReLU 1.00-1.40x (none slower). 5x5 and 7x7 filters stay in channel vectors
+    (ConvNeXt-atto's 40 channels 0.77-0.93x: each tile's taps, not held, loaded once per multiply-add)."""
 
     TILE_ROWS, TILE_VECTORS = 4, 4
+    # Phased taps are loaded by each tile, so its tile is one register of many rows (each tap loaded once for
+    # 3 x 12 multiply-adds): 3x3 layers of 36, 88 and 100 channels 1.31x, 1.11x, 1.02x at 12 rows, 1.25x, 1.10x,
+    # 1.03x at 8, 0.65x, 0.63x, 0.76x at 4 rows x 4 vectors (bench.convs --base).
+    PHASED_ROWS = 12
 
     @staticmethod
-    def fits(x: ir.Value, filter_: ir.Value, y: ir.Value, strides: Sequence[int]) -> bool:
+    def fits(x: ir.Value, filter_: ir.Value, bias: ir.Value | None, y: ir.Value, strides: Sequence[int]) -> bool:
         kh, kw, c = static_shape(filter_)
-        if c >= LANES or LANES % c or strides[1] != 1 or not held_filter(1, kh, kw):
+        if c % LANES == 0 or strides[1] != 1 or not held_filter(1, kh, kw):
             return False
+        y_strides = ir.MemRefType(y.type).get_strides_and_offset()[0]
+        if LANES % c:
+            # Phased taps come from packed copies of a constant filter and bias. The output's rows flat: into a
+            # concatenation's channels (GhostNet's ghost features), a register's lanes of each pixel were a
+            # masked store of their own, and 2 masked stores per register took more than the lanes saved
+            # (36 channels 1.14x, 92 and 120 channels 0.82x and 0.75x the channel vectors' kernel).
+            constant = constant_data(filter_) is not None and (bias is None or constant_data(bias) is not None)
+            if not constant or y_strides[2] != c:
+                return False
         # The input's pixels contiguous: a row of it is one run of floats; the output's channels contiguous.
         x_strides = ir.MemRefType(x.type).get_strides_and_offset()[0]
-        return x_strides[2:] == [c, 1] and ir.MemRefType(y.type).get_strides_and_offset()[0][3] == 1
+        return x_strides[2:] == [c, 1] and y_strides[3] == 1
 
-    def __init__(self, x: ir.Value, filter_: ir.Value, bias: ir.Value | None, y: ir.Value, strides: Sequence[int],
-                 dilations: Sequence[int], activation: ir.Operation | None) -> None:  # fmt: skip
+    def __init__(self, op: ir.Operation, x: ir.Value, filter_: ir.Value, bias: ir.Value | None, y: ir.Value,
+                 strides: Sequence[int], dilations: Sequence[int],
+                 activation: ir.Operation | None) -> None:  # fmt: skip
         self.filter, self.bias, self.activation = filter_, bias, activation
         self.n, self.oh, ow, self.c = static_shape(y)
         self.kh, self.kw = static_shape(filter_)[:2]
         self.sh, self.dh, self.dw = strides[0], dilations[0], dilations[1]
         self.x = collapse_dims(x, FLAT_ROWS)
-        # Pixels contiguous in the output too: one store per register, else one per pixel (`_store`).
+        # Phased: C does not divide 16, so the register at float f of a row holds channels f mod C onwards; its
+        # taps and bias are phase (f / 16) mod P's registers (`phases`).
+        self.phased = bool(LANES % self.c)
+        # Pixels contiguous in the output too (always where phased): one store per register, else one per pixel
+        # (`_store`).
         self.flat_y = ir.MemRefType(y.type).get_strides_and_offset()[0][2] == self.c
         self.y = collapse_dims(y, FLAT_ROWS) if self.flat_y else y
         self.row = ow * self.c
         self.vt = ir.VectorType.get([LANES], ir.F32Type.get())
+        self.tile = (self.PHASED_ROWS, 1) if self.phased else (self.TILE_ROWS, self.TILE_VECTORS)
+        if self.phased:
+            self.filter = packed_global(op, phases(constant_data(filter_)), f"__glow_packed_flat_dw_{self.c}")
+            if bias is not None:
+                self.bias = packed_global(op, phases(constant_data(bias)), f"__glow_packed_flat_bias_{self.c}")
 
     def emit(self) -> ir.Operation:
         images = scf.ForOp(index(0), index(self.n), index(1))
         with ir.InsertionPoint(images.body):
             image = images.induction_variable
-            pattern = [lane % self.c for lane in range(LANES)]
-            part = ir.VectorType.get([self.c], ir.F32Type.get())
-            taps = [[vector.shuffle(v, v, pattern) for v in
-                     (vector.load(part, self.filter, [index(i), index(j), index(0)]) for j in range(self.kw))]
-                    for i in range(self.kh)]  # fmt: skip
-            if self.bias is not None:
-                b = vector.load(part, self.bias, [index(0)])
-                start = vector.shuffle(b, b, pattern)
-            else:
-                start = zeros(self.vt)
+            held = None if self.phased else self._held()
             full, tail = divmod(self.row, LANES)
 
             def rows(y0: ir.Value, count: int) -> None:
                 def tile(v0: ir.Value, vectors: int, valid: int = LANES) -> None:
-                    self._tile(image, y0, count, arith.muli(v0, index(LANES)), vectors, taps, start, valid)
+                    self._tile(image, y0, count, arith.muli(v0, index(LANES)), vectors, held, valid)
 
                 if full:
-                    each_tile(full, min(self.TILE_VECTORS, full), tile)
+                    each_tile(full, min(self.tile[1], full), tile)
                 if tail:
                     tile(index(full), 1, tail)
 
-            each_tile(self.oh, min(self.TILE_ROWS, self.oh), rows)
+            each_tile(self.oh, min(self.tile[0], self.oh), rows)
             scf.YieldOp([])
         return images.operation
 
+    def _held(self) -> tuple[list[list[ir.Value]], ir.Value]:
+        """The taps and bias of C dividing 16: the C weights repeated across a register, the same in every one."""
+        pattern = [lane % self.c for lane in range(LANES)]
+        part = ir.VectorType.get([self.c], ir.F32Type.get())
+        taps = [[vector.shuffle(v, v, pattern) for v in
+                 (vector.load(part, self.filter, [index(i), index(j), index(0)]) for j in range(self.kw))]
+                for i in range(self.kh)]  # fmt: skip
+        if self.bias is None:
+            return taps, zeros(self.vt)
+        b = vector.load(part, self.bias, [index(0)])
+        return taps, vector.shuffle(b, b, pattern)
+
+    def _phase(self, f: ir.Value) -> tuple[list[list[ir.Value]], ir.Value]:
+        """The taps and bias of the register at float f of a row, phased (`phased`): from the extended copies."""
+        q = arith.remui(arith.divui(f, index(LANES)), index(math.lcm(self.c, LANES) // LANES))
+        taps = [[vector.load(self.vt, self.filter, [q, index(i), index(j), index(0)]) for j in range(self.kw)]
+                for i in range(self.kh)]  # fmt: skip
+        return taps, vector.load(self.vt, self.bias, [q, index(0)]) if self.bias is not None else zeros(self.vt)
+
     def _tile(self, image: ir.Value, y0: ir.Value, rows: int, f0: ir.Value, vectors: int,
-              taps: list[list[ir.Value]], start: ir.Value, valid: int) -> None:  # fmt: skip
+              held: tuple[list[list[ir.Value]], ir.Value] | None, valid: int) -> None:  # fmt: skip
         """Output rows y0 .. + rows, floats f0 .. + 16 x vectors of them (the first `valid` lanes of a single
         last vector): each input vector loaded once and added into every (row, vector) output whose window holds
-        it; then the activation and the stores."""
+        it; then the activation and the stores. `held`: the taps and bias of every register, else phased."""
         mask = lanes_mask(valid, LANES)
-        accs = [[start] * vectors for _ in range(rows)]
+        phases = [held or self._phase(arith.addi(f0, index(v * LANES)) if v else f0) for v in range(vectors)]
+        accs = [[phase[1] for phase in phases] for _ in range(rows)]
         top = arith.muli(y0, index(self.sh))
         # Input row (from the tile's first window row) -> (output row, filter row); float offset -> (vector, column).
         readers: dict[int, list[tuple[int, int]]] = {}
@@ -431,7 +495,7 @@ class FlatDepthwise:
                 x = load(self.x, [image, row, arith.addi(f0, index(offset))], self.vt, mask)
                 for r, i in row_readers:
                     for v, j in column_readers:
-                        accs[r][v] = vector.fma(x, taps[i][j], accs[r][v])
+                        accs[r][v] = vector.fma(x, phases[v][0][i][j], accs[r][v])
         for r in range(rows):
             out = arith.addi(y0, index(r)) if r else y0
             for v in range(vectors):

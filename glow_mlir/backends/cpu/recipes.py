@@ -29,6 +29,7 @@ recipes and a convolution's unfused bias and activation use.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -41,7 +42,7 @@ from mlir.dialects import arith, bufferization, linalg, memref
 from glow_mlir import ops
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.lowerings import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
-from glow_mlir.codegen.builders import has_identity_layout
+from glow_mlir.codegen.builders import has_identity_layout, row_major_strides
 
 # Marks the ops of an elementwise chain that the chain's last op schedules (elementwise_recipes.mark_chains).
 CHAIN_MARK = "glow.chained"
@@ -236,6 +237,10 @@ def constant_data(value: ir.Value) -> np.ndarray | None:
     owner = value.owner
     if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
         owner = owner.operation
+    if isinstance(owner, ir.Operation) and owner.name == "memref.reinterpret_cast" and _reshapes(owner):
+        # builders.reshape: the global's bytes in another shape (a depthwise filter [KH, KW, 1, C] as [KH, KW, C]).
+        data = constant_data(owner.operands[0])
+        return None if data is None else data.reshape(static_shape(value))
     if not isinstance(owner, ir.Operation) or owner.name != "memref.get_global":
         return None
     name = ir.FlatSymbolRefAttr(owner.attributes["name"]).value
@@ -250,6 +255,18 @@ def constant_data(value: ir.Value) -> np.ndarray | None:
         dtype = ops.numpy_dtype(ir.ShapedType(attr.type).element_type)
         return np.full(shape, ir.FloatAttr(attr.get_splat_value()).value, np.float32).astype(dtype)
     return ops.dense_array(attr, copy=False).reshape(shape)
+
+
+def _reshapes(cast: ir.Operation) -> bool:
+    """Whether a memref.reinterpret_cast views all of its row-major source's bytes, row-major, from offset 0."""
+    source, result = cast.operands[0], ir.MemRefType(cast.results[0].type)
+    strides, offset = result.get_strides_and_offset()
+    return (
+        has_identity_layout(source)
+        and result.has_static_shape
+        and (list(strides), offset) == (row_major_strides(result.shape), 0)
+        and math.prod(static_shape(source)) == math.prod(result.shape)
+    )
 
 
 def _module_of(op: ir.Operation) -> ir.Operation:

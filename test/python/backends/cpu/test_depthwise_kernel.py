@@ -14,7 +14,7 @@ import pytest
 from onnx import ModelProto, helper
 
 import glow_mlir
-from glow_mlir.backends.cpu.depthwise_recipes import ChannelBlocks, TileShape, channel_blocks, tile_shape
+from glow_mlir.backends.cpu.depthwise_recipes import ChannelBlocks, TileShape, channel_blocks, phases, tile_shape
 from glow_mlir.frontends.onnx import import_model
 import onnx_check
 
@@ -41,17 +41,21 @@ CASES = [
     # c, (h, w), k, stride, dilation, batch, bias, activation
     (96, (14, 14), 3, 1, 1, 1, True, "Relu"),  # blocks of 32 channels
     (144, (13, 11), 3, 2, 1, 1, True, "Clip"),  # 4 blocks of 32, one whole register left; odd map, stride 2
-    (88, (9, 30), 3, 1, 1, 2, False, "LeakyRelu"),  # 64 + 16 + a partial register of 8; batch 2
+    (88, (9, 30), 3, 1, 1, 2, False, "LeakyRelu"),  # phased flat rows (11 phases), rows of 9; batch 2
     (60, (12, 12), 5, 2, 1, 1, True, "Sigmoid"),  # 5x5: one register per tile; a masked partial of 12
     (40, (10, 7), 7, 1, 1, 1, True, None),  # 7x7, a row shorter than a tile
-    (12, (9, 9), 3, 1, 1, 1, False, "Tanh"),  # only a partial register (masked, 16 lanes)
+    (12, (9, 9), 3, 1, 1, 1, False, "Tanh"),  # phased flat rows of 108 floats: 6 vectors and a masked one
+    (36, (27, 14), 3, 1, 1, 1, True, "Relu"),  # 9 phases; 27 rows: two tiles of 12 and one of 3
+    (100, (14, 14), 3, 1, 2, 2, True, "Clip"),  # 25 phases, dilation 2, batch 2
+    (20, (5, 7), 3, 1, 1, 1, True, None),  # 5 phases, fewer rows than a tile, no activation
+    (12, (12, 12), 3, 2, 1, 1, True, "Relu"),  # stride 2 across the row: channel vectors (a masked register)
     (8, (20, 20), 3, 1, 1, 1, True, "Relu"),  # 8 channels: flat rows, two pixels per register
     (8, (9, 13), 3, 1, 1, 2, False, "Clip"),  # flat rows of 104 floats: a masked last vector; batch 2
     (4, (11, 10), 3, 1, 2, 1, True, "LeakyRelu"),  # 4 channels, dilation 2: 4 pixels per register
     (2, (7, 9), 3, 1, 1, 1, True, None),  # 2 channels: 8 pixels per register, one masked vector a row
     (4, (6, 30), 3, 1, 1, 1, True, "Tanh"),  # 4 channels, rows of 120 floats: 7 vectors and a masked one
     (8, (14, 14), 3, 2, 1, 1, True, "Relu"),  # stride 2 across the row: not flat (8 lanes)
-    (3, (6, 5), 3, 1, 1, 1, True, "Relu"),  # 3 of 8 lanes (masked)
+    (3, (6, 5), 3, 1, 1, 1, True, "Relu"),  # 3 channels: phased flat rows (3 phases)
     (32, (16, 16), 3, 1, 2, 1, True, "Relu"),  # dilation 2
     (48, (8, 8), 1, 1, 1, 1, True, "Relu"),  # 1x1
     (96, (56, 56), 3, 1, 1, 1, True, "Relu"),  # 2.4 MB of input and output: row by row, blocks innermost
@@ -76,12 +80,13 @@ def test_depthwise_kernel(c: int, hw: tuple[int, int], k: int, stride: int, dila
     kernels = re.split(r"(?=func\.func private @)", scheduled)
     assert sum("vector.fma" in body for body in kernels) == 1
     assert "linalg.depthwise" not in scheduled and "linalg.generic" not in scheduled
-    # Fewer channels than a register that divide it, unit stride along the row: flat rows, the filter's C
-    # weights repeated across each register.
-    flat = c in (2, 4, 8) and stride == 1
+    # Channels that are no whole number of registers, unit stride along the row, a held filter: flat rows. The
+    # filter's C weights repeated across each register where C divides 16, else its phases' registers.
+    flat = c % 16 != 0 and stride == 1 and k <= 3
     assert ("memref.collapse_shape" in scheduled) == flat
-    if flat:
+    if flat and 16 % c == 0:
         assert f"[{', '.join(str(lane % c) for lane in range(16))}]" in scheduled
+    assert ("__glow_packed_flat_dw" in scheduled) == (flat and 16 % c != 0)
 
 
 @pytest.mark.parametrize(
@@ -121,11 +126,21 @@ def test_tile_shape(out: tuple[int, int], vectors: int, k: int, stride: int, sha
     assert tile_shape(out, vectors, (k, k), (stride, stride), (1, 1)) == shape
 
 
-def test_flat_rows_into_a_concatenation() -> None:
-    """GhostNet's ghost module: an 8-channel depthwise convolution (flat rows, two pixels per register) whose
-    output is the second half of a concatenation's channels, so its pixels are 16 floats apart: each register's
-    two pixels are stored one by one (the flat input rows unchanged), against onnxruntime."""
-    c = 8
+def test_phases() -> None:
+    """Register q of a phased filter holds channels 16q, 16q + 1, ... mod C; P = lcm(C, 16) / 16 of them."""
+    taps = np.arange(2 * 12, dtype=np.float32).reshape(2, 12)
+    got = phases(taps)
+    assert got.shape == (3, 2, 16)
+    for q in range(3):
+        np.testing.assert_array_equal(got[q], taps[:, [(16 * q + lane) % 12 for lane in range(16)]])
+
+
+@pytest.mark.parametrize("c", [8, 36])
+def test_flat_rows_into_a_concatenation(c: int) -> None:
+    """GhostNet's ghost module: a depthwise convolution whose output is the second half of a concatenation's
+    channels, so its pixels are 2C floats apart, against onnxruntime. 8 channels run as flat rows (two pixels
+    per register), each register's two pixels stored one by one; 36 in channel vectors (phased flat rows would
+    take two masked stores per register)."""
     inits = {"w1": (rng.standard_normal((c, 4, 1, 1)) / 2).astype(np.float32),
              "w2": (rng.standard_normal((c, 1, 3, 3)) / 3).astype(np.float32),
              "b2": rng.uniform(-0.5, 0.5, c).astype(np.float32)}  # fmt: skip
@@ -141,4 +156,5 @@ def test_flat_rows_into_a_concatenation() -> None:
         got = compiled.run({"x": x})["y"]
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
-    assert "memref.collapse_shape" in scheduled and "vector.extract_strided_slice" in scheduled
+    assert ("memref.collapse_shape" in scheduled and "vector.extract_strided_slice" in scheduled) == (c == 8)
+    assert "__glow_packed_flat_dw" not in scheduled
