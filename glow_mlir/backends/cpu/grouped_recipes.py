@@ -5,12 +5,15 @@ A grouped convolution (any grouping but depthwise: the `linalg.generic` that low
 kernel over tiles of several groups, each tile run by the group-1 schedule (conv_recipes.py) on a filter packed
 block-diagonally at compile time; a 1x1 one with a constant filter runs each group as pointwise_recipes.py's
 kernel on the group's channel slices instead, and one whose groups have 2, 4 or 8 channels that fill whole
-registers is NarrowGroupKernel's vector code (input channels shuffled to their group's lanes).
+registers is NarrowGroupKernel's vector code (input channels shuffled to their group's lanes), or where they
+do not, FlatNarrowGroups' (the same shuffles on rows as flat runs of floats).
 docs/OPTIMIZATIONS.md ("Depthwise and grouped convolutions", "Pointwise convolutions", "Narrow groups") has the
 measurements.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from mlir import ir
@@ -28,6 +31,7 @@ from glow_mlir.backends.cpu.conv_recipes import (
     register_tile,
     static_f32,
 )
+from glow_mlir.backends.cpu.depthwise_recipes import FLAT_ROWS, each_tile, for_loop, phases
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.lowerings import GROUPED_CONV_ATTR
 from glow_mlir.backends.cpu.pointwise_recipes import PointwiseKernel, row_tile
@@ -35,6 +39,7 @@ from glow_mlir.backends.cpu.recipes import (
     Kernel,
     Recipe,
     block_at,
+    collapse_dims,
     constant_data,
     index_constant,
     packed_global,
@@ -69,15 +74,15 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
 
     With a constant filter, a tile's filter is packed at compile time as a dense [KH, KW, S * CG, S * FG]
     block, zero outside the S diagonal [CG, FG] blocks, and S (`_groups_per_tile`) makes S * FG whole 16-lane
-    registers: for narrow groups that NarrowGroupKernel does not take (RegNetX-200MF's 3 groups of 8, 9 groups
-    of 4) the tile computes S times the multiply-adds, but in full registers (FG lanes of 16 waste as much),
+    registers: for narrow groups that neither NarrowGroupKernel nor FlatNarrowGroups takes (9 groups of 4 at
+    stride 2) the tile computes S times the multiply-adds, but in full registers (FG lanes of 16 waste as much),
     with a register tile of many pixels, and one kernel instead of G tiny ones with 4- or 8-lane vectors and
     the bias and activation as passes of their own. Wider groups (S = 1) read their packed filter slice
     contiguously; a group wider than 16 channels that 16 does not divide (RegNetX's 24 and 56) is two kernels
     per tile (`channel_parts`: 16-lane registers, then the rest). A 1x1 filter's groups are pointwise kernels
     (`_pointwise_tiles`, one group per tile: the kernel masks a narrow group's last vector, and its tiles need not
     divide the row); groups of 2, 4 or 8 channels with at least 7/8 of their registers' lanes busy are
-    NarrowGroupKernel's (`narrow_groups`).
+    NarrowGroupKernel's (`narrow_groups`), the others with unit stride along the row FlatNarrowGroups'.
     """
     x5, w5, y5 = op.operands
     expanded = [v.owner for v in (x5, w5, y5)]
@@ -108,9 +113,11 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
         roots = _pointwise_tiles(op, packed, (x, bias, y), (depth, width), window, activation_op)
         _erase_replaced([activation_op, op, bias_op], expanded)
         return Recipe(tuple(Kernel(root, lambda _: None) for root in roots))
-    if weights is not None and narrow_groups(cg, fg, groups):
-        kernel = NarrowGroupKernel(op, x, np.asarray(weights), bias, y, window, activation_op)
-        root = kernel.emit()
+    narrow = NarrowGroupKernel if narrow_groups(cg, fg, groups) else None
+    if FlatNarrowGroups.fits(x, cg, fg, bias, y, window) and narrow is None:
+        narrow = FlatNarrowGroups
+    if weights is not None and narrow is not None:
+        root = narrow(op, x, np.asarray(weights), bias, y, window, activation_op).emit()
         _erase_replaced([activation_op, op, bias_op], expanded)
         return Recipe((Kernel(root, lambda _: None),))
     if weights is not None:
@@ -216,11 +223,7 @@ class NarrowGroupKernel:
         self.x, self.y, self.bias, self.activation = x, y, bias, activation
         self.n, self.oh, self.ow, _ = static_shape(y)
         (self.sh, self.sw), (self.dh, self.dw) = window["strides"], window["dilations"]
-        self.vectors = -(-self.c // LANES)
-        packed = np.zeros((self.kh, self.kw, self.fg, self.vectors * LANES), np.float32)
-        packed[..., : self.c] = weights
-        name = f"__glow_packed_narrow_gconv_{self.kh}x{self.kw}x{self.fg}x{self.vectors * LANES}"
-        self.filter = packed_global(op, packed, name)
+        self.filter = self._packed(op, weights)
         self.pixels = row_tile(self.ow, narrow_pixels(self.sw, self.kw, self.dw))
         self.vector_type = ir.VectorType.get([LANES], ir.F32Type.get())
         self.shuffles = [[(lane // self.fg) * self.fg + j for lane in range(LANES)] for j in range(self.fg)]
@@ -232,6 +235,13 @@ class NarrowGroupKernel:
         if self.fg > 4 and "avx512f" in cpu_flags():
             table = np.array(self.shuffles, np.int32)
             self.indices = packed_global(op, table, f"__glow_packed_shuffles_{self.fg}", constant=False)
+
+    def _packed(self, op: ir.Operation, weights: np.ndarray) -> ir.Value:
+        """The filter as channel vectors, [KH, KW, FG, 16 x vectors], zero beyond the last channel."""
+        vectors = -(-self.c // LANES)
+        packed = np.zeros((self.kh, self.kw, self.fg, vectors * LANES), np.float32)
+        packed[..., : self.c] = weights
+        return packed_global(op, packed, f"__glow_packed_narrow_gconv_{self.kh}x{self.kw}x{self.fg}x{vectors * LANES}")
 
     def emit(self) -> ir.Operation:
         """The kernel's root loop (over the output rows, every tile and vector inside), at the insertion point."""
@@ -311,7 +321,8 @@ def narrow_groups(cg: int, fg: int, groups: int) -> bool:
     """Whether NarrowGroupKernel runs a grouped convolution of `groups` groups of cg input and fg output channels:
     fg in NARROW_GROUPS input and output channels per group, and at least NARROW_FILL of the lanes of its vectors
     busy (RegNetX-200MF's 3 groups of 8, 24 channels in two vectors, ran at 38 % of peak against the block-
-    diagonal tiles' 45 %; its 7 groups, 56 channels, at 47 % against 44 %)."""
+    diagonal tiles' 45 %; its 7 groups, 56 channels, at 47 % against 44 %). Below that, with unit stride along
+    the row, FlatNarrowGroups fills every lane instead."""
     channels = groups * fg
     return cg == fg and fg in NARROW_GROUPS and channels >= NARROW_FILL * LANES * -(-channels // LANES)
 
@@ -324,3 +335,88 @@ def narrow_pixels(sw: int, kw: int, dw: int) -> int:
     while pixels > 1 and pixels + (pixels - 1) * sw + (kw - 1) * dw + 1 + kw + 1 > REGISTERS:
         pixels -= 1
     return pixels
+
+
+class FlatNarrowGroups(NarrowGroupKernel):
+    """NarrowGroupKernel's convolution (groups of FG = 2, 4 or 8 input and output channels) where its channel
+    vectors would leave more than 1/8 of their lanes empty (`narrow_groups`: RegNetX-200MF's 3 groups of 8), with
+    unit stride along the row, on the rows as flat runs of floats (depthwise_recipes' FlatDepthwise, phased): the
+    register at float f of an output row holds 16 floats of its pixels, and since FG
+    divides both 16 and C, lane i's group starts at lane (i // FG) * FG of the input vector at f + (column) x C,
+    so the same shuffles bring input channel j of each lane's group. Its weights are phase (f / 16) mod P's
+    ([P, KH, KW, FG, 16], packed as `phases` packs a depthwise filter). Channel vectors wasted a register's lanes
+    on the last partial vector (24 channels: 16 + 8 lanes in two registers' FMAs; the block-diagonal tiles that
+    took them ran at 47 % of peak, this kernel at 76 %: `bench.convs --base`, g3x8-3x3-s1-24>24@56 1.63x). At
+    7/8 of the lanes or more the channel vectors are as fast or faster (56 channels 1.01-1.06x flat, 152 0.94-0.97x).
+
+    The register tile is up to FLAT_ROWS output rows by one register, its accumulators from the phase's bias; per
+    input channel j the tile's KH x KW weights are held, and each input vector it reads is loaded and shuffled
+    once for the FMAs of every output row that reads it."""
+
+    FLAT_ROWS = 12
+
+    @staticmethod
+    def fits(x: ir.Value, cg: int, fg: int, bias: ir.Value | None, y: ir.Value, window: dict[str, list[int]]) -> bool:
+        c = static_shape(y)[3]
+        if cg != fg or fg not in NARROW_GROUPS or c % LANES == 0 or window["strides"][1] != 1:
+            return False
+        if bias is not None and constant_data(bias) is None:
+            return False
+        # The input's and output's pixels contiguous: a row of each is one run of floats.
+        return all(ir.MemRefType(v.type).get_strides_and_offset()[0][2:] == [c, 1] for v in (x, y))
+
+    def __init__(self, op: ir.Operation, x: ir.Value, weights: np.ndarray, bias: ir.Value | None, y: ir.Value,
+                 window: dict[str, list[int]], activation: ir.Operation | None) -> None:  # fmt: skip
+        super().__init__(op, x, weights, bias, y, window, activation)
+        self.phases = math.lcm(self.c, LANES) // LANES
+        if bias is not None:
+            self.bias = packed_global(op, phases(constant_data(bias)), f"__glow_packed_flat_bias_{self.c}")
+        self.x, self.y = collapse_dims(x, FLAT_ROWS), collapse_dims(y, FLAT_ROWS)
+
+    def _packed(self, op: ir.Operation, weights: np.ndarray) -> ir.Value:
+        """The filter as its phases' registers, [P, KH, KW, FG, 16]."""
+        return packed_global(op, phases(weights), f"__glow_packed_flat_gconv_{self.kh}x{self.kw}x{self.fg}")
+
+    def emit(self) -> ir.Operation:
+        """The images loop; in each, tiles of rows, and along them tiles of one register of floats."""
+        images = scf.ForOp(index(0), index(self.n), index(1))
+        with ir.InsertionPoint(images.body):
+            image = images.induction_variable
+            full, tail = divmod(self.ow * self.c, LANES)
+
+            def rows(y0: ir.Value, count: int) -> None:
+                if full:
+                    with for_loop(0, full * LANES, LANES) as f:
+                        self._flat_tile(image, y0, count, f, LANES)
+                if tail:
+                    self._flat_tile(image, y0, count, index(full * LANES), tail)
+
+            each_tile(self.oh, min(self.FLAT_ROWS, self.oh), rows)
+            scf.YieldOp([])
+        return images.operation
+
+    def _flat_tile(self, image: ir.Value, y0: ir.Value, rows: int, f: ir.Value, valid: int) -> None:
+        """Output rows y0 .. + rows at floats f .. f + valid of them."""
+        vt, mask = self.vector_type, lanes_mask(valid, LANES)
+        q = arith.remui(arith.divui(f, index(LANES)), index(self.phases))
+        start = vector.load(vt, self.bias, [q, index(0)]) if self.bias is not None else zeros(vt)
+        accs = [start] * rows
+        readers: dict[int, list[tuple[int, int]]] = {}
+        for r in range(rows):
+            for i in range(self.kh):
+                readers.setdefault(r * self.sh + i * self.dh, []).append((r, i))
+        top = arith.muli(y0, index(self.sh))
+        for j, lanes in enumerate(self.shuffles):
+            weights = [[vector.load(vt, self.filter, [q, index(i), index(k), index(j), index(0)])
+                        for k in range(self.kw)] for i in range(self.kh)]  # fmt: skip
+            indices = self._indices(j)
+            for a, pairs in sorted(readers.items()):
+                row = arith.addi(top, index(a)) if a else top
+                for k in range(self.kw):
+                    at = arith.addi(f, index(k * self.dw * self.c)) if k else f
+                    shuffled = self._shuffle(load(self.x, [image, row, at], vt, mask), lanes, indices)
+                    for r, i in pairs:
+                        accs[r] = vector.fma(shuffled, weights[i][k], accs[r])
+        for r, acc in enumerate(accs):
+            value = yielded(self.activation, [acc])[0] if self.activation is not None else acc
+            store(value, self.y, [image, arith.addi(y0, index(r)) if r else y0, f], mask)

@@ -1,7 +1,8 @@
 // glow-ir-to-linalg lowers a depthwise CPU convolution to linalg.depthwise_conv_2d_nhwc_hwc between its marked
 // bias and activation; glow-cpu-schedule replaces all three with one vector kernel (depthwise_recipes.py) whose
 // register tiles start from the bias and clamp before their one store.
-// @banded (14x14x88, in L2): one band of all 14 rows; blocks of 32 channels (two registers, the 3x3 filter's 18
+// @banded (14x14x88, in L2; its filter an argument: a constant one would run as phased flat rows,
+// cpu-schedule-depthwise-phased.mlir): one band of all 14 rows; blocks of 32 channels (two registers, the 3x3 filter's 18
 // vectors loaded once per tile of 2 rows, outside the loop of 2 x 2 pixel tiles), then a block of one whole
 // register at channel 64 and one of 8 lanes at channel 80 (tiles of 3 x 5 pixels: one register each).
 // @streamed (56x56x96, 2.4 MB of input and output): tiles of 2 rows, tiles of 2 pixels, and innermost the channel
@@ -49,14 +50,12 @@
 // CHECK:         call @__glow_kernel1(
 // CHECK-NEXT:    return
 module {
-  memref.global "private" constant @w88 : memref<3x3x1x88xf32> = dense<5.000000e-01> {alignment = 64 : i64}
   memref.global "private" constant @b88 : memref<88xf32> = dense<2.500000e-01> {alignment = 64 : i64}
   memref.global "private" constant @w96 : memref<3x3x1x96xf32> = dense<5.000000e-01> {alignment = 64 : i64}
   memref.global "private" constant @b96 : memref<96xf32> = dense<2.500000e-01> {alignment = 64 : i64}
-  func.func @banded(%arg0: memref<1x16x16x88xf32> {glow.name = "x"}, %arg1: memref<1x14x14x88xf32> {glow.name = "y", glow.output}) {
-    %0 = memref.get_global @w88 : memref<3x3x1x88xf32>
+  func.func @banded(%arg0: memref<1x16x16x88xf32> {glow.name = "x"}, %arg1: memref<1x14x14x88xf32> {glow.name = "y", glow.output}, %w: memref<3x3x1x88xf32> {glow.name = "w"}) {
     %1 = memref.get_global @b88 : memref<88xf32>
-    "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %0, %1) {activation = "clip", activationArgs = array<f32: 0.0, 6.0>, dilation = array<i64: 1, 1>, group = 88 : i64, kernels = array<i64: 3, 3>, roles = ["out", "in", "in", "in"], strides = array<i64: 1, 1>} : (memref<1x14x14x88xf32>, memref<1x16x16x88xf32>, memref<3x3x1x88xf32>, memref<88xf32>) -> ()
+    "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %w, %1) {activation = "clip", activationArgs = array<f32: 0.0, 6.0>, dilation = array<i64: 1, 1>, group = 88 : i64, kernels = array<i64: 3, 3>, roles = ["out", "in", "in", "in"], strides = array<i64: 1, 1>} : (memref<1x14x14x88xf32>, memref<1x16x16x88xf32>, memref<3x3x1x88xf32>, memref<88xf32>) -> ()
     return
   }
   func.func @streamed(%arg0: memref<1x58x58x96xf32> {glow.name = "x"}, %arg1: memref<1x56x56x96xf32> {glow.name = "y", glow.output}) {

@@ -77,9 +77,9 @@ def _conv_kernels(scheduled: str) -> list[str]:
     ("c", "f", "size", "k", "stride", "group", "dilation", "packed"),
     [
         (36, 36, 10, 3, 2, 9, 1, "9x3x3x4x4"),  # 9 groups of 4 (36 channels fill 3/4 of 3 registers), stride 2
-        (24, 24, 11, 3, 1, 3, 1, "3x3x3x8x8"),  # RegNetX-200MF's 3 groups of 8: an odd count, one per tile
+        (24, 24, 11, 3, 2, 3, 1, "3x3x3x8x8"),  # 3 groups of 8 at stride 2: an odd count, one per tile
         (48, 48, 7, 5, 1, 4, 1, "1x5x5x48x48"),  # 12-channel groups, 5x5
-        (40, 40, 9, 3, 1, 20, 1, "5x3x3x8x8"),  # 20 groups of 2: 4 per tile (8 does not divide 20)
+        (40, 40, 9, 3, 2, 20, 1, "5x3x3x8x8"),  # 20 groups of 2 at stride 2: 4 per tile (8 does not divide 20)
         (256, 256, 7, 3, 1, 4, 1, "4x3x3x64x64"),  # 64-channel groups
         (24, 48, 9, 7, 1, 2, 1, "2x7x7x12x24"),  # 7x7, output groups of 24: 16 + 8 channels
         (112, 112, 8, 3, 1, 2, 1, "2x3x3x56x56"),  # RegNetX-6.4GF's 56-channel groups: 48 + 8
@@ -144,6 +144,33 @@ def test_narrow_groups_shuffle_their_inputs(
             assert f"[{', '.join(map(str, lanes))}]" in conv
     clamp = {"Relu": "arith.cmpf uge", "Clip": "arith.cmpf ule", None: None}[activation]
     if clamp is not None:
+        assert [body for body in _kernels(scheduled).values() if clamp in body] == [conv]
+
+
+@pytest.mark.parametrize(
+    ("c", "size", "k", "group", "dilation", "activation", "bias"),
+    [
+        (24, 11, 3, 3, 1, "Relu", True),  # RegNetX-200MF's 3 groups of 8: 3 phases, rows of 264 floats
+        (40, 27, 3, 20, 1, "Clip", True),  # 20 groups of 2 (5 phases); 27 rows: tiles of 12, 12 and 3
+        (24, 13, 5, 6, 2, None, False),  # 6 groups of 4, 5x5, dilation 2, no bias or activation
+        (12, 10, 3, 3, 1, "Relu", True),  # 3 groups of 4: fewer channels than a register, a masked last vector
+    ],
+)
+def test_flat_narrow_groups(c: int, size: int, k: int, group: int, dilation: int, activation: str | None,
+                            bias: bool) -> None:  # fmt: skip
+    """Narrow groups whose channel vectors would leave more than 1/8 of their lanes empty, unit stride
+    (grouped_recipes.FlatNarrowGroups): the rows as flat runs of floats, the filter packed as its phases'
+    registers [P, KH, KW, FG, 16], one kernel with the bias and activation, against onnxruntime."""
+    model, feeds = _conv_model(c, c, size, k, 1, group, dilation=dilation, bias=bias, activation=activation)
+    scheduled = _run(model, feeds)
+    fg, phases = c // group, np.lcm(c, 16) // 16
+    assert re.findall(r"memref.global [^@]*@__glow_packed_flat_gconv_(\w+) : memref<(\w+)xf32>", scheduled)[0] == (
+        f"{k}x{k}x{fg}", f"{phases}x{k}x{k}x{fg}x16")
+    assert "__glow_packed_gconv" not in scheduled and "__glow_packed_narrow_gconv" not in scheduled
+    assert "memref.collapse_shape" in scheduled
+    [conv] = _conv_kernels(scheduled)
+    if activation is not None:
+        clamp = {"Relu": "arith.cmpf uge", "Clip": "arith.cmpf ule"}[activation]
         assert [body for body in _kernels(scheduled).values() if clamp in body] == [conv]
 
 
