@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from mlir import ir
 from mlir.dialects import func
@@ -98,14 +98,17 @@ def outline(op: ir.Operation, name: str) -> tuple[ir.Operation, ir.Operation]:
         if use.owner.name == "bufferization.materialize_in_destination"
     ]
     cluster = producers + [op] + [c.operation for c in consumers]
-    arguments: list[ir.Value] = []
-    for member in cluster:
-        for inner in [member, *ops.walk_ops(member)]:
-            for value in inner.operands:
-                if any(_defined_in(value, m) for m in cluster) or _is_constant(value):
-                    continue
-                if not any(known == value for known in arguments):
-                    arguments.append(value)
+    # The ops that move and the values they define (results and block arguments). Values, not ops, are the set's
+    # keys: a value hashes by the MLIR value, an op by its Python wrapper (two wrappers of one op compare equal
+    # but may hash apart). Walking each operand's parents up to the cluster instead was most of the outlining
+    # time on MixNet-M's 1039 kernels (a million walks).
+    inside = [o.operation for member in cluster for o in [member, *ops.walk_ops(member)]]
+    defined = {v for o in inside for v in _defines(o)}
+    arguments: dict[ir.Value, int] = {}
+    for inner in inside:
+        for value in inner.operands:
+            if value not in defined and not _is_constant(value):
+                arguments.setdefault(value, len(arguments))
     caller = op.parent
     while caller.name != "func.func":
         caller = caller.parent
@@ -116,17 +119,15 @@ def outline(op: ir.Operation, name: str) -> tuple[ir.Operation, ir.Operation]:
         terminator = func.ReturnOp([])
     where = ir.Location.fused(list({str(m.location): m.location for m in cluster}.values()))
     with ir.InsertionPoint(op):
-        call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), arguments, loc=where)
+        call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), list(arguments), loc=where)
     for member in cluster:
         member.move_before(terminator)
-    for inner in ops.walk_ops(callee.operation):
+    for inner in inside:
         for i, value in enumerate(inner.operands):
-            if _defined_in(value, callee.operation):
-                continue
-            if _is_constant(value):
+            if value in arguments:
+                inner.operands[i] = block.arguments[arguments[value]]
+            elif value not in defined:
                 inner.operands[i] = value.owner.clone(ir.InsertionPoint.at_block_begin(block)).results[0]
-                continue
-            inner.operands[i] = block.arguments[next(j for j, v in enumerate(arguments) if v == value)]
     return call.operation, callee.operation
 
 
@@ -136,15 +137,12 @@ def _is_constant(value: ir.Value) -> bool:
     return isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant"
 
 
-def _defined_in(value: ir.Value, root: ir.Operation) -> bool:
-    """Whether `value` is a result or block argument of an op nested in `root`."""
-    owner = value.owner
-    op = owner.owner if isinstance(owner, ir.Block) else owner
-    while op is not None:
-        if op.operation == root:
-            return True
-        op = op.parent
-    return False
+def _defines(op: ir.Operation) -> Iterator[ir.Value]:
+    """The results of `op` and the arguments of the blocks of its regions."""
+    yield from op.results
+    for region in op.regions:
+        for block in region.blocks:
+            yield from block.arguments
 
 
 def define_helper(user: ir.Operation, stem: str, types: list[ir.Type], body: Callable[[list[ir.Value]], None],
