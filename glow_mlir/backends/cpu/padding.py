@@ -44,28 +44,47 @@ def fill_borders(function: ir.Operation) -> None:
 
 
 def _written_interior(fill: ir.Operation) -> tuple[list[int], list[int]] | None:
-    """(offsets, sizes) of the static, unit-stride view of `fill`'s buffer that is the buffer's next use after
-    `fill` and that an op then writes whole without reading it, before any other use of the buffer; else None."""
-    uses = [use.owner.operation for use in fill.operands[-1].uses]
-    if any(user.block != fill.block for user in uses):
+    """(offsets, sizes) of the static, unit-stride view of `fill`'s buffer through which an op writes that view
+    whole without reading it, before any other op touches the buffer after `fill` (directly or through another
+    view; a view op itself touches nothing, and an op nested in a loop touches it where the loop is: the
+    expansion kernels' calls of glow-cpu-fuse-expansion take views of the stem's padded input in their loop over
+    images); else None."""
+    # The ops after `fill` that touch the buffer, as the ops of `fill`'s block that hold them, each with the view
+    # it goes through (None: the buffer itself or a nested op).
+    touches: list[tuple[ir.Operation, ir.Operation | None]] = []
+    for use in fill.operands[-1].uses:
+        user = use.owner.operation
+        readers = [u.owner.operation for u in user.result.uses] if user.name == "memref.subview" else [user]
+        for reader in readers:
+            held = _in_block(reader, fill.block)
+            if held is None:
+                return None
+            if held != fill and fill.is_before_in_block(held):
+                touches.append((held, user if held == reader and user != reader else None))
+    first = _first([op for op, _ in touches])
+    if first is None:
         return None
-    later = [user for user in uses if user != fill and fill.is_before_in_block(user)]
-    view = _first(later)
-    if view is None or view.name != "memref.subview" or len(view.operands) != 1:
+    views = [view for op, view in touches if op == first]
+    view = views[0] if len(views) == 1 else None
+    if view is None or len(view.operands) != 1:
         return None
     if any(stride != 1 for stride in ir.DenseI64ArrayAttr(view.attributes["static_strides"])):
         return None
-    readers = [use.owner.operation for use in view.result.uses]
-    if any(user.block != view.block for user in readers):
-        return None
-    writer = _first(readers)
-    if writer is None or not _writes_whole(writer, view.result):
-        return None
-    if any(user != view and not writer.is_before_in_block(user) for user in later):
+    if not _writes_whole(first, view.result):
         return None
     offsets = list(ir.DenseI64ArrayAttr(view.attributes["static_offsets"]))
     sizes = list(ir.DenseI64ArrayAttr(view.attributes["static_sizes"]))
     return offsets, sizes
+
+
+def _in_block(op: ir.Operation, block: ir.Block) -> ir.Operation | None:
+    """`op` or the op that holds it in `block`, or None where `block` holds neither."""
+    while op.block != block:
+        parent = op.parent
+        if parent is None or parent.name == "func.func":
+            return None
+        op = parent.operation
+    return op
 
 
 def _first(block_ops: Sequence[ir.Operation]) -> ir.Operation | None:
