@@ -83,7 +83,11 @@ def test_depthwise_kernel(c: int, hw: tuple[int, int], k: int, stride: int, dila
     # Channels that are no whole number of registers, unit stride along the row, a held filter: flat rows. The
     # filter's C weights repeated across each register where C divides 16, else its phases' registers.
     flat = c % 16 != 0 and stride == 1 and k <= 3
-    assert ("memref.collapse_shape" in scheduled) == flat
+    [conv] = [body for body in kernels if "vector.fma" in body]
+    signature = conv.split("\n")[0]
+    # Flat: the input and output (the kernel's last two buffers) as [N, H, W x C].
+    x_type, y_type = re.findall(r"memref<([\dx]+)xf32", signature)[-2:]
+    assert (x_type.count("x"), y_type.count("x")) == ((2, 2) if flat else (3, 3))
     if flat and 16 % c == 0:
         assert f"[{', '.join(str(lane % c) for lane in range(16))}]" in scheduled
     assert ("__glow_packed_flat_dw" in scheduled) == (flat and 16 % c != 0)
@@ -156,5 +160,9 @@ def test_flat_rows_into_a_concatenation(c: int) -> None:
         got = compiled.run({"x": x})["y"]
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
-    assert ("memref.collapse_shape" in scheduled and "vector.extract_strided_slice" in scheduled) == (c == 8)
+    [depthwise] = [body for body in re.split(r"(?=func\.func private @)", scheduled)
+                   if f"memref<3x3x{c}xf32>" in body.split("\n")[0]]  # fmt: skip
+    # Flat rows read [N, H, W x C] and store each register's pixels one by one; channel vectors read NHWC.
+    x_type = re.findall(r"memref<([\dx]+)xf32", depthwise.split("\n")[0])[-2]
+    assert (x_type.count("x"), "vector.extract_strided_slice" in depthwise) == ((2, True) if c == 8 else (3, False))
     assert "__glow_packed_flat_dw" not in scheduled

@@ -4,6 +4,8 @@ that LLVM vectorizes. Numbers against numpy; the schedule's IR shows which."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -60,11 +62,55 @@ def test_transpose_matches_numpy(shape: tuple[int, ...], perm: tuple[int, ...]) 
         assert "vector.shuffle" in text, text
 
 
-@pytest.mark.parametrize("shape", [(1, 32, 16, 48), (1, 3, 16, 48)])
+@pytest.mark.parametrize("shape", [(1, 32, 16, 48), (1, 3, 16, 48), (1, 5, 4, 20), (1, 8, 2, 16)])
 def test_llvm_gets_register_shuffles(shape: tuple[int, ...]) -> None:
-    """NCHW -> NHWC of 32 and of 3 channels: the tiles' transposes reach LLVM as shuffles of whole vectors, not
-    as one extract and insert per element."""
+    """NCHW -> NHWC of 32 channels (16x16 tiles) and of 3, 5 and 8 (interleaved rows): the transposes reach
+    LLVM as shuffles of whole vectors, not as one extract and insert per element."""
     with glow_mlir.compile(import_model(_model(shape, (0, 2, 3, 1))), keep_ir=True, cache=False) as compiled:
         text = compiled.ir("glow-to-llvm")
     assert "llvm.shufflevector" in text
     assert "llvm.extractelement" not in text and "llvm.insertelement" not in text
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (2, 3, 5, 40),  # an RGB input, rows of 2 full runs of 16 pixels and 8 left (24 floats: 2 registers masked)
+        (1, 2, 3, 16),  # 2 channels: one shuffle of two registers
+        (1, 5, 2, 21),  # 5 channels (an odd level of pairs), 5 pixels left
+        (1, 8, 3, 7),  # 8 channels, fewer pixels than a run
+    ],
+)
+def test_small_channel_counts_interleave(shape: tuple[int, ...]) -> None:
+    """NCHW -> NHWC of at most 8 channels (transpose_recipes._interleave): per row, each run of 16 pixels is one
+    load per channel plane, one interleaving shuffle and C register stores into the row as a run of floats (the
+    last pixels masked), written into the interior of the padded input of a convolution after it, against
+    numpy; the padded buffer's fill shrinks to its border (padding.fill_borders)."""
+    n, c, h, w = shape
+    kernel = rng.standard_normal((4, c, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["t"], ["u"], perm=[0, 3, 1, 2]),
+             helper.make_node("Conv", ["u", "k"], ["y"], pads=[1] * 4)]  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "t",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(kernel, "k")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = IR_VERSION
+    x = rng.standard_normal(shape).astype(np.float32)
+    with glow_mlir.compile(import_model(model), keep_ir=True, cache=False) as compiled:
+        [got] = compiled.run({"x": x}).values()
+        text = compiled.ir("glow-cpu-schedule")
+    padded = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)])
+    want = np.zeros((n, 4, h, w), np.float32)
+    for i in range(3):
+        for j in range(3):
+            want += np.einsum("nchw,oc->nohw", padded[:, :, i : i + h, j : j + w], kernel[:, :, i, j])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    order = [lane % c * 16 + lane // c for lane in range(16 * c)]
+    assert f"[{', '.join(map(str, order))}]" in text, text
+    # No fill of the whole padded buffer: only its border slabs.
+    assert not re.search(rf"linalg.fill ins\(%\w+ : f32\) outs\(%\w+ : memref<{n}x{h + 2}x{w + 2}x{c}xf32>\)", text)
