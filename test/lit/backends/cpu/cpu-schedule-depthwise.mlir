@@ -49,8 +49,30 @@
 // CHECK-LABEL: func.func @streamed(
 // CHECK:         call @__glow_kernel1(
 // CHECK-NEXT:    return
+// @large_window (5x5 over 14x14x32: a filter read by the tile): tiles of 2 rows x 7 pixels, whose filter rows are
+// a loop carrying the 14 accumulators, loading that filter row's 5 vectors and each input row once.
+// CHECK-LABEL: func.func private @__glow_kernel2(
+// CHECK-SAME:    %[[B:.*]]: memref<32xf32>, %[[W:.*]]: memref<5x5x32xf32>, %[[X:.*]]: memref<1x18x18x32xf32>, %[[Y:.*]]: memref<1x14x14x32xf32>
+// CHECK:         scf.for %[[C:.*]] = %c0 to %c32 step %c16 {
+// CHECK:           scf.for %[[R:.*]] = %c0 to %c14 step %c2 {
+// CHECK:             %[[START:.*]] = vector.load %[[B]][%[[C]]]
+// CHECK:             scf.for %[[P:.*]] = %c0 to %c14 step %c7 {
+// CHECK:               scf.for %[[I:.*]] = %c0 to %c5 step %c1 iter_args(%{{.*}} = %[[START]], {{.*}}) -> (vector<16xf32>, {{.*}}) {
+// CHECK:                 vector.load %[[W]][%[[I]], %c0, %[[C]]] : memref<5x5x32xf32>, vector<16xf32>
+// CHECK:                 vector.load %[[W]][%[[I]], %c4, %[[C]]]
+// CHECK:                 %[[IN:.*]] = arith.addi %[[R]], %[[I]]
+// CHECK:                 vector.load %[[X]][%c0, %[[IN]], %[[P]], %[[C]]]
+// CHECK-COUNT-70:        vector.fma
+// CHECK-NOT:             vector.fma
+// CHECK:                 scf.yield
+// CHECK-COUNT-14:      arith.cmpf uge
+// CHECK-LABEL: func.func @large_window(
+// CHECK:         call @__glow_kernel2(
+
 module {
   memref.global "private" constant @b88 : memref<88xf32> = dense<2.500000e-01> {alignment = 64 : i64}
+  memref.global "private" constant @w5 : memref<5x5x1x32xf32> = dense<5.000000e-01> {alignment = 64 : i64}
+  memref.global "private" constant @b5 : memref<32xf32> = dense<2.500000e-01> {alignment = 64 : i64}
   memref.global "private" constant @w96 : memref<3x3x1x96xf32> = dense<5.000000e-01> {alignment = 64 : i64}
   memref.global "private" constant @b96 : memref<96xf32> = dense<2.500000e-01> {alignment = 64 : i64}
   func.func @banded(%arg0: memref<1x16x16x88xf32> {glow.name = "x"}, %arg1: memref<1x14x14x88xf32> {glow.name = "y", glow.output}, %w: memref<3x3x1x88xf32> {glow.name = "w"}) {
@@ -62,6 +84,12 @@ module {
     %0 = memref.get_global @w96 : memref<3x3x1x96xf32>
     %1 = memref.get_global @b96 : memref<96xf32>
     "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %0, %1) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 96 : i64, kernels = array<i64: 3, 3>, roles = ["out", "in", "in", "in"], strides = array<i64: 1, 1>} : (memref<1x56x56x96xf32>, memref<1x58x58x96xf32>, memref<3x3x1x96xf32>, memref<96xf32>) -> ()
+    return
+  }
+  func.func @large_window(%arg0: memref<1x18x18x32xf32> {glow.name = "x"}, %arg1: memref<1x14x14x32xf32> {glow.name = "y", glow.output}) {
+    %0 = memref.get_global @w5 : memref<5x5x1x32xf32>
+    %1 = memref.get_global @b5 : memref<32xf32>
+    "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %0, %1) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 32 : i64, kernels = array<i64: 5, 5>, roles = ["out", "in", "in", "in"], strides = array<i64: 1, 1>} : (memref<1x14x14x32xf32>, memref<1x18x18x32xf32>, memref<5x5x1x32xf32>, memref<32xf32>) -> ()
     return
   }
 }
