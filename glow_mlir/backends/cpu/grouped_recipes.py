@@ -341,13 +341,13 @@ class FlatNarrowGroups(NarrowGroupKernel):
     """NarrowGroupKernel's convolution (groups of FG = 2, 4 or 8 input and output channels) where its channel
     vectors would leave more than 1/8 of their lanes empty (`narrow_groups`: RegNetX-200MF's 3 groups of 8), with
     unit stride along the row, on the rows as flat runs of floats (depthwise_recipes' FlatDepthwise, phased): the
-    register at float f of an output row holds 16 floats of its pixels, and since FG
-    divides both 16 and C, lane i's group starts at lane (i // FG) * FG of the input vector at f + (column) x C,
-    so the same shuffles bring input channel j of each lane's group. Its weights are phase (f / 16) mod P's
-    ([P, KH, KW, FG, 16], packed as `phases` packs a depthwise filter). Channel vectors wasted a register's lanes
-    on the last partial vector (24 channels: 16 + 8 lanes in two registers' FMAs; the block-diagonal tiles that
-    took them ran at 47 % of peak, this kernel at 76 %: `bench.convs --base`, g3x8-3x3-s1-24>24@56 1.63x). At
-    7/8 of the lanes or more the channel vectors are as fast or faster (56 channels 1.01-1.06x flat, 152 0.94-0.97x).
+    register at float f of an output row holds 16 floats of its pixels, and since FG divides both 16 and C, lane
+    i's group starts at lane (i // FG) * FG of the input vector at f + (column) x C, so the same shuffles bring
+    input channel j of each lane's group. Its weights are phase (f / 16) mod P's ([P, KH, KW, FG, 16], packed as
+    `phases` packs a depthwise filter). Channel vectors wasted a register's lanes on the last partial vector (24
+    channels: 16 + 8 lanes in two registers' FMAs; the block-diagonal tiles that took them ran at 47 % of peak,
+    this kernel at 78-80 %: g3x8-3x3-s1-24>24@56, `bench.convs --base` 1.63-1.66x). At 7/8 of the lanes or more
+    the channel vectors are as fast or faster (56 channels 1.01-1.06x flat, 152 0.94-0.97x).
 
     The register tile is up to FLAT_ROWS output rows by one register, its accumulators from the phase's bias; per
     input channel j the tile's KH x KW weights are held, and each input vector it reads is loaded and shuffled
