@@ -126,7 +126,7 @@ def _interleave(x: ir.Value, y: ir.Value) -> ir.Operation:
     16 pixels is C register loads (one per channel plane), one shuffle that interleaves them (lane p x C + c
     takes pixel p of channel c) and C register stores into the row's pixels as one run of floats; a row's last
     pixels are masked. The tiled vector.transpose wrote a 16 x 3 tile as 16 stores of 3 floats (an RGB
-    input's transpose into MobileNetV3-small's padded input took as long as its stem convolution)."""
+    input's transpose into MobileNetV3-small's padded input: 16.7 us, this kernel 10.1)."""
     n, h, w, c = static_shape(y)
     rows = collapse_dims(y, ([0], [1], [2, 3]))
     vt = ir.VectorType.get([TILE], ir.F32Type.get())
