@@ -174,6 +174,20 @@ def test_flat_narrow_groups(c: int, size: int, k: int, group: int, dilation: int
         assert [body for body in _kernels(scheduled).values() if clamp in body] == [conv]
 
 
+def test_flat_narrow_groups_batch_and_row_stride() -> None:
+    """FlatNarrowGroups over a batch of 2, with stride 2 down the rows (1 along them), against onnxruntime."""
+    c, group = 24, 3
+    w = (rng.standard_normal((c, c // group, 3, 3)) / 3).astype(np.float32)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], group=group, pads=[1] * 4, strides=[2, 1])
+    graph = helper.make_graph([node], "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c, 9, 11])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, "w")])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    scheduled = _run(model, {"x": rng.standard_normal((2, c, 9, 11)).astype(np.float32)})
+    assert "__glow_packed_flat_gconv_3x3x8" in scheduled
+
+
 @pytest.mark.parametrize(
     ("cg", "fg", "groups", "narrow"),
     [(4, 4, 32, True), (8, 8, 7, True), (8, 8, 3, False), (4, 4, 9, False), (16, 16, 8, False), (8, 4, 8, False)],
