@@ -193,6 +193,41 @@ def conv_transpose(ctx: NodeContext) -> list[Value]:
     return [ctx.reshape(y, [*shape(y)[:2], shape(y)[3]]) if n == 1 else y]
 
 
+@handles("Col2Im")
+def col2im(ctx: NodeContext) -> list[Value]:
+    """Col2Im (opset 18, PyTorch's fold: MobileViTV2's and VOLO's) in 2-D: the columns [N, C x KH x KW, L]
+    summed back into the image [N, C, H, W], which is a ConvTranspose of the columns as [N, C x KH x KW, OH,
+    OW], C groups of KH x KW input channels and one output channel, whose filter puts input channel (i, j) of a
+    group at tap (i, j) alone (a one-hot filter: KH x KW times the multiply-adds, for an op that rearranges)."""
+    x = ctx.input(0)
+    image, block = ctx.ints(1, "the image_shape input"), ctx.ints(2, "the block_shape input")
+    if image is None or block is None:
+        raise ctx.invalid("image_shape and block_shape must be compile-time inputs")
+    if len(image) != 2 or len(block) != 2:
+        raise ctx.unsupported("image_shape", f"{len(image)} spatial dims (2 are supported)")
+    strides, dilations = window_attrs(ctx, 2, block)
+    head, tail = window_pads(ctx, image, block, strides, dilations)
+    (n, channels, length), kh, kw = shape(x), *block
+    c, k = channels // (kh * kw), kh * kw
+    windows = [(i + b + e - (f - 1) * d - 1) // s + 1
+               for i, b, e, f, d, s in zip(image, head, tail, block, dilations, strides)]  # fmt: skip
+    if channels % k or math.prod(windows) != length or min(windows) < 1:
+        raise ctx.invalid(f"columns {list(shape(x))} do not fit image {image}, block {block}: "
+                          f"{k} rows per channel and {windows[0]} x {windows[1]} windows")  # fmt: skip
+    one_hot = np.zeros((c, k, 1, kh, kw), dtype(x))
+    for i in range(kh):
+        for j in range(kw):
+            one_hot[:, i * kw + j, 0, i, j] = 1
+    full = [(o - 1) * s + (f - 1) * d + 1 for o, s, f, d in zip(windows, strides, block, dilations)]
+    crop_end = [max(0, f - h - i) for f, h, i in zip(full, head, image)]
+    y = ctx.g.conv_transpose(ctx.reshape(x, [n, channels, *windows]), one_hot.reshape(c * k, 1, kh, kw),
+                             np.zeros(c, dtype(x)), strides, [*head, *crop_end], dilations, c)  # fmt: skip
+    if list(shape(y)) != [n, c, *image]:
+        # Image cells past the last window's reach (the end pad beyond it) get nothing: zeros.
+        y = ctx.g.insert_tensor(ctx.full([n, c, *image], 0.0, dtype(x)), y, [0] * 4)
+    return [y]
+
+
 # Linear algebra.
 
 

@@ -92,6 +92,25 @@ def test_conv_transpose_1d() -> None:
                {"w": rand(2, 3, 3), "b": rand(3)}, rtol=1e-4)
 
 
+# Col2Im.
+
+
+@pytest.mark.parametrize(("image", "block", "attrs"), [
+    ((8, 6), (2, 2), {"strides": [2, 2]}),  # MobileViTV2's fold: non-overlapping patches
+    ((7, 7), (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # VOLO's: overlapping windows, padded
+    ((6, 9), (3, 2), {"dilations": [2, 1], "pads": [2, 0, 1, 1]}),  # dilation, asymmetric pads
+    ((10, 8), (3, 3), {"strides": [3, 2]}),  # the last image row and column past every window: zeros
+])
+def test_col2im(image: tuple[int, int], block: tuple[int, int], attrs: dict[str, object]) -> None:
+    strides, dilations = attrs.get("strides", [1, 1]), attrs.get("dilations", [1, 1])
+    pads = attrs.get("pads", [0, 0, 0, 0])
+    windows = [(i + pads[a] + pads[a + 2] - (b - 1) * d - 1) // s + 1
+               for a, (i, b, d, s) in enumerate(zip(image, block, dilations, strides))]  # fmt: skip
+    consts = {"image_shape": np.array(image, np.int64), "block_shape": np.array(block, np.int64)}
+    x = rand(2, 3 * block[0] * block[1], windows[0] * windows[1])
+    check_node("Col2Im", {"x": x}, attrs, consts, opset=18, rtol=1e-4)
+
+
 # Pooling.
 
 POOLS = [
