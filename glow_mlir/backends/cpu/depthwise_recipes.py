@@ -254,6 +254,17 @@ class DepthwiseKernel:
         each_tile(self.oh, shape.rows, rows)
 
 
+def window_readers(outputs: int, stride: int, taps: int, dilation: int) -> dict[int, list[tuple[int, int]]]:
+    """Input position (from the first output's window start) -> the (output, tap) pairs that read it, for
+    `outputs` outputs `stride` apart along a dim and `taps` filter taps `dilation` apart: which loaded input feeds
+    which accumulators, in a register tile's rows or columns."""
+    readers: dict[int, list[tuple[int, int]]] = {}
+    for o in range(outputs):
+        for t in range(taps):
+            readers.setdefault(o * stride + t * dilation, []).append((o, t))
+    return readers
+
+
 def each_tile(size: int, tile: int, emit: Callable[[ir.Value, int], None]) -> None:
     """`emit(start, count)` for the tiles of `size` positions (output rows or pixels): a loop of full tiles of
     `tile`, then the smaller last one."""
@@ -289,17 +300,17 @@ class DepthwiseTile:
             mask = lanes_mask(width, lanes)
             self.parts.append((arith.addi(c0, index(v * LANES)) if v else c0, ir.VectorType.get([lanes], f32), mask))
         # Input row (from the first output row's window start) -> the (output row, filter row) pairs that read it.
-        self.readers: dict[int, list[tuple[int, int]]] = {}
-        for r in range(rows):
-            for i in range(k.kh):
-                self.readers.setdefault(r * k.sh + i * k.dh, []).append((r, i))
+        self.readers = window_readers(rows, k.sh, k.kh, k.dh)
         self.top, self.source_row = arith.muli(y, index(k.sh)), source_row
         self.filter = self.filters() if held_filter(len(widths), k.kh, k.kw) else None
         self.bias = [load(k.bias, [c], t, m) if k.bias is not None else zeros(t) for c, t, m in self.parts]
 
     def _input_row(self, offset: ir.Value | int) -> ir.Value:
         """The row of k.x that holds input row `offset` of the tile's window (from its first output row's)."""
-        row = self.top if offset == 0 else arith.addi(self.top, index(offset) if isinstance(offset, int) else offset)
+        if isinstance(offset, int):
+            row = arith.addi(self.top, index(offset)) if offset else self.top
+        else:
+            row = arith.addi(self.top, offset)
         return self.source_row(row) if self.source_row is not None else row
 
     def filters(self) -> list[list[list[ir.Value]]]:
@@ -316,10 +327,7 @@ class DepthwiseTile:
         accs = [[list(self.bias) for _ in range(pixels)] for _ in range(self.rows)]
         left = arith.muli(x0, index(k.sw))
         # Input column (from the first window's start) -> the (pixel, filter column) pairs that read it.
-        columns: dict[int, list[tuple[int, int]]] = {}
-        for p in range(pixels):
-            for j in range(k.kw):
-                columns.setdefault(p * k.sw + j * k.dw, []).append((p, j))
+        columns = window_readers(pixels, k.sw, k.kw, k.dw)
 
         def add_row(row: ir.Value, pairs: Sequence[tuple[int, int]],
                     filter_: Callable[[int, int, int], ir.Value]) -> None:  # fmt: skip
@@ -369,13 +377,24 @@ class DepthwiseTile:
 FLAT_ROWS = ([0], [1], [2, 3])
 
 
+def phase_count(c: int) -> int:
+    """P: the registers after which the channels of a flat row of C-channel pixels repeat, lcm(C, 16) / 16."""
+    return math.lcm(c, LANES) // LANES
+
+
 def phases(data: np.ndarray) -> np.ndarray:
     """`data` (the last dim: C channels) as the registers of its phases: [P, ..., 16], where register q holds
-    channels 16q, 16q + 1, ... mod C, and P = lcm(C, 16) / 16 (the phases of a flat row repeat after P)."""
+    channels 16q, 16q + 1, ... mod C (`phase_count`)."""
     c = data.shape[-1]
-    count = math.lcm(c, LANES) // LANES
+    count = phase_count(c)
     flat = np.tile(data, [1] * (data.ndim - 1) + [count * LANES // c])
     return np.moveaxis(flat.reshape(*data.shape[:-1], count, LANES), -2, 0)
+
+
+def phase_of(f: ir.Value, c: int) -> ir.Value:
+    """The phase of the register at float f (a multiple of 16) of a flat row of C-channel pixels: (f / 16) mod P,
+    its row in `phases`."""
+    return arith.remui(arith.divui(f, index(LANES)), index(phase_count(c)))
 
 
 class FlatDepthwise:
@@ -480,8 +499,8 @@ class FlatDepthwise:
         return taps, vector.shuffle(b, b, pattern)
 
     def _phase(self, f: ir.Value) -> tuple[list[list[ir.Value]], ir.Value]:
-        """The taps and bias of the register at float f of a row, phased (`phased`): from the extended copies."""
-        q = arith.remui(arith.divui(f, index(LANES)), index(math.lcm(self.c, LANES) // LANES))
+        """The taps and bias of the register at float f of a row, phased (`phased`): its phase's registers."""
+        q = phase_of(f, self.c)
         taps = [[vector.load(self.vt, self.filter, [q, index(i), index(j), index(0)]) for j in range(self.kw)]
                 for i in range(self.kh)]  # fmt: skip
         return taps, vector.load(self.vt, self.bias, [q, index(0)]) if self.bias is not None else zeros(self.vt)
@@ -492,25 +511,19 @@ class FlatDepthwise:
         last vector): each input vector loaded once and added into every (row, vector) output whose window holds
         it; then the activation and the stores. `held`: the taps and bias of every register, else phased."""
         mask = lanes_mask(valid, LANES)
-        phases = [held or self._phase(arith.addi(f0, index(v * LANES)) if v else f0) for v in range(vectors)]
-        accs = [[phase[1] for phase in phases] for _ in range(rows)]
+        registers = [held or self._phase(arith.addi(f0, index(v * LANES)) if v else f0) for v in range(vectors)]
+        accs = [[bias for _, bias in registers] for _ in range(rows)]
         top = arith.muli(y0, index(self.sh))
         # Input row (from the tile's first window row) -> (output row, filter row); float offset -> (vector, column).
-        readers: dict[int, list[tuple[int, int]]] = {}
-        for r in range(rows):
-            for i in range(self.kh):
-                readers.setdefault(r * self.sh + i * self.dh, []).append((r, i))
-        columns: dict[int, list[tuple[int, int]]] = {}
-        for v in range(vectors):
-            for j in range(self.kw):
-                columns.setdefault(v * LANES + j * self.dw * self.c, []).append((v, j))
+        readers = window_readers(rows, self.sh, self.kh, self.dh)
+        columns = window_readers(vectors, LANES, self.kw, self.dw * self.c)
         for a, row_readers in sorted(readers.items()):
             row = arith.addi(top, index(a)) if a else top
             for offset, column_readers in sorted(columns.items()):
                 x = load(self.x, [image, row, arith.addi(f0, index(offset))], self.vt, mask)
                 for r, i in row_readers:
                     for v, j in column_readers:
-                        accs[r][v] = vector.fma(x, phases[v][0][i][j], accs[r][v])
+                        accs[r][v] = vector.fma(x, registers[v][0][i][j], accs[r][v])
         for r in range(rows):
             out = arith.addi(y0, index(r)) if r else y0
             for v in range(vectors):

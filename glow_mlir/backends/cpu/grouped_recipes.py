@@ -13,8 +13,6 @@ measurements.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from mlir import ir
 from mlir.dialects import arith, llvm, scf, vector
@@ -31,7 +29,14 @@ from glow_mlir.backends.cpu.conv_recipes import (
     register_tile,
     static_f32,
 )
-from glow_mlir.backends.cpu.depthwise_recipes import FLAT_ROWS, each_tile, for_loop, phases
+from glow_mlir.backends.cpu.depthwise_recipes import (
+    FLAT_ROWS,
+    each_tile,
+    for_loop,
+    phase_of,
+    phases,
+    window_readers,
+)
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.lowerings import GROUPED_CONV_ATTR
 from glow_mlir.backends.cpu.pointwise_recipes import PointwiseKernel, row_tile
@@ -278,10 +283,7 @@ class NarrowGroupKernel:
         vt = self.vector_type
         start = load(self.bias, [c0], vt, mask) if self.bias is not None else zeros(vt)
         # The output pixels and filter columns that read each input column of the tile's window.
-        readers: dict[int, list[tuple[int, int]]] = {}
-        for p in range(pixels):
-            for kw in range(self.kw):
-                readers.setdefault(p * self.sw + kw * self.dw, []).append((p, kw))
+        readers = window_readers(pixels, self.sw, self.kw, self.dw)
         loop = scf.ForOp(index(0), index(self.kh), index(1), [start] * pixels)
         with ir.InsertionPoint(loop.body):
             kh = loop.induction_variable
@@ -368,7 +370,6 @@ class FlatNarrowGroups(NarrowGroupKernel):
     def __init__(self, op: ir.Operation, x: ir.Value, weights: np.ndarray, bias: ir.Value | None, y: ir.Value,
                  window: dict[str, list[int]], activation: ir.Operation | None) -> None:  # fmt: skip
         super().__init__(op, x, weights, bias, y, window, activation)
-        self.phases = math.lcm(self.c, LANES) // LANES
         if bias is not None:
             self.bias = packed_global(op, phases(constant_data(bias)), f"__glow_packed_flat_bias_{self.c}")
         self.x, self.y = collapse_dims(x, FLAT_ROWS), collapse_dims(y, FLAT_ROWS)
@@ -398,13 +399,10 @@ class FlatNarrowGroups(NarrowGroupKernel):
     def _flat_tile(self, image: ir.Value, y0: ir.Value, rows: int, f: ir.Value, valid: int) -> None:
         """Output rows y0 .. + rows at floats f .. f + valid of them."""
         vt, mask = self.vector_type, lanes_mask(valid, LANES)
-        q = arith.remui(arith.divui(f, index(LANES)), index(self.phases))
+        q = phase_of(f, self.c)
         start = vector.load(vt, self.bias, [q, index(0)]) if self.bias is not None else zeros(vt)
         accs = [start] * rows
-        readers: dict[int, list[tuple[int, int]]] = {}
-        for r in range(rows):
-            for i in range(self.kh):
-                readers.setdefault(r * self.sh + i * self.dh, []).append((r, i))
+        readers = window_readers(rows, self.sh, self.kh, self.dh)
         top = arith.muli(y0, index(self.sh))
         for j, lanes in enumerate(self.shuffles):
             weights = [[vector.load(vt, self.filter, [q, index(i), index(k), index(j), index(0)])

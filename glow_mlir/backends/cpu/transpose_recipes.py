@@ -136,7 +136,8 @@ def _interleave(x: ir.Value, y: ir.Value) -> ir.Operation:
         image, row = arith.divui(loop.induction_variable, index(h)), arith.remui(loop.induction_variable, index(h))
 
         def pixels(w0: ir.Value, count: int) -> None:
-            planes = [load(x, [image, index(k), row, w0], vt, lanes_mask(count, TILE)) for k in range(c)]
+            mask = lanes_mask(count, TILE)
+            planes = [load(x, [image, index(k), row, w0], vt, mask) for k in range(c)]
             # Joined pairwise, the last of an odd level twice: channel k stays at lanes 16k .. 16k + 15, and
             # every shuffle takes operands of one width (LLVM made a shuffle of a 32- and a 16-lane vector one
             # extract and insert per lane).
