@@ -9,6 +9,8 @@ Glow's own CPU backend converts too. Each NCHW op becomes its NHWC counterpart b
   here, once), else a glow.transpose of W. A fused_convolution keeps its activation; a convolution gets
   activation "none".
 - max_pool / avg_pool(x) -> transpose(cpu_*_pool_nhwc(transpose(x, [0, 2, 3, 1])), [0, 3, 1, 2]).
+- conv_transpose(x, W, b) -> transpose(the interleaved phases of one cpu_conv_nhwc, [0, 3, 1, 2])
+  (conv_transpose.py).
 
 Pads stay attributes: glow-lower expands them in NHWC. Between consecutive layers the transpose back to NCHW
 meets the next layer's transpose to NHWC, through whatever elementwise ops lie between; glow-sink-transpose,
@@ -21,6 +23,7 @@ from __future__ import annotations
 from mlir import ir
 
 from glow_mlir import ops
+from glow_mlir.backends.cpu import conv_transpose
 from glow_mlir.backends.cpu import ops as cpu_ops  # noqa: F401  (defines the NHWC ops this pass creates)
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.registry import register
@@ -68,12 +71,20 @@ def to_nhwc(op: ir.Operation) -> ir.Value:
 
 
 def layout_function(function: ir.Operation) -> bool:
-    """Rewrites every NCHW convolution and pool of `function` into NHWC; returns whether any changed."""
-    return g.rewrite_ops(function, lambda op: to_nhwc(op) if op.name in NHWC_OPS else None)
+    """Rewrites every NCHW convolution, transposed convolution and pool of `function` into NHWC; returns whether
+    any changed."""
+
+    def rewrite(op: ir.Operation) -> ir.Value | None:
+        if op.name == "glow.conv_transpose":
+            with ir.InsertionPoint(op), op.location:
+                return conv_transpose.to_nhwc(op, _filter_hwio)
+        return to_nhwc(op) if op.name in NHWC_OPS else None
+
+    return g.rewrite_ops(function, rewrite)
 
 
 @register("glow-cpu-layout")
 def cpu_layout(module: ir.Module) -> None:
-    """Move NCHW convolutions and pools to the CPU backend's NHWC ops between transposes (Glow's
-    post-lowering transform)."""
+    """Move NCHW convolutions, transposed convolutions and pools to the CPU backend's NHWC ops between
+    transposes (Glow's post-lowering transform)."""
     g.run_on_functions(module, layout_function, fixed_point=False)

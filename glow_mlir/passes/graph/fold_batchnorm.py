@@ -6,6 +6,8 @@ is the convolution or matrix product that computes `y`, so the two compose into 
 weights, saving a whole pass over the activation:
 
 - convolution(x, W, b) -> bn on channel 1 (NCHW): W'[o] = W[o] * k[o], b' = (b - mean) * k + bias.
+- conv_transpose(x, W, b), W [C, O / group, KH, KW] -> likewise, output channel g x O / group + o of group g
+  being W[group g's input channels, o].
 - fully_connected(x, W, b) -> bn on channel 1 (the last of [N, M]): W'[:, m] = W[:, m] * k[m], b' likewise.
 - matmul(x, W) [-> batched_add(., b)] -> bn on channel 1: matmul(x, W') then batched_add with
   b' = (b - mean) * k + bias (b = 0 without the batched_add).
@@ -48,7 +50,7 @@ def _fold(bn: ir.Operation) -> bool:
     scale_a, bias_a, mean_a, var_a = (p.astype(np.float64) for p in params)
     k = scale_a / np.sqrt(var_a + np.float64(ops.floating(bn, "epsilon")))
     fold = Fold(k, bias_a - mean_a * k)
-    if producer.name in ("glow.convolution", "glow.fully_connected"):
+    if producer.name in ("glow.convolution", "glow.conv_transpose", "glow.fully_connected"):
         new = _fold_into_weighted(producer, bn, fold)
     elif producer.name in ("glow.matmul", "glow.batched_add"):
         new = _fold_into_matmul(producer, bn, fold)
@@ -77,13 +79,20 @@ class Fold:
 
 
 def _fold_into_weighted(op: ir.Operation, bn: ir.Operation, fold: Fold) -> ir.Value | None:
-    """convolution (filter OIHW, channel axis 0) or fully_connected (weights [K, M], channel axis 1)."""
+    """convolution (filter OIHW, channel axis 0), conv_transpose (filter [C, O / group, KH, KW]: per group,
+    channel axis 1) or fully_connected (weights [K, M], channel axis 1)."""
     weights = g.constant_array(op.operands[1])
     bias = g.constant_array(op.operands[2])
     if weights is None or bias is None:
         return None
-    channel_axis = 0 if op.name == "glow.convolution" else 1
-    new_weights = fold.weights(weights.astype(np.float64), channel_axis)
+    if op.name == "glow.conv_transpose":
+        group = ops.integer(op, "group")
+        c, per_group, *window = weights.shape
+        grouped = weights.astype(np.float64).reshape(group, c // group, per_group, *window)
+        k = fold.k.reshape(group, 1, per_group, *[1] * len(window))
+        new_weights = (grouped * k).reshape(weights.shape)
+    else:
+        new_weights = fold.weights(weights.astype(np.float64), 0 if op.name == "glow.convolution" else 1)
     new_bias = fold.bias(bias.astype(np.float64))
     with ir.InsertionPoint(bn), bn.location:
         w = g.materialize(new_weights, op.operands[1].type, prefer_splat=False)

@@ -26,7 +26,7 @@ Rewrites, in this order for each producer:
   glow_mlir/opdefs), relu as max(x, 0), clip (min(max(x, lo), hi); max(min(x, hi), lo) with lo <= hi; max or
   min alone as a half-open clip), leaky_relu, GELU in its erf and tanh forms, SiLU and HardSwish
   (activation_regions.py) -> the fused producer with `activation` / `activationArgs` set, also through
-  transposes and reshapes of the producer's result (which then follow the fused op). A clip or leaky_relu
+  transposes, reshapes and slices of the producer's result (which then follow the fused op). A clip or leaky_relu
   argument must be exact in f32 (activationArgs is an array<f32>); relu and clip keep max's and min's NaN
   propagation.
 
@@ -68,8 +68,9 @@ def producers() -> dict[str, Producer]:
 
 # Ops that only move elements, which an elementwise activation with scalar arguments commutes with: the
 # transposes glow-cpu-layout puts after an NHWC convolution, where glow-sink-transpose cannot move them past
-# an activation that reads the transposed value more than once (LeakyRelu's select).
-VIEWS = ("glow.transpose", "glow.reshape")
+# an activation that reads the transposed value more than once (LeakyRelu's select), and the interleave and
+# crop of a transposed convolution's phases (a slice: the producer computes the cropped elements anyway).
+VIEWS = ("glow.transpose", "glow.reshape", "glow.slice")
 
 # A matched activation: its name, its activationArgs, and the op whose result it is.
 Match = tuple[str, list[float], ir.Operation]

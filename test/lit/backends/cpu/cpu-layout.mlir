@@ -61,3 +61,42 @@ func.func @runtime_filter(%x: tensor<1x4x9x9xf32> {glow.name = "x"}, %w: tensor<
   %p = "glow.avg_pool"(%c) {kernels = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 1, 1>, countIncludePads = false} : (tensor<1x4x5x5xf32>) -> tensor<1x4x3x3xf32> loc("pool")
   return %p : tensor<1x4x3x3xf32>
 }
+
+// A transposed convolution becomes one NHWC convolution of its stride-2 phases and their interleave: the 4x4
+// filter (w[kh, kw] = 4 kh + kw) as 2x2 phase taps read in reverse, phase (py, px) in output channel 2 py + px
+// (tap (u, v) of phase (py, px) is w[2 (1 - u) + py, 2 (1 - v) + px]); the bias repeated per phase; the input
+// padded by one; the phases interleaved by one transpose; the pad of one cropped by a slice.
+// LAYOUT-LABEL: func.func @conv_transpose
+// LAYOUT-NOT: glow.conv_transpose
+// LAYOUT-DAG: %[[W:.*]] = "glow.constant"() {value = dense<{{\[\[\[\[}}1.000000e+01, 1.100000e+01, 1.400000e+01, 1.500000e+01]], {{\[\[}}8.000000e+00, 9.000000e+00, 1.200000e+01, 1.300000e+01]]], {{\[\[\[}}2.000000e+00, 3.000000e+00, 6.000000e+00, 7.000000e+00]], {{\[\[}}0.000000e+00, 1.000000e+00, 4.000000e+00, 5.000000e+00]]]]> : tensor<2x2x1x4xf32>}
+// LAYOUT-DAG: %[[B:.*]] = "glow.constant"() {value = dense<5.000000e-01> : tensor<4xf32>}
+// LAYOUT-DAG: %[[X:.*]] = "glow.transpose"(%arg0) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<1x1x3x3xf32>) -> tensor<1x3x3x1xf32>
+// LAYOUT: %[[C:.*]] = "glow.cpu_conv_nhwc"(%[[X]], %[[W]], %[[B]]) {activation = "none", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 1 : i64, kernels = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x3x3x1xf32>, tensor<2x2x1x4xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
+// LAYOUT: %[[R1:.*]] = "glow.reshape"(%[[C]]) {dims = array<i64: 1, 4, 4, 2, 2, 1>}
+// LAYOUT: %[[T:.*]] = "glow.transpose"(%[[R1]]) {shuffle = array<i64: 0, 1, 3, 2, 4, 5>} : (tensor<1x4x4x2x2x1xf32>) -> tensor<1x4x2x4x2x1xf32>
+// LAYOUT: %[[R2:.*]] = "glow.reshape"(%[[T]]) {dims = array<i64: 1, 8, 8, 1>}
+// LAYOUT: %[[S:.*]] = "glow.slice"(%[[R2]]) {start = array<i64: 0, 1, 1, 0>} : (tensor<1x8x8x1xf32>) -> tensor<1x6x6x1xf32>
+// LAYOUT: %[[Y:.*]] = "glow.transpose"(%[[S]]) {shuffle = array<i64: 0, 3, 1, 2>}
+// LAYOUT: return %[[Y]]
+func.func @conv_transpose(%x: tensor<1x1x3x3xf32> {glow.name = "x"}) -> (tensor<1x1x6x6xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<[[[[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [8.0, 9.0, 10.0, 11.0], [12.0, 13.0, 14.0, 15.0]]]]> : tensor<1x1x4x4xf32>} : () -> tensor<1x1x4x4xf32>
+  %b = "glow.constant"() {value = dense<0.5> : tensor<1xf32>} : () -> tensor<1xf32>
+  %y = "glow.conv_transpose"(%x, %w, %b) {kernels = array<i64: 4, 4>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x3x3xf32>, tensor<1x1x4x4xf32>, tensor<1xf32>) -> tensor<1x1x6x6xf32>
+  return %y : tensor<1x1x6x6xf32>
+}
+
+// A run-time filter is rearranged by a gather of its flattened elements with a zero after them (the taps a
+// phase lacks); with 2 groups the phases interleave by group too, [N, MH, MW, G, SH, SW, O] ->
+// [N, MH, SH, MW, SW, G, O].
+// LAYOUT-LABEL: func.func @conv_transpose_runtime_filter
+// LAYOUT: %[[FLAT:.*]] = "glow.reshape"(%arg1) {dims = array<i64: 12>}
+// LAYOUT: %[[PADDED:.*]] = "glow.insert_tensor"(%{{.*}}, %[[FLAT]]) {start = array<i64: 0>} : (tensor<13xf32>, tensor<12xf32>) -> tensor<13xf32>
+// LAYOUT: %[[G:.*]] = "glow.gather"(%[[PADDED]], %{{.*}}) {axis = 0 : i64} : (tensor<13xf32>, tensor<12x1x1x1xi64>) -> tensor<12x1x1x1xf32>
+// LAYOUT: %[[W:.*]] = "glow.transpose"(%[[G]]) {shuffle = array<i64: 2, 3, 1, 0>}
+// LAYOUT: "glow.cpu_conv_nhwc"(%{{.*}}, %[[W]], %{{.*}}) {{.*}}group = 2 : i64, kernels = array<i64: 1, 1>
+// LAYOUT: "glow.transpose"(%{{.*}}) {shuffle = array<i64: 0, 1, 4, 2, 5, 3, 6>} : (tensor<1x2x2x2x2x1x3xf32>) -> tensor<1x2x2x2x1x2x3xf32>
+func.func @conv_transpose_runtime_filter(%x: tensor<1x2x2x2xf32> {glow.name = "x"}, %w: tensor<2x3x2x1xf32> {glow.name = "w"}) -> (tensor<1x6x4x2xf32> {glow.name = "y"}) {
+  %b = "glow.constant"() {value = dense<0.0> : tensor<6xf32>} : () -> tensor<6xf32>
+  %y = "glow.conv_transpose"(%x, %w, %b) {kernels = array<i64: 2, 1>, strides = array<i64: 2, 1>, pads = array<i64: 0, 0, 0, 0>, group = 2 : i64, dilation = array<i64: 1, 1>} : (tensor<1x2x2x2xf32>, tensor<2x3x2x1xf32>, tensor<6xf32>) -> tensor<1x6x4x2xf32>
+  return %y : tensor<1x6x4x2xf32>
+}

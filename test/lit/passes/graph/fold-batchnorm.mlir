@@ -63,3 +63,22 @@ func.func @kept(%x: tensor<1x1x2x2xf32> {glow.name = "x"}, %w: tensor<1x2xf32> {
   %f = "glow.batch_normalization"(%fc, %one2, %b2, %b2, %one2) {channelIdx = 1 : i64, epsilon = 0.0 : f32, momentum = 0.9 : f32} : (tensor<1x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2xf32>
   return %y, %c, %f : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x2xf32>
 }
+
+// conv_transpose (filter [C, O / group, KH, KW]): output channel g * 2 + o of group g scales W[g's input, o],
+// k = [2, 0.5, 1, 3] (not W[:, o] * k[o] of one group).
+// CHECK-LABEL: func.func @conv_transpose_grouped
+// CHECK-NOT: glow.batch_normalization
+// CHECK-DAG: %[[W:.*]] = "glow.constant"() {value = dense<{{\[\[\[\[}}2.000000e+00]], {{\[\[}}5.000000e-01]]], {{\[\[\[}}1.000000e+00]], {{\[\[}}3.000000e+00]]]]> : tensor<2x2x1x1xf32>}
+// CHECK-DAG: %[[B:.*]] = "glow.constant"() {value = dense<[2.000000e+00, 5.000000e-01, 1.000000e+00, 3.000000e+00]> : tensor<4xf32>}
+// CHECK: %[[C:.*]] = "glow.conv_transpose"(%arg0, %[[W]], %[[B]]) {dilation = array<i64: 1, 1>, group = 2 : i64, kernels = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+// CHECK-NEXT: return %[[C]]
+func.func @conv_transpose_grouped(%x: tensor<1x2x2x2xf32> {glow.name = "x"}) -> (tensor<1x4x3x3xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<2x2x1x1xf32>} : () -> tensor<2x2x1x1xf32>
+  %b = "glow.constant"() {value = dense<1.0> : tensor<4xf32>} : () -> tensor<4xf32>
+  %c = "glow.conv_transpose"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, group = 2 : i64, dilation = array<i64: 1, 1>} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>, tensor<4xf32>) -> tensor<1x4x3x3xf32>
+  %scale = "glow.constant"() {value = dense<[2.0, 0.5, 1.0, 3.0]> : tensor<4xf32>} : () -> tensor<4xf32>
+  %zero = "glow.constant"() {value = dense<0.0> : tensor<4xf32>} : () -> tensor<4xf32>
+  %one = "glow.constant"() {value = dense<1.0> : tensor<4xf32>} : () -> tensor<4xf32>
+  %y = "glow.batch_normalization"(%c, %scale, %zero, %zero, %one) {channelIdx = 1 : i64, epsilon = 0.0 : f32, momentum = 0.9 : f32} : (tensor<1x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<1x4x3x3xf32>
+  return %y : tensor<1x4x3x3xf32>
+}

@@ -231,6 +231,29 @@ func.func @through_transpose(%x: tensor<1x2x2x1xf32> {glow.name = "x"}) -> (tens
   return %y : tensor<1x2x2x2xf32>
 }
 
+// Through the interleave and crop of a transposed convolution's phases (glow-cpu-layout's): reshape, transpose,
+// reshape, slice, then the transpose to NCHW; the relu joins the phase convolution and all five follow it.
+// CHECK-LABEL: func.func @through_phase_interleave
+// CHECK: %[[C:.*]] = "glow.cpu_conv_nhwc"(%arg0, {{.*}}) {activation = "relu"
+// CHECK-NEXT: %[[R1:.*]] = "glow.reshape"(%[[C]])
+// CHECK-NEXT: %[[T:.*]] = "glow.transpose"(%[[R1]])
+// CHECK-NEXT: %[[R2:.*]] = "glow.reshape"(%[[T]])
+// CHECK-NEXT: %[[S:.*]] = "glow.slice"(%[[R2]]) {start = array<i64: 0, 1, 1, 0>}
+// CHECK-NEXT: %[[Y:.*]] = "glow.transpose"(%[[S]]) {shuffle = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT: return %[[Y]]
+func.func @through_phase_interleave(%x: tensor<1x3x3x1xf32> {glow.name = "x"}) -> (tensor<1x1x4x4xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<1x1x1x4xf32>} : () -> tensor<1x1x1x4xf32>
+  %b = "glow.constant"() {value = dense<0.5> : tensor<4xf32>} : () -> tensor<4xf32>
+  %c = "glow.cpu_conv_nhwc"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>, activation = "none", activationArgs = array<f32>} : (tensor<1x3x3x1xf32>, tensor<1x1x1x4xf32>, tensor<4xf32>) -> tensor<1x3x3x4xf32>
+  %r1 = "glow.reshape"(%c) {dims = array<i64: 1, 3, 3, 2, 2, 1>} : (tensor<1x3x3x4xf32>) -> tensor<1x3x3x2x2x1xf32>
+  %t = "glow.transpose"(%r1) {shuffle = array<i64: 0, 1, 3, 2, 4, 5>} : (tensor<1x3x3x2x2x1xf32>) -> tensor<1x3x2x3x2x1xf32>
+  %r2 = "glow.reshape"(%t) {dims = array<i64: 1, 6, 6, 1>} : (tensor<1x3x2x3x2x1xf32>) -> tensor<1x6x6x1xf32>
+  %s = "glow.slice"(%r2) {start = array<i64: 0, 1, 1, 0>} : (tensor<1x6x6x1xf32>) -> tensor<1x4x4x1xf32>
+  %n = "glow.transpose"(%s) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<1x4x4x1xf32>) -> tensor<1x1x4x4xf32>
+  %y = "glow.relu"(%n) : (tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  return %y : tensor<1x1x4x4xf32>
+}
+
 // A per-channel scale after a convolution (a layer scale), then a constant bias add: the filter's output
 // channels and the bias are scaled, W' = W * k[o], b' = b * k + c; the scale rounds once.
 // CHECK-LABEL: func.func @conv_channel_scale

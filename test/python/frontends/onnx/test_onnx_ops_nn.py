@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import helper
-from onnx_check import check_node, model, rand
+from onnx_check import check, check_node, model, rand
 
 from glow_mlir.frontends.onnx import import_model
 
@@ -90,6 +90,42 @@ def test_conv_transpose(attrs: dict[str, object], bias: bool) -> None:
 def test_conv_transpose_1d() -> None:
     check_node("ConvTranspose", {"x": rand(1, 2, 5)}, {"strides": [2], "output_padding": [1]},
                {"w": rand(2, 3, 3), "b": rand(3)}, rtol=1e-4)
+
+
+# The CPU backend's phase form of ConvTranspose (backends/cpu/conv_transpose.py): one convolution of the
+# stride's phases and their interleave, the pads a crop of it.
+
+
+@pytest.mark.parametrize(("x", "w", "attrs"), [
+    ((1, 8, 5, 6), (8, 4, 2, 2), {"strides": [2, 2]}),  # a UNet's up-convolution: 1x1 phases, no crop
+    ((2, 6, 4, 4), (6, 5, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # DCGAN's: 2x2 phases, a crop
+    ((1, 4, 5, 3), (4, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1],
+                                  "group": 2}),  # zero taps (3 of stride 2), groups interleaved
+    ((1, 3, 6, 5), (3, 2, 5, 3), {"strides": [3, 2], "pads": [4, 0, 2, 3]}),  # whole phase rows cropped
+    ((1, 4, 4, 4), (4, 1, 3, 3), {"strides": [2, 2], "dilations": [2, 2], "group": 4}),  # dilated depthwise
+])
+def test_conv_transpose_phases(x: tuple[int, ...], w: tuple[int, ...], attrs: dict[str, object]) -> None:
+    outputs = w[1] * attrs.get("group", 1)
+    check_node("ConvTranspose", {"x": rand(*x)}, attrs, {"w": rand(*w), "b": rand(outputs)}, rtol=1e-4)
+
+
+def test_conv_transpose_runtime_filter() -> None:
+    """A filter fed at run time is rearranged into the phases by a gather in the compiled code."""
+    check_node("ConvTranspose", {"x": rand(1, 4, 3, 4), "w": rand(4, 3, 4, 3)},
+               {"strides": [2, 2], "pads": [1, 1, 1, 1], "group": 2}, rtol=1e-4)
+
+
+def test_conv_transpose_batch_norm_relu() -> None:
+    """ConvTranspose, BatchNormalization, Relu (a generator's layer): the batch norm folds into the transposed
+    convolution, the relu into its phase convolution through the interleave and crop."""
+    c, f = 6, 4
+    nodes = [helper.make_node("ConvTranspose", ["x", "w", "b"], ["t"], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["t", "scale", "shift", "mean", "var"], ["n"]),
+             helper.make_node("Relu", ["n"], ["y"])]  # fmt: skip
+    consts = {"w": rand(c, f, 4, 4), "b": rand(f), "scale": rand(f), "shift": rand(f), "mean": rand(f),
+              "var": np.abs(rand(f)) + 0.5}  # fmt: skip
+    inputs = {"x": rand(1, c, 5, 5)}
+    check(model(nodes, inputs, ["y"], consts), inputs, rtol=1e-4, atol=1e-5)
 
 
 # Col2Im.
