@@ -61,7 +61,7 @@ _PASS_LEVEL = {
     ),
     **dict.fromkeys(
         ("glow-sink-transpose", "glow-simplify-arithmetic", "glow-merge-concat", "glow-merge-pad-into-conv",
-         "glow-fold-batchnorm", "glow-fuse-activations"),
+         "glow-trim-conv-window", "glow-fold-batchnorm", "glow-fuse-activations"),
         GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
     ),
 }
@@ -88,6 +88,8 @@ def _full_pipeline(backend: Backend) -> tuple[str, ...]:
         # optimize, including the folds that need the unlowered ops (pads, batch normalization)
         *SIMPLIFY,
         "glow-merge-pad-into-conv",
+        # after the pads merged: taps of dilated convolutions that read only padding
+        "glow-trim-conv-window",
         "glow-fold-transpose-into-weights",
         "glow-fold-batchnorm",
         *CLEAN_UP,

@@ -27,6 +27,18 @@ def test_conv(attrs: dict[str, object], bias: bool) -> None:
     check_node("Conv", {"x": rand(2, 3, 7, 8)}, attrs, consts, opset=11, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize(("x", "attrs"), [
+    ((1, 8, 4, 4), {"dilations": [6, 6], "pads": [6, 6, 6, 6]}),  # ASPP on a small map: the centre tap only
+    ((1, 8, 5, 7), {"dilations": [3, 4], "pads": [3, 4, 3, 0], "strides": [1, 2]}),  # some outer taps dead
+    ((1, 8, 4, 4), {"dilations": [6, 6], "pads": [6, 6, 6, 6], "group": 8}),  # depthwise
+])
+def test_conv_taps_in_padding(x: tuple[int, ...], attrs: dict[str, object]) -> None:
+    """Dilated convolutions whose outer taps read only padding (glow-trim-conv-window drops them)."""
+    group = attrs.get("group", 1)
+    consts = {"w": rand(8, 8 // group, 3, 3), "b": rand(8)}
+    check_node("Conv", {"x": rand(*x)}, attrs, consts, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("group,channels,outputs", [(2, 4, 6), (4, 4, 4), (4, 4, 8)])
 def test_conv_groups_and_depthwise(group: int, channels: int, outputs: int) -> None:
     consts = {"w": rand(outputs, channels // group, 3, 3), "b": rand(outputs)}
