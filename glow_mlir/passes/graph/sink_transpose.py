@@ -19,6 +19,10 @@ into one transpose or cancel. Rewrites:
   dims had (usually none: a global pool over H and W of an NHWC tensor keeps N and C in order)
 - a transpose that keeps the order of every dim larger than 1 moves no data: it becomes a reshape (the
   [N, 1, 1, C] -> [N, C, 1, 1] after a global pool, before the flatten)
+- reshape(transpose(x, s)) -> transpose(reshape(x), s') when the reshape only splits dims, or merges dims that
+  are neighbours in x's order (a pure regrouping of x's dims): a 3-D convolution's planes folded into the
+  batch and back, or a (D, H x W) view of them, which are views of one NDHWC buffer; the transposes of
+  consecutive layers then meet and cancel through them
 
 A transpose is sunk only when the op being crossed is its only user, so sinking never adds a transpose. The
 pass repeats until nothing changes, as Glow runs SinkCode to a fixed point.
@@ -300,6 +304,67 @@ def _as_reshape(op: ir.Operation) -> ir.Value | None:
         return g.make("glow.reshape", [op.operands[0]], op.results[0].type, dims)
 
 
+def reshape_groups(source: Sequence[int], target: Sequence[int]) -> list[tuple[list[int], list[int]]] | None:
+    """The dims of `source` and `target` (equal element counts) in groups of equal size, in order: each a
+    (source dims, target dims) pair; dims of size 1 join the group before them (or the first). None when a dim
+    is 0 or the two shapes share no grouping but the whole (a general regrouping like [6, 4] -> [4, 6] still
+    comes out as one group of several dims on both sides, which the caller refuses)."""
+    if 0 in source or 0 in target or not source or not target:
+        return None
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(source) and j < len(target):
+        dims, into = [i], [j]
+        size, made = source[i], target[j]
+        i, j = i + 1, j + 1
+        while size != made:
+            if size < made:
+                dims.append(i)
+                size *= source[i]
+                i += 1
+            else:
+                into.append(j)
+                made *= target[j]
+                j += 1
+        groups.append((dims, into))
+    groups[-1][0].extend(range(i, len(source)))
+    groups[-1][1].extend(range(j, len(target)))
+    return groups
+
+
+def _sink_through_reshape(op: ir.Operation) -> ir.Value | None:
+    """reshape(transpose(x, s)) as transpose(reshape(x), s'), when the transpose is read only here and each group
+    of the reshape (`reshape_groups`) splits one dim, or merges dims that follow each other in x: x is regrouped
+    the same way in its own order, and s' moves the groups as s moved their dims."""
+    t = g.producer(op.operands[0])
+    if t is None or t.name != TRANSPOSE or not g.has_one_use(t.results[0]):
+        return None
+    x, shuffle = t.operands[0], ops.ints(t, "shuffle")
+    groups = reshape_groups(ops.shape(t.results[0]), ops.shape(op.results[0]))
+    if groups is None:
+        return None
+    # Per group, the dims of x it comes from, which must be one dim or a run of consecutive ones, in order.
+    sources = []
+    for dims, into in groups:
+        of_x = [shuffle[d] for d in dims]
+        if len(dims) > 1 and (len(into) > 1 or of_x != list(range(of_x[0], of_x[0] + len(of_x)))):
+            return None
+        sources.append(of_x[0])
+    # x regrouped in its own order: the groups sorted by where their dims sit in x.
+    order = sorted(range(len(groups)), key=lambda k: sources[k])
+    target = ops.shape(op.results[0])
+    dims = [target[j] for k in order for j in groups[k][1]]
+    position, start = {}, 0
+    for k in order:
+        position[k] = start
+        start += len(groups[k][1])
+    new_shuffle = [position[k] + n for k, (_, into) in enumerate(groups) for n in range(len(into))]
+    with ir.InsertionPoint(op), op.location:
+        regrouped = g.make("glow.reshape", [x], ops.tensor_type(dims, ops.element_type(x)),
+                           {"dims": ops.i64_array(dims)})  # fmt: skip
+        return transpose_to(regrouped, new_shuffle)
+
+
 REDUCTIONS = frozenset(f"glow.batched_reduce_{kind}" for kind in ("add", "max", "min", "prod"))
 
 
@@ -315,6 +380,8 @@ def _rewrite(op: ir.Operation, answers: Answers) -> ir.Value | None:
         return _sink_concat(op, answers)
     if op.name in REDUCTIONS:
         return _sink_reduce(op, answers)
+    if op.name == "glow.reshape":
+        return _sink_through_reshape(op)
     return None
 
 

@@ -49,3 +49,33 @@ func.func @kept(%x: tensor<2x2xf32> {glow.name = "x"}) -> (tensor<2x2xf32> {glow
   %ct = "glow.transpose"(%c) {shuffle = array<i64: 1, 0>} : (tensor<2x2xf32>) -> tensor<2x2xf32>
   return %t, %e, %ct : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>
 }
+
+// A transpose sinks through a reshape that splits dims or merges neighbours of its input: planes folded into
+// the batch (NHWC [N x D, H, W, C]) seen as NCDHW and then as (D, H x W) planes for a temporal convolution,
+// all views of one NDHWC buffer. Every transpose meets its inverse and cancels; only reshapes remain (which
+// glow-merge-reshape then merges).
+// CHECK-LABEL: func.func @through_reshapes
+// CHECK-NOT: glow.transpose
+// CHECK: %[[S:.*]] = "glow.reshape"(%arg0) {dims = array<i64: 1, 2, 3, 3, 4>} : (tensor<2x3x3x4xf32>) -> tensor<1x2x3x3x4xf32>
+// CHECK-NEXT: %[[R:.*]] = "glow.reshape"(%[[S]]) {dims = array<i64: 1, 2, 9, 4>} : (tensor<1x2x3x3x4xf32>) -> tensor<1x2x9x4xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @through_reshapes(%y: tensor<2x3x3x4xf32> {glow.name = "y"}) -> (tensor<1x2x9x4xf32> {glow.name = "z"}) {
+  %nchw = "glow.transpose"(%y) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<2x3x3x4xf32>) -> tensor<2x4x3x3xf32>
+  %split = "glow.reshape"(%nchw) {dims = array<i64: 1, 2, 4, 3, 3>} : (tensor<2x4x3x3xf32>) -> tensor<1x2x4x3x3xf32>
+  %ncdhw = "glow.transpose"(%split) {shuffle = array<i64: 0, 2, 1, 3, 4>} : (tensor<1x2x4x3x3xf32>) -> tensor<1x4x2x3x3xf32>
+  %planes = "glow.reshape"(%ncdhw) {dims = array<i64: 1, 4, 2, 9>} : (tensor<1x4x2x3x3xf32>) -> tensor<1x4x2x9xf32>
+  %z = "glow.transpose"(%planes) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<1x4x2x9xf32>) -> tensor<1x2x9x4xf32>
+  return %z : tensor<1x2x9x4xf32>
+}
+
+// Merging dims that are not neighbours in the transpose's input (attention's heads back into the hidden size)
+// would need the data moved: the transpose stays before the reshape.
+// CHECK-LABEL: func.func @merge_moves_data
+// CHECK: %[[T:.*]] = "glow.transpose"(%arg0) {shuffle = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: %[[R:.*]] = "glow.reshape"(%[[T]]) {dims = array<i64: 1, 5, 8>}
+// CHECK-NEXT: return %[[R]]
+func.func @merge_moves_data(%x: tensor<1x2x5x4xf32> {glow.name = "x"}) -> (tensor<1x5x8xf32> {glow.name = "y"}) {
+  %t = "glow.transpose"(%x) {shuffle = array<i64: 0, 2, 1, 3>} : (tensor<1x2x5x4xf32>) -> tensor<1x5x2x4xf32>
+  %y = "glow.reshape"(%t) {dims = array<i64: 1, 5, 8>} : (tensor<1x5x2x4xf32>) -> tensor<1x5x8xf32>
+  return %y : tensor<1x5x8xf32>
+}
