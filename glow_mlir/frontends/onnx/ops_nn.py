@@ -125,9 +125,17 @@ def _conv_3d(
 ) -> Value:
     """A 3-D (NCDHW) convolution as the sum over the filter's depth of 2-D convolutions: for filter plane i,
     the input planes that output plane d reads (d * stride + i * dilation of the depth-padded input) are
-    gathered, the output planes folded into the batch, and convolved with plane i of the filter."""
+    gathered, the output planes folded into the batch, and convolved with plane i of the filter. A filter
+    1 x 1 across (H, W) with unit strides there (the temporal half of a (2+1)-D or separable 3-D layer) is one
+    2-D convolution of the (D, H x W) planes instead: no gathers, no sum."""
     batch, channels, depth, height, width = shape(x)
     outputs, kd = shape(w)[0], shape(w)[2]
+    if shape(w)[3:] == (1, 1) and list(strides[1:]) == [1, 1] and not any([*begin[1:], *end[1:]]):
+        flat = ctx.reshape(x, [batch, channels, depth, height * width])
+        kernel = ctx.reshape(w, [*shape(w)[:3], 1])
+        y = ctx.g.convolution(flat, kernel, b, [strides[0], 1], [begin[0], 0, end[0], 0], [dilations[0], 1],
+                              ctx.attr("group", 1))  # fmt: skip
+        return ctx.reshape(y, [*shape(y)[:3], height, width])
     if begin[0] or end[0]:
         dims = [batch, channels, depth + begin[0] + end[0], height, width]
         x = ctx.g.insert_tensor(ctx.full(dims, 0, dtype(x)), x, [0, 0, begin[0], 0, 0])

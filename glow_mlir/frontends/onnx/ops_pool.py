@@ -1,9 +1,9 @@
 """Pooling ONNX ops: MaxPool (and its Indices output), AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool.
 
-glow's pools are 2-D NCHW, so 1-D ones are lifted to 2-D with a unit height. What they cannot express is
-composed: ceil_mode pooling extends the bottom/right pad; pooling with dilations, or pads glow's pools
-refuse, and 3-D pooling gather each kernel row, then each kernel column (and so on), with constant indices
-(max and sum are separable, so the IR grows with kh + kw, not kh * kw). LpPool is that sum pooling of |x|^p;
+glow's pools are 2-D NCHW, so 1-D ones are lifted to 2-D with a unit height, and 3-D ones are a 2-D pool over
+(H, W) and one over D (separable, `_pool_3d`). What they cannot express is composed: ceil_mode pooling extends
+the bottom/right pad; pooling with dilations, or pads glow's pools refuse, gather each kernel row, then each
+kernel column, with constant indices (max and sum are separable, so the IR grows with kh + kw, not kh * kw). LpPool is that sum pooling of |x|^p;
 MaxPool's Indices output gathers every window's cells at once and maps the first arg max through a
 constant table of flat input indices.
 """
@@ -97,28 +97,51 @@ def pool(ctx: NodeContext) -> list[Value]:
         return _max_pool_with_indices(ctx, x, window)
     if ctx.op_type == "LpPool":
         return [_lp_pool(ctx, x, window)]
-    is_max = ctx.op_type == "MaxPool"
     include_pad = bool(ctx.attr("count_include_pad", 0))
-    kind = "max" if is_max else "avg"
+    kind = "max" if ctx.op_type == "MaxPool" else "avg"
     if n == 3:
-        # glow's pools are 2-D; the separable passes take any number of spatial dims.
-        return [_pool_by_gathers(ctx, x, kind, window, include_pad)]
+        return [_pool_3d(ctx, x, kind, window, include_pad)]
     if n == 1:
         x, window = lift_1d(ctx, x), window.lifted()
+    y = _pool_2d(ctx, x, kind, window, include_pad)
+    return [ctx.reshape(y, [*shape(y)[:2], shape(y)[3]]) if n == 1 else y]
+
+
+def _pool_2d(ctx: NodeContext, x: Value, kind: str, window: Window, include_pad: bool) -> Value:
+    """Max or average pooling of NCHW `x` over a 2-D `window`: glow's pool, or the gathers where it cannot."""
     kernel, strides, begin, extra = window.kernel, window.strides, window.begin, window.extra
     ends = [e + x_ for e, x_ in zip(window.end, extra)]
     fits = all(p < k for p, k in zip([*begin, *ends], kernel * 2))
     if window.dilations != [1, 1] or not fits:
-        y = _pool_by_gathers(ctx, x, kind, window, include_pad)
-    elif is_max:
-        y = ctx.g.max_pool(x, kernel, strides, [*begin, *ends])
-    elif not include_pad or not any(extra):
-        y = ctx.g.avg_pool(x, kernel, strides, [*begin, *ends], include_pad)
-    else:
-        # The real pads count, ceil_mode's extra cells do not: pad explicitly, let glow exclude the rest.
-        padded = _pad_spatial(ctx, x, begin, window.end, 0.0)
-        y = ctx.g.avg_pool(padded, kernel, strides, [0, 0, *extra], False)
-    return [ctx.reshape(y, [*shape(y)[:2], shape(y)[3]]) if n == 1 else y]
+        return _pool_by_gathers(ctx, x, kind, window, include_pad)
+    if kind == "max":
+        return ctx.g.max_pool(x, kernel, strides, [*begin, *ends])
+    if not include_pad or not any(extra):
+        return ctx.g.avg_pool(x, kernel, strides, [*begin, *ends], include_pad)
+    # The real pads count, ceil_mode's extra cells do not: pad explicitly, let glow exclude the rest.
+    padded = _pad_spatial(ctx, x, begin, window.end, 0.0)
+    return ctx.g.avg_pool(padded, kernel, strides, [0, 0, *extra], False)
+
+
+def _pool_3d(ctx: NodeContext, x: Value, kind: str, window: Window, include_pad: bool) -> Value:
+    """Max or average pooling of NCDHW `x` as two 2-D pools: over (H, W) with the planes folded into the
+    batch, then over D on the (D, H x W) planes. Max is separable; so is an average, since a window's count
+    of cells is the product of its counts along each axis (with or without the pads). A pass along an axis
+    whose window is 1 with stride 1 is skipped."""
+    n, c, depth = shape(x)[:3]
+    if window.kernel[1:] != [1, 1] or window.strides[1:] != [1, 1]:
+        planes = ctx.reshape(ctx.transpose(x, [0, 2, 1, 3, 4]), [n * depth, c, *shape(x)[3:]])
+        plane = Window(*(list(v[1:]) for v in (window.kernel, window.strides, window.dilations, window.begin,
+                                                window.end, window.out, window.extra)))  # fmt: skip
+        y = _pool_2d(ctx, planes, kind, plane, include_pad)
+        x = ctx.transpose(ctx.reshape(y, [n, depth, c, *shape(y)[2:]]), [0, 2, 1, 3, 4])
+    height, width = shape(x)[3:]
+    if window.kernel[0] == 1 and window.strides[0] == 1:
+        return x
+    along = Window([window.kernel[0], 1], [window.strides[0], 1], [window.dilations[0], 1], [window.begin[0], 0],
+                   [window.end[0], 0], [window.out[0], height * width], [window.extra[0], 0])  # fmt: skip
+    y = _pool_2d(ctx, ctx.reshape(x, [n, c, depth, height * width]), kind, along, include_pad)
+    return ctx.reshape(y, [n, c, window.out[0], height, width])
 
 
 def _lp_pool(ctx: NodeContext, x: Value, window: Window) -> Value:

@@ -12,12 +12,15 @@ is replaced by its input:
 - broadcast whose input already has the result type
 - insert_tensor whose small tensor covers all of big (it is the small tensor)
 - max_pool / avg_pool with a 1x1 kernel, unit strides and no pads
+- gather of constant indices 0, 1, ..., n - 1 along a dim of size n (a 3-D convolution's planes for a filter of
+  depth 1)
 
 Every case is exact on every element type, so the pass runs once.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from mlir import ir
 
 from glow_mlir import ops
@@ -43,6 +46,10 @@ def _noop_input(op: ir.Operation) -> ir.Value | None:
         case "insert_tensor":
             small = op.operands[1]
             return small if small.type == result.type else None
+        case "gather":
+            indices = g.constant_array(op.operands[1])
+            size = ops.shape(first)[ops.integer(op, "axis")] if ops.shape(first) else -1
+            same = indices is not None and indices.ndim == 1 and np.array_equal(indices, np.arange(size))
         case "max_pool" | "avg_pool":
             same = (
                 ops.ints(op, "kernels") == [1, 1]

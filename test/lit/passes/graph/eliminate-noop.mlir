@@ -36,3 +36,17 @@ func.func @kept(%x: tensor<2x3xf32> {glow.name = "x"}) -> (tensor<3x2xf32> {glow
   %c = "glow.convert_to"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi32>
   return %r, %t, %s, %c : tensor<3x2xf32>, tensor<3x2xf32>, tensor<1x3xf32>, tensor<2x3xi32>
 }
+
+// A gather of indices 0 .. n - 1 along a dim of size n is its input; other indices stay a gather.
+// CHECK-LABEL: func.func @identity_gather
+// CHECK-NOT: "glow.gather"(%arg0, %{{.*}}) {axis = 2
+// CHECK: %[[G:.*]] = "glow.gather"(%arg0, %{{.*}}) {axis = 1 : i64}
+// CHECK: "glow.add"(%arg0, %[[G]])
+func.func @identity_gather(%x: tensor<1x3x4xf32> {glow.name = "x"}) -> (tensor<1x3x4xf32> {glow.name = "y"}) {
+  %all = "glow.constant"() {value = dense<[0, 1, 2, 3]> : tensor<4xi64>} : () -> tensor<4xi64>
+  %same = "glow.gather"(%x, %all) {axis = 2 : i64} : (tensor<1x3x4xf32>, tensor<4xi64>) -> tensor<1x3x4xf32>
+  %rev = "glow.constant"() {value = dense<[2, 1, 0]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %flipped = "glow.gather"(%x, %rev) {axis = 1 : i64} : (tensor<1x3x4xf32>, tensor<3xi64>) -> tensor<1x3x4xf32>
+  %y = "glow.add"(%same, %flipped) : (tensor<1x3x4xf32>, tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  return %y : tensor<1x3x4xf32>
+}

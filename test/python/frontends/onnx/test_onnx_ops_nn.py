@@ -70,6 +70,20 @@ def test_conv_3d(attrs: dict[str, object], bias: bool) -> None:
     check_node("Conv", {"x": rand(2, 4, 6, 5, 7)}, attrs, consts, rtol=1e-4)
 
 
+@pytest.mark.parametrize(("window", "attrs"), [
+    # the temporal half of a separable 3-D layer: one 2-D convolution of the (D, H x W) planes
+    ((3, 1, 1), {"pads": [1, 0, 0, 1, 0, 0]}),
+    ((7, 1, 1), {"pads": [3, 0, 0, 3, 0, 0], "strides": [2, 1, 1]}),
+    ((2, 1, 1), {"dilations": [2, 1, 1], "group": 2}),
+    # the spatial half: a filter of depth 1 reads every plane (no gather left)
+    ((1, 3, 3), {"pads": [0, 1, 1, 0, 1, 1], "strides": [1, 2, 2]}),
+    ((1, 1, 1), {"strides": [1, 2, 1]}),  # 1x1x1 with a spatial stride: the general path
+])
+def test_conv_3d_separable(window: tuple[int, int, int], attrs: dict[str, object]) -> None:
+    w = rand(4, 4 // attrs.get("group", 1), *window)
+    check_node("Conv", {"x": rand(2, 4, 6, 5, 7)}, attrs, {"w": w, "b": rand(4)}, rtol=1e-4)
+
+
 def test_conv_3d_runtime_weights() -> None:
     check_node("Conv", {"x": rand(1, 2, 4, 5, 5), "w": rand(3, 2, 2, 3, 3)}, {"pads": [1, 1, 1, 0, 1, 1]},
                rtol=1e-4)

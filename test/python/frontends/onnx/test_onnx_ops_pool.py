@@ -18,6 +18,9 @@ POOL_3D = [
     {"kernel_shape": [2, 3, 2], "strides": [2, 2, 2], "ceil_mode": 1},
     {"kernel_shape": [2, 2, 2], "dilations": [2, 1, 2]},
     {"kernel_shape": [3, 3, 3], "auto_pad": "SAME_UPPER", "strides": [2, 2, 2]},
+    # S3D's: a spatial-only window (one 2-D pool of the planes), a temporal-only one (one pool across them)
+    {"kernel_shape": [1, 3, 3], "strides": [1, 2, 2], "pads": [0, 1, 1, 0, 1, 1]},
+    {"kernel_shape": [3, 1, 1], "strides": [2, 1, 1], "pads": [1, 0, 0, 1, 0, 0]},
 ]
 
 
