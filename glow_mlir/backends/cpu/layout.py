@@ -11,6 +11,9 @@ Glow's own CPU backend converts too. Each NCHW op becomes its NHWC counterpart b
 - max_pool / avg_pool(x) -> transpose(cpu_*_pool_nhwc(transpose(x, [0, 2, 3, 1])), [0, 3, 1, 2]).
 - conv_transpose(x, W, b) -> transpose(the interleaved phases of one cpu_conv_nhwc, [0, 3, 1, 2])
   (conv_transpose.py).
+- a convolution whose taps read padding for a large share of its outputs (a dilated one on a small map) ->
+  the concatenation of unpadded cpu_conv_nhwc ops on the regions of outputs that share their live taps
+  (conv_regions.py).
 
 Pads stay attributes: glow-lower expands them in NHWC. Between consecutive layers the transpose back to NCHW
 meets the next layer's transpose to NHWC, through whatever elementwise ops lie between; glow-sink-transpose,
@@ -23,7 +26,7 @@ from __future__ import annotations
 from mlir import ir
 
 from glow_mlir import ops
-from glow_mlir.backends.cpu import conv_transpose
+from glow_mlir.backends.cpu import conv_regions, conv_transpose
 from glow_mlir.backends.cpu import ops as cpu_ops  # noqa: F401  (defines the NHWC ops this pass creates)
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.registry import register
@@ -63,7 +66,10 @@ def to_nhwc(op: ir.Operation) -> ir.Value:
         attributes |= {"activation": ir.StringAttr.get("none"), "activationArgs": ir.DenseF32ArrayAttr.get([])}
     n, c, h, w = ops.shape(op.results[0])
     result = ops.tensor_type([n, h, w, c], ops.element_type(op.results[0]))
+    found = conv_regions.regions(op) if name == "glow.cpu_conv_nhwc" else None
     with ir.InsertionPoint(op), op.location:
+        if found is not None:
+            return conv_regions.to_nhwc(op, found, _filter_hwio, attributes)
         operands = [transpose_to(op.operands[0], TO_NHWC)]
         if name == "glow.cpu_conv_nhwc":
             operands += [_filter_hwio(op.operands[1]), op.operands[2]]

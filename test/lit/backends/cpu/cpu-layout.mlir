@@ -100,3 +100,37 @@ func.func @conv_transpose_runtime_filter(%x: tensor<1x2x2x2xf32> {glow.name = "x
   %y = "glow.conv_transpose"(%x, %w, %b) {kernels = array<i64: 2, 1>, strides = array<i64: 2, 1>, pads = array<i64: 0, 0, 0, 0>, group = 2 : i64, dilation = array<i64: 1, 1>} : (tensor<1x2x2x2xf32>, tensor<2x3x2x1xf32>, tensor<6xf32>) -> tensor<1x6x4x2xf32>
   return %y : tensor<1x6x4x2xf32>
 }
+
+// A dilated convolution on a map not much larger than its reach: rate 12 on 16x16 reads the input with taps
+// {1, 2} for outputs 0-3, {1} for 4-11, {0, 1} for 12-15 along each dim, a quarter of its multiply-adds. Split
+// into the 3 x 3 regions of outputs sharing their live taps, each an unpadded NHWC convolution of the input
+// block it reads with those taps, concatenated along W, then H.
+// LAYOUT-LABEL: func.func @aspp_regions
+// LAYOUT-NOT: glow.convolution
+// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>{{.*}} -> tensor<1x4x4x3xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 2, 1>, pads = array<i64: 0, 0, 0, 0>{{.*}} -> tensor<1x4x8x3xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>{{.*}} -> tensor<1x4x4x3xf32>
+// LAYOUT: "glow.concat"({{.*}}) {dim = 2 : i64
+// LAYOUT: %[[CENTRE_IN:.*]] = "glow.slice"(%{{.*}}) {start = array<i64: 0, 4, 4, 0>} : (tensor<1x16x16x2xf32>) -> tensor<1x8x8x2xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"(%[[CENTRE_IN]], {{.*}}kernels = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>{{.*}} -> tensor<1x8x8x3xf32>
+// LAYOUT-COUNT-4: "glow.cpu_conv_nhwc"
+// LAYOUT: "glow.concat"({{.*}}) {dim = 1 : i64
+// LAYOUT: "glow.transpose"({{.*}}) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<1x16x16x3xf32>) -> tensor<1x3x16x16xf32>
+func.func @aspp_regions(%x: tensor<1x2x16x16xf32> {glow.name = "x"}) -> (tensor<1x3x16x16xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<3x2x3x3xf32>} : () -> tensor<3x2x3x3xf32>
+  %b = "glow.constant"() {value = dense<0.5> : tensor<3xf32>} : () -> tensor<3xf32>
+  %y = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 12, 12, 12, 12>, group = 1 : i64, dilation = array<i64: 12, 12>} : (tensor<1x2x16x16xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x16x16xf32>
+  return %y : tensor<1x3x16x16xf32>
+}
+
+// Rate 4 on 16x16 saves only 31 % (runs of 4, 8, 4 outputs with 2, 3, 2 taps): one convolution.
+// LAYOUT-LABEL: func.func @rate4_whole
+// LAYOUT-COUNT-1: "glow.cpu_conv_nhwc"
+// LAYOUT-NOT: "glow.cpu_conv_nhwc"
+// LAYOUT: return
+func.func @rate4_whole(%x: tensor<1x2x16x16xf32> {glow.name = "x"}) -> (tensor<1x3x16x16xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<3x2x3x3xf32>} : () -> tensor<3x2x3x3xf32>
+  %b = "glow.constant"() {value = dense<0.5> : tensor<3xf32>} : () -> tensor<3xf32>
+  %y = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 4, 4, 4, 4>, group = 1 : i64, dilation = array<i64: 4, 4>} : (tensor<1x2x16x16xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x16x16xf32>
+  return %y : tensor<1x3x16x16xf32>
+}

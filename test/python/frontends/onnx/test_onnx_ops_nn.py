@@ -31,9 +31,13 @@ def test_conv(attrs: dict[str, object], bias: bool) -> None:
     ((1, 8, 4, 4), {"dilations": [6, 6], "pads": [6, 6, 6, 6]}),  # ASPP on a small map: the centre tap only
     ((1, 8, 5, 7), {"dilations": [3, 4], "pads": [3, 4, 3, 0], "strides": [1, 2]}),  # some outer taps dead
     ((1, 8, 4, 4), {"dilations": [6, 6], "pads": [6, 6, 6, 6], "group": 8}),  # depthwise
+    # dead for some outputs only: the CPU backend splits them into regions that share their live taps
+    ((1, 8, 16, 16), {"dilations": [12, 12], "pads": [12, 12, 12, 12]}),  # DeepLab's ASPP, rate 12 on 16x16
+    ((1, 8, 12, 12), {"dilations": [6, 6], "pads": [6, 6, 6, 6], "group": 2}),  # 2 x 2 regions, grouped
 ])
 def test_conv_taps_in_padding(x: tuple[int, ...], attrs: dict[str, object]) -> None:
-    """Dilated convolutions whose outer taps read only padding (glow-trim-conv-window drops them)."""
+    """Dilated convolutions whose outer taps read only padding for every output (glow-trim-conv-window drops
+    them) or for some (backends/cpu/conv_regions.py)."""
     group = attrs.get("group", 1)
     consts = {"w": rand(8, 8 // group, 3, 3), "b": rand(8)}
     check_node("Conv", {"x": rand(*x)}, attrs, consts, rtol=1e-4, atol=1e-5)
