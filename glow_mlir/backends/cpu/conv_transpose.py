@@ -19,8 +19,13 @@ front, none past what the crop keeps), the rest is a slice.
 So the scatter, whose NCHW lowering is scalar loops (a UNet's 2x2 up-convolutions ran 18x slower than
 onnxruntime's, a DCGAN generator's 4x4 ones 47x), runs on the NHWC convolution kernels, with as many
 multiply-adds when s divides K (2x2 and 4x4 filters of stride 2, the usual up-sampling layers) and
-(T x s / K)^2 times as many otherwise (3x3 of stride 2: 16 / 9), plus the cropped phase rows. A constant filter
-and bias are rearranged here; run-time ones by gathers. A batch norm after the transposed convolution folds into
+(T x s / K)^2 times as many otherwise (3x3 of stride 2: 16 / 9), plus the cropped phase rows. Where those
+extras weigh (DCGAN's 4x4 / stride-2 / pad-1 layers on 4x4 to 16x16 maps compute 1.56x to 1.13x the products
+they keep), each output phase is a convolution of its own instead (`_per_phase`): exactly the outputs kept,
+each phase with its own taps, the phases concatenated along the channels before the same interleave; taken
+when it computes at most PER_PHASE_GAIN of the combined form's vector products (few output channels waste
+lanes in each of its convolutions). A constant filter and bias are rearranged here; run-time ones by
+gathers. A batch norm after the transposed convolution folds into
 it (glow-fold-batchnorm) and an activation after the interleave into the convolution (glow-fuse-activations
 looks through the transposes, reshapes and slice).
 """
@@ -28,7 +33,7 @@ looks through the transposes, reshapes and slice).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from mlir import ir
@@ -89,60 +94,169 @@ def _gathered(data: ir.Value, index: np.ndarray, pad_zero: bool) -> ir.Value:
 
 
 def to_nhwc(op: ir.Operation, filter_hwio: Callable[[ir.Value], ir.Value]) -> ir.Value:
-    """The NHWC phase convolution and interleave of NCHW glow.conv_transpose `op` between transposes, built
+    """The NHWC phase convolutions and interleave of NCHW glow.conv_transpose `op` between transposes, built
     before it; returns the value replacing it. `filter_hwio` gives an OIHW filter as glow.cpu_conv_nhwc reads it
-    (glow-cpu-layout's)."""
-    x, w, b = op.operands
-    n, c, *sizes = ops.shape(x)
+    (glow-cpu-layout's). One convolution of all phases, or one per output phase where that computes
+    sufficiently fewer vector products (`_per_phase`)."""
+    x, w, _ = op.operands
+    _, _, *sizes = ops.shape(x)
     _, outputs, kh, kw = ops.shape(w)
     result = op.results[0]
     _, f, *out = ops.shape(result)
-    elt = ops.element_type(result)
     group = ops.integer(op, "group")
     strides, dilation = ops.ints(op, "strides"), ops.ints(op, "dilation")
-    rows, cols = (phase_taps(k, s, d) for k, s, d in zip((kh, kw), strides, dilation))
-    sh, sw = strides
-    channels = group * sh * sw * outputs
-
-    # Per spatial dim: the input padding, the phase outputs computed, and the crop of the interleaved output.
-    # Phase rows the crop removes whole are skipped (less padding in front); the end stops at the last kept.
-    pads, computed, crop = [[0, 0], [0, 0]], [0, 0], [0, 0]
-    for d, (size, table, s, head, size_out) in enumerate(zip(sizes, (rows, cols), strides, ops.ints(op, "pads"),
-                                                             out)):  # fmt: skip
-        taps = table.shape[1]
-        skip = min(head // s, taps - 1)
-        before = taps - 1 - skip
-        after = max(0, math.ceil((head + size_out) / s) - skip - size - before + taps - 1)
-        pads[d] = [before, after]
-        computed[d] = size + before + after - taps + 1
-        crop[d] = head - skip * s
-    (pt, pb), (pl, pr) = pads
-    mh, mw = computed
-
-    index = filter_index(c, outputs, group, (kh, kw), rows, cols)
-    gathered = _gathered(w, index, pad_zero=True)
-    phase_filter = filter_hwio(gathered)
-    if not list(gathered.uses):
-        # A constant, of which filter_hwio made a new one.
-        g.erase(g.producer(gathered))
-    repeat = np.arange(group * outputs).reshape(group, 1, 1, outputs).repeat(sh, 1).repeat(sw, 2).reshape(-1)
-    phase_bias = _gathered(b, repeat, pad_zero=False)
-    attributes = {
-        "kernels": ops.i64_array([rows.shape[1], cols.shape[1]]), "strides": ops.i64_array([1, 1]),
-        "pads": ops.i64_array([pt, pl, pb, pr]), "dilation": ops.i64_array([1, 1]), "group": ops.i64(group),
-        "activation": ir.StringAttr.get("none"), "activationArgs": ir.DenseF32ArrayAttr.get([]),
-    }  # fmt: skip
-    y = g.make("glow.cpu_conv_nhwc", [transpose_to(x, TO_NHWC), phase_filter, phase_bias],
-               ops.tensor_type([n, mh, mw, channels], elt), attributes)  # fmt: skip
-    if sh * sw > 1:
-        # [N, MH, MW, (G,) SH, SW, O] -> [N, MH, SH, MW, SW, (G,) O]: each pixel's phases to their places.
-        split, shuffle = [n, mh, mw, group, sh, sw, outputs], [0, 1, 4, 2, 5, 3, 6]
-        if group == 1:
-            split, shuffle = [n, mh, mw, sh, sw, outputs], [0, 1, 3, 2, 4, 5]
-        y = g.make("glow.reshape", [y], ops.tensor_type(split, elt), {"dims": ops.i64_array(split)})
-        y = transpose_to(y, shuffle)
-        merged = [n, mh * sh, mw * sw, f]
-        y = g.make("glow.reshape", [y], ops.tensor_type(merged, elt), {"dims": ops.i64_array(merged)})
+    tables = [phase_taps(k, s, d) for k, s, d in zip((kh, kw), strides, dilation)]
+    heads = ops.ints(op, "pads")[:2]
+    plans = [_exact_phases(size, k, s, d, head, size_out)
+             for size, k, s, d, head, size_out in zip(sizes, (kh, kw), strides, dilation, heads, out)]  # fmt: skip
+    combined = _combined_plan(sizes, tables, strides, heads, out)
+    xt = transpose_to(x, TO_NHWC)
+    if all(p is not None for p in plans) and _cost(plans, group * outputs) <= PER_PHASE_GAIN * _cost_combined(
+        combined, tables, group * outputs * strides[0] * strides[1]
+    ):
+        y = _per_phase(op, xt, plans, tables, filter_hwio)  # type: ignore[arg-type]
+        crop = [0, 0]
+    else:
+        y, crop = _combined(op, xt, combined, tables, filter_hwio)
+    n, elt = ops.shape(x)[0], ops.element_type(result)
     if ops.shape(y) != (n, *out, f):
         y = g.make("glow.slice", [y], ops.tensor_type([n, *out, f], elt), {"start": ops.i64_array([0, *crop, 0])})
     return transpose_to(y, TO_NCHW)
+
+
+# Per output phase and dim: (taps, their columns in phase_taps' table, input padding before, after).
+Phase = tuple[int, int, int, int]
+# Convolutions per output phase are chosen when they compute at most this share of the combined one's vector
+# products: DCGAN (one-process A/B against the combined form alone) 1.176x at 0.8 (its 4x4 and 8x8 layers),
+# 1.216x and 1.227x at 0.95 and 0.9 (its 16x16 layer too, at 0.89).
+PER_PHASE_GAIN = 0.9
+
+
+def _exact_phases(size: int, k: int, s: int, d: int, head: int, size_out: int) -> tuple[int, list[Phase]] | None:
+    """(Q, per output phase a its `Phase`): output o = q s + a after the crop is full output o + head = (q + c) s
+    + r, which phase r of the scatter gives from input q + c - t and tap t s + r, T_r taps; a convolution of Q
+    outputs from the input padded by T_r - 1 - c before. None where a phase has no tap or would need a
+    negative padding (a crop of more than a phase row: the combined form skips those)."""
+    dense = (k - 1) * d + 1
+    count = math.ceil(size_out / s)
+    found = []
+    for a in range(s):
+        r, c = (a + head) % s, (a + head) // s
+        taps = len(range(r, dense, s))
+        before = taps - 1 - c
+        after = count - size - before + taps - 1
+        if taps == 0 or before < 0 or after < 0:
+            return None
+        found.append((taps, math.ceil(dense / s) - taps, before, after))
+    return count, found
+
+
+def _combined_plan(sizes: Sequence[int], tables: Sequence[np.ndarray], strides: Sequence[int],
+                   heads: Sequence[int], out: Sequence[int]) -> list[tuple[int, int, int, int]]:  # fmt: skip
+    """Per spatial dim of the combined form: (padding before, after, phase outputs computed, crop)."""
+    found = []
+    for size, table, s, head, size_out in zip(sizes, tables, strides, heads, out):
+        taps = table.shape[1]
+        # Phase rows the crop removes whole are skipped (less padding in front); the end stops at the last kept.
+        skip = min(head // s, taps - 1)
+        before = taps - 1 - skip
+        after = max(0, math.ceil((head + size_out) / s) - skip - size - before + taps - 1)
+        found.append((before, after, size + before + after - taps + 1, head - skip * s))
+    return found
+
+
+def _lanes(channels: int) -> int:
+    """The vector lanes computing `channels` output channels (whole 16-float registers)."""
+    return 16 * math.ceil(channels / 16)
+
+
+def _cost(plans: Sequence[tuple[int, list[Phase]]], channels: int) -> int:
+    (qh, rows), (qw, cols) = plans
+    return sum(qh * qw * th * tw for th, *_ in rows for tw, *_ in cols) * _lanes(channels)
+
+
+def _cost_combined(plan: Sequence[tuple[int, int, int, int]], tables: Sequence[np.ndarray], channels: int) -> int:
+    return plan[0][2] * plan[1][2] * tables[0].shape[1] * tables[1].shape[1] * _lanes(channels)
+
+
+def _conv(x: ir.Value, phase_filter: ir.Value, bias: ir.Value, kernels: Sequence[int], pads: Sequence[int],
+          group: int, outputs: Sequence[int]) -> ir.Value:  # fmt: skip
+    """An NHWC convolution of unit strides, no activation, of `outputs` [N, H, W, F]."""
+    attributes = {
+        "kernels": ops.i64_array(kernels), "strides": ops.i64_array([1, 1]), "pads": ops.i64_array(pads),
+        "dilation": ops.i64_array([1, 1]), "group": ops.i64(group),
+        "activation": ir.StringAttr.get("none"), "activationArgs": ir.DenseF32ArrayAttr.get([]),
+    }  # fmt: skip
+    return g.make("glow.cpu_conv_nhwc", [x, phase_filter, bias], ops.tensor_type(outputs, ops.element_type(x)),
+                  attributes)  # fmt: skip
+
+
+def _phase_filter(w: ir.Value, group: int, rows: np.ndarray, cols: np.ndarray,
+                  filter_hwio: Callable[[ir.Value], ir.Value]) -> ir.Value:  # fmt: skip
+    """The HWIO filter of the phases `rows` x `cols` (phase_taps tables, or rows of them)."""
+    c, outputs, kh, kw = ops.shape(w)
+    gathered = _gathered(w, filter_index(c, outputs, group, (kh, kw), rows, cols), pad_zero=True)
+    hwio = filter_hwio(gathered)
+    if not list(gathered.uses):
+        # A constant, of which filter_hwio made a new one.
+        g.erase(g.producer(gathered))
+    return hwio
+
+
+def _reshaped(value: ir.Value, dims: Sequence[int]) -> ir.Value:
+    return g.make("glow.reshape", [value], ops.tensor_type(dims, ops.element_type(value)),
+                  {"dims": ops.i64_array(dims)})  # fmt: skip
+
+
+Filter = Callable[[ir.Value], ir.Value]
+
+
+def _combined(op: ir.Operation, xt: ir.Value, plan: Sequence[tuple[int, int, int, int]],
+              tables: Sequence[np.ndarray], filter_hwio: Filter) -> tuple[ir.Value, list[int]]:  # fmt: skip
+    """All phases as one convolution, output channels (group, phase row, phase column, output), interleaved by
+    one transpose: [N, MH, MW, (G,) SH, SW, O] -> [N, MH, SH, MW, SW, (G,) O]; and the crop of the result."""
+    _, w, b = op.operands
+    n = ops.shape(xt)[0]
+    _, outputs, _, _ = ops.shape(w)
+    f = ops.shape(op.results[0])[1]
+    group = ops.integer(op, "group")
+    sh, sw = ops.ints(op, "strides")
+    (pt, pb, mh, crop_h), (pl, pr, mw, crop_w) = plan
+    repeat = np.arange(group * outputs).reshape(group, 1, 1, outputs).repeat(sh, 1).repeat(sw, 2).reshape(-1)
+    y = _conv(xt, _phase_filter(w, group, *tables, filter_hwio), _gathered(b, repeat, pad_zero=False),
+              [t.shape[1] for t in tables], [pt, pl, pb, pr], group,
+              [n, mh, mw, group * sh * sw * outputs])  # fmt: skip
+    if sh * sw > 1:
+        split, shuffle = [n, mh, mw, group, sh, sw, outputs], [0, 1, 4, 2, 5, 3, 6]
+        if group == 1:
+            split, shuffle = [n, mh, mw, sh, sw, outputs], [0, 1, 3, 2, 4, 5]
+        y = _reshaped(transpose_to(_reshaped(y, split), shuffle), [n, mh * sh, mw * sw, f])
+    return y, [crop_h, crop_w]
+
+
+def _per_phase(op: ir.Operation, xt: ir.Value, plans: Sequence[tuple[int, list[Phase]]],
+               tables: Sequence[np.ndarray], filter_hwio: Callable[[ir.Value], ir.Value]) -> ir.Value:  # fmt: skip
+    """One convolution per output phase (a row, a column) of exactly the outputs the crop keeps (the last
+    phase row rounded up), each with its own taps (3x3 of stride 2: 4, 2, 2 and 1, not 4 each); their
+    outputs concatenated along the channels, [N, Q, Q, SH, SW, F] interleaved by one transpose. Where the
+    combined form computes phase rows the crop drops (DCGAN's 4x4 / stride-2 / pad-1 layers on 4x4 to 32x32
+    maps: 1.56x to 1.13x the products) or zero taps."""
+    _, w, b = op.operands
+    n = ops.shape(xt)[0]
+    f = ops.shape(op.results[0])[1]
+    group = ops.integer(op, "group")
+    sh, sw = ops.ints(op, "strides")
+    (qh, rows), (qw, cols) = plans
+    phases = []
+    for a_h, (th, skip_h, pt, pb) in enumerate(rows):
+        for a_w, (tw, skip_w, pl, pr) in enumerate(cols):
+            r_h, r_w = (a_h + ops.ints(op, "pads")[0]) % sh, (a_w + ops.ints(op, "pads")[1]) % sw
+            taps = (tables[0][r_h : r_h + 1, skip_h:], tables[1][r_w : r_w + 1, skip_w:])
+            phases.append(_conv(xt, _phase_filter(w, group, *taps, filter_hwio), b, [th, tw], [pt, pl, pb, pr],
+                                group, [n, qh, qw, f]))  # fmt: skip
+    y = phases[0]
+    if len(phases) > 1:
+        y = g.make("glow.concat", phases, ops.tensor_type([n, qh, qw, len(phases) * f], ops.element_type(y)),
+                   ops.concat_attributes([p.type for p in phases], 3))  # fmt: skip
+        y = _reshaped(transpose_to(_reshaped(y, [n, qh, qw, sh, sw, f]), [0, 1, 3, 2, 4, 5]), [n, qh * sh, qw * sw, f])
+    return y

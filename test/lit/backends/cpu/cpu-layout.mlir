@@ -134,3 +134,23 @@ func.func @rate4_whole(%x: tensor<1x2x16x16xf32> {glow.name = "x"}) -> (tensor<1
   %y = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 4, 4, 4, 4>, group = 1 : i64, dilation = array<i64: 4, 4>} : (tensor<1x2x16x16xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x16x16xf32>
   return %y : tensor<1x3x16x16xf32>
 }
+
+// With 16 outputs (no lanes to spare), the 4x4 / stride-2 / pad-1 layer is one convolution per output phase:
+// each computes the 3x3 outputs the crop keeps (the combined form 4x4 per phase), output phase 0 from input
+// phase 1 padded before, phase 1 from input phase 0 padded after; concatenated and interleaved, no slice.
+// LAYOUT-LABEL: func.func @conv_transpose_per_phase
+// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 2, 2>, pads = array<i64: 1, 1, 0, 0>{{.*}} -> tensor<1x3x3x16xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 2, 2>, pads = array<i64: 1, 0, 0, 1>{{.*}} -> tensor<1x3x3x16xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 2, 2>, pads = array<i64: 0, 1, 1, 0>{{.*}} -> tensor<1x3x3x16xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 2, 2>, pads = array<i64: 0, 0, 1, 1>{{.*}} -> tensor<1x3x3x16xf32>
+// LAYOUT: %[[C:.*]] = "glow.concat"({{.*}}) {dim = 3 : i64
+// LAYOUT: %[[R:.*]] = "glow.reshape"(%[[C]]) {dims = array<i64: 1, 3, 3, 2, 2, 16>}
+// LAYOUT: "glow.transpose"(%[[R]]) {shuffle = array<i64: 0, 1, 3, 2, 4, 5>}
+// LAYOUT-NOT: glow.slice
+// LAYOUT: return
+func.func @conv_transpose_per_phase(%x: tensor<1x1x3x3xf32> {glow.name = "x"}) -> (tensor<1x16x6x6xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<1x16x4x4xf32>} : () -> tensor<1x16x4x4xf32>
+  %b = "glow.constant"() {value = dense<0.5> : tensor<16xf32>} : () -> tensor<16xf32>
+  %y = "glow.conv_transpose"(%x, %w, %b) {kernels = array<i64: 4, 4>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x3x3xf32>, tensor<1x16x4x4xf32>, tensor<16xf32>) -> tensor<1x16x6x6xf32>
+  return %y : tensor<1x16x6x6xf32>
+}

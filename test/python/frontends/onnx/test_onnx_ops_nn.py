@@ -122,16 +122,18 @@ def test_conv_transpose_1d() -> None:
                {"w": rand(2, 3, 3), "b": rand(3)}, rtol=1e-4)
 
 
-# The CPU backend's phase form of ConvTranspose (backends/cpu/conv_transpose.py): one convolution of the
-# stride's phases and their interleave, the pads a crop of it.
+# The CPU backend's phase forms of ConvTranspose (backends/cpu/conv_transpose.py): one convolution of the
+# stride's phases and their interleave, the pads a crop of it ("combined"), or one convolution per output
+# phase of exactly the outputs kept ("per phase"), whichever computes fewer vector products.
 
 
 @pytest.mark.parametrize(("x", "w", "attrs"), [
-    ((1, 8, 5, 6), (8, 4, 2, 2), {"strides": [2, 2]}),  # a UNet's up-convolution: 1x1 phases, no crop
-    ((2, 6, 4, 4), (6, 5, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # DCGAN's: 2x2 phases, a crop
+    ((1, 8, 5, 6), (8, 4, 2, 2), {"strides": [2, 2]}),  # a UNet's up-convolution: 1x1 phases (combined)
+    ((2, 6, 4, 4), (6, 5, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # 2x2 phases, a crop (combined)
+    ((1, 8, 4, 4), (8, 16, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # DCGAN's layer (per phase)
     ((1, 4, 5, 3), (4, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1],
-                                  "group": 2}),  # zero taps (3 of stride 2), groups interleaved
-    ((1, 3, 6, 5), (3, 2, 5, 3), {"strides": [3, 2], "pads": [4, 0, 2, 3]}),  # whole phase rows cropped
+                                  "group": 2}),  # 3x3 of stride 2: 4, 2, 2 and 1 taps (per phase), groups
+    ((1, 3, 6, 5), (3, 2, 5, 3), {"strides": [3, 2], "pads": [4, 0, 2, 3]}),  # phase rows cropped (combined)
     ((1, 4, 4, 4), (4, 1, 3, 3), {"strides": [2, 2], "dilations": [2, 2], "group": 4}),  # dilated depthwise
 ])
 def test_conv_transpose_phases(x: tuple[int, ...], w: tuple[int, ...], attrs: dict[str, object]) -> None:
@@ -139,9 +141,10 @@ def test_conv_transpose_phases(x: tuple[int, ...], w: tuple[int, ...], attrs: di
     check_node("ConvTranspose", {"x": rand(*x)}, attrs, {"w": rand(*w), "b": rand(outputs)}, rtol=1e-4)
 
 
-def test_conv_transpose_runtime_filter() -> None:
+@pytest.mark.parametrize("outputs", [3, 16])  # combined, per phase
+def test_conv_transpose_runtime_filter(outputs: int) -> None:
     """A filter fed at run time is rearranged into the phases by a gather in the compiled code."""
-    check_node("ConvTranspose", {"x": rand(1, 4, 3, 4), "w": rand(4, 3, 4, 3)},
+    check_node("ConvTranspose", {"x": rand(1, 4, 3, 4), "w": rand(4, outputs, 4, 3)},
                {"strides": [2, 2], "pads": [1, 1, 1, 1], "group": 2}, rtol=1e-4)
 
 
