@@ -63,7 +63,10 @@ def flattened(op: ir.Operation) -> list[ir.Operation] | None:
     shape whose last dim takes masked vectors (a row of 197 or 49 elements: attention's scores in ViT and
     Swin), as generics on the buffers seen flat: one over the whole vectors, one over the rest. Rows of 197
     ran their softmax's exp at 0.21 ns per element against 0.12 for rows of 192 (3 x 197 x 197, 24 us); flat,
-    14.6 us. None where it does not apply; else the new ops, which replace `op`."""
+    14.6 us. Likewise one the vector recipe does not take (rows shorter than 8, i1 buffers: a LeakyRelu's
+    select on its comparison's mask): flat, its scalar loop is one long loop that LLVM vectorizes, not one of
+    4 or 8 iterations per row (HiFi-GAN's [1, 8192, 4] channels-last activations). None where it does not
+    apply; else the new ops, which replace `op`."""
     if op.name != "linalg.generic" or not _pointwise(op):
         return None
     buffers = list(op.operands)
@@ -75,9 +78,11 @@ def flattened(op: ir.Operation) -> list[ir.Operation] | None:
     if any(inner.name == "linalg.index" for inner in ops.walk_ops(op)):
         return None
     chosen = elementwise_recipe_steps(op)
-    if chosen is None or not chosen[1]:
+    if chosen is not None and not chosen[1]:
         return None
     total = math.prod(ir.MemRefType(buffers[0].type).shape)
+    if chosen is None and ir.MemRefType(buffers[0].type).shape[-1] == total:
+        return None  # one row already
     length = vector_budget(max(element_bytes(ir.MemRefType(v.type).element_type) for v in buffers))
     whole = total - total % length
     pieces = [(0, whole), (whole, total - whole)] if whole and whole < total else [(0, total)]

@@ -239,11 +239,12 @@ def test_elementwise_with_a_masked_tail() -> None:
         )
 
 
-@pytest.mark.parametrize("shape", [(3, 197, 197), (4, 49, 49), (2, 3, 5)])
+@pytest.mark.parametrize("shape", [(3, 197, 197), (4, 49, 49), (2, 3, 5), (2, 24, 16)])
 def test_odd_rows_run_flat(shape: tuple[int, ...]) -> None:
     """An elementwise op on rows of 197 (attention's scores in ViT) or 49 (Swin's windows) would take masked
     vectors in every row; on the buffer seen flat it runs one kernel of whole vectors and one for the rest
-    (elementwise_recipes.flattened), the same values. A buffer of fewer elements than one vector stays one op."""
+    (elementwise_recipes.flattened), the same values. Rows of fewer than 8 elements, which no vector recipe
+    takes, run flat too, as one op when the buffer holds less than one vector; rows of whole vectors stay."""
     x = RNG.standard_normal(shape).astype(np.float32)
     g = glow_mlir.Graph("flat")
     g.output("y", g.exp(g.input("x", shape)))
@@ -251,11 +252,26 @@ def test_odd_rows_run_flat(shape: tuple[int, ...]) -> None:
         np.testing.assert_allclose(model.run({"x": x})["y"], np.exp(x), rtol=1e-6)
         scheduled = model.ir("glow-cpu-schedule")
     total = int(np.prod(shape))
-    flat = total >= 64
+    flat = shape[-1] % 16 != 0
     assert (f"memref<{total}xf32>" in scheduled) == flat
-    if flat:
+    if flat and total >= 64:
         whole = total - total % 64
         assert f"memref<{whole}xf32" in scheduled and f"memref<{total - whole}xf32" in scheduled
+
+
+def test_select_on_mask_runs_flat() -> None:
+    """LeakyRelu as select(x < 0, x * a, x) on channels-last rows of 4 (HiFi-GAN's last stage): the select
+    reads the comparison's i1 mask, which no vector recipe takes, so it runs as one flat loop over the buffer
+    (which LLVM vectorizes), not one of 4 iterations per row."""
+    shape = (1, 512, 4)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    g = glow_mlir.Graph("leaky")
+    v = g.input("x", shape)
+    g.output("y", g.select(g.cmp_lt(v, g.splat(shape, 0.0)), g.mul(v, g.splat(shape, 0.1)), v))
+    with glow_mlir.compile(g, keep_ir=True, cache=False) as model:
+        np.testing.assert_allclose(model.run({"x": x})["y"], np.where(x < 0, x * np.float32(0.1), x), rtol=1e-6)
+        scheduled = model.ir("glow-cpu-schedule")
+    assert "memref<2048xi1>" in scheduled
 
 
 def host_has_avx512() -> bool:
