@@ -25,15 +25,16 @@ they keep), each output phase is a convolution of its own instead (`_per_phase`)
 each phase with its own taps, the phases concatenated along the channels before the same interleave; taken
 when it computes at most PER_PHASE_GAIN of the combined form's vector products (few output channels waste
 lanes in each of its convolutions). A constant filter and bias are rearranged here; run-time ones by
-gathers. A batch norm after the transposed convolution folds into
-it (glow-fold-batchnorm) and an activation after the interleave into the convolution (glow-fuse-activations
-looks through the transposes, reshapes and slice).
+gathers. A batch norm after the transposed convolution folds into it (glow-fold-batchnorm), and an activation
+after the interleave into the one convolution of the combined form (glow-fuse-activations looks through the
+transposes, reshapes and slice; after the per-phase form's concatenation it stays a pass of its own).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from mlir import ir
@@ -44,6 +45,31 @@ from glow_mlir.passes.graph.sink_transpose import transpose_to
 
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
+# glow-cpu-layout's rearrangement of an OIHW filter into the [KH, KW, I, O] glow.cpu_conv_nhwc reads.
+Filter = Callable[[ir.Value], ir.Value]
+# Convolutions per output phase are chosen when they compute at most this share of the combined one's vector
+# products: DCGAN (one-process A/B against the combined form alone) 1.176x at 0.8 (its 4x4 and 8x8 layers),
+# 1.216x and 1.227x at 0.95 and 0.9 (its 16x16 layer too, at 0.89).
+PER_PHASE_GAIN = 0.9
+
+
+class Combined(NamedTuple):
+    """The combined form along a dim: input padding before and after, phase outputs computed, crop in front."""
+
+    before: int
+    after: int
+    computed: int
+    crop: int
+
+
+class PhaseConv(NamedTuple):
+    """An output phase's convolution along a dim: the scatter phase it takes (a row of `phase_taps`' table),
+    its taps (the row's last `taps` columns), and the input padding before and after."""
+
+    phase: int
+    taps: int
+    before: int
+    after: int
 
 
 def phase_taps(k: int, stride: int, dilation: int) -> np.ndarray:
@@ -93,13 +119,13 @@ def _gathered(data: ir.Value, index: np.ndarray, pad_zero: bool) -> ir.Value:
     return g.make("glow.gather", [flat, where], ops.tensor_type(index.shape, elt), {"axis": ops.i64(0)})
 
 
-def to_nhwc(op: ir.Operation, filter_hwio: Callable[[ir.Value], ir.Value]) -> ir.Value:
+def to_nhwc(op: ir.Operation, filter_hwio: Filter) -> ir.Value:
     """The NHWC phase convolutions and interleave of NCHW glow.conv_transpose `op` between transposes, built
     before it; returns the value replacing it. `filter_hwio` gives an OIHW filter as glow.cpu_conv_nhwc reads it
     (glow-cpu-layout's). One convolution of all phases, or one per output phase where that computes
     sufficiently fewer vector products (`_per_phase`)."""
     x, w, _ = op.operands
-    _, _, *sizes = ops.shape(x)
+    n, _, *sizes = ops.shape(x)
     _, outputs, kh, kw = ops.shape(w)
     result = op.results[0]
     _, f, *out = ops.shape(result)
@@ -107,36 +133,37 @@ def to_nhwc(op: ir.Operation, filter_hwio: Callable[[ir.Value], ir.Value]) -> ir
     strides, dilation = ops.ints(op, "strides"), ops.ints(op, "dilation")
     tables = [phase_taps(k, s, d) for k, s, d in zip((kh, kw), strides, dilation)]
     heads = ops.ints(op, "pads")[:2]
-    plans = [_exact_phases(size, k, s, d, head, size_out)
-             for size, k, s, d, head, size_out in zip(sizes, (kh, kw), strides, dilation, heads, out)]  # fmt: skip
-    combined = _combined_plan(sizes, tables, strides, heads, out)
+    combined = [_combined_dim(*dims) for dims in zip(sizes, tables, strides, heads, out)]
+    rows, cols = (_exact_phases(*dims) for dims in zip(sizes, (kh, kw), strides, dilation, heads, out))
+    combined_cost = math.prod(d.computed * t.shape[1] for d, t in zip(combined, tables)) * _lanes(
+        group * outputs * strides[0] * strides[1]
+    )
     xt = transpose_to(x, TO_NHWC)
-    if all(p is not None for p in plans) and _cost(plans, group * outputs) <= PER_PHASE_GAIN * _cost_combined(
-        combined, tables, group * outputs * strides[0] * strides[1]
-    ):
-        y = _per_phase(op, xt, plans, tables, filter_hwio)  # type: ignore[arg-type]
-        crop = [0, 0]
+    if rows is not None and cols is not None and _cost(rows, cols, group * outputs) <= PER_PHASE_GAIN * combined_cost:
+        y, crop = _per_phase(op, xt, rows, cols, tables, filter_hwio), [0, 0]
     else:
-        y, crop = _combined(op, xt, combined, tables, filter_hwio)
-    n, elt = ops.shape(x)[0], ops.element_type(result)
+        y, crop = _combined(op, xt, combined, tables, filter_hwio), [d.crop for d in combined]
     if ops.shape(y) != (n, *out, f):
-        y = g.make("glow.slice", [y], ops.tensor_type([n, *out, f], elt), {"start": ops.i64_array([0, *crop, 0])})
+        y = g.make("glow.slice", [y], ops.tensor_type([n, *out, f], ops.element_type(result)),
+                   {"start": ops.i64_array([0, *crop, 0])})  # fmt: skip
     return transpose_to(y, TO_NCHW)
 
 
-# Per output phase and dim: (taps, their columns in phase_taps' table, input padding before, after).
-Phase = tuple[int, int, int, int]
-# Convolutions per output phase are chosen when they compute at most this share of the combined one's vector
-# products: DCGAN (one-process A/B against the combined form alone) 1.176x at 0.8 (its 4x4 and 8x8 layers),
-# 1.216x and 1.227x at 0.95 and 0.9 (its 16x16 layer too, at 0.89).
-PER_PHASE_GAIN = 0.9
+def _combined_dim(size: int, table: np.ndarray, s: int, head: int, size_out: int) -> Combined:
+    """The combined form along a dim: phase rows the crop removes whole are skipped (less padding in front),
+    the end stops at the last phase row kept."""
+    taps = table.shape[1]
+    skip = min(head // s, taps - 1)
+    before = taps - 1 - skip
+    after = max(0, math.ceil((head + size_out) / s) - skip - size - before + taps - 1)
+    return Combined(before, after, size + before + after - taps + 1, head - skip * s)
 
 
-def _exact_phases(size: int, k: int, s: int, d: int, head: int, size_out: int) -> tuple[int, list[Phase]] | None:
-    """(Q, per output phase a its `Phase`): output o = q s + a after the crop is full output o + head = (q + c) s
-    + r, which phase r of the scatter gives from input q + c - t and tap t s + r, T_r taps; a convolution of Q
-    outputs from the input padded by T_r - 1 - c before. None where a phase has no tap or would need a
-    negative padding (a crop of more than a phase row: the combined form skips those)."""
+def _exact_phases(size: int, k: int, s: int, d: int, head: int, size_out: int) -> tuple[int, list[PhaseConv]] | None:
+    """(Q, per output phase a its convolution): output o = q s + a after the crop is full output
+    o + head = (q + c) s + r, which scatter phase r gives from input q + c - t and tap t s + r, T_r taps: a
+    convolution of Q outputs from the input padded by T_r - 1 - c before. None where a phase has no tap or
+    would need a negative padding (a crop of more than a phase row: the combined form skips those rows)."""
     dense = (k - 1) * d + 1
     count = math.ceil(size_out / s)
     found = []
@@ -147,22 +174,8 @@ def _exact_phases(size: int, k: int, s: int, d: int, head: int, size_out: int) -
         after = count - size - before + taps - 1
         if taps == 0 or before < 0 or after < 0:
             return None
-        found.append((taps, math.ceil(dense / s) - taps, before, after))
+        found.append(PhaseConv(r, taps, before, after))
     return count, found
-
-
-def _combined_plan(sizes: Sequence[int], tables: Sequence[np.ndarray], strides: Sequence[int],
-                   heads: Sequence[int], out: Sequence[int]) -> list[tuple[int, int, int, int]]:  # fmt: skip
-    """Per spatial dim of the combined form: (padding before, after, phase outputs computed, crop)."""
-    found = []
-    for size, table, s, head, size_out in zip(sizes, tables, strides, heads, out):
-        taps = table.shape[1]
-        # Phase rows the crop removes whole are skipped (less padding in front); the end stops at the last kept.
-        skip = min(head // s, taps - 1)
-        before = taps - 1 - skip
-        after = max(0, math.ceil((head + size_out) / s) - skip - size - before + taps - 1)
-        found.append((before, after, size + before + after - taps + 1, head - skip * s))
-    return found
 
 
 def _lanes(channels: int) -> int:
@@ -170,13 +183,10 @@ def _lanes(channels: int) -> int:
     return 16 * math.ceil(channels / 16)
 
 
-def _cost(plans: Sequence[tuple[int, list[Phase]]], channels: int) -> int:
-    (qh, rows), (qw, cols) = plans
-    return sum(qh * qw * th * tw for th, *_ in rows for tw, *_ in cols) * _lanes(channels)
-
-
-def _cost_combined(plan: Sequence[tuple[int, int, int, int]], tables: Sequence[np.ndarray], channels: int) -> int:
-    return plan[0][2] * plan[1][2] * tables[0].shape[1] * tables[1].shape[1] * _lanes(channels)
+def _cost(rows: tuple[int, list[PhaseConv]], cols: tuple[int, list[PhaseConv]], channels: int) -> int:
+    """The vector products of the per-phase form (`channels` outputs per phase)."""
+    (qh, along_h), (qw, along_w) = rows, cols
+    return sum(qh * qw * a.taps * b.taps for a in along_h for b in along_w) * _lanes(channels)
 
 
 def _conv(x: ir.Value, phase_filter: ir.Value, bias: ir.Value, kernels: Sequence[int], pads: Sequence[int],
@@ -191,8 +201,7 @@ def _conv(x: ir.Value, phase_filter: ir.Value, bias: ir.Value, kernels: Sequence
                   attributes)  # fmt: skip
 
 
-def _phase_filter(w: ir.Value, group: int, rows: np.ndarray, cols: np.ndarray,
-                  filter_hwio: Callable[[ir.Value], ir.Value]) -> ir.Value:  # fmt: skip
+def _phase_filter(w: ir.Value, group: int, rows: np.ndarray, cols: np.ndarray, filter_hwio: Filter) -> ir.Value:
     """The HWIO filter of the phases `rows` x `cols` (phase_taps tables, or rows of them)."""
     c, outputs, kh, kw = ops.shape(w)
     gathered = _gathered(w, filter_index(c, outputs, group, (kh, kw), rows, cols), pad_zero=True)
@@ -208,52 +217,49 @@ def _reshaped(value: ir.Value, dims: Sequence[int]) -> ir.Value:
                   {"dims": ops.i64_array(dims)})  # fmt: skip
 
 
-Filter = Callable[[ir.Value], ir.Value]
 
-
-def _combined(op: ir.Operation, xt: ir.Value, plan: Sequence[tuple[int, int, int, int]],
-              tables: Sequence[np.ndarray], filter_hwio: Filter) -> tuple[ir.Value, list[int]]:  # fmt: skip
+def _combined(op: ir.Operation, xt: ir.Value, plan: Sequence[Combined], tables: Sequence[np.ndarray],
+              filter_hwio: Filter) -> ir.Value:  # fmt: skip
     """All phases as one convolution, output channels (group, phase row, phase column, output), interleaved by
-    one transpose: [N, MH, MW, (G,) SH, SW, O] -> [N, MH, SH, MW, SW, (G,) O]; and the crop of the result."""
+    one transpose: [N, MH, MW, (G,) SH, SW, O] -> [N, MH, SH, MW, SW, (G,) O]; uncropped."""
     _, w, b = op.operands
     n = ops.shape(xt)[0]
     _, outputs, _, _ = ops.shape(w)
     f = ops.shape(op.results[0])[1]
     group = ops.integer(op, "group")
     sh, sw = ops.ints(op, "strides")
-    (pt, pb, mh, crop_h), (pl, pr, mw, crop_w) = plan
+    along_h, along_w = plan
+    mh, mw = along_h.computed, along_w.computed
     repeat = np.arange(group * outputs).reshape(group, 1, 1, outputs).repeat(sh, 1).repeat(sw, 2).reshape(-1)
+    pads = [along_h.before, along_w.before, along_h.after, along_w.after]
     y = _conv(xt, _phase_filter(w, group, *tables, filter_hwio), _gathered(b, repeat, pad_zero=False),
-              [t.shape[1] for t in tables], [pt, pl, pb, pr], group,
-              [n, mh, mw, group * sh * sw * outputs])  # fmt: skip
+              [t.shape[1] for t in tables], pads, group, [n, mh, mw, group * sh * sw * outputs])  # fmt: skip
     if sh * sw > 1:
         split, shuffle = [n, mh, mw, group, sh, sw, outputs], [0, 1, 4, 2, 5, 3, 6]
         if group == 1:
             split, shuffle = [n, mh, mw, sh, sw, outputs], [0, 1, 3, 2, 4, 5]
         y = _reshaped(transpose_to(_reshaped(y, split), shuffle), [n, mh * sh, mw * sw, f])
-    return y, [crop_h, crop_w]
+    return y
 
 
-def _per_phase(op: ir.Operation, xt: ir.Value, plans: Sequence[tuple[int, list[Phase]]],
-               tables: Sequence[np.ndarray], filter_hwio: Callable[[ir.Value], ir.Value]) -> ir.Value:  # fmt: skip
+def _per_phase(op: ir.Operation, xt: ir.Value, rows: tuple[int, list[PhaseConv]], cols: tuple[int, list[PhaseConv]],
+               tables: Sequence[np.ndarray], filter_hwio: Filter) -> ir.Value:  # fmt: skip
     """One convolution per output phase (a row, a column) of exactly the outputs the crop keeps (the last
     phase row rounded up), each with its own taps (3x3 of stride 2: 4, 2, 2 and 1, not 4 each); their
-    outputs concatenated along the channels, [N, Q, Q, SH, SW, F] interleaved by one transpose. Where the
-    combined form computes phase rows the crop drops (DCGAN's 4x4 / stride-2 / pad-1 layers on 4x4 to 32x32
-    maps: 1.56x to 1.13x the products) or zero taps."""
+    outputs concatenated along the channels, [N, Q, Q, SH, SW, F] interleaved by one transpose; uncropped at
+    the end only."""
     _, w, b = op.operands
     n = ops.shape(xt)[0]
     f = ops.shape(op.results[0])[1]
     group = ops.integer(op, "group")
     sh, sw = ops.ints(op, "strides")
-    (qh, rows), (qw, cols) = plans
+    (qh, along_h), (qw, along_w) = rows, cols
     phases = []
-    for a_h, (th, skip_h, pt, pb) in enumerate(rows):
-        for a_w, (tw, skip_w, pl, pr) in enumerate(cols):
-            r_h, r_w = (a_h + ops.ints(op, "pads")[0]) % sh, (a_w + ops.ints(op, "pads")[1]) % sw
-            taps = (tables[0][r_h : r_h + 1, skip_h:], tables[1][r_w : r_w + 1, skip_w:])
-            phases.append(_conv(xt, _phase_filter(w, group, *taps, filter_hwio), b, [th, tw], [pt, pl, pb, pr],
-                                group, [n, qh, qw, f]))  # fmt: skip
+    for ph in along_h:
+        for pw in along_w:
+            taps = (tables[0][ph.phase : ph.phase + 1, -ph.taps :], tables[1][pw.phase : pw.phase + 1, -pw.taps :])
+            phases.append(_conv(xt, _phase_filter(w, group, *taps, filter_hwio), b, [ph.taps, pw.taps],
+                                [ph.before, pw.before, ph.after, pw.after], group, [n, qh, qw, f]))  # fmt: skip
     y = phases[0]
     if len(phases) > 1:
         y = g.make("glow.concat", phases, ops.tensor_type([n, qh, qw, len(phases) * f], ops.element_type(y)),
