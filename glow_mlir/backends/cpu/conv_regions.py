@@ -26,13 +26,12 @@ from collections.abc import Callable, Sequence
 from mlir import ir
 
 from glow_mlir import ops
+from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.graph.sink_transpose import transpose_to
 
 MIN_SAVED = 0.5
 MIN_REGION_OUTPUTS = 16
-TO_NHWC = (0, 2, 3, 1)
-TO_NCHW = (0, 3, 1, 2)
 
 
 Run = tuple[int, int, int, int]

@@ -40,11 +40,10 @@ import numpy as np
 from mlir import ir
 
 from glow_mlir import ops
+from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.graph.sink_transpose import transpose_to
 
-TO_NHWC = (0, 2, 3, 1)
-TO_NCHW = (0, 3, 1, 2)
 # glow-cpu-layout's rearrangement of an OIHW filter into the [KH, KW, I, O] glow.cpu_conv_nhwc reads.
 Filter = Callable[[ir.Value], ir.Value]
 # Convolutions per output phase are chosen when they compute at most this share of the combined one's vector

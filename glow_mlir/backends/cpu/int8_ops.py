@@ -171,7 +171,6 @@ CPU_INT8_MATMUL = define(OpDef(
 
 
 # NCHW <-> NHWC around the convolutions, as glow-cpu-layout's: glow-sink-transpose cancels them between layers.
-TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 
 
 def conv_weights(w: np.ndarray) -> np.ndarray:

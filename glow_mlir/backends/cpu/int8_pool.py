@@ -19,7 +19,7 @@ from mlir.dialects import arith, scf, vector
 
 from glow_mlir import ops
 from glow_mlir.backends.cpu.int8_gemm import signless
-from glow_mlir.backends.cpu.int8_ops import TO_NCHW, TO_NHWC
+from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC
 from glow_mlir.backends.cpu.int8_residual import dequantized_input, quantization, sole
 from glow_mlir.codegen.builders import index, pair
 from glow_mlir.codegen.table import lowering

@@ -24,7 +24,8 @@ import numpy as np
 from mlir import ir
 
 from glow_mlir import ops
-from glow_mlir.backends.cpu.int8_ops import BYTES, TO_NCHW, TO_NHWC, residual_attributes
+from glow_mlir.backends.cpu.int8_ops import BYTES, residual_attributes
+from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC
 from glow_mlir.backends.cpu.layout import NHWC_OPS
 from glow_mlir.opdefs.base import Attr
 from glow_mlir.passes.graph import utils as g

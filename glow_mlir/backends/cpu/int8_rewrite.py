@@ -47,8 +47,6 @@ from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.int8_ops import (
     BYTES,
     SIGNED_OFFSET,
-    TO_NCHW,
-    TO_NHWC,
     colsum,
     conv_weights,
     correction,
@@ -67,6 +65,7 @@ from glow_mlir.backends.cpu.int8_residual import (
     quantize_pass,
     quantized_input,
 )
+from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.graph.cse import cse_function
 from glow_mlir.passes.graph.sink_transpose import transpose_to

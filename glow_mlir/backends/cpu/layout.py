@@ -27,13 +27,11 @@ from mlir import ir
 
 from glow_mlir import ops
 from glow_mlir.backends.cpu import conv_regions, conv_transpose
-from glow_mlir.backends.cpu import ops as cpu_ops  # noqa: F401  (defines the NHWC ops this pass creates)
+from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC  # (the module defines the NHWC ops this pass creates)
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.registry import register
 from glow_mlir.passes.graph.sink_transpose import transpose_to
 
-TO_NHWC = (0, 2, 3, 1)
-TO_NCHW = (0, 3, 1, 2)
 # OIHW -> [KH, KW, I, O].
 FILTER_TO_HWIO = (2, 3, 1, 0)
 

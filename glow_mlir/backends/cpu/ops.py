@@ -72,20 +72,21 @@ def _nchw_to_nhwc(shape: Shape) -> Shape:
     return (shape[0], shape[2], shape[3], shape[1])
 
 
-# The CPU backend's NHWC ops are the NCHW ops with the layout moved: NHWC <-> NCHW and filter
-# [KH, KW, I, O] -> OIHW around the NCHW evaluators, which read the same attributes.
-_TO_NCHW = (0, 3, 1, 2)
-_TO_NHWC = (0, 2, 3, 1)
+# The layout changes of the CPU backend (its NHWC ops, glow-cpu-layout and the ops it builds). The NHWC ops are
+# the NCHW ops with the layout moved: NHWC <-> NCHW and filter [KH, KW, I, O] -> OIHW around the NCHW
+# evaluators, which read the same attributes.
+TO_NCHW = (0, 3, 1, 2)
+TO_NHWC = (0, 2, 3, 1)
 
 
 def cpu_conv_nhwc(op: ir.Operation, a: list[Array]) -> Array:
     x, f, b = a
-    y = ref.convolution(op, [x.transpose(_TO_NCHW), f.transpose(3, 2, 0, 1), b])
-    return ref.activation(op, y).transpose(_TO_NHWC)
+    y = ref.convolution(op, [x.transpose(TO_NCHW), f.transpose(3, 2, 0, 1), b])
+    return ref.activation(op, y).transpose(TO_NHWC)
 
 
 def nhwc_pool(pool: Evaluator) -> Evaluator:
-    return lambda op, a: pool(op, [a[0].transpose(_TO_NCHW)]).transpose(_TO_NHWC)
+    return lambda op, a: pool(op, [a[0].transpose(TO_NCHW)]).transpose(TO_NHWC)
 
 
 def _pool_shape(o: Sequence[Shape], a: Attrs, _: Shape | None) -> Shape:
