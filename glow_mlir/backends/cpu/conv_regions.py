@@ -29,6 +29,7 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.graph.sink_transpose import transpose_to
+from glow_mlir.passes.graph.trim_window import output_taps
 
 MIN_SAVED = 0.5
 MIN_REGION_OUTPUTS = 16
@@ -42,7 +43,7 @@ def runs(size: int, outputs: int, kernel: int, stride: int, dilation: int, begin
     read the input with the same taps; None when some output reads padding only."""
     found: list[Run] = []
     for o in range(outputs):
-        live = [k for k in range(kernel) if 0 <= o * stride + k * dilation - begin < size]
+        live = output_taps(o, size, kernel, stride, dilation, begin)
         if not live:
             return None
         if found and found[-1][2:] == (live[0], live[-1]):
@@ -107,17 +108,8 @@ def to_nhwc(op: ir.Operation, found: tuple[list[Run], list[Run]], filter_hwio: C
             }  # fmt: skip
             result = ops.tensor_type([n, count_h, count_w, f], elt)
             parts.append(g.make("glow.cpu_conv_nhwc", [block, taps, b], result, region))
-        band_values.append(_concat(parts, 2))
+        band_values.append(g.concat(parts, 2))
     if not list(filt.uses):
         g.erase(g.producer(filt))
-    return transpose_to(_concat(band_values, 1), TO_NCHW)
-
-
-def _concat(values: list[ir.Value], dim: int) -> ir.Value:
-    if len(values) == 1:
-        return values[0]
-    dims = list(ops.shape(values[0]))
-    dims[dim] = sum(ops.shape(v)[dim] for v in values)
-    attributes = ops.concat_attributes([v.type for v in values], dim)
-    return g.make("glow.concat", values, ops.tensor_type(dims, ops.element_type(values[0])), attributes)
+    return transpose_to(g.concat(band_values, 1), TO_NCHW)
 

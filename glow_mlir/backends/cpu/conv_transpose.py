@@ -259,9 +259,7 @@ def _per_phase(op: ir.Operation, xt: ir.Value, rows: tuple[int, list[PhaseConv]]
             taps = (tables[0][ph.phase : ph.phase + 1, -ph.taps :], tables[1][pw.phase : pw.phase + 1, -pw.taps :])
             phases.append(_conv(xt, _phase_filter(w, group, *taps, filter_hwio), b, [ph.taps, pw.taps],
                                 [ph.before, pw.before, ph.after, pw.after], group, [n, qh, qw, f]))  # fmt: skip
-    y = phases[0]
+    y = g.concat(phases, 3)
     if len(phases) > 1:
-        y = g.make("glow.concat", phases, ops.tensor_type([n, qh, qw, len(phases) * f], ops.element_type(y)),
-                   ops.concat_attributes([p.type for p in phases], 3))  # fmt: skip
         y = _reshaped(transpose_to(_reshaped(y, [n, qh, qw, sh, sw, f]), [0, 1, 3, 2, 4, 5]), [n, qh * sh, qw * sw, f])
     return y

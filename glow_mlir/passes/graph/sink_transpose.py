@@ -242,13 +242,8 @@ def _sink_concat(op: ir.Operation, answers: Answers) -> ir.Value | None:
     if len(shuffles) != 1:
         return None
     shuffle = list(shuffles.pop())
-    inner_operands = [t.operands[0] for t in inputs]
-    dim = shuffle[ops.integer(op, "dim")]
-    dims = list(ops.shape(inner_operands[0]))
-    dims[dim] = sum(ops.shape(v)[dim] for v in inner_operands)
     with ir.InsertionPoint(op), op.location:
-        attributes = ops.concat_attributes([v.type for v in inner_operands], dim)
-        inner = g.make(op.name, inner_operands, ops.tensor_type(dims, ops.element_type(op.results[0])), attributes)
+        inner = g.concat([t.operands[0] for t in inputs], shuffle[ops.integer(op, "dim")])
         return transpose_to(inner, shuffle)
 
 

@@ -22,15 +22,21 @@ from glow_mlir.passes.registry import register
 CONVOLUTIONS = ("glow.convolution", "glow.fused_convolution")
 
 
+def output_taps(o: int, size: int, kernel: int, stride: int, dilation: int, begin: int) -> list[int]:
+    """The taps of output `o` along a dim that read the input, not its padding (input o s + k d - begin for
+    tap k): consecutive ones, in order. Also the CPU backend's region split (backends/cpu/conv_regions.py)."""
+    return [k for k in range(kernel) if 0 <= o * stride + k * dilation - begin < size]
+
+
 def live_taps(size: int, outputs: int, kernel: int, stride: int, dilation: int, begin: int,
               end: int) -> tuple[int, int]:  # fmt: skip
     """(first, last) filter taps along a dim to keep: the outer ones that read no input for any output are
     dropped, as far as the pads `begin` and `end` allow."""
-    live = [k for k in range(kernel) if any(0 <= o * stride + k * dilation - begin < size for o in range(outputs))]
+    live = [taps for o in range(outputs) if (taps := output_taps(o, size, kernel, stride, dilation, begin))]
     if not live:
         return 0, kernel - 1  # every tap reads padding: the output is the bias; nothing to gain here
-    first = min(live[0], begin // dilation)
-    last = max(live[-1], kernel - 1 - end // dilation)
+    first = min(min(taps[0] for taps in live), begin // dilation)
+    last = max(max(taps[-1] for taps in live), kernel - 1 - end // dilation)
     return first, last
 
 

@@ -82,6 +82,17 @@ def make(
     return ops.create(name, operands, [result], attrs).results[0]
 
 
+def concat(values: Sequence[ir.Value], dim: int) -> ir.Value:
+    """A new glow.concat of `values` along `dim` (at the current insertion point and location); one value is
+    returned as it is."""
+    if len(values) == 1:
+        return values[0]
+    dims = list(ops.shape(values[0]))
+    dims[dim] = sum(ops.shape(v)[dim] for v in values)
+    attributes = ops.concat_attributes([v.type for v in values], dim)
+    return make("glow.concat", values, ops.tensor_type(dims, ops.element_type(values[0])), attributes)
+
+
 def splat_scalar(op: ir.Operation) -> float | int | bool:
     """The element value of a `glow.splat`, as a Python number of its result's element type."""
     attr = op.attributes["value"]
