@@ -15,6 +15,9 @@ Glow's own CPU backend converts too. Each NCHW op becomes its NHWC counterpart b
   the concatenation of unpadded cpu_conv_nhwc ops on the regions of outputs that share their live taps
   (conv_regions.py).
 
+A convolution with fewer output channels than a vector's lanes (a generator's last layer to RGB) stays NCHW,
+for the kernel that vectorizes along its output rows instead (narrow_conv_recipes.py, `keeps_nchw`).
+
 Pads stay attributes: glow-lower expands them in NHWC. Between consecutive layers the transpose back to NCHW
 meets the next layer's transpose to NHWC, through whatever elementwise ops lie between; glow-sink-transpose,
 which runs next, moves them together and cancels them, so only the transposes at the graph's boundary and
@@ -27,6 +30,7 @@ from mlir import ir
 
 from glow_mlir import ops
 from glow_mlir.backends.cpu import conv_regions, conv_transpose
+from glow_mlir.backends.cpu.narrow_conv_recipes import keeps_nchw
 from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC  # (the module defines the NHWC ops this pass creates)
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.registry import register
@@ -74,6 +78,13 @@ def to_nhwc(op: ir.Operation) -> ir.Value:
         return transpose_to(g.make(name, operands, result, attributes), TO_NCHW)
 
 
+def _narrow(op: ir.Operation) -> bool:
+    """Whether convolution `op` stays NCHW (`keeps_nchw`)."""
+    _, f, _, ow = ops.shape(op.results[0])
+    kernels = ops.ints(op, "kernels")
+    return keeps_nchw(f, ops.integer(op, "group"), ow, (kernels[0], kernels[1]), ops.ints(op, "strides")[1])
+
+
 def layout_function(function: ir.Operation) -> bool:
     """Rewrites every NCHW convolution, transposed convolution and pool of `function` into NHWC; returns whether
     any changed."""
@@ -82,6 +93,8 @@ def layout_function(function: ir.Operation) -> bool:
         if op.name == "glow.conv_transpose":
             with ir.InsertionPoint(op), op.location:
                 return conv_transpose.to_nhwc(op, _filter_hwio)
+        if op.name in ("glow.convolution", "glow.fused_convolution") and _narrow(op):
+            return None
         return to_nhwc(op) if op.name in NHWC_OPS else None
 
     return g.rewrite_ops(function, rewrite)

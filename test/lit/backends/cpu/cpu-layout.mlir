@@ -107,20 +107,20 @@ func.func @conv_transpose_runtime_filter(%x: tensor<1x2x2x2xf32> {glow.name = "x
 // block it reads with those taps, concatenated along W, then H.
 // LAYOUT-LABEL: func.func @aspp_regions
 // LAYOUT-NOT: glow.convolution
-// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>{{.*}} -> tensor<1x4x4x3xf32>
-// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 2, 1>, pads = array<i64: 0, 0, 0, 0>{{.*}} -> tensor<1x4x8x3xf32>
-// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>{{.*}} -> tensor<1x4x4x3xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>{{.*}} -> tensor<1x4x4x16xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 2, 1>, pads = array<i64: 0, 0, 0, 0>{{.*}} -> tensor<1x4x8x16xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>{{.*}} -> tensor<1x4x4x16xf32>
 // LAYOUT: "glow.concat"({{.*}}) {dim = 2 : i64
 // LAYOUT: %[[CENTRE_IN:.*]] = "glow.slice"(%{{.*}}) {start = array<i64: 0, 4, 4, 0>} : (tensor<1x16x16x2xf32>) -> tensor<1x8x8x2xf32>
-// LAYOUT: "glow.cpu_conv_nhwc"(%[[CENTRE_IN]], {{.*}}kernels = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>{{.*}} -> tensor<1x8x8x3xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"(%[[CENTRE_IN]], {{.*}}kernels = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>{{.*}} -> tensor<1x8x8x16xf32>
 // LAYOUT-COUNT-4: "glow.cpu_conv_nhwc"
 // LAYOUT: "glow.concat"({{.*}}) {dim = 1 : i64
-// LAYOUT: "glow.transpose"({{.*}}) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<1x16x16x3xf32>) -> tensor<1x3x16x16xf32>
-func.func @aspp_regions(%x: tensor<1x2x16x16xf32> {glow.name = "x"}) -> (tensor<1x3x16x16xf32> {glow.name = "y"}) {
-  %w = "glow.constant"() {value = dense<1.0> : tensor<3x2x3x3xf32>} : () -> tensor<3x2x3x3xf32>
-  %b = "glow.constant"() {value = dense<0.5> : tensor<3xf32>} : () -> tensor<3xf32>
-  %y = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 12, 12, 12, 12>, group = 1 : i64, dilation = array<i64: 12, 12>} : (tensor<1x2x16x16xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x16x16xf32>
-  return %y : tensor<1x3x16x16xf32>
+// LAYOUT: "glow.transpose"({{.*}}) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<1x16x16x16xf32>) -> tensor<1x16x16x16xf32>
+func.func @aspp_regions(%x: tensor<1x2x16x16xf32> {glow.name = "x"}) -> (tensor<1x16x16x16xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<16x2x3x3xf32>} : () -> tensor<16x2x3x3xf32>
+  %b = "glow.constant"() {value = dense<0.5> : tensor<16xf32>} : () -> tensor<16xf32>
+  %y = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 12, 12, 12, 12>, group = 1 : i64, dilation = array<i64: 12, 12>} : (tensor<1x2x16x16xf32>, tensor<16x2x3x3xf32>, tensor<16xf32>) -> tensor<1x16x16x16xf32>
+  return %y : tensor<1x16x16x16xf32>
 }
 
 // Rate 4 on 16x16 saves only 31 % (runs of 4, 8, 4 outputs with 2, 3, 2 taps): one convolution.
@@ -128,11 +128,11 @@ func.func @aspp_regions(%x: tensor<1x2x16x16xf32> {glow.name = "x"}) -> (tensor<
 // LAYOUT-COUNT-1: "glow.cpu_conv_nhwc"
 // LAYOUT-NOT: "glow.cpu_conv_nhwc"
 // LAYOUT: return
-func.func @rate4_whole(%x: tensor<1x2x16x16xf32> {glow.name = "x"}) -> (tensor<1x3x16x16xf32> {glow.name = "y"}) {
-  %w = "glow.constant"() {value = dense<1.0> : tensor<3x2x3x3xf32>} : () -> tensor<3x2x3x3xf32>
-  %b = "glow.constant"() {value = dense<0.5> : tensor<3xf32>} : () -> tensor<3xf32>
-  %y = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 4, 4, 4, 4>, group = 1 : i64, dilation = array<i64: 4, 4>} : (tensor<1x2x16x16xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x16x16xf32>
-  return %y : tensor<1x3x16x16xf32>
+func.func @rate4_whole(%x: tensor<1x2x16x16xf32> {glow.name = "x"}) -> (tensor<1x16x16x16xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<16x2x3x3xf32>} : () -> tensor<16x2x3x3xf32>
+  %b = "glow.constant"() {value = dense<0.5> : tensor<16xf32>} : () -> tensor<16xf32>
+  %y = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 4, 4, 4, 4>, group = 1 : i64, dilation = array<i64: 4, 4>} : (tensor<1x2x16x16xf32>, tensor<16x2x3x3xf32>, tensor<16xf32>) -> tensor<1x16x16x16xf32>
+  return %y : tensor<1x16x16x16xf32>
 }
 
 // With 16 outputs (no lanes to spare), the 4x4 / stride-2 / pad-1 layer is one convolution per output phase:
@@ -153,4 +153,24 @@ func.func @conv_transpose_per_phase(%x: tensor<1x1x3x3xf32> {glow.name = "x"}) -
   %b = "glow.constant"() {value = dense<0.5> : tensor<16xf32>} : () -> tensor<16xf32>
   %y = "glow.conv_transpose"(%x, %w, %b) {kernels = array<i64: 4, 4>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x3x3xf32>, tensor<1x16x4x4xf32>, tensor<16xf32>) -> tensor<1x16x6x6xf32>
   return %y : tensor<1x16x6x6xf32>
+}
+
+// Fewer output channels than a vector's lanes (a generator's last layer to RGB): the convolution stays NCHW, for
+// the kernel that vectorizes along its rows (narrow_conv_recipes.py); a 1x1 one, or one on rows shorter than a
+// vector, moves to NHWC as any other.
+// LAYOUT-LABEL: func.func @narrow
+// LAYOUT-NOT: "glow.transpose"
+// LAYOUT: "glow.convolution"(%arg0, {{.*}}) -> tensor<1x3x20x40xf32>
+// LAYOUT: "glow.transpose"(%arg0) {shuffle = array<i64: 0, 2, 3, 1>}
+// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 1, 1>{{.*}} -> tensor<1x20x40x3xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 3, 3>{{.*}} -> tensor<1x20x8x3xf32>
+// LAYOUT: return
+func.func @narrow(%x: tensor<1x8x20x40xf32> {glow.name = "x"}) -> (tensor<1x3x20x40xf32> {glow.name = "y"}, tensor<1x3x20x40xf32> {glow.name = "y1"}, tensor<1x3x20x8xf32> {glow.name = "y2"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<3x8x3x3xf32>} : () -> tensor<3x8x3x3xf32>
+  %w1 = "glow.constant"() {value = dense<1.0> : tensor<3x8x1x1xf32>} : () -> tensor<3x8x1x1xf32>
+  %b = "glow.constant"() {value = dense<0.5> : tensor<3xf32>} : () -> tensor<3xf32>
+  %y = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x8x20x40xf32>, tensor<3x8x3x3xf32>, tensor<3xf32>) -> tensor<1x3x20x40xf32>
+  %y1 = "glow.convolution"(%x, %w1, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x8x20x40xf32>, tensor<3x8x1x1xf32>, tensor<3xf32>) -> tensor<1x3x20x40xf32>
+  %y2 = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 3>, strides = array<i64: 1, 5>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x8x20x40xf32>, tensor<3x8x3x3xf32>, tensor<3xf32>) -> tensor<1x3x20x8xf32>
+  return %y, %y1, %y2 : tensor<1x3x20x40xf32>, tensor<1x3x20x40xf32>, tensor<1x3x20x8xf32>
 }

@@ -43,6 +43,27 @@ def test_conv_taps_in_padding(x: tuple[int, ...], attrs: dict[str, object]) -> N
     check_node("Conv", {"x": rand(*x)}, attrs, consts, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize(("x", "w", "attrs"), [
+    ((1, 16, 20, 37), (3, 16, 9, 9), {"pads": [4, 4, 4, 4]}),  # a style transfer network's last layer, rows of 37
+    ((2, 8, 12, 40), (1, 8, 3, 3), {"pads": [2, 2, 2, 2], "strides": [2, 1], "dilations": [2, 2]}),
+    ((1, 6, 5, 33), (15, 6, 3, 5), {"pads": [1, 2, 1, 2]}),  # 15 outputs, a non-square window
+    ((1, 32, 100), (1, 32, 7), {"pads": [3, 3]}),  # a vocoder's last layer to one waveform
+])
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_narrow(x: tuple[int, ...], w: tuple[int, ...], attrs: dict[str, object], bias: bool) -> None:
+    """Fewer output channels than a vector's lanes: the CPU backend keeps the convolution NCHW and vectorizes
+    along its rows (backends/cpu/narrow_conv_recipes.py)."""
+    consts = {"w": rand(*w), "b": rand(w[0]) if bias else None}
+    # Sums of up to 1296 products of magnitude ~12, in another order than onnxruntime's: a few 1e-5 apart.
+    check_node("Conv", {"x": rand(*x)}, attrs, consts, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_narrow_runtime_filter_and_activation() -> None:
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Tanh", ["c"], ["y"])]
+    feeds = {"x": rand(1, 4, 6, 20), "w": rand(3, 4, 3, 3), "b": rand(3)}
+    check(model(nodes, feeds, ["y"]), feeds, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("group,channels,outputs", [(2, 4, 6), (4, 4, 4), (4, 4, 8)])
 def test_conv_groups_and_depthwise(group: int, channels: int, outputs: int) -> None:
     consts = {"w": rand(outputs, channels // group, 3, 3), "b": rand(outputs)}
