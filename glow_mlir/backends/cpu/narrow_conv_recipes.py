@@ -93,10 +93,11 @@ def register_tile(out: tuple[int, int], filters: int) -> TileShape:
 
 @recipe("linalg.conv_2d_nchw_fchw")
 def narrow_conv_recipe(op: ir.Operation) -> Recipe | None:
-    """An NCHW convolution of unit horizontal stride as one vector kernel (module docstring); others (and
-    non-static or non-f32 operands) are left to glow-to-llvm's loops."""
+    """An NCHW convolution to fewer than 16 channels of unit horizontal stride as one vector kernel (module
+    docstring); others (a pipeline without glow-cpu-layout's, non-static or non-f32 operands) are left to
+    glow-to-llvm's loops."""
     window = dense_window(window_of(op))
-    if not static_f32(op) or window["strides"][1] != 1:
+    if not static_f32(op) or window["strides"][1] != 1 or static_shape(op.operands[2])[1] >= LANES:
         return None
     root = NarrowConv(*op.operands, window["strides"][0], window["dilations"]).emit()
     op.erase()
