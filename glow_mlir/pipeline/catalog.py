@@ -24,6 +24,7 @@ from glow_mlir.passes.graph import (
     quant_fold_qdq,
     simplify_arithmetic,
     sink_transpose,
+    split_gather,
     trim_window,
     verify,
 )
@@ -34,8 +35,8 @@ from glow_mlir.passes.registry import Pass, registered
 
 # The pass modules in pipeline order; a module's passes keep their order within it.
 STAGES = (
-    verify, dce, lower, cse, constant_fold, fold_batchnorm, simplify_arithmetic, eliminate_noop, merge_reshape,
-    sink_transpose, merge_concat, merge_pad, trim_window, fold_transpose_weights, quant_fold_converts,
+    verify, dce, lower, cse, constant_fold, fold_batchnorm, simplify_arithmetic, split_gather, eliminate_noop,
+    merge_reshape, sink_transpose, merge_concat, merge_pad, trim_window, fold_transpose_weights, quant_fold_converts,
     quant_fold_qdq, fuse_activations, layout, memory_schedule,
     irgen, ir_verify, share_buffers, copy_elim, dse, live_ranges, optimize_inserts, expansion, allocate, to_linalg,
     lowerings, schedule, parallel, weights, llvm, backend,

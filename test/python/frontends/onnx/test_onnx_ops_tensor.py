@@ -229,6 +229,17 @@ def test_pad(mode: str, pads: tuple[int, ...]) -> None:
     check_node("Pad", {"x": rand(3, 4, 5)}, {"mode": mode}, consts, opset=19 if mode == "wrap" else 13)
 
 
+@pytest.mark.parametrize("mode", ["reflect", "edge", "wrap"])
+def test_pad_into_conv(mode: str) -> None:
+    """A style transfer network's reflection pad before each convolution: glow-split-gather makes each axis's
+    gather the map itself between gathers of its border (or slices, wrapping), concatenated."""
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["p"], mode=mode),
+             helper.make_node("Conv", ["p", "w", "b"], ["y"])]  # fmt: skip
+    feeds = {"x": rand(1, 4, 12, 20)}
+    consts = {"pads": ints(0, 0, 3, 3, 0, 0, 3, 3), "w": rand(16, 4, 7, 7), "b": rand(16)}
+    check(model(nodes, feeds, ["y"], consts, opset=19), feeds, rtol=1e-4, atol=1e-4)
+
+
 def test_pad_negative_axes_and_runtime_value() -> None:
     check_node("Pad", {"x": rand(3, 4, 5)}, {}, {"pads": ints(-1, 2, 0, 1, -2, 0)}, opset=13)
     check_node("Pad", {"x": rand(3, 4, 5)}, {}, {"pads": ints(1, 2, 0, 1), "value": None, "axes": ints(0, -1)},
