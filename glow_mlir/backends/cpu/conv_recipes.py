@@ -68,6 +68,8 @@ REGISTERS = 32
 ACCUMULATORS = 28
 # The register tile's accumulators where the input outgrows L2_INPUT_BYTES (`register_tile`).
 LARGE_INPUT_ACCUMULATORS = 16
+# A row split in two parts (`width_parts`) takes at most this share of the whole row's register-tile steps.
+SPLIT_STEPS = 0.75
 # Output rows of at most this many pixels run with their input channels blocked (`_channel_block`).
 BLOCKED_ROW = 14
 # The bytes of each filter tap ([block, f] of a packed [KH, KW, C, f] tile) per channel block (`_channel_block`).
@@ -105,14 +107,44 @@ def register_tile(ow: int, channels: int, large_input: bool = False) -> tuple[in
         candidates = [max(w for w in (8, 4, 2, 1) if channels % w == 0)]
     best: tuple[int, int, int] | None = None
     for width in candidates:
-        vectors = -(-width // LANES)
-        accumulators = min(LARGE_INPUT_ACCUMULATORS if large_input else ACCUMULATORS, REGISTERS - vectors - 1)
-        tile = divisor_at_most(ow, max(1, accumulators // vectors))
+        tile = pixel_tile(ow, width, large_input)
         score = (tile * width, width)
         if best is None or score > best[:2]:
             best = (*score, tile)
     assert best is not None
     return best[2], best[1]
+
+
+def pixel_tile(ow: int, f_tile: int, large_input: bool = False) -> int:
+    """The pixels of the register tile along a row of `ow` output pixels at channel tile `f_tile`: the largest
+    divisor of ow whose accumulators (pixels x vectors of f_tile) fit ACCUMULATORS (LARGE_INPUT_ACCUMULATORS for
+    a `large_input`) and, beside the filter vectors and the broadcast, REGISTERS."""
+    vectors = -(-f_tile // LANES)
+    accumulators = min(LARGE_INPUT_ACCUMULATORS if large_input else ACCUMULATORS, REGISTERS - vectors - 1)
+    return divisor_at_most(ow, max(1, accumulators // vectors))
+
+
+def width_parts(ow: int, channels: int, large_input: bool = False,
+                split: bool = True) -> tuple[int, list[tuple[int, int, int]]]:  # fmt: skip
+    """(channel tile, [(first pixel, pixels, pixel tile)]) of an output row of `ow` pixels and `channels`
+    channels: the whole row at `register_tile`'s tiles or, where OW's divisors leave the register tile narrow
+    (the tile divides the row: a prime 61 gets one pixel, 62 = 2 x 31 two), the first pixels up to a width with
+    a wider divisor and the rest, each with its pixel tile at one channel tile, when that takes at most
+    SPLIT_STEPS of the whole row's register-tile steps (a TextCNN's 1-D convolution to 61 outputs: 64 x 1
+    tiles, 75 GFLOP/s). Not `split`: the whole row."""
+
+    def steps(pixels: int, tile: int, f_tile: int) -> int:
+        return pixels // tile * -(-channels // f_tile)
+
+    tile, f_tile = register_tile(ow, channels, large_input)
+    best = (SPLIT_STEPS * steps(ow, tile, f_tile), f_tile, [(0, ow, tile)])
+    for main in range(max(1, ow - ACCUMULATORS), ow if split else 1):
+        main_tile, f_main = register_tile(main, channels, large_input)
+        rest_tile = pixel_tile(ow - main, f_main, large_input)
+        cost = steps(main, main_tile, f_main) + steps(ow - main, rest_tile, f_main)
+        if cost < best[0]:
+            best = (cost, f_main, [(0, main, main_tile), (main, ow - main, rest_tile)])
+    return best[1], best[2]
 
 
 def channel_parts(f: int) -> list[tuple[int, int]]:
@@ -240,26 +272,32 @@ def _packed_kernels(conv: ScheduledConv, weights: np.ndarray, user: ir.Operation
     [KH, KW, C, f] slice and the output's (and bias's) f channels. Channels beyond the last multiple of 16
     (1000, say) get a kernel of their own with a narrower tile instead of 8-lane vectors throughout.
     """
-    n, _, _, c = static_shape(conv.x)
+    n, h, _, c = static_shape(conv.x)
     _, oh, ow, f = static_shape(conv.y)
     kh, kw = weights.shape[:2]
+    (_, sw), (_, dw) = conv.window["strides"], conv.window["dilations"]
     kernels = []
     large_input = _input_bytes(conv) > L2_INPUT_BYTES
     for f0, fp in channel_parts(f):
-        ow_tile, f_tile = register_tile(ow, fp, large_input)
+        f_tile, parts = width_parts(ow, fp, large_input, split=_static_strides(conv.x))
         tiles = fp // f_tile
         packed = weights[..., f0 : f0 + fp].reshape(kh, kw, c, tiles, f_tile).transpose(3, 0, 1, 2, 4)
         packed_filter = packed_global(user, packed, f"__glow_packed_conv_{tiles}x{kh}x{kw}x{c}x{f_tile}")
-        loop = scf.ForOp(index_constant(0), index_constant(tiles), index_constant(1))
-        with ir.InsertionPoint(loop.body):
-            tile = loop.induction_variable
-            filter_ = block_at(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, c, f_tile], drop_first=True)
-            channel = arith.addi(arith.muli(tile, index_constant(f_tile)), index_constant(f0))
-            out = block_at(conv.y, [0, 0, 0, channel], [n, oh, ow, f_tile])
-            tile_bias = block_at(conv.bias, [channel], [f_tile]) if conv.bias is not None else None
-            tile_conv = dataclasses.replace(conv, filter=filter_, bias=tile_bias, y=out)
-            kernels.append(fused_kernel(tile_conv, ow_tile, f_tile))
-            scf.YieldOp([])
+        for w0, pixels, ow_tile in parts:
+            # A part of the row reads the input columns its outputs' windows cover.
+            x = conv.x
+            if len(parts) > 1:
+                x = block_at(conv.x, [0, 0, w0 * sw, 0], [n, h, (pixels - 1) * sw + (kw - 1) * dw + 1, c])
+            loop = scf.ForOp(index_constant(0), index_constant(tiles), index_constant(1))
+            with ir.InsertionPoint(loop.body):
+                tile = loop.induction_variable
+                filter_ = block_at(packed_filter, [tile, 0, 0, 0, 0], [1, kh, kw, c, f_tile], drop_first=True)
+                channel = arith.addi(arith.muli(tile, index_constant(f_tile)), index_constant(f0))
+                out = block_at(conv.y, [0, 0, w0, channel], [n, oh, pixels, f_tile])
+                tile_bias = block_at(conv.bias, [channel], [f_tile]) if conv.bias is not None else None
+                tile_conv = dataclasses.replace(conv, x=x, filter=filter_, bias=tile_bias, y=out)
+                kernels.append(fused_kernel(tile_conv, ow_tile, f_tile))
+                scf.YieldOp([])
     return kernels
 
 

@@ -19,7 +19,9 @@ from glow_mlir.backends.cpu.conv_recipes import (
     LANES,
     LARGE_INPUT_ACCUMULATORS,
     REGISTERS,
+    SPLIT_STEPS,
     register_tile,
+    width_parts,
 )
 from glow_mlir.frontends.onnx import import_model
 from onnx_check import conv_model
@@ -81,5 +83,39 @@ def test_kernel_has_the_register_tile(case: str) -> None:
         [got] = compiled.run({"x": x}).values()
     [kernel] = [f for f in re.split(r"(?=func\.func)", scheduled) if "vector.fma" in f]
     assert re.findall(r"vector\.fma .*: (vector<\d+xf32>)", kernel) == [f"vector<{lanes}xf32>"] * pixels, kernel
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("channels", [32, 64, 96, 256])
+def test_width_parts_cover_the_row_in_fewer_steps(channels: int) -> None:
+    """A row is one part at register_tile's tiles, or two contiguous parts at one channel tile, each with a tile
+    that divides it and fits, together in at most SPLIT_STEPS of the whole row's steps; rows with a wide divisor
+    (ResNet's and MobileNet's 7 to 224) stay whole, a prime one is split."""
+    for ow in range(1, 120):
+        f_tile, parts = width_parts(ow, channels)
+        assert [p[0] for p in parts] == [0, *(p[0] + p[1] for p in parts[:-1])] and sum(p[1] for p in parts) == ow
+        assert len(parts) <= 2 and channels % f_tile == 0
+        for _, pixels, tile in parts:
+            assert pixels % tile == 0 and _fits(tile, f_tile, ACCUMULATORS), (ow, parts)
+        if len(parts) == 2:
+            whole_tile, whole_f = register_tile(ow, channels)
+            split = sum(pixels // tile for _, pixels, tile in parts) * (channels // f_tile)
+            assert split <= SPLIT_STEPS * (ow // whole_tile) * (channels // whole_f), (ow, parts)
+    for ow in (7, 14, 28, 56, 112, 224):
+        assert len(width_parts(ow, channels)[1]) == 1
+    assert len(width_parts(61, channels)[1]) == 2
+
+
+def test_prime_row_runs_in_two_parts() -> None:
+    """A 5x5 convolution on rows of 31 pixels (64 channels: one pixel per tile whole) runs as two kernels, 6 and
+    5 pixels per step, on the row's first 6 and last 25 pixels, and computes what onnxruntime computes."""
+    model = conv_model(64, 9, 31, 64, 5, 1, "relu")
+    x = rng.standard_normal((1, 64, 9, 31)).astype(np.float32)
+    with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
+        scheduled = compiled.ir("glow-cpu-schedule")
+        [got] = compiled.run({"x": x}).values()
+    kernels = [f for f in re.split(r"(?=func\.func)", scheduled) if "vector.fma" in f]
+    assert sorted(len(re.findall(r"vector\.fma .*: vector<64xf32>", k)) for k in kernels) == [5, 6], kernels
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
