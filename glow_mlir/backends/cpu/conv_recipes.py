@@ -351,8 +351,8 @@ def _channel_block(conv: ScheduledConv, f_tile: int) -> int | None:
     arrives while this block's rows compute. Measured one process, caches flushed, GFLOP/s with pieces of
     512 B / 1 KiB / 2 KiB: 3x3 512 -> 512 on 7x7 (f = 32) 167 / 157 / 134 (unblocked 122), on 4x4 (f = 64)
     - / 125 / 106, 5x5 256 -> 256 on 7x7 162 / 166 / 136 (unblocked 127). Rows of 14 gained too (3x3
-    512 -> 512 on 14x14 +15 %, 256 -> 256 +2-6 %, stride 2 256 -> 256 onto 14x14 +20 %), rows of 28 did not (3x3 128 -> 128 on 28x28 -3 %, stride 2
-    64 -> 128 onto 28x28 -10 %).
+    512 -> 512 on 14x14 +15 %, 256 -> 256 +2-6 %, stride 2 256 -> 256 onto 14x14 +20 %), rows of 28 did not
+    (3x3 128 -> 128 on 28x28 -3 %, stride 2 64 -> 128 onto 28x28 -10 %).
 
     Each block reads its channels of every input pixel, a few bytes of each cache line, so the input must stay
     in L2 from one block to the next (L2_INPUT_BYTES): ResNet-50 at batch 8, whose 3x3 stride-2

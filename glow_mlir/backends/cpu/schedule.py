@@ -27,7 +27,16 @@ from mlir.dialects.transform import interpreter
 from glow_mlir import ops
 # Imported for the recipes they register (elementwise_recipes' come with mark_chains, pool_recipes' with
 # mark_pool_starts).
-from glow_mlir.backends.cpu import conv_recipes, depthwise_recipes, grouped_recipes, matmul_recipes, narrow_conv_recipes, pointwise_recipes, transpose_recipes, winograd_recipes  # noqa: F401
+from glow_mlir.backends.cpu import (  # noqa: F401
+    conv_recipes,
+    depthwise_recipes,
+    grouped_recipes,
+    matmul_recipes,
+    narrow_conv_recipes,
+    pointwise_recipes,
+    transpose_recipes,
+    winograd_recipes,
+)
 from glow_mlir.backends.cpu import fastmath
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.elementwise_recipes import mark_chains

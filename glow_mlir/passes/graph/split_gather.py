@@ -8,7 +8,8 @@ a style transfer network's 9x9 reflection pad of a 128x128 map gathers [4, 3, 2,
 slice of the data, the indices between runs stay gathers of their own (a reflection's mirrored border), and the
 pieces are concatenated along the axis: the bulk of the map is then the data itself, written once, in place.
 Split only where the runs hold at least half of the indices (a permutation with a pair in order, a channel
-shuffle, is left whole) in at most MAX_PIECES pieces; a gather of one run is a slice already (the importer); 1-D constant indices only.
+shuffle, is left whole) in at most MAX_PIECES pieces; a gather of one run is a slice already (the importer);
+1-D constant indices only.
 """
 
 from __future__ import annotations
