@@ -162,7 +162,7 @@ def _conv_3d(
 @handles("ConvTranspose")
 @float16_in_float32
 def conv_transpose(ctx: NodeContext) -> list[Value]:
-    x, w, b, n, kernel, strides, dilations = _conv_node(ctx)
+    x, w, b, n, kernel, strides, dilations = _conv_node(ctx, most=3)
     group = ctx.attr("group", 1)
     adjust = list(ctx.attr("output_padding", [0] * n))
     auto = ctx.attr("auto_pad", "NOTSET")
@@ -190,6 +190,8 @@ def conv_transpose(ctx: NodeContext) -> list[Value]:
     crop_end = [max(0, f - h - o) for f, h, o in zip(full, head, out)]
     if b is None:
         b = np.zeros(shape(w)[1] * group, dtype(x))
+    if n == 3:
+        return [_conv_transpose_3d(ctx, x, w, b, strides, dilations, head, crop_end, out, group)]
     if n == 1:
         x, w = lift_1d(ctx, x), lift_1d(ctx, w)
     y = ctx.g.conv_transpose(
@@ -199,6 +201,65 @@ def conv_transpose(ctx: NodeContext) -> list[Value]:
     if list(shape(y)) != out_dims:
         y = ctx.g.insert_tensor(ctx.g.broadcast(b, out_dims, 1), y, [0] * 4)
     return [ctx.reshape(y, [*shape(y)[:2], shape(y)[3]]) if n == 1 else y]
+
+
+def _conv_transpose_3d(
+    ctx: NodeContext,
+    x: Value,
+    w: Value,
+    b: Value,
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    head: Sequence[int],
+    crop_end: Sequence[int],
+    out: Sequence[int],
+    group: int,
+) -> Value:
+    """A 3-D (NCDHW) transposed convolution as 2-D ones: the input planes folded into the batch, one 2-D
+    transposed convolution per filter plane t (its (H, W) pads and crop), whose output for input plane d lands
+    on plane d * stride + t * dilation of the full depth. Where each full plane gets one (d, t) (stride = depth
+    taps, no dilation: a 3-D UNet's 2x2x2 / stride-2 up-convolution) the planes interleave; otherwise each
+    filter plane's planes are spread by the stride, placed at their offset and summed. Then the depth's pads
+    are cropped (an output_padding plane past the full depth gets the bias alone) and the bias added once."""
+    n, c, depth, height, width = shape(x)
+    kd, outputs = shape(w)[2], shape(w)[1] * group
+    (sd, *hw_strides), (dd, *hw_dilations) = strides, dilations
+    out_d, *out_hw = out
+    planes = ctx.reshape(ctx.transpose(x, [0, 2, 1, 3, 4]), [n * depth, c, height, width])
+    zero = np.zeros(outputs, dtype(x))
+    slabs = []
+    for t in range(kd):
+        plane = ctx.reshape(ctx.g.slice(w, [0, 0, t, 0, 0], [*shape(w)[:2], 1, *shape(w)[3:]]),
+                            [*shape(w)[:2], *shape(w)[3:]])  # fmt: skip
+        z = ctx.g.conv_transpose(planes, plane, zero, hw_strides, _glow_pads(head[1:], crop_end[1:]), hw_dilations,
+                                 group)  # fmt: skip
+        if list(shape(z)[2:]) != out_hw:  # output_padding past the full (H, W) scatter
+            z = ctx.g.insert_tensor(ctx.full([n * depth, outputs, *out_hw], 0, dtype(x)), z, [0] * 4)
+        slabs.append(ctx.reshape(z, [n, depth, 1, outputs, *out_hw]))
+    full_depth = (depth - 1) * sd + (kd - 1) * dd + 1
+    if dd == 1 and sd == kd:
+        full = ctx.reshape(ctx.g.concat(slabs, 2), [n, full_depth, outputs, *out_hw])
+    else:
+        spread = (depth - 1) * sd + 1
+        total: Value | None = None
+        for t, slab in enumerate(slabs):
+            if sd > 1:
+                gaps = ctx.full([n, depth, sd - 1, outputs, *out_hw], 0, dtype(x))
+                slab = ctx.reshape(ctx.g.concat([slab, gaps], 2), [n, depth * sd, outputs, *out_hw])
+                slab = ctx.g.slice(slab, [0] * 5, [n, spread, outputs, *out_hw])
+            else:
+                slab = ctx.reshape(slab, [n, depth, outputs, *out_hw])
+            placed = ctx.g.insert_tensor(ctx.full([n, full_depth, outputs, *out_hw], 0, dtype(x)), slab,
+                                         [0, t * dd, 0, 0, 0])  # fmt: skip
+            total = placed if total is None else ctx.g.add(total, placed)
+        assert total is not None
+        full = total
+    kept = min(out_d, full_depth - head[0])
+    y = ctx.g.slice(full, [0, head[0], 0, 0, 0], [n, kept, outputs, *out_hw]) if kept != full_depth else full
+    if kept < out_d:
+        y = ctx.g.insert_tensor(ctx.full([n, out_d, outputs, *out_hw], 0, dtype(x)), y, [0] * 5)
+    y = ctx.g.add(y, ctx.g.broadcast(b, [n, out_d, outputs, *out_hw], 2))
+    return ctx.transpose(y, [0, 2, 1, 3, 4])
 
 
 @handles("Col2Im")

@@ -138,6 +138,24 @@ def test_conv_transpose(attrs: dict[str, object], bias: bool) -> None:
     check_node("ConvTranspose", {"x": rand(2, 4, 4, 5)}, attrs, consts, rtol=1e-4)
 
 
+@pytest.mark.parametrize(("x", "w", "attrs"), [
+    ((1, 4, 3, 4, 5), (4, 2, 2, 2, 2), {"strides": [2, 2, 2]}),  # a 3-D UNet's up-convolution: planes interleave
+    ((1, 3, 4, 3, 3), (3, 2, 3, 3, 3), {"strides": [2, 1, 2], "pads": [1, 1, 0, 1, 0, 1],
+                                        "output_padding": [1, 0, 1]}),  # overlapping planes, cropped, extended
+    ((2, 4, 3, 3, 2), (4, 1, 2, 2, 2), {"dilations": [2, 1, 1], "group": 2}),
+])
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_transpose_3d(x: tuple[int, ...], w: tuple[int, ...], attrs: dict[str, object], bias: bool) -> None:
+    """3-D transposed convolutions as 2-D ones per filter plane, their planes interleaved or summed."""
+    consts = {"w": rand(*w), "b": rand(w[1] * attrs.get("group", 1)) if bias else None}
+    check_node("ConvTranspose", {"x": rand(*x)}, attrs, consts, rtol=1e-4, atol=1e-5)
+
+
+def test_conv_transpose_3d_runtime_filter() -> None:
+    check_node("ConvTranspose", {"x": rand(1, 2, 3, 3, 3), "w": rand(2, 3, 2, 2, 2), "b": rand(3)},
+               {"strides": [2, 2, 2]}, rtol=1e-4, atol=1e-5)
+
+
 def test_conv_transpose_1d() -> None:
     check_node("ConvTranspose", {"x": rand(1, 2, 5)}, {"strides": [2], "output_padding": [1]},
                {"w": rand(2, 3, 3), "b": rand(3)}, rtol=1e-4)
