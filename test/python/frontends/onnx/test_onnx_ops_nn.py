@@ -59,7 +59,8 @@ def test_conv_narrow(x: tuple[int, ...], w: tuple[int, ...], attrs: dict[str, ob
 
 
 def test_conv_narrow_runtime_filter_and_activation() -> None:
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Tanh", ["c"], ["y"])]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Tanh", ["c"], ["y"])]  # fmt: skip
     feeds = {"x": rand(1, 4, 6, 20), "w": rand(3, 4, 3, 3), "b": rand(3)}
     check(model(nodes, feeds, ["y"]), feeds, rtol=1e-4, atol=1e-5)
 
