@@ -110,6 +110,11 @@ def _broadcast(op: ir.Operation) -> None:
     generic([src], dest, [ir.AffineMap.get(rank, 0, exprs), identity_map(rank)], lambda a: a[0])
 
 
+# Marks the linalg.generic of a gather with its axis, for a backend's gather kernel (the CPU backend's
+# gather_recipes.py); the generic itself is the reference form, correct as it stands.
+GATHER_AXIS_ATTR = "glow.gather_axis"
+
+
 @lowering("gather")
 def _gather(op: ir.Operation) -> None:
     dest, data, indices = op.operands
@@ -136,7 +141,8 @@ def _gather(op: ir.Operation) -> None:
         inner = [linalg.IndexOp(ops.i64(d)).result for d in range(axis + count, rank)]
         return memref.load(data, [*outer, arith.index_cast(ir.IndexType.get(), index), *inner])
 
-    generic([indices], dest, [index_map, identity_map(rank)], body)
+    gathered = generic([indices], dest, [index_map, identity_map(rank)], body)
+    gathered.attributes[GATHER_AXIS_ATTR] = ops.i64(axis)
 
 
 def _index_type(op: ir.Operation, indices: ir.Value) -> ir.Type:

@@ -30,6 +30,7 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu import (  # noqa: F401
     conv_recipes,
     depthwise_recipes,
+    gather_recipes,
     grouped_recipes,
     matmul_recipes,
     narrow_conv_recipes,

@@ -209,6 +209,21 @@ def test_gather_runtime_indices() -> None:
     check_node("Gather", {"x": rand(5, 3), "i": np.array([[4, 0], [-1, 2]], I64)}, {"axis": 0})
 
 
+@pytest.mark.parametrize(("x", "axis", "i"), [
+    ((100, 40), 0, (1, 12)),  # an embedding lookup: rows of 40 floats (2 vectors and a masked 8)
+    ((3, 20, 37), 1, (5,)),  # rows of a middle axis
+    ((2, 3, 9), 2, (2, 17)),  # along the last axis: vector gathers, 16 and a masked 1 per row
+    ((4, 6), 1, (40,)),
+])
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_gather_kernel(x: tuple[int, ...], axis: int, i: tuple[int, ...], index_type: type) -> None:
+    """The CPU backend's gather kernel (gather_recipes.py): row copies, or vector gathers along the last axis;
+    run-time indices, some negative."""
+    size = x[axis]
+    feeds = {"x": rand(*x), "i": np.random.default_rng(5).integers(-size, size, i).astype(index_type)}
+    check_node("Gather", feeds, {"axis": axis})
+
+
 @pytest.mark.parametrize("in_shape,target", [((3, 1), (2, 3, 4)), ((1,), (3,)), ((2, 3), (1, 1)), ((3, 1), (1, 5))])
 def test_expand(in_shape: tuple[int, ...], target: tuple[int, ...]) -> None:
     check_node("Expand", {"x": rand(*in_shape)}, {}, {"shape": ints(*target)})
