@@ -33,13 +33,16 @@ def _data(op: ir.Operation) -> ir.Value:
 
 
 def _unit_last_stride(value: ir.Value) -> bool:
-    return ir.MemRefType(value.type).get_strides_and_offset()[0][-1] == 1
+    """A memref whose last dim (if any: scalar indices have none) is contiguous."""
+    strides = ir.MemRefType(value.type).get_strides_and_offset()[0]
+    return not strides or strides[-1] == 1
 
 
 def is_gather(op: ir.Operation) -> bool:
     """A marked gather this module's kernel runs (module docstring): an output of rank 2 or more, and along the
     last axis rows of at least one vector (a reflection pad's border columns, 1 to 4 per row, took 1.3x the
-    generic's time as masked vector gathers)."""
+    generic's time as masked vector gathers) of indices (a scalar index drops the last axis: the output's last
+    dim is then no contiguous row of the data)."""
     if GATHER_AXIS_ATTR not in op.attributes:
         return False
     indices, dest = op.operands
@@ -49,7 +52,7 @@ def is_gather(op: ir.Operation) -> bool:
         return False
     out = static_shape(dest)
     along_last = ir.IntegerAttr(op.attributes[GATHER_AXIS_ATTR]).value == len(static_shape(data)) - 1
-    if along_last and out[-1] < LANES:
+    if along_last and (not static_shape(indices) or out[-1] < LANES):
         return False
     return len(out) >= 2 and all(_unit_last_stride(v) for v in values)
 
