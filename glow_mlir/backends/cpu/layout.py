@@ -81,8 +81,11 @@ def to_nhwc(op: ir.Operation) -> ir.Value:
 def _narrow(op: ir.Operation) -> bool:
     """Whether convolution `op` stays NCHW (`keeps_nchw`)."""
     _, f, _, ow = ops.shape(op.results[0])
-    kernels = ops.ints(op, "kernels")
-    return keeps_nchw(f, ops.integer(op, "group"), ow, (kernels[0], kernels[1]), ops.ints(op, "strides")[1])
+    kernels, strides = ops.ints(op, "kernels"), ops.ints(op, "strides")
+    winograd = (kernels, strides, ops.ints(op, "dilation")) == ([3, 3], [1, 1], [1, 1]) and (
+        g.constant_array(op.operands[1]) is not None
+    )
+    return keeps_nchw(f, ops.integer(op, "group"), ow, (kernels[0], kernels[1]), strides[1], winograd)
 
 
 def layout_function(function: ir.Operation) -> bool:

@@ -31,22 +31,28 @@ from glow_mlir.backends.cpu.recipes import Recipe, recipe, static_shape
 from glow_mlir.backends.cpu.vector_body import lanes_mask, load, store
 from glow_mlir.codegen.builders import index
 
-# The register tile's accumulators (R x V x F), beside its input vector and the F broadcast weights within
-# AVX-512's 32 registers.
+# The register tile's accumulators (R x V x F), and with the F broadcast weights of a tap and its input vector
+# within AVX-512's 32 registers (`register_tile`).
 MAX_ACCUMULATORS = 24
+REGISTERS = 32
+# The most outputs taken from a Winograd kernel: one process, this kernel against the NHWC form (Winograd for a
+# 3x3 constant filter) on 3x3 layers of 64 channels on 56x56 and 256 on 28x28: 8 outputs 1.20x / 1.82x, 12
+# outputs 0.71x / 1.08x; other windows (5x5, 9x9) 1.78-16x up to 12 outputs.
+WINOGRAD_OUTPUTS = 8
 # At most this many output rows and vectors of a row per tile.
 TILE_ROWS = 4
 TILE_VECTORS = 6
 
 
-def keeps_nchw(output_channels: int, group: int, out_width: int, window: tuple[int, int], stride_w: int) -> bool:
+def keeps_nchw(output_channels: int, group: int, out_width: int, window: tuple[int, int], stride_w: int,
+               winograd: bool) -> bool:  # fmt: skip
     """Whether glow-cpu-layout leaves a convolution NCHW for this module's kernel: one group of fewer output
-    channels than a vector's lanes, unit horizontal stride, rows of at least one vector of pixels, and a window
-    of more than one tap (a 1x1 convolution is a product per pixel that the NHWC pointwise kernel runs, and its
-    input's transpose would cost as much as the product)."""
-    return (
-        group == 1 and output_channels < LANES and stride_w == 1 and out_width >= LANES and math.prod(window) > 1
-    )
+    channels than a vector's lanes (at most WINOGRAD_OUTPUTS where the NHWC form would be a Winograd kernel: a
+    constant 3x3 filter of unit strides and dilations), unit horizontal stride, rows of at least one vector of
+    pixels, and a window of more than one tap (a 1x1 convolution is a product per pixel that the NHWC pointwise
+    kernel runs, and its input's transpose would cost as much as the product)."""
+    most = WINOGRAD_OUTPUTS if winograd else LANES - 1
+    return group == 1 and output_channels <= most and stride_w == 1 and out_width >= LANES and math.prod(window) > 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +83,8 @@ def register_tile(out: tuple[int, int], filters: int) -> TileShape:
     best: tuple[tuple[float, int], TileShape] | None = None
     for rows in range(1, min(TILE_ROWS, oh) + 1):
         for vectors in range(1, min(TILE_VECTORS, -(-ow // LANES)) + 1):
-            if rows * vectors * filters > MAX_ACCUMULATORS:
+            accumulators = rows * vectors * filters
+            if accumulators > MAX_ACCUMULATORS or accumulators + filters + 1 > REGISTERS:
                 continue
             loads = 0.0
             for r, rk in ((rows, oh // rows), (oh % rows, 1)):
