@@ -30,6 +30,7 @@ from mlir import ir
 
 from glow_mlir import ops
 from glow_mlir.backends.cpu import conv_regions, conv_transpose
+from glow_mlir.backends.cpu.conv_recipes import LANES
 from glow_mlir.backends.cpu.narrow_conv_recipes import keeps_nchw
 from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC  # (the module defines the NHWC ops this pass creates)
 from glow_mlir.passes.graph import utils as g
@@ -81,9 +82,11 @@ def to_nhwc(op: ir.Operation) -> ir.Value:
 def _narrow(op: ir.Operation) -> bool:
     """Whether convolution `op` stays NCHW (`keeps_nchw`)."""
     _, f, _, ow = ops.shape(op.results[0])
+    if f >= LANES:
+        return False
     kernels, strides = ops.ints(op, "kernels"), ops.ints(op, "strides")
     winograd = (kernels, strides, ops.ints(op, "dilation")) == ([3, 3], [1, 1], [1, 1]) and (
-        g.constant_array(op.operands[1]) is not None
+        g.producer_name(op.operands[1]) in (g.CONSTANT, g.SPLAT)
     )
     return keeps_nchw(f, ops.integer(op, "group"), ow, (kernels[0], kernels[1]), strides[1], winograd)
 

@@ -1,7 +1,7 @@
 """glow-split-gather: a gather of constant indices with runs of consecutive ones as slices and a concat.
 
-A gather copies element by element through its index (the CPU backend has no vector kernel for it), while a
-slice is a view that the memory passes keep in place and a concat's inputs are written into its buffer by their
+A gather copies through its index (the CPU backend's gather kernel: a row or a vector gather per index), while
+a slice is a view that the memory passes keep in place and a concat's inputs are written into its buffer by their
 producers. ONNX's reflect, edge and wrap pads are gathers along each padded axis (the importer's `_pad_indices`):
 a style transfer network's 9x9 reflection pad of a 128x128 map gathers [4, 3, 2, 1, 0, 1, ..., 127, 126, ...,
 123], and its pads took 1.7 of its 5.9 ms. Each run of at least MIN_RUN consecutive ascending indices becomes a
@@ -52,8 +52,8 @@ def _split(op: ir.Operation) -> ir.Value | None:
     found = g.constant_array(index)
     if found is None or found.ndim != 1:
         return None
-    axis = ops.integer(op, "axis")
     dims = list(ops.shape(data))
+    axis = ops.integer(op, "axis") % len(dims)
     indices = np.where(found < 0, found + dims[axis], found)
     parts = pieces(indices)
     covered = sum(len(part) for run, part in parts if run)
