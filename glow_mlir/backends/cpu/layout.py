@@ -16,7 +16,8 @@ Glow's own CPU backend converts too. Each NCHW op becomes its NHWC counterpart b
   (conv_regions.py).
 
 A convolution with fewer output channels than a vector's lanes (a generator's last layer to RGB) stays NCHW,
-for the kernel that vectorizes along its output rows instead (narrow_conv_recipes.py, `keeps_nchw`).
+for the kernel that vectorizes along its output rows instead (narrow_conv_recipes.py, `keeps_nchw`). A matmul
+to a few columns multiplies them padded to one vector (narrow_matmul.py).
 
 Pads stay attributes: glow-lower expands them in NHWC. Between consecutive layers the transpose back to NCHW
 meets the next layer's transpose to NHWC, through whatever elementwise ops lie between; glow-sink-transpose,
@@ -29,7 +30,7 @@ from __future__ import annotations
 from mlir import ir
 
 from glow_mlir import ops
-from glow_mlir.backends.cpu import conv_regions, conv_transpose
+from glow_mlir.backends.cpu import conv_regions, conv_transpose, narrow_matmul
 from glow_mlir.backends.cpu.conv_recipes import LANES
 from glow_mlir.backends.cpu.narrow_conv_recipes import keeps_nchw
 from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC  # (the module defines the NHWC ops this pass creates)
@@ -101,6 +102,8 @@ def layout_function(function: ir.Operation) -> bool:
                 return conv_transpose.to_nhwc(op, _filter_hwio)
         if op.name in ("glow.convolution", "glow.fused_convolution") and _narrow(op):
             return None
+        if op.name in narrow_matmul.MATMULS:
+            return narrow_matmul.padded(op)
         return to_nhwc(op) if op.name in NHWC_OPS else None
 
     return g.rewrite_ops(function, rewrite)

@@ -174,3 +174,21 @@ func.func @narrow(%x: tensor<1x8x20x40xf32> {glow.name = "x"}) -> (tensor<1x3x20
   %y2 = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 3>, strides = array<i64: 1, 5>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x8x20x40xf32>, tensor<3x8x3x3xf32>, tensor<3xf32>) -> tensor<1x3x20x8xf32>
   return %y, %y1, %y2 : tensor<1x3x20x40xf32>, tensor<1x3x20x40xf32>, tensor<1x3x20x8xf32>
 }
+
+// A matmul to a few columns (9, no power of two) over 32 rows multiplies B and the bias padded with zeros to 16
+// columns, one vector (narrow_matmul.py), and slices its 9; 8 columns (a power of two: one block already) and 4
+// rows stay as they are.
+// LAYOUT-LABEL: func.func @narrow_matmul
+// LAYOUT: %[[Z:.*]] = "glow.splat"() {value = 0.000000e+00 : f32} : () -> tensor<64x16xf32>
+// LAYOUT: %[[W:.*]] = "glow.insert_tensor"(%[[Z]], %arg1) {start = array<i64: 0, 0>} : (tensor<64x16xf32>, tensor<64x9xf32>) -> tensor<64x16xf32>
+// LAYOUT: %[[B:.*]] = "glow.insert_tensor"(%{{.*}}, %arg2) {start = array<i64: 0>} : (tensor<16xf32>, tensor<9xf32>) -> tensor<16xf32>
+// LAYOUT: %[[Y:.*]] = "glow.fully_connected"(%arg0, %[[W]], %[[B]]) : (tensor<32x64xf32>, tensor<64x16xf32>, tensor<16xf32>) -> tensor<32x16xf32>
+// LAYOUT: "glow.slice"(%[[Y]]) {start = array<i64: 0, 0>} : (tensor<32x16xf32>) -> tensor<32x9xf32>
+// LAYOUT: "glow.matmul"(%arg0, %arg3) : (tensor<32x64xf32>, tensor<64x8xf32>) -> tensor<32x8xf32>
+// LAYOUT: "glow.matmul"(%arg4, %arg1) : (tensor<4x64xf32>, tensor<64x9xf32>) -> tensor<4x9xf32>
+func.func @narrow_matmul(%x: tensor<32x64xf32> {glow.name = "x"}, %w: tensor<64x9xf32> {glow.name = "w"}, %b: tensor<9xf32> {glow.name = "b"}, %w8: tensor<64x8xf32> {glow.name = "w8"}, %x4: tensor<4x64xf32> {glow.name = "x4"}) -> (tensor<32x9xf32> {glow.name = "y"}, tensor<32x8xf32> {glow.name = "y8"}, tensor<4x9xf32> {glow.name = "y4"}) {
+  %y = "glow.fully_connected"(%x, %w, %b) : (tensor<32x64xf32>, tensor<64x9xf32>, tensor<9xf32>) -> tensor<32x9xf32>
+  %y8 = "glow.matmul"(%x, %w8) : (tensor<32x64xf32>, tensor<64x8xf32>) -> tensor<32x8xf32>
+  %y4 = "glow.matmul"(%x4, %w) : (tensor<4x64xf32>, tensor<64x9xf32>) -> tensor<4x9xf32>
+  return %y, %y8, %y4 : tensor<32x9xf32>, tensor<32x8xf32>, tensor<4x9xf32>
+}

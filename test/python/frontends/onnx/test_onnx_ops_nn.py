@@ -312,6 +312,25 @@ def test_matmul(shapes: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
     check_node("MatMul", {"a": rand(*a), "b": rand(*b)})
 
 
+@pytest.mark.parametrize(("a", "b", "constant"), [
+    ((128, 96), (96, 9), True),  # a token-classification head
+    ((40, 20), (20, 7), False),
+    ((2, 24, 12), (2, 12, 5), False),  # batched
+    ((3, 10, 33), (33, 13), True),  # broadcast over a batch
+])
+def test_matmul_few_columns(a: tuple[int, ...], b: tuple[int, ...], constant: bool) -> None:
+    """Fewer than 16 columns, no power of two: the CPU backend multiplies them padded to 16 (narrow_matmul.py)."""
+    feeds = {"a": rand(*a)} | ({} if constant else {"b": rand(*b)})
+    consts = {"b": rand(*b)} if constant else {}
+    check(model([helper.make_node("MatMul", ["a", "b"], ["y"])], feeds, ["y"], consts), feeds, rtol=1e-4, atol=1e-4)
+
+
+def test_gemm_few_columns() -> None:
+    feeds = {"x": rand(32, 48)}
+    nodes = [helper.make_node("Gemm", ["x", "w", "c"], ["y"], transB=1)]
+    check(model(nodes, feeds, ["y"], {"w": rand(10, 48), "c": rand(10)}), feeds, rtol=1e-4, atol=1e-4)
+
+
 def test_matmul_constant_weights_and_integers() -> None:
     check_node("MatMul", {"a": rand(2, 3, 4)}, consts={"b": rand(4, 5)})
     check_node("MatMul", {"a": rand(3, 4, low=-5, high=5, dtype=np.int32), "b": rand(4, 2, low=-5, high=5,
