@@ -36,7 +36,8 @@ def padded(op: ir.Operation) -> ir.Value | None:
     result = op.results[0]
     dims = list(ops.shape(result))
     n, m = dims[-1], dims[-2]
-    if not isinstance(ops.element_type(result), ir.F32Type) or n >= LANES or n & (n - 1) == 0 or m < MIN_ROWS:
+    # 3 columns at least: 1 and 2 are powers of two (and a dynamic dim is no count at all).
+    if not isinstance(ops.element_type(result), ir.F32Type) or not 3 <= n < LANES or n & (n - 1) == 0 or m < MIN_ROWS:
         return None
     with ir.InsertionPoint(op), op.location:
         operands = [op.operands[0], *(_widened(v) for v in op.operands[1:])]
