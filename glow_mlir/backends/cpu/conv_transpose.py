@@ -110,7 +110,7 @@ def _gathered(data: ir.Value, index: np.ndarray, pad_zero: bool) -> ir.Value:
     if array is not None:
         flat = np.append(array.reshape(-1), 0) if pad_zero else array.reshape(-1)
         return g.materialize(flat[index], ops.tensor_type(index.shape, elt), prefer_splat=False)
-    flat = g.make("glow.reshape", [data], ops.tensor_type([size], elt), {"dims": ops.i64_array([size])})
+    flat = _reshaped(data, [size])
     if pad_zero:
         zero = g.materialize(np.zeros(size + 1), ops.tensor_type([size + 1], elt))
         flat = g.make("glow.insert_tensor", [zero, flat], zero.type, {"start": ops.i64_array([0])})
@@ -214,7 +214,6 @@ def _phase_filter(w: ir.Value, group: int, rows: np.ndarray, cols: np.ndarray, f
 def _reshaped(value: ir.Value, dims: Sequence[int]) -> ir.Value:
     return g.make("glow.reshape", [value], ops.tensor_type(dims, ops.element_type(value)),
                   {"dims": ops.i64_array(dims)})  # fmt: skip
-
 
 
 def _combined(op: ir.Operation, xt: ir.Value, plan: Sequence[Combined], tables: Sequence[np.ndarray],

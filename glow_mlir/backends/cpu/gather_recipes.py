@@ -21,7 +21,7 @@ from mlir.dialects import arith, memref, scf, vector
 from glow_mlir import ops
 from glow_mlir.backends.cpu.conv_recipes import LANES
 from glow_mlir.backends.cpu.recipes import Recipe, recipe, static_shape
-from glow_mlir.backends.cpu.vector_body import lanes_mask, load, store, zeros
+from glow_mlir.backends.cpu.vector_body import lanes_mask, load, splat, store, zeros
 from glow_mlir.codegen.builders import index
 from glow_mlir.codegen.tensor import GATHER_AXIS_ATTR
 
@@ -146,5 +146,4 @@ def _from_end(value: ir.Value, size: int) -> ir.Value:
 
 def _splat(t: ir.VectorType, value: int) -> ir.Value:
     """A vector of type `t` (integers) of `value`."""
-    element = ir.IntegerAttr.get(ir.VectorType(t).element_type, value)
-    return arith.constant(t, ir.DenseElementsAttr.get_splat(t, element))
+    return splat(t, ir.IntegerAttr.get(ir.VectorType(t).element_type, value))

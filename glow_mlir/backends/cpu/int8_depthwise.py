@@ -34,7 +34,7 @@ from mlir import ir
 from mlir.dialects import arith, scf, vector
 
 from glow_mlir import ops
-from glow_mlir.backends.cpu.int8_gemm import OutputSteps, signless, splat, store_lanes, vector_type
+from glow_mlir.backends.cpu.int8_gemm import OutputSteps, signless, store_lanes, vector_type
 from glow_mlir.backends.cpu.int8_ops import (
     LANES,
     depthwise_correction,
@@ -42,6 +42,7 @@ from glow_mlir.backends.cpu.int8_ops import (
     depthwise_weights,
     output_attributes,
 )
+from glow_mlir.backends.cpu.vector_body import splat
 from glow_mlir.codegen.builders import index, pair
 from glow_mlir.codegen.table import lowering
 from glow_mlir.opdefs.base import Attr

@@ -41,6 +41,7 @@ from mlir.dialects import arith, builtin, llvm, math, memref, scf, vector
 
 from glow_mlir import ops
 from glow_mlir.backends.cpu.int8_ops import K_STEP, LANES, SIGNED_OFFSET, residual_values
+from glow_mlir.backends.cpu.vector_body import splat
 from glow_mlir.codegen.builders import index, pair, reshape, storage_type
 from glow_mlir.codegen.table import fail, lowering
 
@@ -70,11 +71,6 @@ def vector_type(length: int, elt: ir.Type) -> ir.VectorType:
 def signless(buffer: ir.Value) -> ir.Value:
     """uint8 `buffer` as the i8 buffer it is stored as (glow-ir-to-linalg's `signless_types` removes the cast)."""
     return builtin.unrealized_conversion_cast([storage_type(buffer.type)], [buffer])
-
-
-def splat(t: ir.VectorType, value: ir.Attribute) -> ir.Value:
-    """A constant vector of type `t` with every element `value`."""
-    return arith.constant(t, ir.DenseElementsAttr.get_splat(t, value))
 
 
 # A row's reader: (K step index k4 of the packed weights, the row's context) -> vpdpbusd's unsigned operand.

@@ -170,9 +170,6 @@ CPU_INT8_MATMUL = define(OpDef(
 ))  # fmt: skip
 
 
-# NCHW <-> NHWC around the convolutions, as glow-cpu-layout's: glow-sink-transpose cancels them between layers.
-
-
 def conv_weights(w: np.ndarray) -> np.ndarray:
     """int8 OIHW filter `w` as the GEMM weights [KH * KW * C4, O] the conv kernel reads, C4 = C rounded up to
     4 (zero rows): row (kh * KW + kw) * C4 + c holds W[:, c, kh, kw], so each tap starts a packed K step."""

@@ -50,9 +50,14 @@ def yielded(generic: ir.Operation, values: Sequence[ir.Value]) -> list[ir.Value]
     return [lookup(v) for v in list(generic.regions[0].blocks[0].operations)[-1].operands]
 
 
+def splat(t: ir.VectorType, value: ir.Attribute) -> ir.Value:
+    """A constant vector of type `t` with every element `value`."""
+    return arith.constant(t, ir.DenseElementsAttr.get_splat(t, value))
+
+
 def zeros(t: ir.VectorType) -> ir.Value:
     """A vector of type `t` (f32) of zeros."""
-    return arith.constant(t, ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(ir.F32Type.get(), 0.0)))
+    return splat(t, ir.FloatAttr.get(ir.F32Type.get(), 0.0))
 
 
 def lanes_mask(count: int, lanes: int) -> ir.Value | None:

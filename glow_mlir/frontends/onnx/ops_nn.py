@@ -148,8 +148,7 @@ def _conv_3d(
         rows = np.arange(planes, dtype=np.int64) * strides[0] + i * dilations[0]
         slab = ctx.transpose(ctx.g.gather(x, rows, 2), [0, 2, 1, 3, 4])
         slab = ctx.reshape(slab, [batch * planes, channels, height, width])
-        plane = ctx.reshape(ctx.g.slice(w, [0, 0, i, 0, 0], [*shape(w)[:2], 1, *shape(w)[3:]]),
-                            [*shape(w)[:2], *shape(w)[3:]])
+        plane = _depth_plane(ctx, w, i)
         bias = b if i == 0 else np.zeros(outputs, dtype(x))
         y = ctx.g.convolution(slab, plane, bias, strides[1:], _glow_pads(begin[1:], end[1:]), dilations[1:],
                               ctx.attr("group", 1))
@@ -157,6 +156,12 @@ def _conv_3d(
     assert total is not None
     out_h, out_w = shape(total)[2:]
     return ctx.transpose(ctx.reshape(total, [batch, planes, outputs, out_h, out_w]), [0, 2, 1, 3, 4])
+
+
+def _depth_plane(ctx: NodeContext, w: Value, i: int) -> Value:
+    """Plane `i` along the depth of a 3-D filter [A, B, KD, KH, KW], as the 2-D filter [A, B, KH, KW]."""
+    a, b, _, kh, kw = shape(w)
+    return ctx.reshape(ctx.g.slice(w, [0, 0, i, 0, 0], [a, b, 1, kh, kw]), [a, b, kh, kw])
 
 
 @handles("ConvTranspose")
@@ -229,8 +234,7 @@ def _conv_transpose_3d(
     zero = np.zeros(outputs, dtype(x))
     slabs = []
     for t in range(kd):
-        plane = ctx.reshape(ctx.g.slice(w, [0, 0, t, 0, 0], [*shape(w)[:2], 1, *shape(w)[3:]]),
-                            [*shape(w)[:2], *shape(w)[3:]])  # fmt: skip
+        plane = _depth_plane(ctx, w, t)
         z = ctx.g.conv_transpose(planes, plane, zero, hw_strides, _glow_pads(head[1:], crop_end[1:]), hw_dilations,
                                  group)  # fmt: skip
         if list(shape(z)[2:]) != out_hw:  # output_padding past the full (H, W) scatter
