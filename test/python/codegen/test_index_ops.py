@@ -11,6 +11,7 @@ import pytest
 
 import glow_mlir
 from glow_mlir import ops
+from glow_mlir.codegen import tensor as tensor_lowering
 
 rng = np.random.default_rng(11)
 
@@ -65,20 +66,62 @@ def test_scatter_of_bool() -> None:
     check(lambda g, x, i, u: g.scatter_nd(x, i, u), x=x, i=i, u=sample("i1", 2))
 
 
+@pytest.fixture(params=["ranks", "heap"])
+def top_k_by(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each top_k test on both of the lowering's ways: counting ranks and the heap."""
+    monkeypatch.setattr(tensor_lowering, "RANK_COST", 10**9 if request.param == "ranks" else 0)
+    return request.param
+
+
 @pytest.mark.parametrize("elt", NUMBERS)
 @pytest.mark.parametrize("largest", [True, False])
-def test_top_k(elt: str, largest: bool) -> None:
+def test_top_k(elt: str, largest: bool, top_k_by: str) -> None:
     x = sample(elt, 3, 9, 2)
     check(lambda g, x: g.top_k(x, 4, 1, largest), x=x)
+    check(lambda g, x: g.top_k(x, 9, 1, largest), x=x)
 
 
 @pytest.mark.parametrize("largest", [True, False])
-def test_top_k_extremes(largest: bool) -> None:
+def test_top_k_extremes(largest: bool, top_k_by: str) -> None:
     """The type's own extremes and infinities rank like any value: no sentinel value stands in for 'none'."""
     low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
     check(lambda g, x: g.top_k(x, 4, 0, largest), x=np.array([low, high, 0, low, high], np.int64))
     floats = np.array([np.inf, -np.inf, np.nan, 0, -np.inf, np.nan, np.inf], np.float32)
     check(lambda g, x: g.top_k(x, 7, 0, largest), x=floats)
+    check(lambda g, x: g.top_k(x, 3, 0, largest), x=floats)
+
+
+@pytest.mark.parametrize("order", ["ascending", "descending", "ties", "random"])
+@pytest.mark.parametrize("k", [1, 2, 37, 300])
+def test_top_k_row_orders(order: str, k: int, top_k_by: str) -> None:
+    """Rows that exercise the heap: every element entering (ascending rows for the largest), none entering
+    after the first k (descending), runs of equal values (ties by index through sift-up, sift-down and the
+    final sort), and k = the whole row (a sort)."""
+    n = 300
+    rows = {
+        "ascending": np.arange(n, dtype=np.float32),
+        "descending": np.arange(n, 0, -1, dtype=np.float32),
+        "ties": rng.integers(0, 4, n).astype(np.float32),
+        "random": rng.standard_normal(n, dtype=np.float32),
+    }
+    x = np.stack([rows[order], rows[order][::-1].copy()])
+    for largest in (True, False):
+        check(lambda g, x: g.top_k(x, k, 1, largest), x=x)
+
+
+@pytest.mark.parametrize("elt", ["f32", "f64", "f16", "i32", "i64", "ui32"])
+def test_top_k_long_rows_in_blocks(elt: str) -> None:
+    """The heap's scan passes over blocks of a contiguous row (f32, f64, i32, i64) with one vector compare: a
+    block holding a NaN, an infinity or a late best must still be seen; f16 and unsigned rows and rows along
+    another axis go one element at a time."""
+    x = sample(elt, 3, 200)
+    if elt.startswith("f"):
+        x[0, [40, 41, 150]] = np.nan
+        x[1, [17, 180]] = [np.inf, -np.inf]
+    x[2, 199] = 100  # the best, in the tail after the last whole block
+    for largest in (True, False):
+        check(lambda g, x: g.top_k(x, 5, 1, largest), x=x)
+        check(lambda g, x: g.top_k(x, 2, 0, largest), x=x)
 
 
 def test_gathers_clamp_out_of_range_indices() -> None:
@@ -106,3 +149,4 @@ def test_builder_refuses_an_unknown_reduction() -> None:
     x = g.input("x", (3,), "f32")
     with pytest.raises(ValueError, match="scatter_nd.*reduction 'sum'"):
         g.scatter_nd(x, np.zeros((1, 1), np.int64), np.ones(1, np.float32), "sum")
+
