@@ -1,12 +1,18 @@
-"""f32 exp, log and tanh as plain arithmetic, so that the vectorizer can vectorize them.
+"""f32 exp, log, tanh, sin and cos as plain arithmetic, so that the vectorizer can vectorize them.
 
-LLVM's x86 backend turns `math.exp`/`log`/`tanh` into calls of the C library's expf/logf/tanhf, one element at
-a time, even inside vector code; these MLIR bindings have neither upstream's polynomial-approximation pass nor
-its transform op. glow-cpu-schedule therefore replaces every f32 `math.exp`, `math.log` and `math.tanh` with
-the Cephes single-precision algorithms (range reduction by powers of two plus a minimax polynomial), which are
-within about 2 ulp over the whole range (checked against numpy in test/python/backends/cpu/test_schedule_codegen.py) and
+LLVM's x86 backend turns `math.exp`/`log`/`tanh`/`sin`/`cos` into calls of the C library's expf/logf/...,
+one element at a time, even inside vector code; these MLIR bindings have neither upstream's
+polynomial-approximation pass nor its transform op. glow-cpu-schedule therefore replaces every f32 one with
+the Cephes single-precision algorithms (range reduction plus a minimax polynomial), which are within about 2
+ulp over the whole range (checked against numpy in test/python/backends/cpu/test_schedule_codegen.py) and
 handle the special values as C does: exp overflows to inf and underflows through the subnormals to 0,
-log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, tanh saturates at +-1, NaN stays NaN.
+log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, tanh saturates at +-1, NaN stays NaN, sin and cos of an
+infinity are NaN.
+
+sin and cos reduce x by the nearest multiple of pi/2 in f64 (x - k pi/2 with pi/2 in two parts, by fused
+multiply-adds: exact to about 1e-16 for |x| < 2^52, where k is exact), then take Cephes' polynomials on
+[-pi/4, pi/4] in f32 and pick sin or cos, and the sign, by k mod 4. An f32 x of 2^52 or more (its neighbours
+2^29 and more apart) has no k that f64 resolves: those give NaN rather than a wrong number.
 """
 
 from __future__ import annotations
@@ -30,6 +36,14 @@ LOG_POLY = (
 )  # fmt: skip
 TANH_POLY = (-3.33332819422e-1, 1.33314422036e-1, -5.37397155531e-2, 2.06390887954e-2, -5.70498872745e-3)
 TANH_SMALL = 0.625
+# sin r = r + r^3 SIN_POLY(r^2), cos r = 1 - r^2 / 2 + r^4 COS_POLY(r^2) on |r| <= pi/4 (Cephes sinf, cosf).
+SIN_POLY = (-1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4)
+COS_POLY = (4.166664568298827e-2, -1.388731625493765e-3, 2.443315711809948e-5)
+# pi/2 = PIO2_HI + PIO2_LO to about 2^-107; k PIO2_HI is exact in a fused multiply-add for |k| < 2^53.
+PIO2_HI = 1.5707963267948966
+PIO2_LO = 6.123233995736766e-17
+TWO_OVER_PI = 0.6366197723675814
+TRIG_LIMIT = 2.0**52
 SQRT_HALF = 0.707106781186547524
 
 
@@ -108,11 +122,54 @@ def tanh(x: ir.Value) -> ir.Value:
     return arith.select(near, small, math.copysign(large, x))
 
 
-APPROXIMATIONS: dict[str, Callable[[ir.Value], ir.Value]] = {"math.exp": exp, "math.log": log, "math.tanh": tanh}
+def _quadrant(x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+    """(sin r, cos r, k mod 4, in range) for x = k pi/2 + r, |r| <= pi/4; k mod 4 as an f64 in {0, 1, 2, 3}."""
+    f32, f64 = ir.F32Type.get(), ir.F64Type.get()
+    wide = arith.extf(f64, x)
+    k = math.roundeven(arith.mulf(wide, _f(wide, TWO_OVER_PI)))
+    minus_k = arith.negf(k)
+    r = arith.truncf(f32, math.fma(minus_k, _f(wide, PIO2_LO), math.fma(minus_k, _f(wide, PIO2_HI), wide)))
+    quarter = math.fma(math.floor(arith.mulf(k, _f(wide, 0.25))), _f(wide, -4.0), k)
+    in_range = arith.cmpf(arith.CmpFPredicate.OLT, math.absf(wide), _f(wide, TRIG_LIMIT))
+    z = arith.mulf(r, r)
+    sin_r = math.fma(arith.mulf(z, r), _poly(SIN_POLY, z), r)
+    cos_r = math.fma(arith.mulf(z, z), _poly(COS_POLY, z), math.fma(z, _f(x, -0.5), _f(x, 1.0)))
+    return sin_r, cos_r, quarter, in_range
+
+
+def _trig(x: ir.Value, odd_takes_sin: bool, negative: Sequence[int]) -> ir.Value:
+    """sin or cos from x's quadrant: the odd quadrants take the other polynomial; `negative` quadrants flip
+    the sign; NaN out of range (an infinity's k is too: NaN)."""
+    sin_r, cos_r, quarter, in_range = _quadrant(x)
+
+    def quadrant_is(q: int) -> ir.Value:
+        return arith.cmpf(arith.CmpFPredicate.OEQ, quarter, _f(quarter, float(q)))
+
+    odd = arith.ori(quadrant_is(1), quadrant_is(3))
+    value = arith.select(odd, sin_r, cos_r) if odd_takes_sin else arith.select(odd, cos_r, sin_r)
+    flip = arith.ori(quadrant_is(negative[0]), quadrant_is(negative[1]))
+    value = arith.select(flip, arith.negf(value), value)
+    return arith.select(in_range, value, _f(x, float("nan")))
+
+
+def sin(x: ir.Value) -> ir.Value:
+    """sin x: sin r, cos r, -sin r, -cos r in quadrants 0-3; sin(-0) = -0."""
+    value = _trig(x, False, (2, 3))
+    return arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, _f(x, 0.0)), x, value)
+
+
+def cos(x: ir.Value) -> ir.Value:
+    """cos x: cos r, -sin r, -cos r, sin r in quadrants 0-3."""
+    return _trig(x, True, (1, 2))
+
+
+APPROXIMATIONS: dict[str, Callable[[ir.Value], ir.Value]] = {
+    "math.exp": exp, "math.log": log, "math.tanh": tanh, "math.sin": sin, "math.cos": cos,
+}  # fmt: skip
 
 
 def approximate(root: ir.Operation) -> None:
-    """Replaces every scalar f32 math.exp, math.log and math.tanh under `root` with its arithmetic."""
+    """Replaces every scalar f32 math op of APPROXIMATIONS under `root` with its arithmetic."""
     f32 = ir.F32Type.get()
     for op in ops.walk_ops(root):
         build = APPROXIMATIONS.get(op.name)

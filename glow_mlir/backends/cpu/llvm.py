@@ -26,7 +26,8 @@ pipeline run through one PassManager. Each step, in order, and why it is there:
 - `finalize-memref-to-llvm`: memref descriptors, load/store, view (the arena), get_global, alloca.
 - `convert-math-to-llvm`: math ops become LLVM intrinsics. sqrt, abs, floor, ceil, roundeven and copysign
   are instructions; LLVM's x86 backend turns exp, log, pow, sin, cos and tanh into calls of the C library's
-  expf/logf/powf/sinf/... (f64: exp/log/...), which the JIT resolves in this process.
+  expf/logf/powf/sinf/... (f64: exp/log/...), which the JIT resolves in this process (the f32 exp, log,
+  tanh, sin and cos of kernels are arithmetic by then: fastmath.py).
 - `convert-arith-to-llvm`, `convert-cf-to-llvm`: the scalar code and the branches.
 - `convert-func-to-llvm`: functions, plus the `_mlir_ciface_` wrappers that `llvm.emit_c_interface` asks for.
 - `convert-index-to-llvm`: index-dialect ops that the earlier conversions may emit.

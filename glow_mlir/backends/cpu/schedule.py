@@ -4,7 +4,7 @@ glow-ir-to-linalg says *what* each instruction computes (one or a few linalg ops
 runs on this CPU, the way Glow's CPU backend picks a hand-written kernel per instruction. It runs right after
 glow-ir-to-linalg and before glow-to-llvm.
 
-This module is the pass driver. Per function, it replaces f32 exp/log/tanh by arithmetic (fastmath.py),
+This module is the pass driver. Per function, it replaces f32 exp/log/tanh/sin/cos by arithmetic (fastmath.py),
 builds the fused kernel of each expansion + depthwise convolution (expansion_recipes.py), shrinks the fills
 of padded buffers to their borders (padding.py), marks elementwise chains (elementwise_recipes.py) and the
 fills that start pools (pool_recipes.py), then, with the model's weights counted once
