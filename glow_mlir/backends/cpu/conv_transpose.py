@@ -110,7 +110,7 @@ def _gathered(data: ir.Value, index: np.ndarray, pad_zero: bool) -> ir.Value:
     if array is not None:
         flat = np.append(array.reshape(-1), 0) if pad_zero else array.reshape(-1)
         return g.materialize(flat[index], ops.tensor_type(index.shape, elt), prefer_splat=False)
-    flat = _reshaped(data, [size])
+    flat = g.reshape(data, [size])
     if pad_zero:
         zero = g.materialize(np.zeros(size + 1), ops.tensor_type([size + 1], elt))
         flat = g.make("glow.insert_tensor", [zero, flat], zero.type, {"start": ops.i64_array([0])})
@@ -211,11 +211,6 @@ def _phase_filter(w: ir.Value, group: int, rows: np.ndarray, cols: np.ndarray, f
     return hwio
 
 
-def _reshaped(value: ir.Value, dims: Sequence[int]) -> ir.Value:
-    return g.make("glow.reshape", [value], ops.tensor_type(dims, ops.element_type(value)),
-                  {"dims": ops.i64_array(dims)})  # fmt: skip
-
-
 def _combined(op: ir.Operation, xt: ir.Value, plan: Sequence[Combined], tables: Sequence[np.ndarray],
               filter_hwio: Filter) -> ir.Value:  # fmt: skip
     """All phases as one convolution, output channels (group, phase row, phase column, output), interleaved by
@@ -236,7 +231,7 @@ def _combined(op: ir.Operation, xt: ir.Value, plan: Sequence[Combined], tables: 
         split, shuffle = [n, mh, mw, group, sh, sw, outputs], [0, 1, 4, 2, 5, 3, 6]
         if group == 1:
             split, shuffle = [n, mh, mw, sh, sw, outputs], [0, 1, 3, 2, 4, 5]
-        y = _reshaped(transpose_to(_reshaped(y, split), shuffle), [n, mh * sh, mw * sw, f])
+        y = g.reshape(transpose_to(g.reshape(y, split), shuffle), [n, mh * sh, mw * sw, f])
     return y
 
 
@@ -260,5 +255,5 @@ def _per_phase(op: ir.Operation, xt: ir.Value, rows: tuple[int, list[PhaseConv]]
                                 [ph.before, pw.before, ph.after, pw.after], group, [n, qh, qw, f]))  # fmt: skip
     y = g.concat(phases, 3)
     if len(phases) > 1:
-        y = _reshaped(transpose_to(_reshaped(y, [n, qh, qw, sh, sw, f]), [0, 1, 3, 2, 4, 5]), [n, qh * sh, qw * sw, f])
+        y = g.reshape(transpose_to(g.reshape(y, [n, qh, qw, sh, sw, f]), [0, 1, 3, 2, 4, 5]), [n, qh * sh, qw * sw, f])
     return y

@@ -82,6 +82,11 @@ def make(
     return ops.create(name, operands, [result], attrs).results[0]
 
 
+def reshape(value: ir.Value, dims: Sequence[int]) -> ir.Value:
+    """A new glow.reshape of `value` to `dims` (at the current insertion point and location)."""
+    return make("glow.reshape", [value], ops.tensor_type(dims, ops.element_type(value)), {"dims": ops.i64_array(dims)})
+
+
 def concat(values: Sequence[ir.Value], dim: int) -> ir.Value:
     """A new glow.concat of `values` along `dim` (at the current insertion point and location); one value is
     returned as it is."""

@@ -192,3 +192,22 @@ func.func @narrow_matmul(%x: tensor<32x64xf32> {glow.name = "x"}, %w: tensor<64x
   %y4 = "glow.matmul"(%x4, %w) : (tensor<4x64xf32>, tensor<64x9xf32>) -> tensor<4x9xf32>
   return %y, %y8, %y4 : tensor<32x9xf32>, tensor<32x8xf32>, tensor<4x9xf32>
 }
+
+// A window as wide as the unpadded input (LSTNet's, a text CNN's Conv2d(C, F, (k, width))) is a 1-D convolution
+// along H over width x C channels: reshapes of the NHWC input, filter and output (the same bytes) around an NHWC
+// row convolution with the window, stride, pads and dilation of H along W. With the width padded it stays 2-D.
+// LAYOUT-LABEL: func.func @full_width
+// LAYOUT: %[[X:.*]] = "glow.transpose"(%arg0) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<2x3x10x6xf32>) -> tensor<2x10x6x3xf32>
+// LAYOUT: %[[W:.*]] = "glow.constant"() {{.*}} -> tensor<1x3x18x4xf32>
+// LAYOUT: %[[R:.*]] = "glow.reshape"(%[[X]]) {dims = array<i64: 2, 1, 10, 18>}
+// LAYOUT: %[[C:.*]] = "glow.cpu_conv_nhwc"(%[[R]], %[[W]], %{{.*}}) {activation = "none", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 1 : i64, kernels = array<i64: 1, 3>, pads = array<i64: 0, 1, 0, 1>, strides = array<i64: 1, 2>} : (tensor<2x1x10x18xf32>, tensor<1x3x18x4xf32>, tensor<4xf32>) -> tensor<2x1x5x4xf32>
+// LAYOUT: %[[Y:.*]] = "glow.reshape"(%[[C]]) {dims = array<i64: 2, 5, 1, 4>}
+// LAYOUT: "glow.transpose"(%[[Y]]) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<2x5x1x4xf32>) -> tensor<2x4x5x1xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"({{.*}}kernels = array<i64: 3, 6>, pads = array<i64: 1, 1, 1, 1>{{.*}} -> tensor<2x5x3x4xf32>
+func.func @full_width(%x: tensor<2x3x10x6xf32> {glow.name = "x"}) -> (tensor<2x4x5x1xf32> {glow.name = "y"}, tensor<2x4x5x3xf32> {glow.name = "y1"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<4x3x3x6xf32>} : () -> tensor<4x3x3x6xf32>
+  %b = "glow.constant"() {value = dense<0.5> : tensor<4xf32>} : () -> tensor<4xf32>
+  %y = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 6>, strides = array<i64: 2, 1>, pads = array<i64: 1, 0, 1, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<2x3x10x6xf32>, tensor<4x3x3x6xf32>, tensor<4xf32>) -> tensor<2x4x5x1xf32>
+  %y1 = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 6>, strides = array<i64: 2, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<2x3x10x6xf32>, tensor<4x3x3x6xf32>, tensor<4xf32>) -> tensor<2x4x5x3xf32>
+  return %y, %y1 : tensor<2x4x5x1xf32>, tensor<2x4x5x3xf32>
+}

@@ -65,6 +65,21 @@ def test_conv_narrow_runtime_filter_and_activation() -> None:
     check(model(nodes, feeds, ["y"]), feeds, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("x,w,attrs", [
+    ((8, 1, 40, 32), (50, 1, 6, 32), {}),  # LSTNet's layer, smaller
+    ((2, 3, 21, 7), (20, 3, 3, 7), {"strides": [2, 1], "pads": [1, 0, 2, 0]}),
+    ((1, 2, 30, 16), (17, 2, 3, 16), {"dilations": [3, 1]}),
+    ((1, 1, 9, 5), (4, 1, 9, 5), {}),  # one output pixel
+    ((1, 2, 12, 6), (5, 2, 3, 6), {"pads": [1, 1, 1, 1]}),  # padded width: stays 2-D
+])  # fmt: skip
+def test_conv_full_width(x: tuple[int, ...], w: tuple[int, ...], attrs: dict[str, object]) -> None:
+    """A window as wide as the input runs as a 1-D convolution over width x channels (glow-cpu-layout)."""
+    check_node("Conv", {"x": rand(*x)}, attrs, {"w": rand(*w), "b": rand(w[0])}, rtol=1e-4, atol=1e-4)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], **attrs), helper.make_node("Relu", ["c"], ["y"])]
+    feeds = {"x": rand(*x), "w": rand(*w)}
+    check(model(nodes, feeds, ["y"]), feeds, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("group,channels,outputs", [(2, 4, 6), (4, 4, 4), (4, 4, 8)])
 def test_conv_groups_and_depthwise(group: int, channels: int, outputs: int) -> None:
     consts = {"w": rand(outputs, channels // group, 3, 3), "b": rand(outputs)}
