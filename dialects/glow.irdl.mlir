@@ -748,6 +748,18 @@ irdl.dialect @glow {
     irdl.attributes {"axis" = %axis, "k" = %k, "largest" = %largest}
   }
 
+  // Running sums along `axis` (ONNX CumSum): element i is the sum of elements 0..i, or i..n-1 with `reverse`; `exclusive` leaves element i out of its own sum. f32, f64 or integers: the sums are sequential, and narrower floats would round at each step (the importer widens them).
+  irdl.operation @cumsum {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %axis = irdl.base "#builtin.integer"
+    %exclusive = irdl.base "#builtin.integer"
+    %reverse = irdl.base "#builtin.integer"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"axis" = %axis, "exclusive" = %exclusive, "reverse" = %reverse}
+  }
+
   // Elementwise conversion to the result's element type (Glow's ConvertTo): float->int truncates toward zero, x->i1 is x != 0, i1->x is 0 or 1.
   irdl.operation @convert_to {
     %input = irdl.base "!builtin.tensor"

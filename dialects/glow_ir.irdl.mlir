@@ -710,6 +710,18 @@ irdl.dialect @glow_ir {
     irdl.attributes {"axis" = %axis, "k" = %k, "largest" = %largest, "roles" = %roles}
   }
 
+  // dest = running sums of src along axis (rules as glow.cumsum).
+  irdl.operation @cumsum {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %axis = irdl.base "#builtin.integer"
+    %exclusive = irdl.base "#builtin.integer"
+    %reverse = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"axis" = %axis, "exclusive" = %exclusive, "reverse" = %reverse, "roles" = %roles}
+  }
+
   // dest = src converted to dest's element type (rules as glow.convert_to).
   irdl.operation @convert_to {
     %dest = irdl.base "!builtin.memref"

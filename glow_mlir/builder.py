@@ -384,6 +384,13 @@ class Graph:
         index; their values are `gather_elements(input, indices, axis)`."""
         return self._op("top_k", [input], name, {"axis": _axis(input, axis), "k": k, "largest": largest})
 
+    def cumsum(self, input: TensorLike, axis: int, exclusive: bool = False, reverse: bool = False,
+               name: str | None = None) -> Tensor:  # fmt: skip
+        """Running sums along `axis` (ONNX CumSum); `exclusive` leaves each element out of its own sum,
+        `reverse` sums from the end. f32, f64 or integers."""
+        attrs = {"axis": _axis(input, axis), "exclusive": exclusive, "reverse": reverse}
+        return self._op("cumsum", [input], name, attrs)
+
     def concat(self, inputs: Sequence[TensorLike], dim: int, name: str | None = None) -> Tensor:
         """Concatenation along `dim`; nests concats when the inputs form more than 8 runs of one type."""
         node = self._node_name("concat", name)

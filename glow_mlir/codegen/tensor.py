@@ -14,6 +14,7 @@ left over (glow-allocate did not run) is an error.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from mlir import ir
@@ -24,6 +25,7 @@ from glow_mlir.codegen.builders import (
     block,
     fill,
     generic,
+    has_identity_layout,
     identity_map,
     index,
     is_bool,
@@ -279,6 +281,59 @@ def _scatter_nd(op: ir.Operation) -> None:
         _store_if_inside(list(zip(wrapped, dims[:k], strict=True)), write_slice)
 
     loop_nest(index_dims[:-1], each)
+
+
+@lowering("cumsum")
+def _cumsum(op: ir.Operation) -> None:
+    """A sequential scan along the axis, in O(n): each step adds a slice of src to the previous slice of dest,
+    a loop over the trailing dims' contiguous elements that LLVM vectorizes; on the last axis, the running sum
+    of each row in a register."""
+    dest, src = op.operands
+    axis, dims = ops.integer(op, "axis"), ops.shape(src)
+    exclusive, reverse = bool(ops.integer(op, "exclusive")), bool(ops.integer(op, "reverse"))
+    n, elt = dims[axis], ops.element_type(src)
+    if has_identity_layout(dest) and has_identity_layout(src):
+        # Contiguous buffers as [before, n, after]: one flat loop over a slice (LLVM vectorizes one loop, the
+        # innermost: over three trailing dims [4, 32, 32] a scan took 0.81 ns an element, flat 0.10).
+        before, after = math.prod(dims[:axis]), math.prod(dims[axis + 1 :])
+        dims = [before, n, after] if after > 1 else [before, n]
+        dest, src, axis = reshape(dest, dims), reshape(src, dims), 1
+
+    def position(step: ir.Value) -> ir.Value:
+        """The step'th position along the axis in scan order."""
+        return arith.subi(index(n - 1), step) if reverse else step
+
+    def outer(before: list[ir.Value]) -> None:
+        def at(t: ir.Value, after: list[ir.Value]) -> list[ir.Value]:
+            return [*before, t, *after]
+
+        if axis == len(dims) - 1:
+            # One row: the sum so far carried in a register.
+            scan = scf.ForOp(index(0), index(n), index(1), [scalar(elt, 0)])
+            with ir.InsertionPoint(scan.body):
+                t, total = position(scan.induction_variable), scan.inner_iter_args[0]
+                grown = s.add(total, memref.load(src, at(t, [])))
+                memref.store(total if exclusive else grown, dest, at(t, []))
+                scf.YieldOp([grown])
+            return
+        first = index(n - 1 if reverse else 0)
+        loop_nest(
+            dims[axis + 1 :],
+            lambda after: memref.store(scalar(elt, 0) if exclusive else memref.load(src, at(first, after)), dest,
+                                       at(first, after)),
+        )  # fmt: skip
+        steps = scf.ForOp(index(1), index(n), index(1))
+        with ir.InsertionPoint(steps.body):
+            t, previous = position(steps.induction_variable), position(arith.subi(steps.induction_variable, index(1)))
+
+            def add(after: list[ir.Value]) -> None:
+                term = memref.load(src, at(previous if exclusive else t, after))
+                memref.store(s.add(memref.load(dest, at(previous, after)), term), dest, at(t, after))
+
+            loop_nest(dims[axis + 1 :], add)
+            scf.YieldOp([])
+
+    loop_nest(dims[:axis], outer)
 
 
 def _ranking(largest: bool) -> tuple[Callable[..., ir.Value], Callable[..., ir.Value]]:

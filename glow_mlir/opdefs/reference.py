@@ -316,6 +316,18 @@ def top_k(op: ir.Operation, a: list[Array]) -> Array:
     return np.take(order, np.arange(k), axis=axis).astype(np.int64)
 
 
+def cumsum(op: ir.Operation, a: list[Array]) -> Array:
+    """Running sums along `axis` in float64 / int64; `exclusive` leaves each element out of its own sum,
+    `reverse` sums from the end."""
+    x, axis = a[0], ops.integer(op, "axis")
+    reverse = bool(ops.integer(op, "reverse"))
+    flipped = np.flip(wide(x), axis) if reverse else wide(x)
+    sums = np.cumsum(flipped, axis)
+    if ops.integer(op, "exclusive"):
+        sums = sums - flipped
+    return (np.flip(sums, axis) if reverse else sums).astype(x.dtype)
+
+
 def reduce(fn: Callable[..., Array], widen: bool) -> Callable[[ir.Operation, list[Array]], Array]:
     """A batched_reduce evaluator; sums and products accumulate in float64 / int64 (`widen`)."""
 

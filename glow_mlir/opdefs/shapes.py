@@ -419,6 +419,12 @@ def top_k(input: Shape, axis: int, k: int) -> Shape:
     return input[:axis] + (k,) + input[axis + 1 :]
 
 
+def cumsum(input: Shape, axis: int) -> Shape:
+    """Running sums along `axis`: the input's shape."""
+    require(0 <= axis < len(input), f"axis {axis} must be a dim of input {fmt(input)}")
+    return input
+
+
 def batched_reduce(input: Shape, axes: Sequence[int]) -> Shape:
     """A reduction over `axes` (sorted, unique dims of the input), which the result drops.
 

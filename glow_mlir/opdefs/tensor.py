@@ -154,6 +154,17 @@ define(OpDef(
              doc="dest (i64) = indices of the k best elements of src along axis (rules as glow.top_k)."),
 ))
 define(OpDef(
+    "cumsum",
+    "Running sums along `axis` (ONNX CumSum): element i is the sum of elements 0..i, or i..n-1 with `reverse`; "
+    "`exclusive` leaves element i out of its own sum. f32, f64 or integers: the sums are sequential, and "
+    "narrower floats would round at each step (the importer widens them).",
+    ("input",), attrs=(("axis", Attr.INT), ("exclusive", Attr.BOOL), ("reverse", Attr.BOOL)),
+    shape=lambda o, a, r: shapes.cumsum(*o, a["axis"]),
+    types=t.same(("f32", "f64", *t.INTEGERS), "f32, f64 or an integer"), evaluate=ref.cumsum,
+    ir=IrDef("cumsum", (("dest", "out"), ("src", "in")), attrs=("axis", "exclusive", "reverse"), graph="cumsum",
+             doc="dest = running sums of src along axis (rules as glow.cumsum)."),
+))
+define(OpDef(
     "convert_to",
     "Elementwise conversion to the result's element type (Glow's ConvertTo): float->int truncates toward zero, "
     "x->i1 is x != 0, i1->x is 0 or 1.",

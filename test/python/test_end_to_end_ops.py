@@ -72,6 +72,22 @@ def test_binary(op: str, elt: str) -> None:
     run(lambda g, a, b: getattr(g, op)(a, b), a=a, b=b)
 
 
+@pytest.mark.parametrize("elt", ["f32", "f64", *INTS])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("exclusive,reverse", [(False, False), (True, False), (False, True), (True, True)])
+def test_cumsum(elt: str, axis: int, exclusive: bool, reverse: bool) -> None:
+    """Scans along a leading axis (a slice at a time), a middle one and the last (a register per row); i8
+    sums wrap as the interpreter's int64 sums cast back do."""
+    x = sample(elt, 3, 37, 20)
+    run(lambda g, x: g.cumsum(x, axis, exclusive, reverse), x=x)
+
+
+def test_cumsum_refuses_narrow_floats() -> None:
+    g = glow_mlir.Graph("narrow")
+    with pytest.raises(ValueError, match="cumsum.*f32, f64 or an integer"):
+        g.cumsum(g.input("x", (4,), "f16"), 0)
+
+
 @pytest.mark.parametrize("elt", ["i32", "i64", "f64"])
 def test_matmul_batched_add_and_splat(elt: str) -> None:
     def build(g: glow_mlir.Graph, a: object, b: object) -> object:

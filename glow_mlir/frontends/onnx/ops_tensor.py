@@ -440,23 +440,12 @@ def _scan_operands(ctx: NodeContext) -> tuple[Value, int]:
 
 @handles("CumSum")
 def cumsum(ctx: NodeContext) -> list[Value]:
-    """Sums along `axis` as one product with a 0/1 triangular matrix: the axis moved last and the rest
-    flattened, [M, N] x [N, N]; `exclusive` leaves the diagonal out, `reverse` sums from the end."""
+    """glow.cumsum; f16 and bf16 sums accumulate in f32 (a sequential sum would round at every step)."""
     x, axis = _scan_operands(ctx)
-    n = shape(x)[axis]
-    # row j of the weights says which outputs x[j] adds into: j <= i forward, j >= i in reverse.
-    j, i = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-    reverse, exclusive = ctx.attr("reverse", 0), ctx.attr("exclusive", 0)
-    if reverse:
-        weights = (j > i) if exclusive else (j >= i)
-    else:
-        weights = (j < i) if exclusive else (j <= i)
-    order = [d for d in range(rank(x)) if d != axis] + [axis]
-    moved = ctx.transpose(x, order)
-    rows = ctx.reshape(moved, [math.prod(shape(moved)[:-1]), n])
-    summed = ctx.g.matmul(rows, weights.astype(dtype(x)))
-    back = ctx.reshape(summed, shape(moved))
-    return [ctx.transpose(back, list(np.argsort(order)))]
+    narrow = dtype(x) in (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+    y = ctx.g.cumsum(ctx.convert(x, np.float32) if narrow else x, axis, bool(ctx.attr("exclusive", 0)),
+                     bool(ctx.attr("reverse", 0)))  # fmt: skip
+    return [ctx.convert(y, dtype(x)) if narrow else y]
 
 
 @handles("CumProd")
