@@ -91,7 +91,7 @@ def _gemm(op: ir.Operation, a: ir.Value, b: ir.Value, c: ir.Value, batch: int | 
     assert shape_a is not None and shape_b is not None
     m, k = shape_a[-2:]
     n = shape_b[-1]
-    if m * n * k < 4096:
+    if (batch or 1) * m * n * k < 4096:  # too little work for a kernel; a batch of small products is not
         return None
     packed = constant_data(b) if batch is None else None
     mr = _pick_mr(m)

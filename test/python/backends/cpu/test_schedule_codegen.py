@@ -111,6 +111,18 @@ def test_batch_matmul_kernel() -> None:
         assert "vector.fma" in model.ir("glow-cpu-schedule")
 
 
+def test_many_small_products_are_one_kernel() -> None:
+    """256 products of [1, 32] x [32, 32] (linear attention's einsum over batch, time and heads): small each,
+    but the batch makes the work, so they take the matmul kernel, not a scalar loop nest (8x slower)."""
+    a = RNG.standard_normal((256, 1, 32)).astype(np.float32)
+    b = RNG.standard_normal((256, 32, 32)).astype(np.float32)
+    g = glow_mlir.Graph("bmm")
+    g.output("y", g.batch_matmul(g.input("a", a.shape), g.input("b", b.shape)))
+    with glow_mlir.compile(g, keep_ir=True) as model:
+        np.testing.assert_allclose(model.run({"a": a, "b": b})["y"], a @ b, rtol=1e-4, atol=1e-4)
+        assert "vector.fma" in model.ir("glow-cpu-schedule")
+
+
 # The textual form of what `test_transform_builders_match_the_textual_form` builds (the schedule's transform IR
 # was once written as such text).
 BUILT_AS_TEXT = """module attributes {transform.with_named_sequence} {
