@@ -211,3 +211,23 @@ func.func @full_width(%x: tensor<2x3x10x6xf32> {glow.name = "x"}) -> (tensor<2x4
   %y1 = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 3, 6>, strides = array<i64: 2, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<2x3x10x6xf32>, tensor<4x3x3x6xf32>, tensor<4xf32>) -> tensor<2x4x5x3xf32>
   return %y, %y1 : tensor<2x4x5x1xf32>, tensor<2x4x5x3xf32>
 }
+
+// A product to one column is a row reduction: the column reshaped to a row and broadcast over A's rows, the
+// products summed along k; a fully_connected adds its bias after; one row (a dot product) stays a matmul.
+// LAYOUT-LABEL: func.func @one_column
+// LAYOUT: %[[R:.*]] = "glow.reshape"(%arg1) {dims = array<i64: 1, 64>} : (tensor<64x1xf32>) -> tensor<1x64xf32>
+// LAYOUT: %[[B:.*]] = "glow.broadcast"(%[[R]]) {axis = 0 : i64} : (tensor<1x64xf32>) -> tensor<32x64xf32>
+// LAYOUT: %[[P:.*]] = "glow.mul"(%arg0, %[[B]])
+// LAYOUT: %[[S:.*]] = "glow.batched_reduce_add"(%[[P]]) {axes = array<i64: 1>} : (tensor<32x64xf32>) -> tensor<32xf32>
+// LAYOUT: %[[Y:.*]] = "glow.reshape"(%[[S]]) {dims = array<i64: 32, 1>}
+// LAYOUT: %[[C:.*]] = "glow.broadcast"(%arg2) {axis = 1 : i64} : (tensor<1xf32>) -> tensor<32x1xf32>
+// LAYOUT: "glow.add"(%[[Y]], %[[C]])
+// LAYOUT: "glow.broadcast"({{.*}}) {axis = 0 : i64} : (tensor<3x1x64xf32>) -> tensor<3x32x64xf32>
+// LAYOUT: "glow.batched_reduce_add"({{.*}}) {axes = array<i64: 2>} : (tensor<3x32x64xf32>) -> tensor<3x32xf32>
+// LAYOUT: "glow.matmul"(%arg4, %arg1) : (tensor<1x64xf32>, tensor<64x1xf32>) -> tensor<1x1xf32>
+func.func @one_column(%x: tensor<32x64xf32> {glow.name = "x"}, %w: tensor<64x1xf32> {glow.name = "w"}, %b: tensor<1xf32> {glow.name = "b"}, %bx: tensor<3x32x64xf32> {glow.name = "bx"}, %x1: tensor<1x64xf32> {glow.name = "x1"}, %bw: tensor<3x64x1xf32> {glow.name = "bw"}) -> (tensor<32x1xf32> {glow.name = "y"}, tensor<3x32x1xf32> {glow.name = "y3"}, tensor<1x1xf32> {glow.name = "y1"}) {
+  %y = "glow.fully_connected"(%x, %w, %b) : (tensor<32x64xf32>, tensor<64x1xf32>, tensor<1xf32>) -> tensor<32x1xf32>
+  %y3 = "glow.batch_matmul"(%bx, %bw) : (tensor<3x32x64xf32>, tensor<3x64x1xf32>) -> tensor<3x32x1xf32>
+  %y1 = "glow.matmul"(%x1, %w) : (tensor<1x64xf32>, tensor<64x1xf32>) -> tensor<1x1xf32>
+  return %y, %y3, %y1 : tensor<32x1xf32>, tensor<3x32x1xf32>, tensor<1x1xf32>
+}

@@ -332,9 +332,16 @@ def test_matmul(shapes: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
     ((40, 20), (20, 7), False),
     ((2, 24, 12), (2, 12, 5), False),  # batched
     ((3, 10, 33), (33, 13), True),  # broadcast over a batch
+    ((300, 64), (64, 1), True),  # one column, a Linear(64, 1) scoring rows
+    ((40, 20), (20, 1), False),
+    ((6, 24, 12), (6, 12, 1), False),
+    ((2, 1152, 16, 8), (2, 1152, 8, 1), False),  # capsule predictions
+    ((3, 10, 33), (33, 1), True),
+    ((1, 40), (40, 1), False),  # one row: a dot product, left to the matmul
 ])
 def test_matmul_few_columns(a: tuple[int, ...], b: tuple[int, ...], constant: bool) -> None:
-    """Fewer than 16 columns, no power of two: the CPU backend multiplies them padded to 16 (narrow_matmul.py)."""
+    """Fewer than 16 columns, no power of two: the CPU backend multiplies them padded to 16; one column: it
+    sums A * B^T along rows (narrow_matmul.py)."""
     feeds = {"a": rand(*a)} | ({} if constant else {"b": rand(*b)})
     consts = {"b": rand(*b)} if constant else {}
     check(model([helper.make_node("MatMul", ["a", "b"], ["y"])], feeds, ["y"], consts), feeds, rtol=1e-4, atol=1e-4)
@@ -344,6 +351,12 @@ def test_gemm_few_columns() -> None:
     feeds = {"x": rand(32, 48)}
     nodes = [helper.make_node("Gemm", ["x", "w", "c"], ["y"], transB=1)]
     check(model(nodes, feeds, ["y"], {"w": rand(10, 48), "c": rand(10)}), feeds, rtol=1e-4, atol=1e-4)
+
+
+def test_gemm_one_column() -> None:
+    feeds = {"x": rand(32, 48)}
+    nodes = [helper.make_node("Gemm", ["x", "w", "c"], ["y"], transB=1, alpha=0.5)]
+    check(model(nodes, feeds, ["y"], {"w": rand(1, 48), "c": rand(1)}), feeds, rtol=1e-4, atol=1e-4)
 
 
 def test_matmul_constant_weights_and_integers() -> None:
