@@ -386,8 +386,7 @@ class Graph:
 
     def cumsum(self, input: TensorLike, axis: int, exclusive: bool = False, reverse: bool = False,
                name: str | None = None) -> Tensor:  # fmt: skip
-        """Running sums along `axis` (ONNX CumSum); `exclusive` leaves each element out of its own sum,
-        `reverse` sums from the end. f32, f64 or integers."""
+        """Running sums along `axis` (ONNX CumSum) of f32, f64 or integers; `exclusive`, `reverse` as ONNX's."""
         attrs = {"axis": _axis(input, axis), "exclusive": exclusive, "reverse": reverse}
         return self._op("cumsum", [input], name, attrs)
 
