@@ -159,6 +159,11 @@ def tile_shape(out: tuple[int, int], vectors: int, window: tuple[int, int], stri
     shared by the R x P outputs."""
     (oh, ow), (kh, kw), (sh, sw), (dh, dw) = out, window, strides, dilations
     held = held_filter(vectors, kh, kw)
+    # Filter vectors live per channel vector: all taps when held, else a filter row; a row too long for the
+    # registers beside any tile (QuartzNet's 1 x 33 to 1 x 87 windows) streams, a tap's vector at a time.
+    filter_live = kh * kw if held else kw
+    if not held and vectors * (kw + 2) + 1 > REGISTERS:
+        filter_live = 1
 
     def spans(size: int, tile: int) -> list[tuple[int, int]]:
         """(tile size, count) of the tiles along a dimension of `size`."""
@@ -168,7 +173,7 @@ def tile_shape(out: tuple[int, int], vectors: int, window: tuple[int, int], stri
     for rows in range(1, min(TILE_ROWS, oh) + 1):
         for pixels in range(1, min(TILE_PIXELS, ow) + 1):
             accumulators = rows * pixels * vectors
-            live = accumulators + vectors * (kh if held else 1) * kw + vectors + 1
+            live = accumulators + vectors * filter_live + vectors + 1
             if accumulators > MAX_ACCUMULATORS or live > REGISTERS:
                 continue
 

@@ -80,6 +80,28 @@ def test_conv_full_width(x: tuple[int, ...], w: tuple[int, ...], attrs: dict[str
     check(model(nodes, feeds, ["y"]), feeds, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("x,k,pads,strides,expanded", [
+    ((1, 48, 120), [33], [16, 16], [1], False),  # QuartzNet's 1-D depthwise windows of 33 to 87
+    ((1, 32, 200), [87], [86, 86], [2], True),  # after a 1x1 expansion and Relu: the fused kernel
+    ((1, 40, 20, 20), [13, 13], [6, 6, 6, 6], [1, 1], False),  # a RepLKNet-sized window
+])  # fmt: skip
+def test_depthwise_windows_wider_than_the_registers(x: tuple[int, ...], k: list[int], pads: list[int],
+                                                     strides: list[int], expanded: bool) -> None:  # fmt: skip
+    """A filter row too long to hold beside any register tile streams a tap's vector at a time (the tile rule
+    found no tile and the compile stopped on an assertion)."""
+    c = x[1]
+    nodes = [helper.make_node("Conv", ["a", "w", "b"], ["y"], group=c, pads=pads, strides=strides)]
+    consts = {"w": rand(c, 1, *k), "b": rand(c)}
+    if expanded:
+        nodes = [helper.make_node("Conv", ["x", "e"], ["p"]), helper.make_node("Relu", ["p"], ["a"]), *nodes]
+        consts["e"] = rand(c, c // 2, *[1] * len(k))
+        x = (x[0], c // 2, *x[2:])
+    else:
+        nodes = [helper.make_node("Identity", ["x"], ["a"]), *nodes]
+    feeds = {"x": rand(*x)}
+    check(model(nodes, feeds, ["y"], consts), feeds, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("group,channels,outputs", [(2, 4, 6), (4, 4, 4), (4, 4, 8)])
 def test_conv_groups_and_depthwise(group: int, channels: int, outputs: int) -> None:
     consts = {"w": rand(outputs, channels // group, 3, 3), "b": rand(outputs)}
