@@ -1,6 +1,7 @@
 """ONNX ops that read or write at indices held in tensors: GatherElements, GatherND, ScatterElements (and its
 deprecated name Scatter), ScatterND, TopK, on glow's gather_elements / gather_nd / scatter_elements /
-scatter_nd / top_k; ReverseSequence, a gather_elements at indices computed from the lengths.
+scatter_nd / top_k; ReverseSequence, a gather_elements at indices computed from the lengths; MaxUnpool and
+TensorScatter, scatter_elements at indices computed from theirs.
 
 Indices may be computed at run time; only TopK's K must be known at compile time (it is a result dim).
 Negative indices count from the end; an out-of-range index, which ONNX leaves undefined, is clamped by the
@@ -97,3 +98,65 @@ def reverse_sequence(ctx: NodeContext) -> list[Value]:
     index = ctx.g.select(ctx.g.cmp_lt(t, n), reversed_t, t)
     index = ctx.broadcast_to(ctx.reshape(index, [*grid, *[1] * (rank(x) - 2)]), shape(x))
     return [ctx.g.gather_elements(x, index, time_axis)]
+
+
+@handles("MaxUnpool")
+def max_unpool(ctx: NodeContext) -> list[Value]:
+    """X's values at the flat indices I (MaxPool's Indices: positions in the whole N x C x spatial input) of
+    zeros of the output's shape, a scatter_elements into it seen flat. The output is output_shape where given
+    (the pool's input shape, which odd sizes leave ambiguous), else (in - 1) * stride + kernel - pads. With
+    output_shape, I indexes its elements, as in onnxruntime and PyTorch's max_unpool (so an exported SegNet
+    with odd map sizes runs as trained); onnx's reference indexes the inferred shape and places that at the
+    output's start, and its backend case test_maxunpool_export_with_output_shape expects that."""
+    x, indices = ctx.input(0), ctx.input(1)
+    dims = shape(x)
+    spatial = len(dims) - 2
+    kernel = list(ctx.attr("kernel_shape"))
+    strides = list(ctx.attr("strides", [1] * spatial))
+    pads = list(ctx.attr("pads", [0] * 2 * spatial))
+    if spatial < 1 or len(kernel) != spatial or len(strides) != spatial or len(pads) != 2 * spatial:
+        raise ctx.invalid(f"kernel_shape {kernel}, strides {strides} and pads {pads} must have {spatial} "
+                          f"spatial dims for X of shape {list(dims)}")  # fmt: skip
+    if shape(indices) != dims:
+        raise ctx.invalid(f"I has shape {list(shape(indices))}, X {list(dims)}: they must be the same")
+    out = ctx.ints(2, "the output_shape input") or [
+        *dims[:2], *((d - 1) * s + k - b - e for d, s, k, b, e in
+                     zip(dims[2:], strides, kernel, pads[:spatial], pads[spatial:], strict=True))]  # fmt: skip
+    if len(out) != len(dims) or list(out[:2]) != list(dims[:2]) or min(out) < 1:
+        raise ctx.invalid(f"output shape {out} must keep X's batch and channels {list(dims[:2])}")
+    size = int(np.prod(dims))
+    flat = ctx.g.scatter_elements(ctx.full([int(np.prod(out))], 0, dtype(x)), ctx.reshape(indices, [size]),
+                                  ctx.reshape(x, [size]), 0, "none")  # fmt: skip
+    return [ctx.reshape(flat, out)]
+
+
+@handles("TensorScatter")
+def tensor_scatter(ctx: NodeContext) -> list[Value]:
+    """The cache with `update` written along `axis` from each batch row's write index on (0 without
+    write_indices; modulo the cache's length in mode circular): a scatter_elements at those positions."""
+    cache, update = ctx.input(0), ctx.input(1)
+    axis = normalize_axis(ctx.attr("axis", -2), rank(cache), ctx)
+    mode = str(ctx.attr("mode", "linear"))
+    dims, steps = shape(cache), shape(update)
+    if axis == 0 or mode not in ("linear", "circular"):
+        raise ctx.invalid(f"axis {axis} must not be the batch dim and mode '{mode}' linear or circular")
+    if rank(update) != rank(cache) or any(a != b for d, (a, b) in enumerate(zip(dims, steps)) if d != axis):
+        raise ctx.invalid(f"update {list(steps)} must match past_cache {list(dims)} but along axis {axis}")
+    if steps[axis] > dims[axis]:
+        raise ctx.invalid(f"update's {steps[axis]} steps along axis {axis} exceed the cache's {dims[axis]}")
+    along = [1] * rank(update)
+    along[axis] = steps[axis]
+    position = np.arange(steps[axis], dtype=np.int64).reshape(along)
+    starts = ctx.optional(2)
+    if starts is not None:
+        if shape(starts) != (dims[0],):
+            raise ctx.invalid(f"write_indices must have shape [{dims[0]}], got {list(shape(starts))}")
+        row = [dims[0]] + [1] * (rank(update) - 1)
+        position = ctx.g.add(ctx.broadcast_to(ctx.constant_beside(position, starts), steps),
+                             ctx.broadcast_to(ctx.reshape(ctx.convert(starts, np.int64), row), steps))  # fmt: skip
+        if mode == "circular":
+            length = ctx.scalar_like(position, dims[axis])
+            position = ctx.g.sub(position, ctx.g.mul(ctx.g.div(position, length), length))
+    else:
+        position = ctx.broadcast_to(position, steps)
+    return [ctx.g.scatter_elements(cache, position, update, axis, "none")]

@@ -201,3 +201,19 @@ def test_reverse_sequence_needs_batch_long_lengths() -> None:
     m = model([node], {"x": rand(3, 4), "lens": np.ones(3, np.int64)}, ["y"])
     with pytest.raises(InvalidNodeError, match=r"rev.*sequence_lens must have shape \[4\]"):
         import_model(m)
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+@pytest.mark.parametrize("axis", [-2, 1])
+def test_tensor_scatter(mode: str, axis: int) -> None:
+    """A KV cache [batch, heads, max_seq, dim] (or [batch, max_seq, heads, dim]) updated with 3 new steps
+    per batch row at its own write index; circular wraps past the end. onnxruntime has no TensorScatter yet:
+    the spec's reference judges."""
+    cache = rand(2, 4, 10, 6) if axis == -2 else rand(2, 10, 4, 6)
+    update = rand(2, 4, 3, 6) if axis == -2 else rand(2, 3, 4, 6)
+    write = np.array([2, 8 if mode == "circular" else 7], np.int64)
+    node = helper.make_node("TensorScatter", ["c", "u", "w"], ["y"], axis=axis, mode=mode)
+    feeds = {"c": cache, "u": update, "w": write}
+    check(model([node], feeds, ["y"], opset=24), feeds, spec=True)
+    prefill = helper.make_node("TensorScatter", ["c", "u"], ["y"], axis=axis)
+    check(model([prefill], {"c": cache, "u": update}, ["y"], opset=24), {"c": cache, "u": update}, spec=True)

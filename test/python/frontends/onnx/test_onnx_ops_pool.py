@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import helper
-from onnx_check import check_node, model, rand
+from onnx_check import check, check_node, model, rand
 
 from glow_mlir.errors import InvalidNodeError, UnsupportedAttributeError
 from glow_mlir.frontends.onnx import import_model
@@ -73,6 +73,21 @@ def test_max_pool_indices(storage_order: int, shape: tuple[int, ...], attrs: dic
     x = rand(*shape)
     spec = storage_order == 1 and len(shape) != 4  # onnxruntime honours storage_order in 2-D only
     check_node("MaxPool", {"x": x}, {**attrs, "storage_order": storage_order}, opset=12, outputs=2, spec=spec)
+
+
+@pytest.mark.parametrize("shape,attrs,output_shape", [
+    ((2, 3, 8, 10), {"kernel_shape": [2, 2], "strides": [2, 2]}, None),  # SegNet's encoder and decoder
+    ((1, 4, 9, 9), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, None),
+    ((1, 2, 7, 7), {"kernel_shape": [2, 2], "strides": [2, 2]}, [1, 2, 7, 7]),  # odd sizes: output_shape
+])  # fmt: skip
+def test_max_unpool(shape: tuple[int, ...], attrs: dict[str, object], output_shape: list[int] | None) -> None:
+    """MaxPool with Indices, then MaxUnpool: each maximum back at its place, zeros elsewhere."""
+    unpool_inputs = ["p", "i"] + (["s"] if output_shape else [])
+    nodes = [helper.make_node("MaxPool", ["x"], ["p", "i"], **attrs),
+             helper.make_node("MaxUnpool", unpool_inputs, ["y"], **attrs)]  # fmt: skip
+    feeds = {"x": rand(*shape)}
+    consts = {"s": np.array(output_shape, np.int64)} if output_shape else {}
+    check(model(nodes, feeds, ["y"], consts, opset=11), feeds)
 
 
 def test_max_pool_indices_only_for_max_pool() -> None:
