@@ -62,17 +62,26 @@ func.func @splats_and_integers(%x: tensor<3xi32> {glow.name = "x"}, %c: tensor<3
   return %y, %s, %f : tensor<3xi32>, tensor<3xi32>, tensor<3xf16>
 }
 
-// pow(x, 2) is x * x; pow(x, 1) is x; other exponents stay powers.
+// pow(x, 2) is x * x; pow(x, 1) is x; pow(x, 3) (x * x) * x, pow(x, 4) (x * x) * (x * x); other exponents
+// stay powers.
 // CHECK-LABEL: func.func @powers
 // CHECK: %[[SQ:.*]] = "glow.mul"(%arg0, %arg0)
-// CHECK: %[[P:.*]] = "glow.pow"(%[[SQ]], %{{.*}})
+// CHECK: %[[S2:.*]] = "glow.mul"(%[[SQ]], %[[SQ]])
+// CHECK: %[[CUBE:.*]] = "glow.mul"(%[[S2]], %[[SQ]])
+// CHECK: %[[S4:.*]] = "glow.mul"(%[[CUBE]], %[[CUBE]])
+// CHECK: %[[FOURTH:.*]] = "glow.mul"(%[[S4]], %[[S4]])
+// CHECK: %[[P:.*]] = "glow.pow"(%[[FOURTH]], %{{.*}})
 // CHECK: return %[[P]]
 func.func @powers(%x: tensor<4xf32> {glow.name = "x"}) -> (tensor<4xf32> {glow.name = "y"}) {
   %two = "glow.splat"() {value = 2.0 : f32} : () -> tensor<4xf32>
   %one = "glow.constant"() {value = dense<1.0> : tensor<4xf32>} : () -> tensor<4xf32>
   %three = "glow.splat"() {value = 3.0 : f32} : () -> tensor<4xf32>
+  %four = "glow.splat"() {value = 4.0 : f32} : () -> tensor<4xf32>
+  %half = "glow.splat"() {value = 0.5 : f32} : () -> tensor<4xf32>
   %a = "glow.pow"(%x, %two) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   %b = "glow.pow"(%a, %one) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   %c = "glow.pow"(%b, %three) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  return %c : tensor<4xf32>
+  %d = "glow.pow"(%c, %four) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %e = "glow.pow"(%d, %half) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %e : tensor<4xf32>
 }

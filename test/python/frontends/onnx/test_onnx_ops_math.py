@@ -122,11 +122,13 @@ def test_pow() -> None:
     check_node("Pow", {"a": rand(2, 3, low=0.5, high=2), "b": rand(3, low=-2, high=2)})
 
 
-@pytest.mark.parametrize("exponent", [1.0, 2.0, 3.0])
+@pytest.mark.parametrize("exponent", [1.0, 2.0, 3.0, 4.0])
 def test_pow_constant_exponent(exponent: float) -> None:
-    """A constant exponent of 2 squares by multiplying (glow-simplify-arithmetic), 1 is the identity."""
-    check_node("Pow", {"a": rand(4, 5, low=-3, high=3)}, consts={"b": np.array(exponent, np.float32)},
-               rtol=1e-6, atol=0)
+    """A constant exponent of 2 to 4 multiplies (glow-simplify-arithmetic), 1 is the identity; the special
+    values (signed zeros, infinities, NaN, overflow) come out as powf's."""
+    a = rand(4, 5, low=-3, high=3)
+    a.reshape(-1)[:7] = [0.0, -0.0, np.inf, -np.inf, np.nan, 3e10, -3e10]
+    check_node("Pow", {"a": a}, consts={"b": np.array(exponent, np.float32)}, rtol=1e-6, atol=0)
     check_node("Pow", {"a": rand(2, 3, low=0.5, high=2)}, consts={"b": np.array(2, np.int64)})
     check_node("Pow", {"a": rand(2, 3, low=-4, high=4, dtype=np.int64)}, consts={"b": np.array(3, np.int64)})
 
