@@ -2,7 +2,7 @@
 compile time and a per-kernel profile of each: `python -m bench.broad [--models a,b] [--quick]`.
 
 The set: bench/models.py's eleven networks (the nine of the first benchmark and the performance issue's BERT
-encoder at sequence 64 and 128) and every model of test/models/zoo.py (21 timm and transformers architectures built from configs with random weights, TorchScript export, static shapes), named `zoo.<name>`.
+encoder at sequence 64 and 128) and every model of test/models/zoo.py (22 timm and transformers architectures built from configs with random weights, TorchScript export, static shapes), named `zoo.<name>`.
 None is left out for being slow or large: a model that fails shows its error in its row.
 
 For each model, in this one process: a glow-mlir `InferenceSession(threads=1)` with the compile cache off (so

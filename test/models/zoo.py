@@ -62,8 +62,9 @@ Shapes = tuple[tuple[int, ...], ...]
 class Spec:
     """One zoo model. `inputs` names the ONNX inputs and gives each one's kind: "image" (float N,3,H,W), "tokens"
     (int64 ids below `vocab`), "mask" (int64 attention mask of ones with the last position of the first row
-    padded) or "audio" (float N,T). `shape` is the static export's input shapes; a dynamic export is traced at
-    `trace_shape` (no dim of size 1, which torch.export would specialize) and checked at `dynamic_shapes`."""
+    padded) or "audio" (float N,T, or N,T,F for a spectrogram). `shape` is the static export's input shapes; a
+    dynamic export is traced at `trace_shape` (no dim of size 1, which torch.export would specialize) and checked
+    at `dynamic_shapes`."""
 
     source: str
     family: str
@@ -157,6 +158,21 @@ def _hf(model_class: str, config_class: str, names: Sequence[str], output: str, 
     return build
 
 
+def _hifigan() -> Callable[[], nn.Module]:
+    """transformers' HiFi-GAN vocoder (SpeechT5's), narrowed: transposed 1-D convolutions up-sampling by 64,
+    dilated residual 1-D convolutions, a last layer to one channel. It returns the waveform tensor itself."""
+
+    def build() -> nn.Module:
+        config = transformers.SpeechT5HifiGanConfig(
+            model_in_dim=80, upsample_initial_channel=64, upsample_rates=[4, 4, 2, 2],
+            upsample_kernel_sizes=[8, 8, 4, 4], resblock_kernel_sizes=[3, 7, 11],
+            resblock_dilation_sizes=[[1, 3, 5]] * 3, normalize_before=False,
+        )  # fmt: skip
+        return transformers.SpeechT5HifiGan(config)
+
+    return build
+
+
 _TEXT_NAMES = ("input_ids", "attention_mask")
 _SMALL_TEXT = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128}
 
@@ -229,6 +245,15 @@ MODELS: dict[str, Spec] = {
         _hf("Wav2Vec2Model", "Wav2Vec2Config", ("input_values",), "last_hidden_state", conv_dim=(32,) * 7,
             num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, **_SMALL_TEXT),
         **_audio(),
+    ),
+    "hifigan": Spec(
+        "transformers",
+        "audio",
+        _hifigan(),
+        inputs=(("spectrogram", "audio"),),
+        shape=((1, 50, 80),),
+        trace_shape=((2, 50, 80),),
+        dynamic_shapes=(((1, 50, 80),), ((2, 40, 80),)),
     ),
     "segformer": Spec(
         "transformers",
