@@ -110,10 +110,10 @@ def test_top_k_row_orders(order: str, k: int, top_k_by: str) -> None:
 
 
 @pytest.mark.parametrize("elt", ["f32", "f64", "f16", "i32", "i64", "ui32"])
-def test_top_k_long_rows_in_blocks(elt: str) -> None:
-    """The heap's scan passes over blocks of a contiguous row (f32, f64, i32, i64) with one vector compare: a
-    block holding a NaN, an infinity or a late best must still be seen; f16 and unsigned rows and rows along
-    another axis go one element at a time."""
+def test_top_k_long_rows_in_blocks(elt: str, top_k_by: str) -> None:
+    """A contiguous row (f32, f64, i32, i64) is compared a vector at a time, by the heap's scan and by the
+    counting: a block holding a NaN, an infinity or a late best must still be seen, the last block masked;
+    f16 and unsigned rows and rows along another axis go one element at a time."""
     x = sample(elt, 3, 200)
     if elt.startswith("f"):
         x[0, [40, 41, 150]] = np.nan
