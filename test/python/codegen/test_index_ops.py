@@ -11,7 +11,7 @@ import pytest
 
 import glow_mlir
 from glow_mlir import ops
-from glow_mlir.codegen import tensor as tensor_lowering
+from glow_mlir.codegen import top_k as top_k_lowering
 
 rng = np.random.default_rng(11)
 
@@ -69,7 +69,7 @@ def test_scatter_of_bool() -> None:
 @pytest.fixture(params=["ranks", "heap"])
 def top_k_by(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Each top_k test on both of the lowering's ways: counting ranks and the heap."""
-    monkeypatch.setattr(tensor_lowering, "RANK_COST", 10**9 if request.param == "ranks" else 0)
+    monkeypatch.setattr(top_k_lowering, "RANK_COST", 10**9 if request.param == "ranks" else 0)
     return request.param
 
 
