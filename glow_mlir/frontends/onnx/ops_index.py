@@ -20,6 +20,7 @@ from glow_mlir.frontends.onnx.node import (
     rank,
     shape,
 )
+from glow_mlir.frontends.onnx.ops_nn import spatial_dims, window_attrs, window_pads
 from glow_mlir.frontends.onnx.registry import handles
 
 
@@ -110,18 +111,14 @@ def max_unpool(ctx: NodeContext) -> list[Value]:
     output's start, and its backend case test_maxunpool_export_with_output_shape expects that."""
     x, indices = ctx.input(0), ctx.input(1)
     dims = shape(x)
-    spatial = len(dims) - 2
+    spatial = spatial_dims(ctx, x, 3)
     kernel = list(ctx.attr("kernel_shape"))
-    strides = list(ctx.attr("strides", [1] * spatial))
-    pads = list(ctx.attr("pads", [0] * 2 * spatial))
-    if spatial < 1 or len(kernel) != spatial or len(strides) != spatial or len(pads) != 2 * spatial:
-        raise ctx.invalid(f"kernel_shape {kernel}, strides {strides} and pads {pads} must have {spatial} "
-                          f"spatial dims for X of shape {list(dims)}")  # fmt: skip
+    strides, dilations = window_attrs(ctx, spatial, kernel)
+    begin, end = window_pads(ctx, dims[2:], kernel, strides, dilations)
     if shape(indices) != dims:
         raise ctx.invalid(f"I has shape {list(shape(indices))}, X {list(dims)}: they must be the same")
     out = ctx.ints(2, "the output_shape input") or [
-        *dims[:2], *((d - 1) * s + k - b - e for d, s, k, b, e in
-                     zip(dims[2:], strides, kernel, pads[:spatial], pads[spatial:], strict=True))]  # fmt: skip
+        *dims[:2], *((d - 1) * s + k - b - e for d, s, k, b, e in zip(dims[2:], strides, kernel, begin, end))]
     if len(out) != len(dims) or list(out[:2]) != list(dims[:2]) or min(out) < 1:
         raise ctx.invalid(f"output shape {out} must keep X's batch and channels {list(dims[:2])}")
     size = int(np.prod(dims))

@@ -101,21 +101,15 @@ def test_reduction_vectors_are_powers_of_two() -> None:
     assert "vector<64xf32>" in kernel and "vector<40xf32>" not in kernel
 
 
-def test_batch_matmul_kernel() -> None:
-    a = RNG.standard_normal((3, 24, 40)).astype(np.float32)
-    b = RNG.standard_normal((3, 40, 72)).astype(np.float32)
-    g = glow_mlir.Graph("bmm")
-    g.output("y", g.batch_matmul(g.input("a", a.shape), g.input("b", b.shape)))
-    with glow_mlir.compile(g, keep_ir=True) as model:
-        np.testing.assert_allclose(model.run({"a": a, "b": b})["y"], a @ b, rtol=1e-4, atol=1e-4)
-        assert "vector.fma" in model.ir("glow-cpu-schedule")
-
-
-def test_many_small_products_are_one_kernel() -> None:
-    """256 products of [1, 32] x [32, 32] (linear attention's einsum over batch, time and heads): small each,
-    but the batch makes the work, so they take the matmul kernel, not a scalar loop nest (8x slower)."""
-    a = RNG.standard_normal((256, 1, 32)).astype(np.float32)
-    b = RNG.standard_normal((256, 32, 32)).astype(np.float32)
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((3, 24, 40), (3, 40, 72)),
+    # 256 products of [1, 32] x [32, 32] (linear attention's einsum over batch, time and heads): small each,
+    # but the batch makes the work, so they take the matmul kernel, not a scalar loop nest (8x slower).
+    ((256, 1, 32), (256, 32, 32)),
+])  # fmt: skip
+def test_batch_matmul_kernel(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> None:
+    a = RNG.standard_normal(a_shape).astype(np.float32)
+    b = RNG.standard_normal(b_shape).astype(np.float32)
     g = glow_mlir.Graph("bmm")
     g.output("y", g.batch_matmul(g.input("a", a.shape), g.input("b", b.shape)))
     with glow_mlir.compile(g, keep_ir=True) as model:
