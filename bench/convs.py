@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import statistics
 import subprocess
@@ -58,7 +59,7 @@ import glow_mlir
 from bench.ab import ROOT, compile_in, per_call
 from bench.flops import count_flops
 from bench.peak import measure_peak
-from bench.run import CLOCKS, _error_text, _list, compare, finish, machine, measure, provenance
+from bench.run import CLOCKS, _error_text, compare, finish, machine, measure, provenance
 from glow_mlir.backends.cpu.profile import NS_ROW
 from glow_mlir.frontends.onnx import import_model
 from glow_mlir.library import aligned_bytes, open_entry
@@ -221,6 +222,34 @@ SHAPES: dict[str, ConvShape] = {
         _block(192, 1152, 7, 5, 1, "EfficientNet-B0 stage 7"),
     )
 }
+NAME_FORMS = (
+    re.compile(r"(?:e(?P<e>\d+)>)?dw(?P<k>\d+)x(?P=k)-s(?P<s>\d+)-(?P<c>\d+)@(?P<size>\d+)"),
+    re.compile(r"(?:g(?P<g>\d+)x\d+-|conv)(?P<k>\d+)x(?P=k)-s(?P<s>\d+)-(?P<c>\d+)>(?P<f>\d+)@(?P<size>\d+)"),
+)
+
+
+def shape_of(name: str) -> ConvShape:
+    """The table's shape `name`, or any other written as the table names its shapes (`dw5x5-s2-64@28`,
+    `e24>dw3x3-s1-144@56`, `conv3x3-s1-64>64@56`, `g16x8-1x1-s1-128>128@28`): a layer of the class that the table
+    does not hold, timed the same way (its source "--shapes")."""
+    if name in SHAPES:
+        return SHAPES[name]
+    for form in NAME_FORMS:
+        if match := form.fullmatch(name):
+            v = {key: int(value) for key, value in match.groupdict().items() if value is not None}
+            c, k, stride, size = v["c"], v["k"], v["s"], v["size"]
+            if "f" not in v:
+                shape = _block(v["e"], c, size, k, stride, "--shapes") if "e" in v else _dw(c, size, k, stride,
+                                                                                            "--shapes")
+            elif "g" in v:
+                shape = _grouped(c, v["f"], size, k, stride, v["g"], "--shapes")
+            else:
+                shape = ConvShape(name, "--shapes", c, v["f"], size, k, stride, 1)
+            if shape.name == name:
+                return shape
+    raise SystemExit(f"unknown shape {name!r}: one of the table's ({', '.join(SHAPES)}) or a name of their forms")
+
+
 # The smoke test's: one depthwise with a channel remainder, one grouped.
 QUICK_SHAPES = ("dw3x3-s1-88@28", "g32x8-3x3-s1-256>256@28")
 
@@ -412,7 +441,7 @@ def compare_trees(names: Sequence[str], base: str, budget: float) -> list[dict[s
         archive = subprocess.run(["git", "archive", base], cwd=ROOT, capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(base_tree)], input=archive, check=True)
         for index, name in enumerate(names):
-            shape = SHAPES[name]
+            shape = shape_of(name)
             onnx_file = work / f"layer{index}.onnx"
             onnx.save(build(shape, nhwc=True), onnx_file)
             feeds = {"x": padded_input(shape)}
@@ -489,7 +518,8 @@ def markdown(report: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.convs", description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", default="all", help=f"comma-separated or 'all' ({', '.join(SHAPES)})")
+    parser.add_argument("--shapes", default="all", help=f"comma-separated, of the table ({', '.join(SHAPES)}) or "
+                        "named as it names them (`shape_of`), or 'all'")
     parser.add_argument("--quick", action="store_true", help=f"short time boxes on {', '.join(QUICK_SHAPES)} "
                         "unless --shapes is given (a smoke run; figures are rough)")
     parser.add_argument("--budget", type=float, help="seconds of measurement per shape")
@@ -499,7 +529,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--base", help="compare git revision BASE's compiler with the working tree's instead")
     args = parser.parse_args(argv)
     default = ",".join(QUICK_SHAPES) if args.quick and args.shapes == "all" else args.shapes
-    names = _list(default, list(SHAPES), "shapes")
+    names = list(SHAPES) if default == "all" else [n for n in default.split(",") if n]
+    shapes = [shape_of(name) for name in names]
     budget = args.budget or (QUICK_BUDGET_SECONDS if args.quick else BUDGET_SECONDS)
     if args.base:
         print(f"{'shape':<28} {'base ms':>9} {'new ms':>9} {'base/new':>9}  outputs")
@@ -514,9 +545,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # bench/run.py's machine record; the BLAS thread count does not matter here (numpy only copies).
     report: dict[str, Any] = {"machine": machine(peak, args.clock, command, ("numpy", None)), "shapes": []}
     levels = cache_levels()
-    for name in names:
+    for name, shape in zip(names, shapes, strict=True):
         print(f"shape {name} ...", file=sys.stderr, flush=True)
-        row = bench_shape(SHAPES[name], budget, warmup, args.clock, peak, levels)
+        row = bench_shape(shape, budget, warmup, args.clock, peak, levels)
         report["shapes"].append(row)
         print(f"  {json.dumps(row, default=str)}", file=sys.stderr, flush=True)
     return finish(report, markdown, args.markdown, args.json)
