@@ -37,6 +37,7 @@ from glow_mlir.backends.cpu.depthwise_recipes import (
     phases,
     window_readers,
 )
+from glow_mlir.backends.cpu.grouped_pointwise import PixelGroups, along_pixels
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.lowerings import GROUPED_CONV_ATTR
 from glow_mlir.backends.cpu.pointwise_recipes import PointwiseKernel, row_tile
@@ -102,10 +103,21 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
     window = {"strides": [sh, sw], "dilations": [dh, dw]}
     bias = bias_op.operands[0] if bias_op is not None else None
     weights = constant_data(filter_)
+    narrow = NarrowGroupKernel if narrow_groups(cg, fg, groups) else None
+    if FlatNarrowGroups.fits(x, cg, fg, bias, y, window) and narrow is None:
+        narrow = FlatNarrowGroups
+    if weights is not None and narrow is not None:
+        root = narrow(op, x, np.asarray(weights), bias, y, window, activation_op).emit()
+        _erase_replaced([activation_op, op, bias_op], expanded)
+        return Recipe((Kernel(root, lambda _: None),))
     # A pointwise kernel masks a narrow group's last vector: packing several groups block-diagonally would
     # only multiply its work (ShuffleNet v1 g8's 12-channel groups on 28x28, bench.convs kernel time: 4 per
     # tile 18 % of peak, one per tile 41 %).
     pointwise = weights is not None and (kh, kw) == (1, 1)
+    if pointwise and along_pixels(cg, fg, x, y, window["strides"]):
+        root = PixelGroups(op, x, np.asarray(weights), bias, y, activation_op, groups).emit()
+        _erase_replaced([activation_op, op, bias_op], expanded)
+        return Recipe((Kernel(root, lambda _: None),))
     per_tile = _groups_per_tile(groups, fg) if weights is not None and not pointwise else 1
     tiles, width, depth = groups // per_tile, per_tile * fg, per_tile * cg
     if weights is not None:
@@ -118,13 +130,6 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
         roots = _pointwise_tiles(op, packed, (x, bias, y), (depth, width), window, activation_op)
         _erase_replaced([activation_op, op, bias_op], expanded)
         return Recipe(tuple(Kernel(root, lambda _: None) for root in roots))
-    narrow = NarrowGroupKernel if narrow_groups(cg, fg, groups) else None
-    if FlatNarrowGroups.fits(x, cg, fg, bias, y, window) and narrow is None:
-        narrow = FlatNarrowGroups
-    if weights is not None and narrow is not None:
-        root = narrow(op, x, np.asarray(weights), bias, y, window, activation_op).emit()
-        _erase_replaced([activation_op, op, bias_op], expanded)
-        return Recipe((Kernel(root, lambda _: None),))
     if weights is not None:
         packed_filter = packed_global(op, packed, f"__glow_packed_gconv_{tiles}x{kh}x{kw}x{depth}x{width}")
     large_input = n * h * w * depth * 4 > L2_INPUT_BYTES

@@ -172,7 +172,7 @@ class PointwiseKernel:
         # The larger operand streams once, the smaller one is re-read from cache once per tile of the other.
         self.channels_outer = weights.nbytes >= math.prod(static_shape(x)) * 4
         # The pixels of the whole map as one row where they are evenly spaced in both buffers.
-        self.collapsed = list(strides) == [1, 1] and _even_pixels(x) and _even_pixels(y)
+        self.collapsed = list(strides) == [1, 1] and even_pixels(x) and even_pixels(y)
         if self.collapsed:
             # NHWC as [N * H * W, C].
             self.x, self.y = (collapse_dims(v, [[0, 1, 2], [3]]) for v in (x, y))
@@ -380,7 +380,7 @@ class _At:
         return [self.image, self.y, x, channel]
 
 
-def _even_pixels(value: ir.Value) -> bool:
+def even_pixels(value: ir.Value) -> bool:
     """Whether NHWC memref `value`'s pixels are evenly spaced (a [N * H * W, C] view of it exists)."""
     if has_identity_layout(value):
         return True

@@ -80,3 +80,36 @@ def store(value: ir.Value, buffer: ir.Value, at: list[ir.Value], mask: ir.Value 
         vector.store(value, buffer, at)
     else:
         vector.maskedstore(buffer, at, mask, value)
+
+
+def _in_lanes(pattern: tuple[int, ...]) -> list[int]:
+    """A two-source shuffle of 16-float vectors repeating `pattern` in each 128-bit lane (its indices are those
+    of the first lane: 0-3 of the first source, 16-19 of the second): unpcklps / unpckhps / shufps."""
+    return [4 * lane + i for lane in range(4) for i in pattern]
+
+
+def _quarters(first: int) -> list[int]:
+    """vshuff32x4 taking 128-bit quarters first and first + 2 of each source (first = 0: even, 1: odd)."""
+    return [4 * q + i for q in (first, first + 2, first + 4, first + 6) for i in range(4)]
+
+
+def transpose_16x16(rows: Sequence[ir.Value]) -> list[ir.Value]:
+    """The 16 columns of the 16 x 16 f32 block whose rows are `rows` (vector<16xf32> each): the 64-shuffle network
+    of 32-bit and 64-bit interleaves within 128-bit lanes, then two rounds of 128-bit quarter moves (the one
+    vector.transpose's shuffle_16x16 lowering builds), each shuffle one instruction."""
+    assert len(rows) == 16
+    low, high = _in_lanes((0, 16, 1, 17)), _in_lanes((2, 18, 3, 19))
+    t = [vector.shuffle(rows[i & ~1], rows[i | 1], low if i % 2 == 0 else high) for i in range(16)]
+    pairs, odd_pairs = _in_lanes((0, 1, 16, 17)), _in_lanes((2, 3, 18, 19))
+    u = []
+    for q in range(0, 16, 4):
+        a, b, c, d = t[q : q + 4]
+        u += [vector.shuffle(a, c, pairs), vector.shuffle(a, c, odd_pairs),
+              vector.shuffle(b, d, pairs), vector.shuffle(b, d, odd_pairs)]  # fmt: skip
+    even, odd = _quarters(0), _quarters(1)
+    v: list[ir.Value] = [u[0]] * 16
+    for half in (0, 8):
+        for j in range(4):
+            v[half + j] = vector.shuffle(u[half + j], u[half + j + 4], even)
+            v[half + j + 4] = vector.shuffle(u[half + j], u[half + j + 4], odd)
+    return [vector.shuffle(v[j % 8], v[j % 8 + 8], even if j < 8 else odd) for j in range(16)]

@@ -13,7 +13,7 @@ import pytest
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 import glow_mlir
-from glow_mlir.backends.cpu import grouped_recipes
+from glow_mlir.backends.cpu import grouped_pointwise, grouped_recipes
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.frontends.onnx import import_model
 
@@ -117,6 +117,8 @@ def test_grouped_conv_is_one_fused_kernel(
         (32, 9, 3, 1, 4, 2, None, False),  # dilation 2, no bias or activation
         (32, 13, 5, 1, 16, 1, "Relu", True),  # 16 groups of 2, a 5x5 window
         (64, 30, 3, 1, 16, 1, "Relu", True),  # rows of 30 pixels: tiles of 10
+        (128, 9, 1, 1, 16, 1, "Relu", True),  # 1x1 groups of 8: not the pointwise kernel's half-empty registers
+        (64, 10, 1, 1, 32, 1, None, False),  # 1x1 groups of 2
     ],
 )
 def test_narrow_groups_shuffle_their_inputs(
@@ -154,6 +156,7 @@ def test_narrow_groups_shuffle_their_inputs(
         (40, 27, 3, 20, 1, "Clip", True),  # 20 groups of 2 (5 phases); 27 rows: tiles of 12, 12 and 3
         (24, 13, 5, 6, 2, None, False),  # 6 groups of 4, 5x5, dilation 2, no bias or activation
         (12, 10, 3, 3, 1, "Relu", True),  # 3 groups of 4: fewer channels than a register, a masked last vector
+        (24, 12, 1, 3, 1, "Relu", True),  # 1x1: 3 groups of 8
     ],
 )
 def test_flat_narrow_groups(c: int, size: int, k: int, group: int, dilation: int, activation: str | None,
@@ -207,13 +210,13 @@ def test_narrow_group_tiles_fit_the_registers() -> None:
     ("c", "f", "group", "tiles", "tile"),
     [
         (96, 64, 2, 2, "48x32"),  # 48 input and 32 output channels per group
-        (240, 60, 3, 3, "80x20"),  # ShuffleNet v1 g3: 20 outputs per group, a block of 16 and one of 4 lanes
         (384, 96, 8, 8, "48x12"),  # ShuffleNet v1 g8: 12 outputs per group, its own tile (12 lanes masked)
     ],
 )
 def test_grouped_1x1_tiles_are_pointwise_kernels(c: int, f: int, group: int, tiles: int, tile: str) -> None:
     """A grouped 1x1 convolution with a constant filter: each group is pointwise_recipes.py's kernel on its
-    channel slices, the ReLU in it (narrow groups are not packed together: the kernel masks their vectors)."""
+    channel slices, the ReLU in it (narrow groups are not packed together: the kernel masks their vectors), where
+    its empty lanes cost less than the transposes of PixelGroups (below)."""
     model, feeds = _conv_model(c, f, 7, 1, 1, group)
     scheduled = _run(model, feeds)
     assert re.findall(r"memref.global [^@]*@__glow_packed_pointwise_(\d+x\d+)", scheduled) == [tile] * tiles
@@ -221,6 +224,43 @@ def test_grouped_1x1_tiles_are_pointwise_kernels(c: int, f: int, group: int, til
     kernels = _kernels(scheduled)
     fma = {name for name, body in kernels.items() if "vector.fma" in body}
     assert fma and {name for name, body in kernels.items() if "arith.cmpf uge" in body} == fma
+
+
+@pytest.mark.parametrize(
+    ("c", "f", "size", "group", "activation", "bias"),
+    [
+        (240, 60, 9, 3, "Relu", True),  # ShuffleNet v1 g3: 80 -> 20 per group; 81 pixels, tiles of 16
+        (96, 60, 4, 3, "Clip", True),  # 32 -> 20, one tile of 16 pixels
+        (128, 18, 9, 2, None, False),  # 64 -> 9: tiles of 32 pixels (two vectors), the last of 17
+        (512, 72, 5, 2, "Relu", True),  # 256 -> 36: two passes of 18 output channels over one scratch block
+    ],
+)
+def test_grouped_1x1_along_pixels(c: int, f: int, size: int, group: int, activation: str | None, bias: bool) -> None:
+    """A grouped 1x1 convolution whose groups fill channel vectors poorly (grouped_pointwise.PixelGroups): the
+    filter packed per group, one helper per group on registers of 16 pixels, input and output transposed in
+    registers, the bias and activation in it, against onnxruntime."""
+    model, feeds = _conv_model(c, f, size, 1, 1, group, activation=activation, bias=bias)
+    scheduled = _run(model, feeds)
+    cg, fg = c // group, f // group
+    assert re.findall(r"memref.global [^@]*@__glow_packed_pixel_groups_(\w+) : memref<(\w+)xf32>", scheduled) == [
+        (f"{cg}x{fg}", f"{group}x{cg}x{fg}")]
+    assert "__glow_packed_pointwise" not in scheduled and "glow.grouped_conv" not in scheduled
+    [helper_] = [body for name, body in _kernels(scheduled).items() if name.startswith("__glow_pixel_groups")]
+    assert f"memref.alloca() {{alignment = 64 : i64}} : memref<{-(-cg // 16) * 16}x" in helper_
+    assert "vector.shuffle" in helper_ and "vector.broadcast" in helper_
+    clamp = {"Relu": "arith.cmpf uge", "Clip": "arith.cmpf ule", None: None}[activation]
+    if clamp is not None:
+        assert [body for body in _kernels(scheduled).values() if clamp in body] == [helper_]
+
+
+@pytest.mark.parametrize(
+    ("cg", "fg", "along"),
+    [(80, 20, True), (64, 9, True), (256, 36, True), (48, 12, False), (40, 40, False), (24, 24, False),
+     (16, 16, False)],
+)
+def test_along_pixels_rule(cg: int, fg: int, along: bool) -> None:
+    """Along the pixels where the pointwise kernel's empty lanes cost more than the transposes' shuffles."""
+    assert grouped_pointwise.pays(cg, fg) == along
 
 
 @pytest.mark.parametrize(
