@@ -1,9 +1,9 @@
 """glow-ir-to-linalg's lowerings of math instructions: elementwise arithmetic, comparisons, logic and unary
-math, matmuls, reductions, arg_max/arg_min, softmax, and the fused activations.
+math, matmuls, reductions, softmax, and the fused activations (arg_max / arg_min: arg_search.py).
 
 The elementwise instructions are derived from the op definitions: one linalg.generic each around the scalar
 body their op states (glow_mlir/opdefs), checked by its element-type rule. Search-shaped instructions
-(arg_max/arg_min, softmax) are scf loops.
+(softmax) are scf loops.
 """
 
 from __future__ import annotations
@@ -147,58 +147,12 @@ def _batched_reduce(identity: Callable[[ir.Type], ir.Value], combine: Scalar2) -
     return lower
 
 
-def _first_better(v: ir.Value, best: ir.Value, on_float: arith.CmpFPredicate, on_int: arith.CmpIPredicate) -> ir.Value:
-    """Whether `v` replaces `best` in a first-occurrence search; a NaN wins over any number, as in numpy."""
-    if not is_float(v.type):
-        return arith.cmpi(on_int, v, best)
-    strictly = arith.cmpf(on_float, v, best)
-    nan_over_number = arith.andi(
-        arith.cmpf(arith.CmpFPredicate.UNO, v, v), arith.cmpf(arith.CmpFPredicate.ORD, best, best)
-    )
-    return arith.ori(strictly, nan_over_number)
-
-
-def _arg_search(on_float: arith.CmpFPredicate, on_int: arith.CmpIPredicate) -> Lowering:
-    """dest (i64) = the index of the first element along `axis` that no later one is strictly better than."""
-
-    def lower(op: ir.Operation) -> None:
-        dest, src = op.operands
-        axis, keep = ops.integer(op, "axis"), bool(ops.integer(op, "keepDims"))
-        dims = ops.shape(src)
-        if not 0 <= axis < len(dims):
-            raise fail(op, f"axis {axis} is out of range for a source of rank {len(dims)}")
-        outer = [d for i, d in enumerate(dims) if i != axis]
-        expected = (*dims[:axis], 1, *dims[axis + 1 :]) if keep else tuple(outer)
-        i64 = ir.IntegerType.get_signless(64)
-        if ops.shape(dest) != expected or ops.element_type(dest) != i64:
-            raise fail(op, f"destination {dest.type} is not an i64 buffer of shape {list(expected)}")
-
-        def search(ivs: list[ir.Value]) -> None:
-            def at(j: ir.Value) -> list[ir.Value]:
-                return [*ivs[:axis], j, *ivs[axis:]]
-
-            zero = index(0)
-            loop = scf.ForOp(index(1), index(dims[axis]), index(1), [memref.load(src, at(zero)), zero])
-            with ir.InsertionPoint(loop.body):
-                best, best_at = loop.inner_iter_args
-                v = memref.load(src, at(loop.induction_variable))
-                better = _first_better(v, best, on_float, on_int)
-                scf.YieldOp([arith.select(better, v, best), arith.select(better, loop.induction_variable, best_at)])
-            memref.store(arith.index_cast(i64, loop.results[1]), dest, at(zero) if keep else ivs)
-
-        loop_nest(outer, search)
-
-    return lower
-
-
 register_lowerings(
     {
         "batched_reduce_add": _batched_reduce(lambda elt: scalar(elt, 0), add),
         "batched_reduce_max": _batched_reduce(lowest, maximum),
         "batched_reduce_min": _batched_reduce(highest, minimum),
         "batched_reduce_prod": _batched_reduce(lambda elt: scalar(elt, 1), mul),
-        "arg_max": _arg_search(arith.CmpFPredicate.OGT, arith.CmpIPredicate.sgt),
-        "arg_min": _arg_search(arith.CmpFPredicate.OLT, arith.CmpIPredicate.slt),
     }
 )
 

@@ -131,10 +131,12 @@ func.func @shapes(%x: memref<2x5x3xf32> {glow.name = "x"}, %k: memref<4xi32> {gl
   // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
   // CHECK: arith.maxsi
   "glow_ir.batched_reduce_max"(%my, %l) {roles = ["out", "in"], axes = array<i64: 2>} : (memref<2x3xi64>, memref<2x3x4xi64>) -> ()
-  // arg_max carries the best value and its index through a loop along the axis.
+  // arg_max carries the best values and their indices through a loop along the axis, here a masked vector of
+  // the 4 outputs along the innermost dim (ir-to-linalg-arg-search.mlir has the forms).
+  // CHECK: vector.constant_mask [4] : vector<8xi1>
   // CHECK: scf.for {{.*}} iter_args
-  // CHECK: arith.cmpi sgt
-  // CHECK: arith.index_cast %{{.*}} : index to i64
+  // CHECK: arith.cmpi sgt, %{{.*}} : vector<8xi64>
+  // CHECK: vector.maskedstore
   "glow_ir.arg_max"(%ay, %l) {roles = ["out", "in"], axis = 1 : i64, keepDims = true} : (memref<2x1x4xi64>, memref<2x3x4xi64>) -> ()
   // CHECK: linalg.batch_matmul
   %rv = "glow_ir.tensor_view"(%r) : (memref<2x3xi64>) -> memref<2x3x1xi64>

@@ -6,7 +6,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 from onnx import helper
-from onnx_check import check, check_node, model, rand
+from onnx_check import check, check_node, model, rand, run_both
 
 from glow_mlir.onnx_backend import GlowBackend
 
@@ -306,6 +306,42 @@ def test_arg_reduce(op: str, axis: int, keepdims: int, last: int) -> None:
     # Few distinct values, so ties exist and select_last_index matters.
     x = rand(3, 4, 5, low=0, high=3, dtype=np.int32).astype(np.float32)
     check_node(op, {"x": x}, {"axis": axis, "keepdims": keepdims, "select_last_index": last}, opset=13)
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize(
+    ("shape", "axis", "dtype"),
+    [
+        ((6, 40), 1, np.float32),  # rows of 2 vectors and a masked tail of 8 (codegen/arg_search.py)
+        ((3, 128), -1, np.int64),  # rows of 16 vectors of 8 lanes
+        ((4, 33), 1, np.float64),  # 4 vectors of 8 and a tail of 1
+        ((5, 3, 37), 1, np.float32),  # along a middle axis: 2 full column blocks and a masked one of 5
+        ((2, 21, 4, 16), 1, np.int32),  # a segmentation head's classes in NCHW: one column block
+        ((40, 24), 0, np.float32),  # along the first axis
+    ],
+)
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_arg_reduce_vectors(op: str, shape: tuple[int, ...], axis: int, dtype: type, keepdims: int) -> None:
+    """The vector searches: ties everywhere (few distinct values), so the lanes' merge must keep the first."""
+    x = rand(*shape, low=-2, high=3, dtype=np.int32).astype(dtype)
+    x[0] = x[0].max()  # a row or column of equal values
+    check_node(op, {"x": x}, {"axis": axis, "keepdims": keepdims}, opset=13)
+
+
+def test_arg_reduce_vectors_nan_and_infinity() -> None:
+    """NaN beats any number (the first NaN wins, as in numpy); a row of -inf keeps its first element, though the
+    masked tail pads with -inf. Against numpy: onnxruntime's NaN order is its own."""
+    x = rand(4, 45, low=-1, high=1)
+    x[1, [7, 30]] = np.nan
+    x[2] = -np.inf
+    x[3, 44] = np.nan
+    y = rand(3, 45, 20)
+    y[1, 9, 3] = y[1, 30, 3] = np.nan
+    for data in (x, y):
+        for op, want in (("ArgMax", np.argmax(data, 1)), ("ArgMin", np.argmin(data, 1))):
+            node = helper.make_node(op, ["x"], ["y"], axis=1, keepdims=0)
+            [got], _ = run_both(model([node], {"x": data}, ["y"], opset=13), {"x": data})
+            np.testing.assert_array_equal(got, want)
 
 
 def test_arg_max_opset11_integer() -> None:
