@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from mlir import ir
-from mlir.dialects import arith, linalg, math, memref, scf
+from mlir.dialects import arith, linalg, math, memref
 
 from glow_mlir import ops
 from glow_mlir.codegen.builders import (
@@ -22,7 +22,6 @@ from glow_mlir.codegen.builders import (
     generic,
     highest,
     identity_map,
-    index,
     is_bool,
     is_float,
     loop_nest,
