@@ -21,7 +21,11 @@ ONNX node it came from. Errors are `GlowError` subclasses naming the node, input
 glow has no empty tensors, but an empty tensor holds no data, so its value is known at compile time: empty
 graph inputs, slices, Split parts and ConstantOfShape results are kept as empty arrays (a graph input of
 shape [0] used for its type or as an empty axes list is bound so, and the compiled model does not take it),
-and Concat drops them. Where an op would compute on one, or a graph output is one, the import fails with
+and Concat drops them. A node whose inputs are all known at compile time, one of them empty (the shifted-window
+mask of a Swin3D whose window covers the input: zero-length slices, Ranges and Reshapes of them), is evaluated
+by onnx's reference implementation (onnx.reference), since glow's folding builds glow ops, which hold no empty
+tensors; so is one whose result is empty (an Expand to a zero dim), where glow's folding refuses it. Where an
+op would compute on an empty tensor at run time, or a graph output is one, the import fails with
 `EmptyTensorError`.
 """
 
@@ -34,6 +38,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError, Message
+from onnx.reference import ReferenceEvaluator
 
 from glow_mlir.builder import Graph, Tensor
 from glow_mlir.errors import (
@@ -81,6 +86,8 @@ from glow_mlir.frontends.onnx.signature import is_dynamic, resolve, signature, s
 
 MIN_OPSET = 7
 DEFAULT_DOMAINS = ("", "ai.onnx")
+# The modules of the handlers of sequence, optional and control-flow ops (`Importer._evaluate` takes the others).
+STRUCTURAL = frozenset({ops_sequence.__name__, ops_control.__name__})
 SUPPORTED_OPS = frozenset(HANDLERS)
 
 SUPPORTED_DTYPES = frozenset(ONNX_TO_NUMPY.values())
@@ -486,15 +493,30 @@ class Importer:
             self._import_function(node, name, inputs)
             return
         fold_all = all(v is None or isinstance(v, np.ndarray) for v in inputs)
-        # self.opset is an int here: _check_ops refuses every node of a model that imports no default opset.
-        ctx = NodeContext(node, name, self.opset, inputs, Emitter(self, name, fold_all), self)
-        try:
-            outputs = list(HANDLERS[node.op_type](ctx))
-        except GlowError:
-            raise
-        except ValueError as e:
-            # The builder's shape and type checks: the node breaks a rule of the op it maps to.
-            raise InvalidNodeError(f"node '{name}' ({node.op_type}): {e}") from None
+        # Not sequence or control-flow ops: their values are lists of arrays and subgraphs, which their handlers
+        # keep at compile time themselves.
+        structural = HANDLERS[node.op_type].__module__ in STRUCTURAL
+        by_reference = fold_all and not structural and node.domain in DEFAULT_DOMAINS
+        if by_reference and any(isinstance(v, np.ndarray) and not v.size for v in inputs):
+            outputs: list[Item] = self._evaluate(node, name, inputs)
+        else:
+            # self.opset is an int here: _check_ops refuses every node of a model that imports no default opset.
+            ctx = NodeContext(node, name, self.opset, inputs, Emitter(self, name, fold_all), self)
+            try:
+                outputs = list(HANDLERS[node.op_type](ctx))
+            except (ValueError, EmptyTensorError) as e:
+                # A compile-time node whose result is empty (an Expand to a zero dim): glow's folding builds glow
+                # ops, which refuse it; the reference computes it. Any other refusal stands.
+                evaluated = self._evaluate(node, name, inputs) if by_reference else []
+                if not any(v.size == 0 for v in evaluated):
+                    if isinstance(e, GlowError):
+                        raise
+                    empty = next((v for v in inputs if isinstance(v, np.ndarray) and not v.size), None)
+                    if empty is not None:  # an op computing on it at run time: EmptyTensorError
+                        self.check_array(empty, f"node '{name}'")
+                    # The builder's shape and type checks: the node breaks a rule of the op it maps to.
+                    raise InvalidNodeError(f"node '{name}' ({node.op_type}): {e}") from None
+                outputs = list(evaluated)
         depends = frozenset().union(*(self._depends.get(n, frozenset()) for n in node.input if n))
         wanted = list(node.output)
         if any(wanted[len(outputs):]):
@@ -503,6 +525,33 @@ class Importer:
         for out_name, value in zip(wanted, outputs):
             if out_name:
                 self._set(out_name, value, frozenset() if isinstance(value, np.ndarray) else depends, name)
+
+
+    def _evaluate(self, node: onnx.NodeProto, name: str, inputs: list[Item | None]) -> list[np.ndarray]:
+        """The outputs of `node`, whose inputs are compile-time arrays, by onnx's reference implementation: a
+        model of the node alone, its inputs fed."""
+        names = [f"input{i}" if v is not None else "" for i, v in enumerate(inputs)]
+        single = onnx.NodeProto()
+        single.CopyFrom(node)
+        del single.input[:], single.output[:]
+        single.input.extend(names)
+        # Every output named, so that the reference returns them all, in order.
+        single.output.extend(o or f"unused{i}" for i, o in enumerate(node.output))
+        feeds = {n: v for n, v in zip(names, inputs, strict=True) if isinstance(v, np.ndarray)}
+        graph = onnx.helper.make_graph(
+            [single], "fold",
+            [onnx.helper.make_tensor_value_info(n, onnx.helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+             for n, v in feeds.items()],
+            [onnx.helper.make_empty_tensor_value_info(o) for o in single.output],
+        )  # fmt: skip
+        opsets = [onnx.helper.make_opsetid(o.domain, o.version) for o in self.model.opset_import]
+        try:
+            results = ReferenceEvaluator(onnx.helper.make_model(graph, opset_imports=opsets)).run(None, feeds)
+        except Exception as e:  # noqa: BLE001  (the reference's own errors: the node is invalid for its inputs)
+            shapes = [list(v.shape) for v in feeds.values()]
+            raise InvalidNodeError(f"node '{name}' ({node.op_type}) on compile-time inputs of shapes {shapes}: "
+                                   f"onnx's reference implementation fails: {e}") from None
+        return [np.asarray(r) for r in results]
 
 
 def _type_of(value: Item | None) -> onnx.TypeProto | None:
