@@ -38,7 +38,7 @@ class Backend:
     # Whether the backend compiles glow op `name` (with its `glow.` prefix).
     supports: Callable[[str], bool] = lambda name: True
     # Whether the backend computes bf16 product `op` on its bf16 factors into an f32 result (glow-lower's
-    # widen_bf16 then keeps it so instead of computing it in f32).
+    # widen_half then keeps it so instead of computing it in f32).
     native_bf16: Callable[[ir.Operation], bool] = lambda op: False
 
 

@@ -136,7 +136,7 @@ def gather(operands: Sequence[str], _: str | None) -> str:
 
 def product(allowed: Sequence[str], kind: str) -> TypeRule:
     """`same`, and also bf16 factors delivering an f32 result (any further operand, a bias, bf16 or f32): the
-    native bf16 products of the CPU backend (glow-lower's widen_bf16), which accumulate bf16 pairs in f32."""
+    native bf16 products of the CPU backend (glow-lower's widen_half), which accumulate bf16 pairs in f32."""
 
     def rule(operands: Sequence[str], result: str | None) -> str:
         if result == "f32" and tuple(operands[:2]) == ("bf16", "bf16") and set(operands[2:]) <= {"bf16", "f32"}:

@@ -1,5 +1,5 @@
 """glow-cpu-schedule's recipes of the native bf16 products: linalg.matmul and linalg.conv_2d_nhwc_hwcf on bf16
-factors with an f32 result and constant weights (glow-lower's widen_bf16 leaves matmul, fully_connected and
+factors with an f32 result and constant weights (glow-lower's widen_half leaves matmul, fully_connected and
 the group-1 NHWC convolution with constant weights so), computed with avx512_bf16's vdpbf16ps.
 
 vdpbf16ps multiplies 16 pairs of bf16 and adds both products of a pair into one f32 lane,

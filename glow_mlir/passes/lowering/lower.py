@@ -15,11 +15,13 @@ Like Glow's `lower()`, every rule replaces one node by a small graph of simpler 
   insert their padding along their H and W dims
 - conv_transpose with padding -> conv_transpose with zero pads (its full output) and a slice that crops it,
   since a transposed convolution's pads remove output rather than add input
-- every op computing a bfloat16 result -> the same op on f32, between conversions (`widen_bf16`): bf16 is
-  a storage type here, as the CPU backend has no bf16 arithmetic but its products. A chain of such ops
-  passes its f32 values on, so a value is rounded to bf16 once, where it leaves the chain (a graph output, a
-  convert_to, an op of another result type, a native product's factor), as ONNX's reference computes bf16
-  (in f32, rounding the result). Rounding each step loses bits with every op, and every partial sum of a
+- every op computing a bfloat16 or float16 result -> the same op on f32, between conversions (`widen_half`):
+  the half types are storage types here, as the CPU backend has no arithmetic on them but its bf16 products
+  (an fp16 ResNet-18 ran its f16 max pool as scalar loops, 31 % of the model, and its convolutions at 0.4x
+  their f32 speed). Each f16 op's result is rounded to f16 as the model states it (onnxruntime and ONNX's
+  reference round every op's f16 result; an attention computed without those roundings differed from both by
+  an f16 step). A chain of bf16 ops passes its f32 values on, so a value is rounded to bf16 once, where it
+  leaves the chain (a graph output, a convert_to, an op of another result type, a native product's factor). Rounding each step loses bits with every op, and every partial sum of a
   matmul or softmax (about log2(terms) bits). The exceptions are the products a backend computes natively
   (`Backend.native_bf16`; the CPU backend's: matmul, fully_connected and group-1 NHWC convolutions with
   constant weights, where its vdpbf16ps kernels beat f32, backends/cpu/bf16_recipes.py): they take their
@@ -66,28 +68,27 @@ def lower(module: ir.Module, should_lower: Callable[[ir.Operation], bool] = lowe
 _NOT_WIDENED = frozenset({"glow.constant", "glow.splat", "glow.convert_to"})
 
 
-def widen_bf16(function: ir.Operation, native: Callable[[ir.Operation], bool] = lambda op: False) -> None:
-    """Computes every op of bf16 result in f32: its bf16 operands converted up, the result converted back
-    down. An operand that is such a down-conversion is read as the f32 value it converts, so a chain of ops
-    rounds to bf16 once, at its end; the down-conversions left without uses go to glow-dce. A product that
-    `native` accepts (the backend's `native_bf16`) keeps its two bf16 factors, a down-conversion included,
-    and gives f32 (a fully_connected as matmul + batched_add, its bias in f32)."""
-    f32, bf16 = ir.F32Type.get(), ir.BF16Type.get()
+def widen_half(function: ir.Operation, native: Callable[[ir.Operation], bool] = lambda op: False) -> None:
+    """Computes every op of bf16 or f16 result in f32: its half operands converted up, the result converted
+    back down. An f16 op reads its operands rounded, as the model computes them; a bf16 operand that is such a
+    down-conversion is read as the f32 value it converts, so a chain of bf16 ops rounds once, at its end (the
+    down-conversions left without uses go to glow-dce). A bf16 product that `native` accepts (the backend's
+    `native_bf16`) keeps its two bf16 factors, a down-conversion included, and gives f32 (a fully_connected as
+    matmul + batched_add, its bias in f32)."""
+    f32 = ir.F32Type.get()
     wide_of: dict[ir.Value, ir.Value] = {}  # a down-conversion this pass made -> the f32 value it converts
     for op in ops.walk_ops(function):
-        if (
-            op.name in _NOT_WIDENED
-            or len(op.results) != 1
-            or len(op.regions) > 0
-            or not isinstance(ops.element_type(op.results[0]), ir.BF16Type)
-        ):
+        if op.name in _NOT_WIDENED or len(op.results) != 1 or len(op.regions) > 0:
             continue
-        is_native = native(op)
+        half = ops.element_type(op.results[0])
+        if not isinstance(half, (ir.BF16Type, ir.F16Type)):
+            continue
+        is_native = isinstance(half, ir.BF16Type) and native(op)
         with ir.InsertionPoint(op), op.location:
             operands = [
                 v
-                if (i < 2 and is_native) or not isinstance(ops.element_type(v), ir.BF16Type)
-                else wide_of.get(v) or _converted(v, f32)
+                if (i < 2 and is_native) or not isinstance(ops.element_type(v), (ir.BF16Type, ir.F16Type))
+                else (wide_of.get(v) if isinstance(half, ir.BF16Type) else None) or _converted(v, f32)
                 for i, v in enumerate(op.operands)
             ]
             result = ops.tensor_type(ops.shape(op.results[0]), f32)
@@ -97,7 +98,7 @@ def widen_bf16(function: ir.Operation, native: Callable[[ir.Operation], bool] = 
                 wide = ops.create("glow.batched_add", [product, operands[2]], [result])
             else:
                 wide = ops.create(op.name, operands, [result], attributes(op))
-            narrow = _converted(wide.results[0], bf16)
+            narrow = _converted(wide.results[0], half)
         wide_of[narrow] = wide.results[0]
         op.results[0].replace_all_uses_with(narrow)
         op.erase()
@@ -110,13 +111,13 @@ def _converted(value: ir.Value, elt: ir.Type) -> ir.Value:
 @register("glow-lower", options=("backend",))
 def lower_pass(module: ir.Module, backend: str = DEFAULT) -> None:
     """Lowers FC, batch norm, relu and padding (and conv_transpose cropping) into glow primitives, each op the
-    backend (option `backend`, default cpu) does not keep whole; computes bf16 ops in f32."""
+    backend (option `backend`, default cpu) does not keep whole; computes bf16 and f16 ops in f32."""
     try:
         chosen = get_backend(backend)
     except KeyError as e:
         raise PipelineError(f"glow-lower: {e.args[0]}") from None
     for function in ops.functions(module):
-        widen_bf16(function, chosen.native_bf16)
+        widen_half(function, chosen.native_bf16)
     lower(module, chosen.should_lower)
 
 

@@ -147,3 +147,21 @@ func.func @bf16_chain(%x: tensor<4xbf16> {glow.name = "x"}) -> (tensor<4xbf16> {
   %1 = "glow.add"(%0, %x) : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16> loc("s")
   return %1 : tensor<4xbf16>
 }
+
+// An f16 op is computed in f32 too, but reads its operands rounded to f16, as the model states them: each
+// result goes down to f16 and the next op converts that up again.
+// CHECK-LABEL: func.func @f16_chain
+// CHECK: %[[UP:.*]] = "glow.convert_to"(%arg0) : (tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf32>
+// CHECK: %[[P:.*]] = "glow.max_pool"(%[[UP]]) {{.*}} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
+// CHECK: %[[PD:.*]] = "glow.convert_to"(%[[P]]) : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf16>
+// CHECK: %[[PU:.*]] = "glow.convert_to"(%[[PD]]) : (tensor<1x2x2x2xf16>) -> tensor<1x2x2x2xf32>
+// CHECK: "glow.reshape"(%[[PU]])
+// CHECK: %[[S:.*]] = "glow.softmax"(%{{.*}}) : (tensor<4x2xf32>) -> tensor<4x2xf32>
+// CHECK: %[[Y:.*]] = "glow.convert_to"(%[[S]]) : (tensor<4x2xf32>) -> tensor<4x2xf16>
+// CHECK: return %[[Y]]
+func.func @f16_chain(%x: tensor<1x2x4x4xf16> {glow.name = "x"}) -> (tensor<4x2xf16> {glow.name = "y"}) {
+  %0 = "glow.max_pool"(%x) {kernels = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>} : (tensor<1x2x4x4xf16>) -> tensor<1x2x2x2xf16>
+  %1 = "glow.reshape"(%0) {dims = array<i64: 4, 2>} : (tensor<1x2x2x2xf16>) -> tensor<4x2xf16>
+  %2 = "glow.softmax"(%1) : (tensor<4x2xf16>) -> tensor<4x2xf16>
+  return %2 : tensor<4x2xf16>
+}

@@ -1,9 +1,10 @@
-"""glow-lower computes bfloat16 ops in f32 and rounds a chain of them once (passes/lowering/lower.py:
-widen_bf16), but the products the backend computes natively on bf16 factors (the CPU backend's, where
+"""glow-lower computes bfloat16 and float16 ops in f32 and rounds a chain of them once (passes/lowering/lower.py:
+widen_half), but the products the backend computes natively on bf16 factors (the CPU backend's, where
 vdpbf16ps pays: backends/cpu/bf16_host.py), which give f32."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from unittest import mock
 
 import ml_dtypes
@@ -100,6 +101,37 @@ def test_a_chain_of_bf16_ops_is_rounded_once() -> None:
     wide = x.astype(np.float32)
     once = (np.exp(wide / 2) * 2 + wide).astype(ml_dtypes.bfloat16)
     np.testing.assert_array_equal(y, once)
+
+
+def test_f16_ops_run_in_f32_each_result_rounded() -> None:
+    """An f16 chain (conv, max pool, softmax) computes in f32: no f16 op is left after glow-lower, and each op's
+    result is rounded to f16 as the model states it (the f32 computation with a rounding after every op)."""
+    x = RNG.standard_normal((1, 3, 9, 9)).astype(np.float16)
+    w = (RNG.standard_normal((8, 3, 3, 3)) / 5).astype(np.float16)
+    b = np.zeros(8, np.float16)
+
+    def build(dtype: str, rounded: Callable[[glow_mlir.Tensor], glow_mlir.Tensor]) -> glow_mlir.Graph:
+        g, np_type = glow_mlir.Graph(dtype), {"f16": np.float16, "f32": np.float32}[dtype]
+        conv = rounded(g.convolution(g.input("x", x.shape, dtype), g.constant(w.astype(np_type)),
+                                     g.constant(b.astype(np_type)), pads=[1, 1, 1, 1]))  # fmt: skip
+        pooled = rounded(g.max_pool(conv, kernels=[2, 2], strides=[2, 2]))
+        g.output("y", g.softmax(g.reshape(pooled, (8, 16))))
+        return g
+
+    g = build("f16", lambda t: t)
+    module = copy_module(g.module)
+    with module.context:
+        run_pipeline(module, "builtin.module(glow-lower,glow-dce)")
+    computing = [line for line in str(module).splitlines() if " = glow." in line and "convert_to" not in line
+                 and "glow.constant" not in line and "f16>" in line.split("->")[-1]]  # fmt: skip
+    assert computing == [], computing
+    with glow_mlir.compile(g, cache=False) as model:
+        y = model.run({"x": x})["y"]
+    assert y.dtype == np.float16
+    wide = build("f32", lambda t: t.graph.convert_to(t.graph.convert_to(t, "f16"), "f32"))
+    with glow_mlir.compile(wide, cache=False) as model:
+        each = model.run({"x": x.astype(np.float32)})["y"].astype(np.float16)
+    np.testing.assert_array_equal(y, each)
 
 
 def test_the_product_type_rule_admits_bf16_factors_with_an_f32_result_only() -> None:
