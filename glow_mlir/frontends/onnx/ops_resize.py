@@ -10,11 +10,13 @@ as onnxruntime does, so ties round the same way.
 tf_crop_and_resize maps the output onto the region of interest (the roi input) of each axis; an output
 position whose coordinate falls outside the input takes extrapolation_value (a select on a constant mask).
 
-The resized length in the coordinate transformations is the spec's `length_resized = scale *
-length_original`: with a `scales` input it may be fractional (a 4-long axis at scale 0.6 has length 2.4 and
-2 output cells), and align_corners / pytorch_half_pixel use it unrounded, as the spec's reference
-(onnx/reference/ops/op_resize.py) does. onnxruntime uses the rounded output size there instead, so the two
-differ for such scales; with a `sizes` input they agree.
+With a `scales` input the spec's resized length, `scale * length_original`, may be fractional (a 4-long axis at
+scale 0.6: 2.4, and 2 output cells). align_corners and pytorch_half_pixel take the output size, an integer, as
+onnxruntime, PyTorch and TensorFlow do: PyTorch's `interpolate(scale_factor=0.5, align_corners=True)` of a 45-row
+map gives 22 rows at a step of 44 / 21, which the fractional length (44 / 21.5) moved by up to a row (values off
+by 3.5 in the thirteenth wave). The spec's reference (onnx/reference/ops/op_resize.py) uses the fractional one,
+so its two backend cases of fractional downscales with align_corners fail here as they do in onnxruntime;
+half_pixel_symmetric uses it as the spec states. With a `sizes` input they all agree.
 """
 
 from __future__ import annotations
@@ -130,19 +132,19 @@ def _coordinates(
     ctx: NodeContext, transform: str, size: int, resized: np.float32, length: int, scale: np.float32
 ) -> np.ndarray:
     """The input coordinate of each of the `size` output positions along an axis of `length` (float32);
-    `resized` is the spec's length_resized, scale * length, which may be fractional."""
+    `resized` is the spec's length_resized, scale * length, which may be fractional (module docstring)."""
     x = np.arange(size, dtype=_F)
     half = _F(0.5)
     if transform == "half_pixel":
         return (x + half) / scale - half
     if transform == "pytorch_half_pixel":
-        return (x + half) / scale - half if resized > 1 else np.zeros(size, _F)
+        return (x + half) / scale - half if size > 1 else np.zeros(size, _F)
     if transform == "half_pixel_symmetric":
         adjustment = _F(size) / resized
         offset = _F(length) / _F(2) * (_F(1) - adjustment)
         return offset + (x + half) / scale - half
     if transform == "align_corners":
-        return np.zeros(size, _F) if resized == 1 else x * (_F(length - 1) / (resized - _F(1)))
+        return np.zeros(size, _F) if size == 1 else x * (_F(length - 1) / _F(size - 1))
     if transform == "asymmetric":
         return x / scale
     if transform == "tf_half_pixel_for_nn":

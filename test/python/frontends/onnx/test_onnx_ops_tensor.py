@@ -417,14 +417,7 @@ TRANSFORMS = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
 def test_resize_nearest(transform: str, nearest: str, scales: tuple[float, ...]) -> None:
     attrs = {"mode": "nearest", "coordinate_transformation_mode": transform, "nearest_mode": nearest}
     consts = {"roi": None, "scales": np.array(scales, np.float32)}
-    check_node("Resize", {"x": rand(1, 2, 4, 5)}, attrs, consts, opset=19, spec=_ort_departs(transform, scales))
-
-
-def _ort_departs(transform: str, scales: tuple[float, ...]) -> bool:
-    """Whether onnxruntime departs from the spec's reference: with align_corners and a fractional resized
-    length (input length * scale), it uses the rounded output size where the spec uses the length itself."""
-    lengths = np.float32(scales) * np.float32([1, 2, 4, 5])
-    return transform == "align_corners" and bool(np.any(lengths != np.floor(lengths)))
+    check_node("Resize", {"x": rand(1, 2, 4, 5)}, attrs, consts, opset=19)
 
 
 @pytest.mark.parametrize("transform", [t for t in TRANSFORMS if t != "tf_half_pixel_for_nn"])
@@ -432,20 +425,21 @@ def _ort_departs(transform: str, scales: tuple[float, ...]) -> bool:
 def test_resize_linear(transform: str, scales: tuple[float, ...]) -> None:
     attrs = {"mode": "linear", "coordinate_transformation_mode": transform}
     consts = {"roi": None, "scales": np.array(scales, np.float32)}
-    check_node("Resize", {"x": rand(1, 2, 4, 5)}, attrs, consts, opset=19, spec=_ort_departs(transform, scales))
+    check_node("Resize", {"x": rand(1, 2, 4, 5)}, attrs, consts, opset=19)
 
 
-def test_resize_downsample_align_corners_fractional_length() -> None:
-    """The backend suite's resize_downsample_scales_linear_align_corners: the 4-long axis at scale 0.6 is 2.4
-    long, so its second output cell reads input position 1 * 3 / 1.4 (onnxruntime: 1 * 3 / 1 = 3)."""
+def test_resize_downsample_align_corners_takes_the_output_size() -> None:
+    """The backend suite's resize_downsample_scales_linear_align_corners: the 4-long axis at scale 0.6 has 2
+    output cells, so its second reads input position 1 * 3 / 1 = 3, as onnxruntime and PyTorch compute it (the
+    spec's reference takes the fractional length 2.4: 1 * 3 / 1.4)."""
     x = np.arange(1, 9, dtype=np.float32).reshape(1, 1, 2, 4)
     attrs = {"mode": "linear", "coordinate_transformation_mode": "align_corners"}
     node = helper.make_node("Resize", ["x", "", "scales"], ["y"], **attrs)
     m = model([node], {"x": x}, ["y"], {"scales": np.array([1, 1, 0.6, 0.6], np.float32)}, opset=19)
     with glow_mlir.compile(import_model(m)) as compiled:
         y = compiled.run({"x": x})["y"]
-    np.testing.assert_allclose(y, [[[[1, 1 + 3 / 1.4]]]], rtol=1e-6)
-    check(m, {"x": x}, spec=True)
+    np.testing.assert_allclose(y, [[[[1, 4]]]], rtol=1e-6)
+    check(m, {"x": x})
 
 
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
