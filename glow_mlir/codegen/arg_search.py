@@ -127,7 +127,8 @@ class _Search:
     def row(self, ivs: list[ir.Value]) -> None:
         """One output along the innermost dim: a best value and position per lane, then the lanes merged."""
         lanes, i32 = self.lanes, self.positions.element_type
-        iota = arith.constant(self.positions, ir.DenseElementsAttr.get(np.arange(lanes, dtype=np.int32), type=self.positions))
+        lane_numbers = ir.DenseElementsAttr.get(np.arange(lanes, dtype=np.int32), type=self.positions)
+        iota = arith.constant(self.positions, lane_numbers)
 
         def step(j: ir.Value, v: ir.Value, best: ir.Value, best_at: ir.Value) -> tuple[ir.Value, ir.Value]:
             b = self.better(v, best)

@@ -14,10 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from bench import convs
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -170,18 +166,29 @@ def test_convs_benchmark_times_depthwise_and_grouped_layers(tmp_path: Path) -> N
     assert table in result.stdout and "| dw3x3-s1-88@28 | MobileNetV3-small block 3 |" in table
 
 
+SHAPES_BY_NAME = """
+import pytest
+from bench import convs
+
+assert all(convs.shape_of(name) is shape for name, shape in convs.SHAPES.items())
+dw = convs.shape_of("dw5x5-s2-64@28")
+assert (dw.c, dw.f, dw.group, dw.k, dw.stride, dw.size, dw.source) == (64, 64, 64, 5, 2, 28, "--shapes")
+grouped = convs.shape_of("g16x8-1x1-s1-128>128@28")
+assert (grouped.c, grouped.f, grouped.group, grouped.k, grouped.stride) == (128, 128, 16, 1, 1)
+block = convs.shape_of("e24>dw3x3-s2-96@28")
+assert (block.expansion, block.c, block.k, block.stride) == (24, 96, 3, 2)
+dense = convs.shape_of("conv1x1-s1-64>20@14")
+assert (dense.c, dense.f, dense.group, dense.k) == (64, 20, 1, 1)
+for bad in ("g16x7-1x1-s1-128>128@28", "dw3x5-s1-8@8", "resnet"):
+    with pytest.raises(SystemExit, match="unknown shape"):
+        convs.shape_of(bad)
+"""
+
+
 def test_convs_shapes_by_name() -> None:
     """bench/convs.py's --shapes takes the table's names and any other layer named as the table names its
-    shapes; a name of no form is refused with the known ones."""
-    assert all(convs.shape_of(name) is shape for name, shape in convs.SHAPES.items())
-    dw = convs.shape_of("dw5x5-s2-64@28")
-    assert (dw.c, dw.f, dw.group, dw.k, dw.stride, dw.size, dw.source) == (64, 64, 64, 5, 2, 28, "--shapes")
-    grouped = convs.shape_of("g16x8-1x1-s1-128>128@28")
-    assert (grouped.c, grouped.f, grouped.group, grouped.k, grouped.stride) == (128, 128, 16, 1, 1)
-    block = convs.shape_of("e24>dw3x3-s2-96@28")
-    assert (block.expansion, block.c, block.k, block.stride) == (24, 96, 3, 2)
-    dense = convs.shape_of("conv1x1-s1-64>20@14")
-    assert (dense.c, dense.f, dense.group, dense.k) == (64, 20, 1, 1)
-    for bad in ("g16x7-1x1-s1-128>128@28", "dw3x5-s1-8@8", "resnet"):
-        with pytest.raises(SystemExit, match="unknown shape"):
-            convs.shape_of(bad)
+    shapes; a name of no form is refused with the known ones. In a fresh process from the repository's root, as
+    importing `bench` pins the process's thread counts (test_bench_flops.py)."""
+    result = subprocess.run([sys.executable, "-c", SHAPES_BY_NAME], cwd=ROOT, capture_output=True, text=True,
+                            timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]

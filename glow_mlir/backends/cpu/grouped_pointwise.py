@@ -151,8 +151,8 @@ class _Tile:
         k, vt = self.k, self.k.vt
         starts = []
         for f in range(f0, f0 + width):
-            start = vector.BroadcastOp(vt, memref.load(self.bias, [index(f)])).result if self.bias is not None else zeros(vt)
-            starts += [start] * vectors
+            bias = None if self.bias is None else memref.load(self.bias, [index(f)])
+            starts += [zeros(vt) if bias is None else vector.BroadcastOp(vt, bias).result] * vectors
         loop = scf.ForOp(index(0), index(k.cg), index(1), starts)
         with ir.InsertionPoint(loop.body):
             c = loop.induction_variable

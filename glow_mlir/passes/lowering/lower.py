@@ -21,8 +21,9 @@ Like Glow's `lower()`, every rule replaces one node by a small graph of simpler 
   their f32 speed). Each f16 op's result is rounded to f16 as the model states it (onnxruntime and ONNX's
   reference round every op's f16 result; an attention computed without those roundings differed from both by
   an f16 step). A chain of bf16 ops passes its f32 values on, so a value is rounded to bf16 once, where it
-  leaves the chain (a graph output, a convert_to, an op of another result type, a native product's factor). Rounding each step loses bits with every op, and every partial sum of a
-  matmul or softmax (about log2(terms) bits). The exceptions are the products a backend computes natively
+  leaves the chain (a graph output, a convert_to, an op of another result type, a native product's factor):
+  rounding each step loses bits with every op, and every partial sum of a matmul or softmax (about log2(terms)
+  bits). The exceptions are the products a backend computes natively
   (`Backend.native_bf16`; the CPU backend's: matmul, fully_connected and group-1 NHWC convolutions with
   constant weights, where its vdpbf16ps kernels beat f32, backends/cpu/bf16_recipes.py): they take their
   bf16 factors as they are and give an f32 result (a bias in f32); the f32 chain before one is rounded at
