@@ -24,13 +24,13 @@ zeros, infinities, NaN, pow(x, 0) = pow(1, y) = 1) are selects after it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from math import factorial
 
-import numpy as np
 from mlir import ir
 from mlir.dialects import arith, math
 
 from glow_mlir import ops
-from glow_mlir.opdefs.scalar import at_least, at_most
+from glow_mlir.opdefs.scalar import at_least, at_most, logical_not
 
 LOG2E = 1.44269504088896341
 # ln 2 = LN2_HI + LN2_LO, with LN2_HI exact in few bits so that n * LN2_HI is exact (Cody-Waite).
@@ -66,9 +66,9 @@ def _f(x: ir.Value, value: float) -> ir.Value:
     return arith.ConstantOp(x.type, ir.FloatAttr.get(x.type, value)).result
 
 
-def _i(value: int) -> ir.Value:
-    i32 = ir.IntegerType.get_signless(32)
-    return arith.ConstantOp(i32, ir.IntegerAttr.get(i32, value)).result
+def _i(value: int, bits: int = 32) -> ir.Value:
+    signless = ir.IntegerType.get_signless(bits)
+    return arith.ConstantOp(signless, ir.IntegerAttr.get(signless, value)).result
 
 
 def _poly(coefficients: Sequence[float], x: ir.Value) -> ir.Value:
@@ -184,11 +184,12 @@ def _log_f64(x: ir.Value) -> ir.Value:
     relative."""
     i64 = ir.IntegerType.get_signless(64)
     bits = arith.bitcast(i64, x)
-    exponent = arith.subi(arith.shrui(bits, _i64(52)), _i64(1023))
-    m = arith.bitcast(x.type, arith.ori(arith.andi(bits, _i64(0x000FFFFFFFFFFFFF)), _i64(0x3FF0000000000000)))
+    exponent = arith.subi(arith.shrui(bits, _i(52, 64)), _i(1023, 64))
+    mantissa = arith.andi(bits, _i(0x000FFFFFFFFFFFFF, 64))
+    m = arith.bitcast(x.type, arith.ori(mantissa, _i(0x3FF0000000000000, 64)))
     big = arith.cmpf(arith.CmpFPredicate.OGT, m, _f(x, 2 * SQRT_HALF))
     m = arith.select(big, arith.mulf(m, _f(x, 0.5)), m)
-    e = arith.sitofp(x.type, arith.select(big, arith.addi(exponent, _i64(1)), exponent))
+    e = arith.sitofp(x.type, arith.select(big, arith.addi(exponent, _i(1, 64)), exponent))
     s = arith.divf(arith.subf(m, _f(x, 1.0)), arith.addf(m, _f(x, 1.0)))
     series = _poly([1.0 / (2 * k + 1) for k in range(POW_LOG_TERMS)], arith.mulf(s, s))
     return math.fma(e, _f(x, LN2), arith.mulf(arith.mulf(s, _f(x, 2.0)), series))
@@ -201,8 +202,8 @@ def _exp_f64(t: ir.Value) -> ir.Value:
     n = math.roundeven(arith.mulf(t, _f(t, LOG2E)))
     r = math.fma(n, _f(t, -LN2_HI_F64), t)
     r = math.fma(n, _f(t, -LN2_LO_F64), r)
-    taylor = _poly([1.0 / float(np.prod(range(1, k + 1))) for k in range(POW_EXP_TERMS)], r)
-    scale = arith.bitcast(t.type, arith.shli(arith.addi(arith.fptosi(i64, n), _i64(1023)), _i64(52)))
+    taylor = _poly([1.0 / factorial(k) for k in range(POW_EXP_TERMS)], r)
+    scale = arith.bitcast(t.type, arith.shli(arith.addi(arith.fptosi(i64, n), _i(1023, 64)), _i(52, 64)))
     return arith.mulf(taylor, scale)
 
 
@@ -231,7 +232,7 @@ def pow_(a: ir.Value, b: ir.Value) -> ir.Value:
     odd = arith.andi(arith.andi(integer, small), odd_bit)
     negative = cmp(arith.CmpFPredicate.OLT, a, 0.0)
     signed = arith.select(arith.andi(negative, odd), arith.negf(value), value)
-    value = arith.select(arith.andi(negative, _not(integer)), _f(a, float("nan")), signed)
+    value = arith.select(arith.andi(negative, logical_not(integer)), _f(a, float("nan")), signed)
     # |a| = 0 or inf: 0 or inf by b's sign (and |a|'s size), the sign of a where b is an odd integer.
     positive_b = cmp(arith.CmpFPredicate.OGT, b, 0.0)
     zero = cmp(arith.CmpFPredicate.OEQ, magnitude, 0.0)
@@ -244,16 +245,7 @@ def pow_(a: ir.Value, b: ir.Value) -> ir.Value:
                                     cmp(arith.CmpFPredicate.OEQ, math.absf(b), float("inf"))))  # fmt: skip
     value = arith.select(one, _f(a, 1.0), value)
     nan = arith.ori(cmp(arith.CmpFPredicate.UNO, a, 0.0), cmp(arith.CmpFPredicate.UNO, b, 0.0))
-    return arith.select(arith.andi(nan, _not(one)), _f(a, float("nan")), value)
-
-
-def _not(x: ir.Value) -> ir.Value:
-    return arith.xori(x, arith.ConstantOp(x.type, ir.IntegerAttr.get(x.type, 1)).result)
-
-
-def _i64(value: int) -> ir.Value:
-    i64 = ir.IntegerType.get_signless(64)
-    return arith.ConstantOp(i64, ir.IntegerAttr.get(i64, value)).result
+    return arith.select(arith.andi(nan, logical_not(one)), _f(a, float("nan")), value)
 
 
 APPROXIMATIONS: dict[str, Callable[..., ir.Value]] = {

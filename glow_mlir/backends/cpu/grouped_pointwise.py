@@ -25,6 +25,7 @@ from mlir import ir
 from mlir.dialects import arith, func, memref, scf, vector
 
 from glow_mlir.backends.cpu.conv_recipes import LANES
+from glow_mlir.backends.cpu.depthwise_recipes import each_tile
 from glow_mlir.backends.cpu.outline import define_helper
 from glow_mlir.backends.cpu.pointwise_recipes import even_pixels
 from glow_mlir.backends.cpu.recipes import block_at, collapse_dims, packed_global, static_shape
@@ -102,15 +103,7 @@ class PixelGroups:
         scratch = memref.alloca(ir.MemRefType.get([rows, self.vectors * LANES], ir.F32Type.get()), [], [],
                                 alignment=64)  # fmt: skip
         tile = _Tile(self, x, w, y, bias[0] if bias else None, scratch)
-        step = self.vectors * LANES
-        full, rest = divmod(self.pixels, step)
-        if full:
-            loop = scf.ForOp(index(0), index(full * step), index(step))
-            with ir.InsertionPoint(loop.body):
-                tile.emit(loop.induction_variable, step)
-                scf.YieldOp([])
-        if rest:
-            tile.emit(index(full * step), rest)
+        each_tile(self.pixels, self.vectors * LANES, tile.emit)
 
 
 class _Tile:
@@ -122,17 +115,9 @@ class _Tile:
 
     def emit(self, p0: ir.Value, pixels: int) -> None:
         """Pixels p0 .. p0 + pixels - 1: the input transposed into the scratch block, then each pass."""
-        k = self.k
+        each_tile(self.k.cg, LANES, lambda c0, channels: self._transposed_in(p0, pixels, c0, channels))
         vectors = -(-pixels // LANES)
-        full, rest = divmod(k.cg, LANES)
-        if full:
-            loop = scf.ForOp(index(0), index(full * LANES), index(LANES))
-            with ir.InsertionPoint(loop.body):
-                self._transposed_in(p0, pixels, loop.induction_variable, LANES)
-                scf.YieldOp([])
-        if rest:
-            self._transposed_in(p0, pixels, index(full * LANES), rest)
-        for f0, width in k.passes:
+        for f0, width in self.k.passes:
             self._pass(p0, pixels, vectors, f0, width)
 
     def _transposed_in(self, p0: ir.Value, pixels: int, c0: ir.Value, channels: int) -> None:
