@@ -594,6 +594,22 @@ irdl.dialect @glow {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs}
   }
 
+  // ONNX RoiAlign: for each box [x0, y0, x1, y1] of `rois` (scaled by `spatial_scale`, less half a pixel with `half_pixel`) in image `batch_indices` of the NCHW input, an `output_size` grid of cells, each the average (mode avg) or max (mode max) of bilinear samples, `sampling_ratio` per axis or ceil(box / output) when 0.
+  irdl.operation @roi_align {
+    %input = irdl.base "!builtin.tensor"
+    %rois = irdl.base "!builtin.tensor"
+    %batch_indices = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %output_size = irdl.base "#builtin.dense_array"
+    %sampling_ratio = irdl.base "#builtin.integer"
+    %spatial_scale = irdl.base "#builtin.float"
+    %half_pixel = irdl.base "#builtin.integer"
+    %mode = irdl.base "#builtin.string"
+    irdl.operands(input: %input, rois: %rois, batch_indices: %batch_indices)
+    irdl.results(result: %result)
+    irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode}
+  }
+
   // A constant tensor (Glow's Constant); `value` is a dense elements attribute.
   irdl.operation @constant {
     %result = irdl.base "!builtin.tensor"
@@ -942,6 +958,22 @@ irdl.dialect @glow {
     irdl.operands(input: %input)
     irdl.results(result: %result)
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "countIncludePads" = %countIncludePads}
+  }
+
+  // CPU backend: glow.roi_align of NHWC input into [R, OH, OW, C].
+  irdl.operation @cpu_roi_align_nhwc {
+    %input = irdl.base "!builtin.tensor"
+    %rois = irdl.base "!builtin.tensor"
+    %batch_indices = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %output_size = irdl.base "#builtin.dense_array"
+    %sampling_ratio = irdl.base "#builtin.integer"
+    %spatial_scale = irdl.base "#builtin.float"
+    %half_pixel = irdl.base "#builtin.integer"
+    %mode = irdl.base "#builtin.string"
+    irdl.operands(input: %input, rois: %rois, batch_indices: %batch_indices)
+    irdl.results(result: %result)
+    irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode}
   }
 
   // A counted loop whose body is the function `body`: carried values, scan inputs sliced per iteration, invariants; results are the final carried values and the stacked scan outputs.

@@ -601,6 +601,22 @@ irdl.dialect @glow_ir {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
   }
 
+  // dest [R, C, OH, OW] = roi_align of NCHW src (rules as glow.roi_align); a batch index out of range reads its nearest image.
+  irdl.operation @roi_align {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %rois = irdl.base "!builtin.memref"
+    %batch_indices = irdl.base "!builtin.memref"
+    %output_size = irdl.base "#builtin.dense_array"
+    %sampling_ratio = irdl.base "#builtin.integer"
+    %spatial_scale = irdl.base "#builtin.float"
+    %half_pixel = irdl.base "#builtin.integer"
+    %mode = irdl.base "#builtin.string"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, src: %src, rois: %rois, batch_indices: %batch_indices)
+    irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode, "roles" = %roles}
+  }
+
   // Every element of dest = value (f32 attribute for floats, integer attribute for integers and i1).
   irdl.operation @splat {
     %dest = irdl.base "!builtin.memref"
@@ -977,6 +993,22 @@ irdl.dialect @glow_ir {
     %roles = irdl.is ["out", "in"]
     irdl.operands(dest: %dest, src: %src)
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
+  }
+
+  // CPU backend: glow_ir.roi_align of NHWC src into [R, OH, OW, C], a vector of channels at a time.
+  irdl.operation @cpu_roi_align_nhwc {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %rois = irdl.base "!builtin.memref"
+    %batch_indices = irdl.base "!builtin.memref"
+    %output_size = irdl.base "#builtin.dense_array"
+    %sampling_ratio = irdl.base "#builtin.integer"
+    %spatial_scale = irdl.base "#builtin.float"
+    %half_pixel = irdl.base "#builtin.integer"
+    %mode = irdl.base "#builtin.string"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, src: %src, rois: %rois, batch_indices: %batch_indices)
+    irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode, "roles" = %roles}
   }
 
   // glow.loop's instruction: @out the results' buffers, @in the operands'; `roles` lists them.

@@ -314,21 +314,20 @@ class Graph:
         "cpu_avg_pool_nhwc", "The CPU backend's average pooling, NHWC; strides default to the kernel size."
     )
 
-    def batch_normalization(
-        self,
-        input: TensorLike,
-        scale: TensorLike,
-        bias: TensorLike,
-        mean: TensorLike,
-        var: TensorLike,
-        epsilon: float = 1e-5,
-        momentum: float = 0.9,
-        channel_idx: int = 1,
-        name: str | None = None,
-    ) -> Tensor:
+    def batch_normalization(self, input: TensorLike, scale: TensorLike, bias: TensorLike, mean: TensorLike,
+                            var: TensorLike, epsilon: float = 1e-5, momentum: float = 0.9, channel_idx: int = 1,
+                            name: str | None = None) -> Tensor:  # fmt: skip
         """Inference batch normalization along dim `channel_idx`."""
         attrs = {"epsilon": epsilon, "momentum": momentum, "channelIdx": channel_idx}
         return self._op("batch_normalization", [input, scale, bias, mean, var], name, attrs)
+
+    def roi_align(self, input: TensorLike, rois: TensorLike, batch_indices: TensorLike, output_size: Sequence[int],
+                  sampling_ratio: int = 0, spatial_scale: float = 1.0, half_pixel: bool = True, mode: str = "avg",
+                  name: str | None = None) -> Tensor:  # fmt: skip
+        """ONNX RoiAlign of NCHW `input` at boxes `rois` [R, 4] of images `batch_indices` (i64 [R])."""
+        attrs = {"output_size": tuple(output_size), "sampling_ratio": sampling_ratio, "spatial_scale": spatial_scale,
+                 "half_pixel": half_pixel, "mode": mode}  # fmt: skip
+        return self._op("roi_align", [input, rois, batch_indices], name, attrs)
 
     # Data movement.
 

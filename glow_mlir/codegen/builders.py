@@ -190,10 +190,11 @@ def loop_nest(bounds: Sequence[int], body: Callable[[list[ir.Value]], None]) -> 
 
 
 def reduce_loop(
-    upper: int, init: ir.Value, step: Callable[[ir.Value, ir.Value], ir.Value]
+    upper: int | ir.Value, init: ir.Value, step: Callable[[ir.Value, ir.Value], ir.Value]
 ) -> ir.Value:
-    """A scf.for over [0, upper) carrying one value: `step(j, carried)` returns the next one."""
-    loop = scf.ForOp(index(0), index(upper), index(1), [init])
+    """A scf.for over [0, upper) carrying one value: `step(j, carried)` returns the next one; `upper` is a
+    number or an index value known at run time."""
+    loop = scf.ForOp(index(0), index(upper) if isinstance(upper, int) else upper, index(1), [init])
     with ir.InsertionPoint(loop.body):
         scf.YieldOp([step(loop.induction_variable, loop.inner_iter_args[0])])
     return loop.results[0]

@@ -88,3 +88,24 @@ define(OpDef(
         graph="fused_convolution", doc="dest = activation(convolution(src, filter, bias)), NCHW, no padding.",
     ),
 ))
+ROI_ALIGN = (
+    ("output_size", Attr.INTS), ("sampling_ratio", Attr.INT), ("spatial_scale", Attr.FLOAT),
+    ("half_pixel", Attr.BOOL), ("mode", Attr.STRING),
+)
+define(OpDef(
+    "roi_align",
+    "ONNX RoiAlign: for each box [x0, y0, x1, y1] of `rois` (scaled by `spatial_scale`, less half a pixel with "
+    "`half_pixel`) in image `batch_indices` of the NCHW input, an `output_size` grid of cells, each the average "
+    "(mode avg) or max (mode max) of bilinear samples, `sampling_ratio` per axis or ceil(box / output) when 0.",
+    ("input", "rois", "batch_indices"), attrs=ROI_ALIGN,
+    shape=lambda o, a, r: shapes.roi_align(
+        *o, output_size=a["output_size"], sampling_ratio=a["sampling_ratio"], mode=a["mode"]
+    ),
+    types=t.boxes, evaluate=ref.roi_align,
+    ir=IrDef(
+        "roi_align", (("dest", "out"), ("src", "in"), ("rois", "in"), ("batch_indices", "in")),
+        attrs=tuple(name for name, _ in ROI_ALIGN), graph="roi_align",
+        doc="dest [R, C, OH, OW] = roi_align of NCHW src (rules as glow.roi_align); a batch index out of range "
+        "reads its nearest image.",
+    ),
+))

@@ -386,3 +386,53 @@ def unary(fn: Callable[[Array], Array]) -> Callable[[ir.Operation, list[Array]],
 def in_float64(fn: Callable[[Array], Array]) -> Callable[[ir.Operation, list[Array]], Array]:
     """A transcendental function computed in float64, rounded once to the result type by `evaluate`."""
     return lambda _, a: fn(a[0].astype(np.float64))
+
+
+def roi_align(op: ir.Operation, a: list[Array]) -> Array:
+    """ONNX RoiAlign (its reference's arithmetic): each output cell of a box averages (or takes the max of)
+    bilinear samples on a grid over the cell, `sampling_ratio` per axis or, when 0, ceil(box / output) of
+    them; a sample more than one pixel outside the image reads 0. Coordinates in the input's type, sums in
+    float64."""
+    x, rois, batch = a
+    t = x.dtype.type
+    _, c, h, w = x.shape
+    out_h, out_w = ops.ints(op, "output_size")
+    ratio, half = ops.integer(op, "sampling_ratio"), bool(ops.integer(op, "half_pixel"))
+    scale, largest = t(ops.floating(op, "spatial_scale")), ir.StringAttr(op.attributes["mode"]).value == "max"
+    out = np.zeros((len(rois), c, out_h, out_w))
+    for r, (box, b) in enumerate(zip(rois, batch, strict=True)):
+        x0, y0, x1, y1 = box * scale - t(0.5 if half else 0)
+        size_h, size_w = y1 - y0, x1 - x0
+        if not half:
+            size_h, size_w = max(size_h, t(1)), max(size_w, t(1))
+        grid_h = ratio or int(np.ceil(size_h / t(out_h)))
+        grid_w = ratio or int(np.ceil(size_w / t(out_w)))
+        if grid_h <= 0 or grid_w <= 0:
+            continue
+        rows, row_weights = _roi_taps(y0, size_h / t(out_h), out_h, grid_h, h)
+        cols, col_weights = _roi_taps(x0, size_w / t(out_w), out_w, grid_w, w)
+        # [C, out_h, grid_h, 2, out_w, grid_w, 2]: every sample's four corners.
+        values = wide(x[int(b)])[:, rows][:, :, :, :, cols]
+        weights = row_weights[:, :, :, None, None, None] * col_weights
+        terms = weights * values
+        if largest:
+            out[r] = terms.max(axis=(2, 3, 5, 6))
+        else:
+            out[r] = terms.sum(axis=(2, 3, 5, 6)) / (grid_h * grid_w)
+    return out
+
+
+def _roi_taps(start: Array, size: Array, cells: int, grid: int, length: int) -> tuple[Array, Array]:
+    """Along one axis, the two pixels each sample of each cell reads and their weights, [cells, grid, 2]; a
+    sample beyond [-1, length] has weights 0."""
+    t = type(start)
+    cell, sample = np.arange(cells, dtype=start.dtype)[:, None], np.arange(grid, dtype=start.dtype)[None, :]
+    pos = start + cell * size + (sample + t(0.5)) * size / t(grid)
+    valid = (pos >= -1) & (pos <= length)
+    pos = np.where(valid, np.maximum(pos, 0), 0)
+    low = np.minimum(np.floor(pos), length - 1).astype(np.int64)
+    pos = np.where(low >= length - 1, t(length - 1), pos)
+    high = np.minimum(low + 1, length - 1)
+    frac = pos - low
+    weights = np.stack([t(1) - frac, frac], -1) * valid[..., None]
+    return np.stack([low, high], -1), weights.astype(np.float64)

@@ -213,6 +213,20 @@ def pool(input: Shape, *, kernels: Sequence[int], strides: Sequence[int], pads: 
     return (input[0], input[1], oh, ow)
 
 
+def roi_align(
+    input: Shape, rois: Shape, batch_indices: Shape, *, output_size: Sequence[int], sampling_ratio: int, mode: str
+) -> Shape:
+    """roi_align of NCHW input at R boxes [R, 4] of batch images [R] -> [R, C, OH, OW]."""
+    rank(input, 4, "input (NCHW)")
+    require(len(rois) == 2 and rois[1] == 4, f"rois must be [R, 4], got {fmt(rois)}")
+    require(batch_indices == rois[:1], f"batch_indices {fmt(batch_indices)} must be [{rois[0]}] for rois {fmt(rois)}")
+    _length(output_size, 2, "output_size")
+    require(all(d >= 1 for d in output_size), f"output_size {fmt(output_size)} must be >= 1")
+    require(sampling_ratio >= 0, f"sampling_ratio {sampling_ratio} must be >= 0 (0: adaptive)")
+    require(mode in ("avg", "max"), f"mode '{mode}' must be avg or max")
+    return (rois[0], input[1], *output_size)
+
+
 def activation(name: str, args: Sequence[float]) -> None:
     """A fused activation: "none" or one of the defined activations, with its number of arguments."""
     known = activations()

@@ -134,6 +134,14 @@ def gather(operands: Sequence[str], _: str | None) -> str:
     return data
 
 
+def boxes(operands: Sequence[str], _: str | None) -> str:
+    """Data and boxes of one float type, i64 batch indices (roi_align); the result has the data's type."""
+    _known(operands)
+    data, rois, indices = operands
+    _require(indices == "i64", f"batch indices must be i64, got {indices}")
+    return _same((data, rois), ("f32", "f64"), "f32 or f64")
+
+
 def product(allowed: Sequence[str], kind: str) -> TypeRule:
     """`same`, and also bf16 factors delivering an f32 result (any further operand, a bias, bf16 or f32): the
     native bf16 products of the CPU backend (glow-lower's widen_half), which accumulate bf16 pairs in f32."""

@@ -275,3 +275,17 @@ def test_integer_division_never_traps(dtype: type) -> None:
     expected = glow_mlir.interpret(g.module, {"a": a, "b": b})["y"]
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(got, np.array([3, -3, 0, lowest, 0, 0], dtype))
+
+
+@pytest.mark.parametrize("elt", ["f32", "f64"])
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("ratio", [0, 2])
+def test_roi_align(elt: str, mode: str, ratio: int) -> None:
+    """Boxes inside, across the edges, far outside, degenerate and inverted, in two images; an adaptive grid
+    (ratio 0) takes 1 to 5 samples a cell. 20 channels: one vector of them (two of f64) and the rest one by
+    one."""
+    boxes = np.array([[0, 0, 9, 9], [1.3, 2.7, 7.1, 8.4], [-3, -2, 15, 13], [5, 5, 5.2, 5.1], [8, 2, 3, 9],
+                      [-30, -30, -20, -25], [2.5, 3.5, 4.5, 19]], dtype(elt))  # fmt: skip
+    batch = np.int64([0, 1, 1, 0, 1, 0, 1])
+    run(lambda g, x, rois, bi: g.roi_align(x, rois, bi, (3, 2), ratio, 0.75, True, mode),
+        x=sample(elt, 2, 20, 10, 12), rois=boxes, bi=batch)  # fmt: skip

@@ -8,7 +8,8 @@ Glow's own CPU backend converts too. Each NCHW op becomes its NHWC counterpart b
   [0, 3, 1, 2]), with W' the filter as [KH, KW, C / group, O]: the transposed constant when W is one (folded
   here, once), else a glow.transpose of W. A fused_convolution keeps its activation; a convolution gets
   activation "none".
-- max_pool / avg_pool(x) -> transpose(cpu_*_pool_nhwc(transpose(x, [0, 2, 3, 1])), [0, 3, 1, 2]).
+- max_pool / avg_pool(x) -> transpose(cpu_*_pool_nhwc(transpose(x, [0, 2, 3, 1])), [0, 3, 1, 2]); roi_align(x,
+  rois, batch_indices) likewise (cpu_roi_align_nhwc: each sample reads a vector of channels).
 - conv_transpose(x, W, b) -> transpose(the interleaved phases of one cpu_conv_nhwc, [0, 3, 1, 2])
   (conv_transpose.py).
 - a convolution whose taps read padding for a large share of its outputs (a dilated one on a small map) ->
@@ -37,6 +38,7 @@ from glow_mlir.backends.cpu import conv_regions, conv_transpose, narrow_matmul
 from glow_mlir.backends.cpu.conv_recipes import LANES
 from glow_mlir.backends.cpu.narrow_conv_recipes import keeps_nchw
 from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC  # (the module defines the NHWC ops this pass creates)
+from glow_mlir.opdefs.nn import ROI_ALIGN
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.registry import register
 from glow_mlir.passes.graph.sink_transpose import transpose_to
@@ -52,6 +54,7 @@ NHWC_OPS = {
     "glow.fused_convolution": ("glow.cpu_conv_nhwc", (*CONV_ATTRS, "activation", "activationArgs")),
     "glow.max_pool": ("glow.cpu_max_pool_nhwc", WINDOW_ATTRS),
     "glow.avg_pool": ("glow.cpu_avg_pool_nhwc", (*WINDOW_ATTRS, "countIncludePads")),
+    "glow.roi_align": ("glow.cpu_roi_align_nhwc", tuple(name for name, _ in ROI_ALIGN)),
 }
 
 
@@ -80,8 +83,8 @@ def to_nhwc(op: ir.Operation) -> ir.Value:
         if found is not None:
             return conv_regions.to_nhwc(op, found, _filter_hwio, attributes)
         operands = [transpose_to(op.operands[0], TO_NHWC)]
-        if conv:
-            operands += [_filter_hwio(op.operands[1]), op.operands[2]]
+        # A convolution's filter changes layout; RoiAlign's boxes and batch indices do not.
+        operands += [_filter_hwio(op.operands[1]), op.operands[2]] if conv else list(op.operands[1:])
         if full_width:
             return transpose_to(_width_as_channels(operands, attributes, result), TO_NCHW)
         return transpose_to(g.make(name, operands, result, attributes), TO_NCHW)

@@ -1,5 +1,6 @@
 """glow-ir-to-linalg's lowerings of the CPU backend's own instructions: the NHWC convolution and pools that
-glow-cpu-layout creates (`glow_ir.cpu_conv_nhwc`, `glow_ir.cpu_max_pool_nhwc`, `glow_ir.cpu_avg_pool_nhwc`).
+glow-cpu-layout creates (`glow_ir.cpu_conv_nhwc`, `glow_ir.cpu_max_pool_nhwc`, `glow_ir.cpu_avg_pool_nhwc`,
+`glow_ir.cpu_roi_align_nhwc`).
 
 They register into the codegen table (glow_mlir/codegen/table.py) on import, and mark the bias and
 activation ops of a convolution for glow-cpu-schedule, which reads `CONV_BIAS_ATTR` and
@@ -27,6 +28,7 @@ from glow_mlir.codegen.builders import (
 )
 from glow_mlir.codegen.math import activate
 from glow_mlir.codegen.nn import avg_pool, max_pool
+from glow_mlir.codegen.roi_align import lower_roi_align
 from glow_mlir.codegen.table import fail, lowering, register_lowerings
 
 # Marks on the bias and activation ops of a CPU convolution, which glow-cpu-schedule fuses into the
@@ -160,6 +162,7 @@ def grouped_conv(
 register_lowerings(
     {
         "cpu_max_pool_nhwc": float_only(lambda op: max_pool(op, linalg.pooling_nhwc_max)),
+        "cpu_roi_align_nhwc": lambda op: lower_roi_align(op, channels_last=True),
         "cpu_avg_pool_nhwc": float_only(lambda op: avg_pool(op, linalg.pooling_nhwc_sum)),
     }
 )

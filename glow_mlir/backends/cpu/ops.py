@@ -1,4 +1,4 @@
-"""The CPU backend's own ops (Glow's `CPUSpecificNodes.h`): convolution and pooling in NHWC, with their
+"""The CPU backend's own ops (Glow's `CPUSpecificNodes.h`): convolution, pooling and RoiAlign in NHWC, with their
 definitions and the glow-lower rules that make their padding explicit.
 
 glow-cpu-layout (`glow_mlir.backends.cpu.layout`) turns NCHW convolutions and pools into these between
@@ -30,6 +30,7 @@ from glow_mlir.opdefs.base import (
 )
 from glow_mlir.opdefs.nn import (
     ACTIVATION,
+    ROI_ALIGN,
     CONV,
     CONV_IR_ATTRS,
     CONV_OPERANDS,
@@ -70,6 +71,11 @@ def pool_nhwc(input: Shape, *, kernels: Sequence[int], strides: Sequence[int], p
 
 def _nchw_to_nhwc(shape: Shape) -> Shape:
     return (shape[0], shape[2], shape[3], shape[1])
+
+
+def _nhwc_to_nchw(shape: Shape) -> Shape:
+    shapes.rank(shape, 4, "input (NHWC)")
+    return (shape[0], shape[3], shape[1], shape[2])
 
 
 # The layout changes of the CPU backend (its NHWC ops, glow-cpu-layout and the ops it builds). The NHWC ops are
@@ -150,6 +156,20 @@ define(OpDef(
     evaluate=nhwc_pool(ref.avg_pool),
     ir=IrDef("cpu_avg_pool_nhwc", POOL_OPERANDS, attrs=POOL_IR_ATTRS, graph="cpu_avg_pool_nhwc",
              doc="CPU backend: average pooling over full windows in NHWC, no padding."),
+))
+
+define(OpDef(
+    "cpu_roi_align_nhwc", "CPU backend: glow.roi_align of NHWC input into [R, OH, OW, C].",
+    ("input", "rois", "batch_indices"), attrs=ROI_ALIGN, backend="cpu",
+    shape=lambda o, a, r: _nchw_to_nhwc(shapes.roi_align(
+        _nhwc_to_nchw(o[0]), *o[1:], output_size=a["output_size"], sampling_ratio=a["sampling_ratio"], mode=a["mode"]
+    )),
+    types=t.boxes, evaluate=lambda op, a: ref.roi_align(op, [a[0].transpose(TO_NCHW), *a[1:]]).transpose(TO_NHWC),
+    ir=IrDef(
+        "cpu_roi_align_nhwc", (("dest", "out"), ("src", "in"), ("rois", "in"), ("batch_indices", "in")),
+        attrs=tuple(name for name, _ in ROI_ALIGN), graph="cpu_roi_align_nhwc",
+        doc="CPU backend: glow_ir.roi_align of NHWC src into [R, OH, OW, C], a vector of channels at a time.",
+    ),
 ))
 
 # H and W of NHWC: glow-lower pads these ops along them.

@@ -1,4 +1,5 @@
-"""Pooling ONNX ops: MaxPool (and its Indices output), AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool.
+"""Pooling ONNX ops: MaxPool (and its Indices output), AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool,
+RoiAlign (glow.roi_align: its samples per box are known only at run time).
 
 glow's pools are 2-D NCHW, so 1-D ones are lifted to 2-D with a unit height, and 3-D ones are a 2-D pool over
 (H, W) and one over D (separable, `_pool_3d`). What they cannot express is composed: ceil_mode pooling extends
@@ -22,6 +23,7 @@ from glow_mlir.frontends.onnx.node import (
     NodeContext,
     Value,
     dtype,
+    float16_in_float32,
     is_float,
     rank,
     shape,
@@ -241,3 +243,34 @@ def global_pool(ctx: NodeContext) -> list[Value]:
         y = ctx.g.batched_reduce_add(x, axes)
         y = ctx.g.div(y, ctx.scalar_like(y, count))
     return [ctx.keep_dims(y, shape(x), axes)]
+
+
+@handles("RoiAlign")
+@float16_in_float32
+def roi_align(ctx: NodeContext) -> list[Value]:
+    x, rois, batch = ctx.input(0), ctx.input(1), ctx.input(2)
+    # Opset 10 had no attribute and no half-pixel shift (its "output_half_pixel").
+    transform = ctx.attr("coordinate_transformation_mode", "half_pixel" if ctx.opset >= 16 else "output_half_pixel")
+    if transform not in ("half_pixel", "output_half_pixel"):
+        raise ctx.unsupported("coordinate_transformation_mode", f"unknown value '{transform}'")
+    mode = ctx.attr("mode", "avg")
+    if mode not in ("avg", "max"):
+        raise ctx.unsupported("mode", f"unknown value '{mode}'")
+    size = [ctx.attr("output_height", 1), ctx.attr("output_width", 1)]
+    if rank(x) != 4 or shape(rois)[1:] != (4,) or shape(batch) != shape(rois)[:1]:
+        raise ctx.invalid(
+            f"X {list(shape(x))}, rois {list(shape(rois))} and batch_indices {list(shape(batch))} must be "
+            "[N, C, H, W], [R, 4] and [R]"
+        )
+    if not is_float(x) or dtype(rois) != dtype(x):
+        raise UnsupportedTypeError(f"node '{ctx.name}' (RoiAlign) X and rois", f"{dtype(x)}, {dtype(rois)}")
+    if min(size) < 1 or ctx.attr("sampling_ratio", 0) < 0:
+        raise ctx.invalid(f"output size {size} must be >= 1 and sampling_ratio >= 0")
+    if shape(rois)[0] == 0:
+        return [np.empty([0, shape(x)[1], *size], dtype(x))]
+    return [
+        ctx.g.roi_align(
+            x, rois, ctx.convert(batch, np.int64), size, ctx.attr("sampling_ratio", 0), ctx.attr("spatial_scale", 1.0),
+            transform == "half_pixel", mode,
+        )
+    ]

@@ -15,6 +15,7 @@ from mlir import ir
 from glow_mlir import ops
 from glow_mlir.context import make_context
 from glow_mlir.errors import VerificationError
+from glow_mlir.opdefs import reference
 from glow_mlir.pipeline.runner import run_pipeline
 from glow_mlir.runtime import compile_allocated
 
@@ -53,6 +54,7 @@ ROLES = {
     "arg_min": ["out", "in"],
     "batch_matmul": ["out", "in", "in"],
     "conv_transpose": ["out", "in", "in", "in"],
+    "roi_align": ["out", "in", "in", "in"],
 }
 
 
@@ -71,6 +73,8 @@ def attribute(value: object) -> str:
         return f"{value} : i64"
     if isinstance(value, float):
         return f"{value!r} : f32"
+    if isinstance(value, str):
+        return f'"{value}"'
     items = ", ".join(str(int(v)) for v in value)  # type: ignore[attr-defined]
     return f"array<i64: {items}>" if items else "array<i64>"
 
@@ -905,3 +909,22 @@ def test_f64_to_f16_rounds_once() -> None:
     got = run_one("convert_to", "f16", x.shape, x)
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(got, x.astype(np.float16))
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("ratio,half_pixel", [(0, True), (2, False)])
+def test_roi_align_nchw(mode: str, ratio: int, half_pixel: bool) -> None:
+    """The NCHW lowering (the CPU backend compiles RoiAlign in NHWC) against the op's evaluator, which the
+    ONNX tests hold to onnxruntime; a batch index beyond the batch reads the last image."""
+    x = rand(2, 3, 9, 11)
+    rois = np.float32([[0, 0, 8, 8], [1.3, 2.7, 7.1, 8.4], [-3, -2, 15, 13], [8, 2, 3, 9], [-30, -30, -20, -25]])
+    batch = np.int64([0, 1, 1, 0, 5])
+    attrs = {"output_size": (3, 2), "sampling_ratio": ratio, "spatial_scale": 0.75, "half_pixel": half_pixel,
+             "mode": mode}  # fmt: skip
+    fn = Function()
+    fn.inst("roi_align", fn.output("y", (5, 3, 3, 2)), fn.input("x", x), fn.input("rois", rois),
+            fn.input("bi", batch), **attrs)  # fmt: skip
+    module = ir.Module.parse(fn.text(), context=make_context())
+    instruction = next(o for o in ops.walk_ops(module.operation) if o.name == "glow_ir.roi_align")
+    want = reference.roi_align(instruction, [x, rois, np.minimum(batch, 1)]).astype(np.float32)
+    check(fn, {"y": want})

@@ -231,3 +231,14 @@ func.func @one_column(%x: tensor<32x64xf32> {glow.name = "x"}, %w: tensor<64x1xf
   %y1 = "glow.matmul"(%x1, %w) : (tensor<1x64xf32>, tensor<64x1xf32>) -> tensor<1x1xf32>
   return %y, %y3, %y1 : tensor<32x1xf32>, tensor<3x32x1xf32>, tensor<1x1xf32>
 }
+
+// RoiAlign reads a vector of channels per sample in NHWC: the feature map goes to NHWC, the boxes and batch
+// indices stay as they are, and the [R, OH, OW, C] result goes back to NCHW.
+// LAYOUT-LABEL: func.func @roi_align
+// LAYOUT: %[[X:.*]] = "glow.transpose"(%arg0) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<2x32x10x12xf32>) -> tensor<2x10x12x32xf32>
+// LAYOUT: %[[P:.*]] = "glow.cpu_roi_align_nhwc"(%[[X]], %arg1, %arg2) {half_pixel = true, mode = "avg", output_size = array<i64: 7, 7>, sampling_ratio = 0 : i64, spatial_scale = 2.500000e-01 : f32} : (tensor<2x10x12x32xf32>, tensor<5x4xf32>, tensor<5xi64>) -> tensor<5x7x7x32xf32>
+// LAYOUT: "glow.transpose"(%[[P]]) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<5x7x7x32xf32>) -> tensor<5x32x7x7xf32>
+func.func @roi_align(%x: tensor<2x32x10x12xf32> {glow.name = "x"}, %rois: tensor<5x4xf32> {glow.name = "rois"}, %bi: tensor<5xi64> {glow.name = "bi"}) -> (tensor<5x32x7x7xf32> {glow.name = "y"}) {
+  %y = "glow.roi_align"(%x, %rois, %bi) {output_size = array<i64: 7, 7>, sampling_ratio = 0 : i64, spatial_scale = 2.500000e-01 : f32, half_pixel = true, mode = "avg"} : (tensor<2x32x10x12xf32>, tensor<5x4xf32>, tensor<5xi64>) -> tensor<5x32x7x7xf32>
+  return %y : tensor<5x32x7x7xf32>
+}

@@ -1,5 +1,5 @@
-"""ONNX 3-D MaxPool / AveragePool, LpPool and MaxPool's Indices output: glow-mlir against onnxruntime (or the
-spec's reference where onnxruntime lacks a case). 1-D and 2-D MaxPool / AveragePool are in
+"""ONNX 3-D MaxPool / AveragePool, LpPool, MaxPool's Indices output and RoiAlign: glow-mlir against onnxruntime
+(or the spec's reference where onnxruntime lacks a case). 1-D and 2-D MaxPool / AveragePool are in
 test_onnx_ops_nn.py."""
 
 from __future__ import annotations
@@ -107,3 +107,66 @@ def test_lp_pool_needs_positive_p() -> None:
     node = helper.make_node("LpPool", ["x"], ["y"], name="lp", kernel_shape=[2, 2], p=0)
     with pytest.raises(InvalidNodeError, match="lp.*p must be positive"):
         import_model(model([node], {"x": np.ones((1, 1, 4, 4), np.float32)}, ["y"], opset=11))
+
+
+# Boxes inside the image, across its edges, far beyond it, nearly empty; in two images.
+BOXES = np.float32([[0, 0, 9, 9], [1.3, 2.7, 7.1, 8.4], [-3, -2, 15, 13], [5, 5, 5.2, 5.1], [12, 1, 40, 4.5]])
+BOX_IMAGES = np.int64([0, 1, 1, 0, 1])
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+@pytest.mark.parametrize("ratio", [0, 2, 3])
+@pytest.mark.parametrize("transform", ["half_pixel", "output_half_pixel"])
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_roi_align(mode: str, transform: str, ratio: int, scale: float) -> None:
+    """Ratio 0 samples each cell ceil(box / output) times along each axis (1 to 6 here)."""
+    attrs = {"mode": mode, "coordinate_transformation_mode": transform, "sampling_ratio": ratio,
+             "spatial_scale": scale, "output_height": 3, "output_width": 4}  # fmt: skip
+    check_node("RoiAlign", {"x": rand(2, 19, 10, 12), "rois": BOXES, "bi": BOX_IMAGES}, attrs, opset=16)
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_roi_align_inverted_and_outside_boxes(mode: str) -> None:
+    """A box whose corners are swapped gets no samples along that axis (0); one wholly beyond the image
+    weighs every sample 0. onnxruntime overflows on the inverted box with an adaptive grid; the spec's
+    reference gives 0."""
+    rois = np.float32([[8, 2, 3, 9], [-30, -30, -20, -25], [2, 9, 6, 1], [1, 1, 6, 8]])
+    attrs = {"mode": mode, "output_height": 2, "output_width": 3, "spatial_scale": 0.8}
+    check_node("RoiAlign", {"x": rand(2, 2, 8, 9), "rois": rois, "bi": np.int64([1, 0, 0, 1])}, attrs, opset=16,
+               spec=True)  # fmt: skip
+
+
+def test_roi_align_f64_and_opset10() -> None:
+    """Opset 10 has no coordinate_transformation_mode: its boxes are not shifted by half a pixel."""
+    inputs = {"x": rand(2, 3, 10, 12, dtype=np.float64), "rois": BOXES.astype(np.float64), "bi": BOX_IMAGES}
+    check_node("RoiAlign", inputs, {"output_height": 2, "output_width": 2}, opset=10)
+
+
+def test_roi_align_f16_is_computed_in_f32() -> None:
+    boxes = BOXES[:3].astype(np.float16)
+    inputs = {"x": rand(1, 2, 6, 7, dtype=np.float16), "rois": boxes, "bi": np.zeros(3, np.int64)}
+    check_node("RoiAlign", inputs, {"output_height": 2, "output_width": 3, "sampling_ratio": 2}, opset=16,
+               spec=True, rtol=2e-3, atol=2e-3)  # fmt: skip
+
+
+def test_roi_align_of_constant_boxes_folds() -> None:
+    """Every input known at compile time: the interpreter's evaluator computes the node."""
+    feeds = {"x": rand(2, 3, 10, 12), "rois": BOXES, "bi": BOX_IMAGES}
+    node = helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], output_height=3, output_width=2, mode="max")
+    check(model([node], feeds, ["y"], opset=16), feeds, static_inputs=feeds)
+
+
+def test_roi_align_without_boxes_is_empty() -> None:
+    """No boxes: an empty result, which a following Concat drops (glow has no empty tensors)."""
+    nodes = [helper.make_node("RoiAlign", ["x", "rois", "bi"], ["r"], output_height=2, output_width=2),
+             helper.make_node("Concat", ["r", "more"], ["y"], axis=0)]  # fmt: skip
+    feeds = {"x": rand(1, 3, 4, 4), "rois": np.zeros((0, 4), np.float32), "bi": np.zeros(0, np.int64),
+             "more": rand(2, 3, 2, 2)}  # fmt: skip
+    check(model(nodes, feeds, ["y"], opset=16), feeds, static_inputs={k: feeds[k] for k in ("rois", "bi")})
+
+
+def test_roi_align_checks_its_boxes() -> None:
+    node = helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], name="roi")
+    feeds = {"x": rand(1, 3, 4, 4), "rois": rand(2, 5), "bi": np.zeros(2, np.int64)}
+    with pytest.raises(InvalidNodeError, match=r"'roi' \(RoiAlign\).*rois \[2, 5\].*\[R, 4\]"):
+        import_model(model([node], feeds, ["y"], opset=16))
