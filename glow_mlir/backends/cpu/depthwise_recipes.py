@@ -159,10 +159,12 @@ def tile_shape(out: tuple[int, int], vectors: int, window: tuple[int, int], stri
     shared by the R x P outputs."""
     (oh, ow), (kh, kw), (sh, sw), (dh, dw) = out, window, strides, dilations
     held = held_filter(vectors, kh, kw)
-    # Filter vectors live per channel vector: all taps when held, else a filter row; a row too long for the
-    # registers beside any tile (QuartzNet's 1 x 33 to 1 x 87 windows) streams, a tap's vector at a time.
+    # Filter vectors live per channel vector: all taps when held, else a filter row; a row that would leave too
+    # few registers for a full tile (MAX_ACCUMULATORS) streams, a tap's vector at a time, each loaded just before
+    # its FMAs (LLVM sinks the row's loads to their uses). Holding a 29-wide row left one accumulator: RepLKNet's
+    # 29x29 layer on 28x28 ran 1 x 1 tiles at 11 % of peak; QuartzNet's 1 x 33 to 1 x 87 rows stream too.
     filter_live = kh * kw if held else kw
-    if not held and vectors * (kw + 2) + 1 > REGISTERS:
+    if not held and vectors * (kw + 1) + 1 + MAX_ACCUMULATORS > REGISTERS:
         filter_live = 1
 
     def spans(size: int, tile: int) -> list[tuple[int, int]]:

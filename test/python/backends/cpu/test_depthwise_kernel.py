@@ -124,6 +124,10 @@ def test_channel_blocks(c: int, vectors: int, blocks: list[ChannelBlocks]) -> No
         ((56, 56), 1, 7, 1, TileShape(2, 8, 1)),
         # Rows shorter than the widest tile.
         ((1, 3), 1, 3, 1, TileShape(1, 3, 1)),
+        # RepLKNet's 29x29 and 27x27 windows: a held filter row (29 registers) would leave one accumulator, so the
+        # row streams and the tile is full (1 x 1 ran at 11 % of peak).
+        ((28, 28), 1, 29, 1, TileShape(2, 7, 1)),
+        ((14, 14), 1, 27, 1, TileShape(2, 7, 1)),
     ],
 )
 def test_tile_shape(out: tuple[int, int], vectors: int, k: int, stride: int, shape: TileShape) -> None:
