@@ -1,4 +1,4 @@
-"""GridSample and AffineGrid as gathers and elementwise arithmetic on run-time grids.
+"""GridSample, AffineGrid and DeformConv as gathers, elementwise arithmetic and matmuls on run-time grids.
 
 GridSample reads X [N, C, D1, ..., Dk] at the points a run-time grid [N, O1, ..., Om, k] names (the last
 grid dim lists the coordinates in reverse: x, the last spatial axis, first). Everything follows onnx's
@@ -21,12 +21,24 @@ mask (a masked value would still carry an inf or NaN of the pixel it hid).
 
 AffineGrid's size must be known at compile time: the grid of normalized pixel centres is then a constant,
 and the node is one matmul of theta with it.
+
+DeformConv (2-D; onnx/reference/ops/op_deform_conv.py runs an align_corners GridSample per output pixel) is an
+im2col with bilinear taps. Kernel tap (i, j) of output pixel (y, x) samples X at (y * stride - pad_top + i *
+dilation + its offset along H, likewise along W), with the offsets (and mask) of its channel's offset group.
+The corners and weights of all q = N * P * taps * G_off samples are computed as above (linear, zeros), the
+weights times the mask. X, channels last and in the frame of zeros, is [N * (H + 2) * (W + 2) * G_off, C / G_off]
+rows, so each corner of a sample is one row: per corner, one gather of q rows, weighted and added up. The
+samples run over (image, output pixel, tap, offset group), so the rows form the im2col matrix [N * P, taps * C]
+as they come, and one matmul by W as [taps * C, O] (with the bias) is the convolution; with groups, each
+group's channels are brought together for a batch_matmul. Gathering corner by corner keeps about three matrices
+live (the sum, one corner's rows and its weights broadcast over them) where one gather of all 4 would need 5.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
@@ -88,10 +100,7 @@ def grid_sample(ctx: NodeContext) -> list[Value]:
         g = ctx.reshape(ctx.g.slice(coords, [0, 0, k - 1 - axis], [n, q, 1]), [n, 1, q])
         taps, tap_weights = _axis_taps(ctx, _denormalize(ctx, g, length, align), length, mode, padding, align)
         pixels = [_pixel(ctx, t, length, padding, align) for t in taps]
-        index = ctx.convert(_stack(ctx, pixels), np.int64)
-        if strides[axis] != 1:
-            index = ctx.g.mul(index, ctx.full(shape(index), strides[axis], np.int64))
-        indices.append(index)
+        indices.append(_tap_index(ctx, pixels, strides[axis], np.dtype(np.int64)))
         if tap_weights is not None:
             weights.append(_stack(ctx, tap_weights))
     index = _combine(ctx, indices, ctx.g.add)
@@ -204,6 +213,13 @@ def _reflect(ctx: NodeContext, v: Value, low: float, high: float) -> Value:
     return ctx.g.select(ctx.g.logical_or(below, above), reflected, v)
 
 
+def _tap_index(ctx: NodeContext, pixels: Sequence[Value], stride: int, it: np.dtype) -> Value:
+    """One axis's tap pixels ([N, 1, Q] whole floats) as its term of the flat pixel indices: [N, taps, Q] of
+    the integer type `it`, times the axis's `stride` in the flattened image."""
+    index = ctx.convert(_stack(ctx, pixels), it)
+    return index if stride == 1 else ctx.g.mul(index, ctx.full(shape(index), stride, it))
+
+
 def _stack(ctx: NodeContext, values: Sequence[Value]) -> Value:
     """[N, 1, Q] tensors stacked into [N, len(values), Q]."""
     return values[0] if len(values) == 1 else ctx.g.concat(list(values), 1)
@@ -236,7 +252,9 @@ def _less(ctx: NodeContext, a: Value | float, b: Value | float) -> Value:
 
 
 def _clamp(ctx: NodeContext, v: Value, low: float, high: float) -> Value:
-    return ctx.g.max(ctx.g.min(v, _splat(ctx, v, high)), _splat(ctx, v, low))
+    """v within [low, high], a NaN at `low`: a pixel index made of a NaN coordinate must still address the image
+    (DeformConv's row gathers read memory at it unchecked; the NaN reaches the result through the weights)."""
+    return ctx.g.select(_less(ctx, float(low), v), ctx.g.min(v, _splat(ctx, v, high)), _splat(ctx, v, low))
 
 
 @handles("AffineGrid")
@@ -285,3 +303,178 @@ def _normalized(length: int, align: bool) -> np.ndarray:
         # The reference divides by zero here; onnxruntime (Eigen's LinSpaced of one point) gives 1.
         return np.ones(1)
     return -1 + 2.0 / (length - 1) * np.arange(length)
+
+
+@dataclass(frozen=True)
+class _Window:
+    """A DeformConv node's window, its attributes checked, and its output size."""
+
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads: tuple[int, ...]
+    out_hw: tuple[int, ...]
+    group: int
+    offset_group: int
+
+    @property
+    def taps(self) -> int:
+        return self.kernel[0] * self.kernel[1]
+
+    @property
+    def points(self) -> int:
+        return self.out_hw[0] * self.out_hw[1]
+
+
+@handles("DeformConv")
+def deform_conv(ctx: NodeContext) -> list[Value]:
+    x, w, offset = ctx.input(0), ctx.input(1), ctx.input(2)
+    bias, mask = ctx.optional(3), ctx.optional(4)
+    win = _deform_window(ctx, x, w, offset, bias, mask)
+    n, c, h, wd = shape(x)
+    out_type, out_dims = dtype(x), [n, shape(w)[0], *win.out_hw]
+    if 0 in out_dims:
+        return [np.empty(out_dims, out_type)]
+    if 0 in (c, h, wd):
+        # Every sample reads zeros: only the bias is left.
+        zeros = ctx.full(out_dims, 0, out_type)
+        return [zeros if bias is None else ctx.broadcast_to(ctx.reshape(bias, [out_dims[1], 1, 1]), out_dims)]
+    # Float16 and bfloat16 compute in float32 and round once at the end, as Conv does (node.float16_in_float32).
+    ft = np.dtype(np.float64) if out_type == np.float64 else np.dtype(np.float32)
+    x, w, offset, bias, mask = (None if v is None else ctx.convert(v, ft) for v in (x, w, offset, bias, mask))
+    index, weight = _deform_samples(ctx, offset, mask, shape(x), win)
+    y = _deform_product(ctx, _deform_columns(ctx, x, index, weight, win.offset_group), w, bias, n, win)
+    return [ctx.convert(ctx.reshape(y, out_dims), out_type)]
+
+
+def _deform_window(
+    ctx: NodeContext, x: Value, w: Value, offset: Value, bias: Value | None, mask: Value | None
+) -> _Window:
+    """The window of a DeformConv node, every input's shape and type checked against it."""
+    if rank(x) != 4:
+        if rank(x) < 3:
+            raise ctx.invalid(f"X {list(shape(x))} must be [N, C, D1, ..., Dk]")
+        raise ctx.unsupported("kernel_shape", f"{rank(x) - 2}-D DeformConv is not supported (X must be [N, C, H, W])")
+    n, c, h, wd = shape(x)
+    group, offset_group = ctx.attr("group", 1), ctx.attr("offset_group", 1)
+    if rank(w) != 4 or group < 1 or shape(w)[1] * group != c or shape(w)[0] % group:
+        raise ctx.invalid(f"W {list(shape(w))} must be [O, C / group, kH, kW], O divisible by group {group}, "
+                          f"for X {list(shape(x))}")  # fmt: skip
+    if offset_group < 1 or c % offset_group:
+        raise ctx.invalid(f"X's {c} channels must be divisible by offset_group {offset_group}")
+    kernel = list(shape(w)[2:])
+    if list(ctx.attr("kernel_shape", kernel)) != kernel:
+        raise ctx.invalid(f"kernel_shape {ctx.attr('kernel_shape')} must be W's spatial dims {kernel}")
+    strides, dilations = list(ctx.attr("strides", [1, 1])), list(ctx.attr("dilations", [1, 1]))
+    pads = list(ctx.attr("pads", [0, 0, 0, 0]))
+    if len(strides) != 2 or len(dilations) != 2 or len(pads) != 4 or min(*strides, *dilations) < 1 or min(pads) < 0:
+        raise ctx.invalid(f"strides {strides} and dilations {dilations} must be 2 values >= 1, pads {pads} 4 >= 0")
+    out_hw = []
+    for size, k, s, d, low, high in zip((h, wd), kernel, strides, dilations, pads[:2], pads[2:]):
+        span = size + low + high - (k - 1) * d - 1
+        if k < 1 or span < 0:
+            raise ctx.invalid(f"the {kernel} kernel dilated by {dilations} does not fit X {list(shape(x))} padded "
+                              f"by {pads}")  # fmt: skip
+        out_hw.append(span // s + 1)
+    win = _Window(tuple(kernel), tuple(strides), tuple(dilations), tuple(pads), tuple(out_hw), group, offset_group)
+    expected = {"offset": (offset, [n, offset_group * win.taps * 2, *out_hw]), "B": (bias, [shape(w)[0]]),
+                "mask": (mask, [n, offset_group * win.taps, *out_hw])}  # fmt: skip
+    for what, (v, dims) in expected.items():
+        if v is not None and list(shape(v)) != dims:
+            raise ctx.invalid(f"{what} {list(shape(v))} must be {dims} for X {list(shape(x))}, W {list(shape(w))}, "
+                              f"offset_group {offset_group}, pads {pads}, strides {strides}, dilations {dilations}")
+    present = [v for v in (x, w, offset, bias, mask) if v is not None]
+    if not is_float(x) or any(dtype(v) != dtype(x) for v in present):
+        types = ", ".join(str(dtype(v)) for v in present)
+        raise ctx.invalid(f"X, W, offset (, B, mask) must be of one float type, got {types}")
+    return win
+
+
+def _deform_samples(
+    ctx: NodeContext, offset: Value, mask: Value | None, x_dims: Sequence[int], win: _Window
+) -> tuple[Value, Value]:
+    """The rows of framed X that each sample's 4 bilinear corners read (see _deform_columns), and the corners'
+    weights (times the mask): [1, 4, q] each. The q samples run over (image, output pixel, kernel tap, offset
+    group), so that the rows gathered for them line up as the im2col matrix [N * P, taps * C]."""
+    n, _, h, wd = x_dims
+    dims = [n, win.points, win.taps, win.offset_group]
+    q = math.prod(dims)
+    offset = ctx.transpose(ctx.reshape(offset, [n, win.offset_group, win.taps, 2, win.points]), [0, 4, 2, 1, 3])
+    offset = ctx.reshape(offset, [1, q, 2])
+    it = np.dtype(np.int32) if n * (h + 2) * (wd + 2) * win.offset_group < 2**31 else np.dtype(np.int64)
+    indices: list[Value] = []
+    weights: list[Value] = []
+    origins = _kernel_origins(win)
+    for axis, (length, stride) in enumerate(((h, (wd + 2) * win.offset_group), (wd, win.offset_group))):
+        delta = ctx.reshape(ctx.g.slice(offset, [0, 0, axis], [1, q, 1]), [1, 1, q])
+        origin = origins[axis].reshape(1, win.points, win.taps, 1).astype(dtype(delta))
+        corners, corner_weights = _axis_taps(ctx, ctx.g.add(delta, _spread(ctx, origin, delta, dims)), length,
+                                             "linear", "zeros", True)  # fmt: skip
+        indices.append(_tap_index(ctx, [_pixel(ctx, t, length, "zeros", True) for t in corners], stride, it))
+        weights.append(_stack(ctx, corner_weights))
+    if n * win.offset_group > 1:
+        # The first row of each (image, offset group).
+        first = np.arange(n).reshape(n, 1, 1, 1) * (h + 2) * (wd + 2) * win.offset_group + np.arange(win.offset_group)
+        indices.append(_spread(ctx, first.astype(it), indices[0], dims))
+    weight = _combine(ctx, weights, ctx.g.mul)
+    if mask is not None:
+        mask = ctx.transpose(ctx.reshape(mask, [n, win.offset_group, win.taps, win.points]), [0, 3, 2, 1])
+        weight = ctx.g.mul(weight, ctx.broadcast_to(ctx.reshape(mask, [1, 1, q]), shape(weight)))
+    return _combine(ctx, indices, ctx.g.add), weight
+
+
+def _spread(ctx: NodeContext, array: np.ndarray, beside: Value, dims: Sequence[int]) -> Value:
+    """A constant broadcast over the samples `dims` at run time, as a [1, 1, q] row like `beside`'s."""
+    return ctx.reshape(ctx.broadcast_to(ctx.constant_beside(array, beside), dims), [1, 1, math.prod(dims)])
+
+
+def _kernel_origins(win: _Window) -> list[np.ndarray]:
+    """Where each kernel tap of each output pixel reads without an offset, along H and along W: two [P, taps]
+    arrays, output pixels row-major over (oH, oW), taps over (kH, kW)."""
+    out_rows, out_cols = np.meshgrid(*(np.arange(win.out_hw[a]) * win.strides[a] - win.pads[a] for a in (0, 1)),
+                                     indexing="ij")  # fmt: skip
+    tap_rows, tap_cols = np.meshgrid(*(np.arange(win.kernel[a]) * win.dilations[a] for a in (0, 1)), indexing="ij")
+    return [o.reshape(-1, 1) + t.reshape(1, -1) for o, t in ((out_rows, tap_rows), (out_cols, tap_cols))]
+
+
+def _deform_columns(ctx: NodeContext, x: Value, index: Value, weight: Value, offset_group: int) -> Value:
+    """The im2col matrix [q, C / G_off] (q samples as in _deform_samples): X, channels last and framed by a pixel
+    of zeros, is [N * (H + 2) * (W + 2) * G_off, C / G_off] rows, and each corner of the samples gathers its
+    rows, weighted and accumulated, so that only the sum, one corner's rows and their weights are live at once
+    (the 4 corners in one gather would be 4 times the matrix)."""
+    n, c, h, wd = shape(x)
+    framed = ctx.g.insert_tensor(ctx.full([n, h + 2, wd + 2, c], 0, dtype(x)), ctx.transpose(x, [0, 2, 3, 1]),
+                                 [0, 1, 1, 0])  # fmt: skip
+    framed = ctx.reshape(framed, [n * (h + 2) * (wd + 2) * offset_group, c // offset_group])
+    q = shape(index)[2]
+    columns: Value | None = None
+    for corner in range(4):
+        rows = ctx.g.gather(framed, ctx.reshape(ctx.g.slice(index, [0, corner, 0], [1, 1, q]), [q]), 0)
+        scale = ctx.reshape(ctx.g.slice(weight, [0, corner, 0], [1, 1, q]), [q, 1])
+        term = ctx.g.mul(rows, ctx.broadcast_to(scale, shape(rows)))
+        columns = term if columns is None else ctx.g.add(columns, term)
+    assert columns is not None
+    return columns
+
+
+def _deform_product(ctx: NodeContext, columns: Value, w: Value, bias: Value | None, n: int, win: _Window) -> Value:
+    """The convolution of the im2col matrix [N * P, taps * C] by W [O, C / group, kH, kW] and the bias: one
+    matmul per group, [N * P, taps * C / group] x [taps * C / group, O / group]; [N, O, P]."""
+    outputs, channels = shape(w)[:2]
+    per_group, depth = outputs // win.group, channels * win.taps
+    # W as [group, taps, C / group, O / group]: the rows in the matrix's order of (tap, channel).
+    w = ctx.transpose(ctx.reshape(w, [win.group, per_group, channels, win.taps]), [0, 3, 2, 1])
+    if win.group == 1:
+        lhs, rhs = ctx.reshape(columns, [n * win.points, depth]), ctx.reshape(w, [depth, outputs])
+        y = ctx.g.matmul(lhs, rhs) if bias is None else ctx.g.fused_matmul(lhs, rhs, bias)
+        return ctx.transpose(ctx.reshape(y, [n, win.points, outputs]), [0, 2, 1])
+    # The groups split the channels, which run fastest within a tap: bring each group's together first.
+    columns = ctx.reshape(columns, [n * win.points, win.taps, win.group, channels])
+    columns = ctx.reshape(ctx.transpose(columns, [2, 0, 1, 3]), [win.group, n * win.points, depth])
+    y = ctx.g.batch_matmul(columns, ctx.reshape(w, [win.group, depth, per_group]))
+    y = ctx.reshape(ctx.transpose(ctx.reshape(y, [win.group, n, win.points, per_group]), [1, 0, 3, 2]),
+                    [n, outputs, win.points])  # fmt: skip
+    if bias is None:
+        return y
+    bias = ctx.constant_beside(bias, y) if isinstance(bias, np.ndarray) else bias
+    return ctx.g.add(y, ctx.broadcast_to(ctx.reshape(bias, [outputs, 1]), shape(y)))

@@ -1,13 +1,14 @@
-"""ONNX GridSample and AffineGrid: glow-mlir against onnxruntime, or the spec's reference (spec=True) where
-onnxruntime lacks a case (volumetric cubic). Grids reach beyond [-1, 1] so that every padding mode acts, and
-some land exactly halfway between pixels so that nearest's round-half-to-even shows."""
+"""ONNX GridSample, AffineGrid and DeformConv: glow-mlir against onnxruntime, or the spec's reference (spec=True)
+where onnxruntime lacks a case (volumetric cubic). Grids reach beyond [-1, 1] so that every padding mode acts, and
+some land exactly halfway between pixels so that nearest's round-half-to-even shows; DeformConv's offsets move
+samples off the image and onto whole pixels."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from onnx import helper
-from onnx_check import check, check_node, model, rand
+from onnx_check import check, check_node, model, rand, run_both
 
 from glow_mlir.errors import InvalidNodeError, StaticInputRequired, UnsupportedAttributeError, UnsupportedTypeError
 from glow_mlir.frontends.onnx import import_model
@@ -152,3 +153,132 @@ def test_affine_grid_errors() -> None:
         _import("AffineGrid", {"theta": rand(1, 2, 3)}, consts={"size": np.array([1, 1, 2, 2, 2], np.int64)})
     with pytest.raises(InvalidNodeError, match="the_node.*size \\[1, 2\\]"):
         _import("AffineGrid", {"theta": rand(1, 2, 3)}, consts={"size": np.array([1, 2], np.int64)})
+
+
+def _offsets(*dims: int, reach: float = 2.5) -> np.ndarray:
+    """DeformConv offsets within [-reach, reach] (samples near the borders fall off the image), the first few
+    whole numbers (samples on pixels, their far corners weighted 0) or far away (whole samples off the image)."""
+    o = rand(*dims, low=-reach, high=reach)
+    flat = o.reshape(-1)
+    flat[: min(8, flat.size)] = np.float32([0.0, 1.0, -1.0, 2.0, -3.0, 20.0, -20.0, 0.5])[: min(8, flat.size)]
+    return o
+
+
+def _deform_conv(n: int, c: int, hw: tuple[int, int], outputs: int, kernel: tuple[int, int], *, group: int = 1,
+                 offset_group: int = 1, bias: bool = False, mask: bool = False, dtype: type = np.float32,
+                 **attrs: list[int]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray | None], dict[str, object],
+                                              list[str]]:
+    """(fed inputs X, offset and mask, constants W and B (None: left out before the mask), attributes, the node's
+    input order) of a DeformConv node."""
+    strides, dilations = attrs.get("strides", [1, 1]), attrs.get("dilations", [1, 1])
+    pads = attrs.get("pads", [0, 0, 0, 0])
+    out_hw = [(hw[a] + pads[a] + pads[a + 2] - (kernel[a] - 1) * dilations[a] - 1) // strides[a] + 1 for a in (0, 1)]
+    taps = kernel[0] * kernel[1]
+    inputs = {"x": rand(n, c, *hw, dtype=dtype), "offset": _offsets(n, offset_group * taps * 2, *out_hw).astype(dtype)}
+    consts: dict[str, np.ndarray | None] = {"w": rand(outputs, c // group, *kernel, dtype=dtype)}
+    if bias or mask:
+        consts["b"] = rand(outputs, dtype=dtype) if bias else None
+    if mask:
+        inputs["mask"] = rand(n, offset_group * taps, *out_hw, dtype=dtype)
+    order = ["x", "w", "offset", *(["b"] if "b" in consts else []), *(["mask"] if mask else [])]
+    return inputs, consts, {"group": group, "offset_group": offset_group, **attrs}, order
+
+
+# (batch, channels, (H, W), outputs, kernel, options)
+DEFORM_CASES = {
+    "plain": (1, 2, (5, 6), 3, (3, 3), {}),
+    "bias_and_mask": (1, 3, (5, 5), 2, (3, 3), {"bias": True, "mask": True}),
+    "mask_without_bias": (1, 2, (4, 5), 2, (3, 3), {"mask": True}),
+    "batch_and_offset_groups": (2, 4, (5, 4), 3, (3, 3), {"offset_group": 2, "bias": True, "mask": True}),
+    "groups": (1, 4, (5, 5), 4, (3, 3), {"group": 2, "bias": True}),
+    # Offset groups of 2 channels across groups of 3: the middle offset group straddles the two groups.
+    "groups_across_offset_groups": (2, 6, (5, 6), 4, (2, 3), {"group": 2, "offset_group": 3, "bias": True, "mask": True,
+                                                              "strides": [2, 1], "pads": [1, 2, 0, 1],
+                                                              "dilations": [1, 2]}),
+    "strided_padded_dilated": (1, 2, (7, 6), 2, (3, 2), {"strides": [2, 3], "pads": [2, 1, 1, 0], "dilations": [2, 1],
+                                                         "mask": True}),
+    "pointwise": (2, 3, (4, 4), 2, (1, 1), {"strides": [2, 2], "offset_group": 3, "bias": True}),
+}
+
+
+@pytest.mark.parametrize("case", DEFORM_CASES)
+def test_deform_conv(case: str) -> None:
+    n, c, hw, outputs, kernel, options = DEFORM_CASES[case]
+    inputs, consts, attrs, order = _deform_conv(n, c, hw, outputs, kernel, **options)
+    check_node("DeformConv", inputs, attrs, consts, opset=19, order=order)
+
+
+def test_deform_conv_spec_reference() -> None:
+    """The spec's reference (one GridSample per output pixel) agrees too, on a case with every input."""
+    inputs, consts, attrs, order = _deform_conv(2, 4, (4, 5), 2, (2, 3), group=2, offset_group=2, bias=True,
+                                                mask=True, pads=[1, 0, 1, 1], strides=[1, 2])
+    check_node("DeformConv", inputs, attrs, consts, opset=19, order=order, spec=True)
+
+
+def test_deform_conv_whole_offsets() -> None:
+    """Every sample on a whole pixel, many off the image or on its frame: only exact taps and zeros."""
+    inputs, consts, attrs, order = _deform_conv(1, 2, (4, 4), 2, (3, 3), pads=[1, 1, 1, 1], bias=True)
+    inputs["offset"] = rand(*inputs["offset"].shape, low=-5, high=5, dtype=np.int32).astype(np.float32)
+    check_node("DeformConv", inputs, attrs, consts, opset=19, order=order)
+
+
+def test_deform_conv_one_row_image() -> None:
+    """A one-row image: the spec's reference divides by its height - 1; onnxruntime samples the row as glow-mlir
+    does."""
+    inputs, consts, attrs, order = _deform_conv(1, 2, (1, 6), 2, (1, 3), pads=[0, 1, 0, 1])
+    check_node("DeformConv", inputs, attrs, consts, opset=19, order=order)
+
+
+def test_deform_conv_run_time_weights() -> None:
+    """W and B fed at run time, with groups (the grouped product and its bias add)."""
+    inputs, consts, attrs, order = _deform_conv(1, 4, (4, 4), 4, (3, 3), group=2, bias=True, pads=[1, 1, 1, 1])
+    check_node("DeformConv", {**inputs, **consts}, attrs, opset=19, order=order)
+    inputs, consts, attrs, order = _deform_conv(1, 4, (4, 4), 2, (3, 3), bias=True, mask=True)
+    check_node("DeformConv", {**inputs, **consts}, attrs, opset=19, order=order)
+
+
+def test_deform_conv_double_and_float16() -> None:
+    inputs, consts, attrs, order = _deform_conv(1, 2, (4, 5), 3, (3, 3), bias=True, mask=True, dtype=np.float64)
+    check_node("DeformConv", inputs, attrs, consts, opset=19, order=order)
+    # glow-mlir computes float16 in float32 and rounds once; the spec's reference rounds at every step.
+    inputs, consts, attrs, order = _deform_conv(1, 2, (4, 5), 3, (3, 3), bias=True, dtype=np.float16)
+    check_node("DeformConv", inputs, attrs, consts, opset=19, order=order, spec=True, rtol=1e-3, atol=2e-3)
+
+
+def test_deform_conv_no_channels() -> None:
+    """X without channels: every sample is empty, the output is the bias."""
+    inputs, consts, attrs, order = _deform_conv(2, 0, (4, 4), 3, (3, 3), bias=True)
+    check_node("DeformConv", inputs, attrs, consts, opset=19, order=order, spec=True)
+
+
+def test_deform_conv_nan_offsets() -> None:
+    """A NaN offset makes its output pixels NaN (its corners read the image, not memory outside it); the other
+    pixels are onnxruntime's."""
+    inputs, consts, attrs, order = _deform_conv(1, 2, (6, 6), 2, (3, 3), pads=[1, 1, 1, 1])
+    inputs["offset"][0, :, 2, 3] = np.nan
+    node = helper.make_node("DeformConv", ["x", "w", "offset"], ["y"], name="deform", **attrs)
+    [got], [expected] = run_both(model([node], inputs, ["y"], consts, opset=19), inputs)
+    assert np.isnan(got[0, :, 2, 3]).all()
+    got[0, :, 2, 3] = expected[0, :, 2, 3]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_deform_conv_errors() -> None:
+    x, w, offset = rand(1, 4, 5, 5), rand(2, 4, 3, 3), rand(1, 18, 3, 3)
+    with pytest.raises(InvalidNodeError, match="the_node.*offset \\[1, 16, 3, 3\\] must be \\[1, 18, 3, 3\\]"):
+        _import("DeformConv", {"x": x, "w": w, "offset": rand(1, 16, 3, 3)}, opset=19)
+    with pytest.raises(InvalidNodeError, match="the_node.*offset \\[1, 18, 3, 3\\] must be \\[1, 36, 3, 3\\]"):
+        _import("DeformConv", {"x": x, "w": w, "offset": offset}, {"offset_group": 2}, opset=19)
+    with pytest.raises(InvalidNodeError, match="the_node.*mask \\[1, 9, 2, 2\\] must be \\[1, 9, 3, 3\\]"):
+        _import("DeformConv", {"x": x, "w": w, "offset": offset, "b": rand(2), "mask": rand(1, 9, 2, 2)}, opset=19)
+    with pytest.raises(InvalidNodeError, match="the_node.*W \\[2, 4, 3, 3\\] must be .* group 2"):
+        _import("DeformConv", {"x": x, "w": w, "offset": offset}, {"group": 2}, opset=19)
+    with pytest.raises(InvalidNodeError, match="the_node.*4 channels must be divisible by offset_group 3"):
+        _import("DeformConv", {"x": x, "w": w, "offset": offset}, {"offset_group": 3}, opset=19)
+    with pytest.raises(InvalidNodeError, match="the_node.*kernel dilated by \\[3, 3\\] does not fit"):
+        _import("DeformConv", {"x": x, "w": w, "offset": offset}, {"dilations": [3, 3]}, opset=19)
+    with pytest.raises(InvalidNodeError, match="the_node.*one float type, got float32, float32, float64"):
+        _import("DeformConv", {"x": x, "w": w, "offset": offset.astype(np.float64)}, opset=19)
+    with pytest.raises(UnsupportedAttributeError, match="the_node.*3-D DeformConv is not supported"):
+        _import("DeformConv", {"x": rand(1, 4, 3, 3, 3), "w": rand(2, 4, 2, 2, 2), "offset": rand(1, 24, 2, 2, 2)},
+                opset=19)
