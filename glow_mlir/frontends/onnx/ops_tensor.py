@@ -98,6 +98,9 @@ def flatten(ctx: NodeContext) -> list[Value]:
 def transpose(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     perm = ctx.attr("perm", list(range(rank(x) - 1, -1, -1)))
+    # The spec's perm counts from 0, but PyTorch's TorchScript exporter writes permute's negative dims as they
+    # are (Mamba2's permute(0, -2, -1, 1)); onnx's reference (numpy) reads them from the end, as here.
+    perm = [normalize_axis(p, rank(x), ctx, "perm") for p in perm]
     return [ctx.transpose(x, perm)]
 
 

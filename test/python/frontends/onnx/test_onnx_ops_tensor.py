@@ -57,6 +57,12 @@ def test_transpose(perm: list[int] | None) -> None:
     check_node("Transpose", {"x": rand(2, 3, 4)}, {} if perm is None else {"perm": perm})
 
 
+def test_transpose_negative_perm() -> None:
+    """PyTorch's TorchScript exporter writes permute(0, -2, -1, 1) as it is (Mamba2, Bamba, Zamba2, Falcon-H1);
+    onnxruntime refuses the model, the spec's reference reads the dims from the end."""
+    check_node("Transpose", {"x": rand(2, 3, 4, 5)}, {"perm": [0, -2, -1, 1]}, spec=True)
+
+
 @pytest.mark.parametrize("axes", [None, [1], [1, -1]])
 def test_squeeze(axes: list[int] | None) -> None:
     x = rand(2, 1, 3, 1)
