@@ -503,6 +503,14 @@ irdl.dialect @glow {
     irdl.results(result: %result)
   }
 
+  // The determinant of each square matrix in the last two dims (ONNX Det): [*, N, N] -> [*].
+  irdl.operation @det {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
   // 2-D convolution, NCHW input, OIHW filter (I = C / group); pads are [top, left, bottom, right].
   irdl.operation @convolution {
     %input = irdl.base "!builtin.tensor"

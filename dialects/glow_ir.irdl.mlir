@@ -532,6 +532,15 @@ irdl.dialect @glow_ir {
     irdl.attributes {"roles" = %roles}
   }
 
+  // dest = the determinant of each N x N matrix of src (LU, partial pivoting).
+  irdl.operation @det {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
   // 2-D NCHW convolution with no padding (the graph makes padding explicit before IRGen).
   irdl.operation @convolution {
     %dest = irdl.base "!builtin.memref"

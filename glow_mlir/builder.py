@@ -29,7 +29,7 @@ from mlir.dialects import func
 from glow_mlir import ops
 from glow_mlir.context import make_context
 from glow_mlir.opdefs import OpDef, glow_op, glow_ops, shapes, types
-from glow_mlir.opdefs.base import Attrs, Trait
+from glow_mlir.opdefs.base import Attrs
 
 DType = str | type | np.dtype
 T = TypeVar("T")
@@ -217,18 +217,6 @@ class Graph:
 
     # Linear algebra.
 
-    def fully_connected(
-        self, input: TensorLike, weights: TensorLike, bias: TensorLike, name: str | None = None
-    ) -> Tensor:
-        return self._op("fully_connected", [input, weights, bias], name)
-
-    def matmul(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        return self._op("matmul", [lhs, rhs], name)
-
-    def batch_matmul(self, lhs: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
-        """[B, M, K] x [B, K, N] -> [B, M, N]."""
-        return self._op("batch_matmul", [lhs, rhs], name)
-
     def fused_matmul(
         self,
         lhs: TensorLike,
@@ -242,13 +230,8 @@ class Graph:
         activation (what glow-fuse-activations makes of matmul + batched_add + activation)."""
         return self._op("fused_matmul", [lhs, rhs, bias], name, _activation(activation, activation_args))
 
-    def batched_add(self, batch: TensorLike, slice: TensorLike, name: str | None = None) -> Tensor:
-        return self._op("batched_add", [batch, slice], name)
-
-    # Elementwise ops are methods generated from their definitions (`_elementwise_method`, below).
-
-    def softmax(self, input: TensorLike, name: str | None = None) -> Tensor:
-        return self._op("softmax", [input], name)
+    # Ops without attributes (elementwise ones, matmul, batch_matmul, fully_connected, batched_add, softmax, det)
+    # are methods generated from their definitions (`_operands_method`, below).
 
     def convert_to(self, input: TensorLike, dtype: DType, name: str | None = None) -> Tensor:
         """Elementwise conversion to `dtype`: float->int truncates toward zero, x->bool is x != 0."""
@@ -576,8 +559,8 @@ def _named(name: str) -> ir.DictAttr:
     return ir.DictAttr.get({"glow.name": ir.StringAttr.get(name)})
 
 
-def _elementwise_method(definition: OpDef) -> Callable[..., Tensor]:
-    """The Graph method of an elementwise op, `g.<name>(*operands, name=None)`, from its definition."""
+def _operands_method(definition: OpDef) -> Callable[..., Tensor]:
+    """The Graph method of an op without attributes, `g.<name>(*operands, name=None)`, from its definition."""
     arity = len(definition.operands)
 
     def method(self: Graph, *operands: TensorLike, name: str | None = None) -> Tensor:
@@ -592,8 +575,8 @@ def _elementwise_method(definition: OpDef) -> Callable[..., Tensor]:
     return method
 
 
-# Every elementwise op without attributes is a Graph method named by its definition; convert_to, which also
-# takes the result type, is written out above.
+# Every op without attributes is a Graph method named by its definition; convert_to, which also takes the result
+# type, is written out above. The CPU backend's ops are created by its layout pass, not by users.
 for _definition in list(glow_ops().values()):
-    if _definition.has(Trait.ELEMENTWISE) and not _definition.attrs and not hasattr(Graph, _definition.method_name):
-        setattr(Graph, _definition.method_name, _elementwise_method(_definition))
+    if not _definition.attrs and not _definition.backend and not hasattr(Graph, _definition.method_name):
+        setattr(Graph, _definition.method_name, _operands_method(_definition))

@@ -1,9 +1,9 @@
 """glow-ir-to-linalg's lowerings of math instructions: elementwise arithmetic, comparisons, logic and unary
-math, matmuls, reductions, softmax, and the fused activations (arg_max / arg_min: arg_search.py).
+math, matmuls, reductions, softmax, determinants, and the fused activations (arg_max / arg_min: arg_search.py).
 
 The elementwise instructions are derived from the op definitions: one linalg.generic each around the scalar
 body their op states (glow_mlir/opdefs), checked by its element-type rule. Search-shaped instructions
-(softmax) are scf loops.
+(softmax, det's pivoting) are scf loops.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from mlir import ir
-from mlir.dialects import arith, linalg, math, memref
+from mlir.dialects import arith, linalg, math, memref, scf
 
 from glow_mlir import ops
 from glow_mlir.codegen.builders import (
@@ -22,6 +22,7 @@ from glow_mlir.codegen.builders import (
     generic,
     highest,
     identity_map,
+    index,
     is_bool,
     is_float,
     loop_nest,
@@ -126,6 +127,63 @@ def _softmax(op: ir.Operation) -> None:
         loop_nest([last], normalize)
 
     loop_nest(list(dims[:-1]), row)
+
+
+@lowering("det")
+@float_only
+def _det(op: ir.Operation) -> None:
+    """Each matrix's determinant by Gaussian elimination with partial pivoting (LAPACK's getrf, as numpy and
+    onnxruntime's Eigen compute it) on a stack copy: the product of the pivots, negated per row swap. A column of
+    zeros below the diagonal makes the pivot and the determinant 0, and its elimination is skipped."""
+    dest, src = op.operands
+    dims = ops.shape(src)
+    if len(dims) < 2 or dims[-1] != dims[-2] or ops.shape(dest) != dims[:-2]:
+        raise fail(op, f"cannot take the determinants of {list(dims)} into {list(ops.shape(dest))}")
+    n, elt = dims[-1], ops.element_type(src)
+    zero = scalar(elt, 0.0)
+    work = memref.alloca(ir.MemRefType.get([n, n], elt), [], [])
+
+    def matrix(ivs: list[ir.Value]) -> None:
+        loop_nest([n, n], lambda ij: memref.store(memref.load(src, [*ivs, *ij]), work, ij))
+        columns = scf.ForOp(index(0), index(n), index(1), [scalar(elt, 1.0)])
+        with ir.InsertionPoint(columns.body):
+            k, det = columns.induction_variable, columns.inner_iter_args[0]
+            # The pivot: the largest magnitude on or below the diagonal, the first of equals.
+            search = scf.ForOp(k, index(n), index(1), [scalar(elt, -1.0), k])
+            with ir.InsertionPoint(search.body):
+                i, (best, row) = search.induction_variable, search.inner_iter_args
+                size = math.absf(memref.load(work, [i, k]))
+                larger = arith.cmpf(arith.CmpFPredicate.OGT, size, best)
+                scf.YieldOp([arith.select(larger, size, best), arith.select(larger, i, row)])
+            p = search.results[1]
+
+            def swap(j: list[ir.Value]) -> None:
+                upper, lower = memref.load(work, [k, *j]), memref.load(work, [p, *j])
+                memref.store(lower, work, [k, *j])
+                memref.store(upper, work, [p, *j])
+
+            loop_nest([n], swap)
+            pivot = memref.load(work, [k, k])
+            swapped = arith.cmpi(arith.CmpIPredicate.ne, p, k)
+            det = arith.mulf(arith.select(swapped, arith.negf(det), det), pivot)
+            eliminate = scf.IfOp(arith.cmpf(arith.CmpFPredicate.ONE, pivot, zero), [], has_else=False)
+            with ir.InsertionPoint(eliminate.then_block):
+                rows = scf.ForOp(arith.addi(k, index(1)), index(n), index(1))
+                with ir.InsertionPoint(rows.body):
+                    i = rows.induction_variable
+                    factor = arith.divf(memref.load(work, [i, k]), pivot)
+                    each = scf.ForOp(arith.addi(k, index(1)), index(n), index(1))
+                    with ir.InsertionPoint(each.body):
+                        j = each.induction_variable
+                        below = arith.mulf(factor, memref.load(work, [k, j]))
+                        memref.store(arith.subf(memref.load(work, [i, j]), below), work, [i, j])
+                        scf.YieldOp([])
+                    scf.YieldOp([])
+                scf.YieldOp([])
+            scf.YieldOp([det])
+        memref.store(columns.results[0], dest, ivs)
+
+    loop_nest(list(dims[:-2]), matrix)
 
 
 def _batched_reduce(identity: Callable[[ir.Type], ir.Value], combine: Scalar2) -> Lowering:

@@ -283,3 +283,9 @@ define(OpDef(
     types=t.FLOAT, evaluate=ref.softmax,
     ir=IrDef("softmax", UNARY_OPERANDS, doc="Softmax over the last dimension.", graph="softmax"),
 ))
+define(OpDef(
+    "det", "The determinant of each square matrix in the last two dims (ONNX Det): [*, N, N] -> [*].", ("input",),
+    shape=lambda o, a, r: shapes.det(*o), types=t.same(("f32", "f64"), "f32 or f64"), evaluate=ref.det,
+    ir=IrDef("det", UNARY_OPERANDS, doc="dest = the determinant of each N x N matrix of src (LU, partial pivoting).",
+             graph="det"),
+))

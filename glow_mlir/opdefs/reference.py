@@ -316,6 +316,11 @@ def top_k(op: ir.Operation, a: list[Array]) -> Array:
     return np.take(order, np.arange(k), axis=axis).astype(np.int64)
 
 
+def det(_: ir.Operation, a: list[Array]) -> Array:
+    """The determinant of each square matrix in the last two dims, in float64 (LAPACK's LU)."""
+    return np.linalg.det(wide(a[0]))
+
+
 def cumsum(op: ir.Operation, a: list[Array]) -> Array:
     """Running sums along `axis` in float64 / int64; `exclusive` leaves each element out of its own sum,
     `reverse` sums from the end."""

@@ -65,6 +65,12 @@ def softmax(input: Shape) -> Shape:
     return input
 
 
+def det(input: Shape) -> Shape:
+    """The determinants of the square matrices in the last two dims: [*, N, N] -> [*]."""
+    require(len(input) >= 2 and input[-1] == input[-2], f"input must be [*, N, N], got {fmt(input)}")
+    return input[:-2]
+
+
 def matmul(lhs: Shape, rhs: Shape) -> Shape:
     """[M, K] x [K, N] -> [M, N]."""
     rank(lhs, 2, "lhs")

@@ -289,3 +289,12 @@ def test_roi_align(elt: str, mode: str, ratio: int) -> None:
     batch = np.int64([0, 1, 1, 0, 1, 0, 1])
     run(lambda g, x, rois, bi: g.roi_align(x, rois, bi, (3, 2), ratio, 0.75, True, mode),
         x=sample(elt, 2, 20, 10, 12), rois=boxes, bi=batch)  # fmt: skip
+
+
+@pytest.mark.parametrize("elt", ["f32", "f64"])
+def test_det(elt: str) -> None:
+    """Random matrices, one with a zero leading entry (a row swap) and a singular one (a zero pivot)."""
+    x = sample(elt, 4, 5, 5, low=-2, high=2)
+    x[1, 0, 0] = 0
+    x[2, 3] = x[2, 1]
+    run(lambda g, x: g.det(x), x=x)

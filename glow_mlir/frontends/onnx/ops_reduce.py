@@ -1,4 +1,5 @@
-"""ONNX reductions (Reduce*, ArgMax/ArgMin) on glow's batched_reduce and arg ops.
+"""ONNX reductions (Reduce*, ArgMax/ArgMin) on glow's batched_reduce and arg ops, and Det (glow.det: each
+matrix of the last two dims to its determinant).
 
 Each Reduce op is an elementwise step before the reduction (abs, square, exp), the reduction, and one after
 it (divide by the count, sqrt, log); keepdims reshapes the result so the reduced dims stay as 1. ReduceMax
@@ -130,3 +131,17 @@ def lp_normalization(ctx: NodeContext) -> list[Value]:
     norm = ctx.broadcast_to(norm, shape(x))
     # A zero norm gives 0, as the spec's function does, not 0 / 0.
     return [ctx.g.select(ctx.g.cmp_eq(norm, ctx.scalar_like(norm, 0)), ctx.scalar_like(x, 0), ctx.g.div(x, norm))]
+
+
+@handles("Det")
+@float16_in_float32
+def det(ctx: NodeContext) -> list[Value]:
+    x = ctx.input(0)
+    if rank(x) < 2 or shape(x)[-1] != shape(x)[-2]:
+        raise ctx.invalid(f"X {list(shape(x))} must be [*, N, N]")
+    if 0 in shape(x)[:-2]:
+        return [np.empty(shape(x)[:-2], dtype(x))]
+    if shape(x)[-1] == 0:
+        # The determinant of a 0 x 0 matrix is 1 (the empty product).
+        return [np.ones(shape(x)[:-2], dtype(x))]
+    return [ctx.g.det(x)]

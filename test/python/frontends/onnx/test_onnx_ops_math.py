@@ -8,6 +8,9 @@ import pytest
 from onnx import helper
 from onnx_check import check, check_node, model, rand, run_both
 
+import glow_mlir
+from glow_mlir.errors import InvalidNodeError
+from glow_mlir.frontends.onnx import import_model
 from glow_mlir.onnx_backend import GlowBackend
 
 UNARY = {
@@ -391,3 +394,29 @@ def test_mish() -> None:
 @pytest.mark.parametrize("alpha", [1.0, 1.702])
 def test_swish(alpha: float) -> None:
     check_node("Swish", {"x": rand(2, 9, low=-6, high=6)}, {"alpha": alpha}, opset=24, spec=True)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (2, 4, 4), (2, 3, 6, 6)])
+def test_det(shape: tuple[int, ...]) -> None:
+    check_node("Det", {"x": rand(*shape)}, opset=11, rtol=1e-4)
+
+
+def test_det_pivots_singular_and_double() -> None:
+    """A zero leading entry needs a row swap (which flips the sign); a singular matrix is 0; f64 stays f64;
+    f16 is computed in f32."""
+    swap = np.float32([[0, 2, 1], [3, 1, 4], [1, 5, 9]])
+    singular = np.float32([[1, 2, 3], [2, 4, 6], [0, 1, 1]])
+    check_node("Det", {"x": np.stack([swap, singular])}, opset=11, rtol=1e-5, atol=1e-5)
+    check_node("Det", {"x": rand(3, 5, 5, dtype=np.float64)}, opset=11, spec=True)  # onnxruntime: f32 only
+    x = rand(2, 3, 3).astype(np.float16)  # neither onnxruntime nor numpy's linalg takes f16
+    graph = import_model(model([helper.make_node("Det", ["x"], ["y"])], {"x": x}, ["y"], opset=11))
+    with glow_mlir.compile(graph) as compiled:
+        got = compiled.run({"x": x})["y"]
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got, np.linalg.det(x.astype(np.float32)).astype(np.float16), rtol=2e-3, atol=2e-3)
+
+
+def test_det_needs_square_matrices() -> None:
+    node = helper.make_node("Det", ["x"], ["y"], name="det")
+    with pytest.raises(InvalidNodeError, match=r"'det' \(Det\).*X \[2, 3, 4\] must be \[\*, N, N\]"):
+        import_model(model([node], {"x": rand(2, 3, 4)}, ["y"], opset=11))
