@@ -1,5 +1,5 @@
 """Pooling ONNX ops: MaxPool (and its Indices output), AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool,
-RoiAlign (glow.roi_align: its samples per box are known only at run time).
+GlobalLpPool, RoiAlign (glow.roi_align: its samples per box are known only at run time).
 
 glow's pools are 2-D NCHW, so 1-D ones are lifted to 2-D with a unit height, and 3-D ones are a 2-D pool over
 (H, W) and one over D (separable, `_pool_3d`). What they cannot express is composed: ceil_mode pooling extends
@@ -148,14 +148,26 @@ def _pool_3d(ctx: NodeContext, x: Value, kind: str, window: Window, include_pad:
 
 def _lp_pool(ctx: NodeContext, x: Value, window: Window) -> Value:
     """(sum of |x|^p over the window) ^ (1/p): the power sum pools like a sum, its pads adding 0."""
+    p = _lp_order(ctx)
+    return _lp_root(ctx, _pool_by_gathers(ctx, _lp_power(ctx, x, p), "sum", window, False), p)
+
+
+def _lp_order(ctx: NodeContext) -> int:
     p = ctx.attr("p", 2)
     if p <= 0:
         raise ctx.invalid(f"p must be positive, got {p}")
+    return p
+
+
+def _lp_power(ctx: NodeContext, x: Value, p: int) -> Value:
+    """|x|^p, as a product for p = 2."""
     if p == 1:
-        power = ctx.g.abs(x)
-    else:
-        power = ctx.g.mul(x, x) if p == 2 else ctx.g.pow(ctx.g.abs(x), ctx.scalar_like(x, p))
-    total = _pool_by_gathers(ctx, power, "sum", window, False)
+        return ctx.g.abs(x)
+    return ctx.g.mul(x, x) if p == 2 else ctx.g.pow(ctx.g.abs(x), ctx.scalar_like(x, p))
+
+
+def _lp_root(ctx: NodeContext, total: Value, p: int) -> Value:
+    """total^(1/p), as a square root for p = 2."""
     if p == 1:
         return total
     return ctx.g.sqrt(total) if p == 2 else ctx.g.pow(total, ctx.scalar_like(total, 1 / p))
@@ -232,12 +244,16 @@ def _pool_by_gathers(ctx: NodeContext, x: Value, kind: str, window: Window, incl
     return ctx.g.div(result, divisor)
 
 
-@handles("GlobalAveragePool", "GlobalMaxPool")
+@handles("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
 def global_pool(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     axes = list(range(2, rank(x)))
     if ctx.op_type == "GlobalMaxPool":
         y = ctx.g.batched_reduce_max(x, axes)
+    elif ctx.op_type == "GlobalLpPool":
+        # (sum of |x|^p over the whole map) ^ (1/p), as LpPool computes each window.
+        p = _lp_order(ctx)
+        y = _lp_root(ctx, ctx.g.batched_reduce_add(_lp_power(ctx, x, p), axes), p)
     else:
         count = math.prod(shape(x)[2:])
         y = ctx.g.batched_reduce_add(x, axes)

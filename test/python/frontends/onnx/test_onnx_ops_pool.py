@@ -170,3 +170,9 @@ def test_roi_align_checks_its_boxes() -> None:
     feeds = {"x": rand(1, 3, 4, 4), "rois": rand(2, 5), "bi": np.zeros(2, np.int64)}
     with pytest.raises(InvalidNodeError, match=r"'roi' \(RoiAlign\).*rois \[2, 5\].*\[R, 4\]"):
         import_model(model([node], feeds, ["y"], opset=16))
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 6), (1, 4, 7), (1, 2, 3, 4, 5)])
+def test_global_lp_pool(p: int, shape: tuple[int, ...]) -> None:
+    check_node("GlobalLpPool", {"x": rand(*shape)}, {"p": p}, opset=17, rtol=1e-4)
