@@ -26,18 +26,18 @@ mask of a Swin3D whose window covers the input: zero-length slices, Ranges and R
 by onnx's reference implementation (onnx.reference), since glow's folding builds glow ops, which hold no empty
 tensors; so is one whose result is empty (an Expand to a zero dim), where glow's folding refuses it. Where an
 op would compute on an empty tensor at run time, or a graph output is one, the import fails with
-`EmptyTensorError`.
+`EmptyTensorError`. The reference also computes the data-dependent ops (`DATA_DEPENDENT`: NonZero, Unique,
+NonMaxSuppression) where their inputs are known at compile time.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 import onnx
-from google.protobuf.message import DecodeError, Message
 from onnx.reference import ReferenceEvaluator
 
 from glow_mlir.builder import Graph, Tensor
@@ -71,13 +71,12 @@ from glow_mlir.frontends.onnx import (  # noqa: F401
     ops_signal,
     ops_tensor,
 )
-from glow_mlir.frontends.onnx.inference import infer_shapes
+from glow_mlir.frontends.onnx.loading import DEFAULT_DOMAINS, default_opset, load, node_names, walk
 from glow_mlir.frontends.onnx.node import (
     ONNX_TO_NUMPY,
     Emitter,
     NodeContext,
     onnx_type_name,
-    op_schema,
     tensor_array,
 )
 from glow_mlir.frontends.onnx.ops_sequence import Item
@@ -85,9 +84,14 @@ from glow_mlir.frontends.onnx.registry import HANDLERS
 from glow_mlir.frontends.onnx.signature import is_dynamic, resolve, signature, specialize
 
 MIN_OPSET = 7
-DEFAULT_DOMAINS = ("", "ai.onnx")
 # The modules of the handlers of sequence, optional and control-flow ops (`Importer._evaluate` takes the others).
 STRUCTURAL = frozenset({ops_sequence.__name__, ops_control.__name__})
+# Ops whose output shape depends on their input values (the indices of non-zero elements, the distinct values,
+# the kept boxes): glow compiles static shapes, so these are taken only where their inputs are known at compile
+# time (a mask or shape computed from constants, or from a dynamic input's specialized shape), and computed by
+# onnx's reference implementation; on run-time inputs they are refused, naming the node. (Compress has a
+# handler: only its condition must be known.)
+DATA_DEPENDENT = frozenset({"NonZero", "Unique", "NonMaxSuppression"})
 SUPPORTED_OPS = frozenset(HANDLERS)
 
 SUPPORTED_DTYPES = frozenset(ONNX_TO_NUMPY.values())
@@ -132,127 +136,6 @@ def import_loaded(
     return Importer(proto, dict(static_inputs or {}), set(keep_inputs), name).run()
 
 
-def load(model: onnx.ModelProto | bytes | str | os.PathLike[str]) -> onnx.ModelProto:
-    """The model, parsed and shape-inferred; MalformedModelError when it is not a model.
-
-    onnx.checker is not run: it refuses models onnxruntime runs (a graph output without a shape, say);
-    the import itself checks what it relies on, and what onnx's shape inference would fail on without naming
-    the node, or crash on, is checked before it runs (names that are not UTF-8, node schemas, initializers
-    defined twice).
-    """
-    if isinstance(model, onnx.ModelProto):
-        proto = model
-    elif isinstance(model, (bytes, bytearray)):
-        proto = _parse(bytes(model), "the model bytes")
-    elif isinstance(model, (str, os.PathLike)):
-        try:
-            with open(model, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise ModelImportError(f"cannot read model file '{os.fspath(model)}': {e.strerror}") from None
-        proto = _parse(data, f"'{os.fspath(model)}'")
-        # Weights stored beside the model (external data) are read relative to its folder.
-        try:
-            onnx.load_external_data_for_model(proto, os.path.dirname(os.path.abspath(model)))
-        except (OSError, ValueError, onnx.checker.ValidationError) as e:
-            # onnx names the tensor and the file it looked for.
-            raise MalformedModelError(f"'{os.fspath(model)}': cannot load external data: {_first_line(e)}") from None
-    else:
-        raise TypeError(f"expected an onnx.ModelProto, bytes or a path, got {type(model).__name__}")
-    _check_text(proto, "model")
-    _check_schemas(proto)
-    _check_values(proto.graph)
-    try:
-        return infer_shapes(proto, owned=proto is not model)
-    except (onnx.shape_inference.InferenceError, ValueError) as e:
-        raise MalformedModelError(f"ONNX shape inference failed: {_first_line(e)}") from None
-
-
-# The text fields of a tensor, and those holding messages that may have text.
-_TENSOR_TEXT = [f for f in onnx.TensorProto.DESCRIPTOR.fields if f.type in (f.TYPE_STRING, f.TYPE_MESSAGE)]
-
-
-def _check_text(message: Message, path: str) -> None:
-    """Refuses a string field that is not UTF-8: protobuf's upb parser keeps such a field as bytes, which
-    no name handling expects. `path` locates the field in the model (`model.graph.node[3].name`)."""
-    if isinstance(message, onnx.TensorProto):
-        # ListFields would copy a tensor's data (raw_data: the weights) out of the message; it is not text.
-        fields = [(f, getattr(message, f.name)) for f in _TENSOR_TEXT if f.is_repeated or message.HasField(f.name)]
-    else:
-        fields = message.ListFields()
-    for field, value in fields:
-        if field.type not in (field.TYPE_STRING, field.TYPE_MESSAGE):
-            continue
-        for i, item in enumerate(value if field.is_repeated else [value]):
-            where = f"{path}.{field.name}" + (f"[{i}]" if field.is_repeated else "")
-            if isinstance(item, bytes):
-                raise MalformedModelError(f"{where} of the model is not valid UTF-8 text")
-            if field.type == field.TYPE_MESSAGE:
-                _check_text(item, where)
-
-
-def _check_values(graph: onnx.GraphProto) -> None:
-    """Refuses a graph without outputs, a graph input, output or initializer without a name, and two
-    initializers of one name: which one a node reads is undefined, and shape inference fails on them naming
-    neither (it merges the types of an unnamed initializer and an unnamed output)."""
-    if not graph.output:
-        raise MalformedModelError(f"the model's graph '{graph.name}' has no outputs: there is nothing to compute")
-    for what, values in (("input", graph.input), ("output", graph.output), ("initializer", graph.initializer)):
-        for index, value in enumerate(values):
-            if not value.name:
-                raise MalformedModelError(f"graph {what} {index} of the model has no name")
-    seen: set[str] = set()
-    for tensor in graph.initializer:
-        if tensor.name in seen:
-            raise MalformedModelError(f"initializer '{tensor.name}' is defined more than once in graph '{graph.name}'")
-        seen.add(tensor.name)
-
-
-def _check_schemas(proto: onnx.ModelProto) -> None:
-    """Refuses, naming it, a node that breaks its schema where onnx's shape inference cannot be trusted to:
-    a required attribute missing (a Loop without its body: inference fails with its C++ library's
-    `vector::reserve`), more or fewer inputs or outputs than the op has, or a Split whose outputs differ from
-    its `num_outputs` (inference aborts the process)."""
-    opset = _default_opset(proto)
-    if opset is None:
-        return
-    for node, name in _walk(proto.graph, _node_names(proto.graph)):
-        schema = op_schema(node.op_type, opset) if node.domain in DEFAULT_DOMAINS else None
-        if schema is None:
-            continue
-        present = {a.name: a for a in node.attribute}
-        missing = [a for a, spec in schema.attributes.items() if spec.required and a not in present]
-        if missing:
-            raise InvalidNodeError(f"node '{name}' ({node.op_type}): attribute '{missing[0]}' is required")
-        for what, count, least, most in (
-            ("inputs", len(node.input), schema.min_input, schema.max_input),
-            ("outputs", len(node.output), schema.min_output, schema.max_output),
-        ):
-            if not least <= count <= most:
-                bounds = f"{least}" if least == most else f"{least} to {most}"
-                raise InvalidNodeError(f"node '{name}' ({node.op_type}): has {count} {what}, the op takes {bounds}")
-        parts = present.get("num_outputs")
-        if node.op_type == "Split" and parts is not None and parts.i != len(node.output):
-            raise InvalidNodeError(f"node '{name}' (Split): num_outputs is {parts.i} but the node has "
-                                   f"{len(node.output)} outputs")
-
-
-def _parse(data: bytes, what: str) -> onnx.ModelProto:
-    proto = onnx.ModelProto()
-    try:
-        proto.ParseFromString(data)
-    except DecodeError as e:
-        raise MalformedModelError(f"{what} is not an ONNX model (truncated or corrupt): {e}") from None
-    if not proto.HasField("graph") or not proto.opset_import:
-        raise MalformedModelError(f"{what} is not an ONNX model (truncated or corrupt): no graph or opset")
-    return proto
-
-
-def _first_line(e: Exception) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
-
-
 class Importer:
     """One import: the value environment, the graph being built and the scratch graph for folding."""
 
@@ -262,7 +145,7 @@ class Importer:
         self.model = model
         self.static_inputs = static_inputs
         self.keep_inputs = keep_inputs
-        self.opset = _default_opset(model)
+        self.opset = default_opset(model)
         self.graph = Graph(_symbol(name or model.graph.name or "model"))
         self._scratch: Graph | None = None
         self.env: dict[str, Item] = {}
@@ -271,7 +154,7 @@ class Importer:
         # One glow.constant per array: id -> (array kept alive so the id stays unique, its Tensor).
         self._constants: dict[int, tuple[np.ndarray, Tensor]] = {}
         self._array_names: dict[int, str] = {}
-        self.node_names = _node_names(model.graph)
+        self.node_names = node_names(model.graph)
 
     @property
     def scratch(self) -> Graph:
@@ -337,14 +220,31 @@ class Importer:
                 f"the model imports opset {self.opset}; the oldest supported is {MIN_OPSET} "
                 "(onnx.version_converter can upgrade it)",
             )
+        known = self._compile_time_values()
         unsupported = [
             (_qualified(node), self._node_opset(node), name)
-            for node, name in _walk(self.model.graph, self.node_names)
+            for node, name in walk(self.model.graph, self.node_names)
             if node.domain not in DEFAULT_DOMAINS
-            or (node.op_type not in HANDLERS and not functions.has_body(node, self._node_opset(node)))
+            or (node.op_type in DATA_DEPENDENT and not all(not v or v in known for v in node.input))
+            or (node.op_type not in HANDLERS and node.op_type not in DATA_DEPENDENT
+                and not functions.has_body(node, self._node_opset(node)))
         ]
         if unsupported:
             raise UnsupportedModelError(unsupported)
+
+    def _compile_time_values(self) -> set[str]:
+        """The main graph's values known at compile time, as the import will fold them: initializers, static and
+        empty inputs, Shape and Size of anything, and what nodes compute from those alone (a subgraph's values
+        count as run-time: DATA_DEPENDENT ops there are refused)."""
+        graph = self.model.graph
+        runtime = {i.name for i in graph.input if i.name in self.keep_inputs or i.name not in self.static_inputs}
+        runtime -= {t.name for t in graph.initializer if t.name not in self.keep_inputs}
+        runtime = {name for name in runtime if not _declared_empty(graph, name)}
+        known = {i.name for i in graph.input} - runtime | {t.name for t in graph.initializer}
+        for node in graph.node:
+            if node.op_type in ("Shape", "Size") or all(not v or v in known for v in node.input):
+                known.update(o for o in node.output if o)
+        return known
 
     def _node_opset(self, node: onnx.NodeProto) -> int:
         domain = "" if node.domain == "ai.onnx" else node.domain
@@ -449,7 +349,7 @@ class Importer:
                 self._set(info.name, value, frozenset() if isinstance(value, np.ndarray) else depends)
             for tensor in graph.initializer:
                 self._set(tensor.name, tensor_array(tensor, f"node '{where}' initializer '{tensor.name}'"), frozenset())
-            for node, name in zip(graph.node, _node_names(graph, f"{where}/")):
+            for node, name in zip(graph.node, node_names(graph, f"{where}/")):
                 self._import_node(node, name)
             missing = [o.name for o in graph.output if o.name not in self.env]
             if missing:
@@ -485,6 +385,16 @@ class Importer:
             v is None or isinstance(v, (np.ndarray, Tensor)) for v in inputs
         ):
             raise InvalidNodeError(f"node '{name}' ({node.op_type}): takes tensors, got a sequence or optional")
+        fold_all = all(v is None or isinstance(v, np.ndarray) for v in inputs)
+        if node.op_type in DATA_DEPENDENT and node.domain in DEFAULT_DOMAINS:
+            if not fold_all:
+                raise UnsupportedModelError(
+                    [(node.op_type, self._node_opset(node), name)],
+                    "its output shape depends on values known only at run time (glow compiles static shapes; the "
+                    "op is taken where its inputs are known at compile time)",
+                )
+            self._set_outputs(node, name, self._evaluate(node, name, inputs))
+            return
         if node.op_type not in HANDLERS:
             # ONNX may define the op as a function of others (a node of a function body is checked here, not
             # in _check_ops, since context-dependent bodies exist only once their input types are known).
@@ -492,7 +402,6 @@ class Importer:
                 raise UnsupportedModelError([(_qualified(node), self._node_opset(node), name)])
             self._import_function(node, name, inputs)
             return
-        fold_all = all(v is None or isinstance(v, np.ndarray) for v in inputs)
         # Not sequence or control-flow ops: their values are lists of arrays and subgraphs, which their handlers
         # keep at compile time themselves.
         structural = HANDLERS[node.op_type].__module__ in STRUCTURAL
@@ -517,6 +426,10 @@ class Importer:
                     # The builder's shape and type checks: the node breaks a rule of the op it maps to.
                     raise InvalidNodeError(f"node '{name}' ({node.op_type}): {e}") from None
                 outputs = list(evaluated)
+        self._set_outputs(node, name, outputs)
+
+    def _set_outputs(self, node: onnx.NodeProto, name: str, outputs: Sequence[Item]) -> None:
+        """Binds the node's output names to `outputs`, with the graph inputs each depends on."""
         depends = frozenset().union(*(self._depends.get(n, frozenset()) for n in node.input if n))
         wanted = list(node.output)
         if any(wanted[len(outputs):]):
@@ -561,25 +474,11 @@ def _type_of(value: Item | None) -> onnx.TypeProto | None:
     return None
 
 
-def _default_opset(model: onnx.ModelProto) -> int | None:
-    """The default domain's opset the model imports; None when it imports none (see _check_ops)."""
-    for o in model.opset_import:
-        if o.domain in DEFAULT_DOMAINS:
-            return o.version
-    return None
-
-
-def _node_names(graph: onnx.GraphProto, prefix: str = "") -> list[str]:
-    return [prefix + (n.name or f"{n.op_type}_{i}") for i, n in enumerate(graph.node)]
-
-
-def _walk(graph: onnx.GraphProto, names: list[str]) -> Iterator[tuple[onnx.NodeProto, str]]:
-    """Every node of `graph` with its name, and those of its subgraphs (If branches, Loop bodies, ...)."""
-    for node, name in zip(graph.node, names):
-        yield node, name
-        for attribute in node.attribute:
-            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
-                yield from _walk(sub, _node_names(sub, f"{name}/"))
+def _declared_empty(graph: onnx.GraphProto, name: str) -> bool:
+    """Whether graph input `name` declares a static shape with a zero dim (bound at import: it has no data)."""
+    info = next(i for i in graph.input if i.name == name)
+    dims = info.type.tensor_type.shape.dim
+    return bool(dims) and all(d.HasField("dim_value") for d in dims) and any(d.dim_value == 0 for d in dims)
 
 
 def _qualified(node: onnx.NodeProto) -> str:

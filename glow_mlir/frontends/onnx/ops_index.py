@@ -1,9 +1,10 @@
 """ONNX ops that read or write at indices held in tensors: GatherElements, GatherND, ScatterElements (and its
 deprecated name Scatter), ScatterND, TopK, on glow's gather_elements / gather_nd / scatter_elements /
 scatter_nd / top_k; ReverseSequence, a gather_elements at indices computed from the lengths; MaxUnpool and
-TensorScatter, scatter_elements at indices computed from theirs.
+TensorScatter, scatter_elements at indices computed from theirs; Compress, a gather of the kept indices.
 
-Indices may be computed at run time; only TopK's K must be known at compile time (it is a result dim).
+Indices may be computed at run time; only TopK's K and Compress's condition must be known at compile time (they
+decide a result dim).
 Negative indices count from the end; an out-of-range index, which ONNX leaves undefined, is clamped by the
 gathers and skipped by the scatters (glow_mlir/codegen/tensor.py).
 """
@@ -157,3 +158,23 @@ def tensor_scatter(ctx: NodeContext) -> list[Value]:
     else:
         position = ctx.broadcast_to(position, steps)
     return [ctx.g.scatter_elements(cache, position, update, axis, "none")]
+
+
+@handles("Compress")
+def compress(ctx: NodeContext) -> list[Value]:
+    """The slices along `axis` (of the flattened input without it) where the condition is true: a gather of
+    those indices. The condition decides the result's size, so it must be known at compile time."""
+    x, condition = ctx.input(0), ctx.const(1, "the condition input")
+    assert condition is not None  # a required input
+    if condition.ndim != 1:
+        raise ctx.invalid(f"condition {list(condition.shape)} must be 1-D")
+    if ctx.has("axis"):
+        axis = normalize_axis(ctx.attr("axis"), rank(x), ctx)
+    else:
+        x, axis = ctx.reshape(x, [int(np.prod(shape(x)))]), 0
+    if condition.size > shape(x)[axis]:
+        raise ctx.invalid(f"condition of {condition.size} values is longer than axis {axis} of {list(shape(x))}")
+    kept = np.flatnonzero(condition).astype(np.int64)
+    if kept.size == 0:
+        return [np.empty([*shape(x)[:axis], 0, *shape(x)[axis + 1 :]], dtype(x))]
+    return [ctx.g.gather(x, ctx.constant_beside(kept, x), axis)]

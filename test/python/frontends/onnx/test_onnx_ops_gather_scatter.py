@@ -13,6 +13,7 @@ from glow_mlir.errors import (
     InvalidNodeError,
     StaticInputRequired,
     UnsupportedAttributeError,
+    UnsupportedModelError,
 )
 from glow_mlir.frontends.onnx import import_model
 
@@ -217,3 +218,41 @@ def test_tensor_scatter(mode: str, axis: int) -> None:
     check(model([node], feeds, ["y"], opset=24), feeds, spec=True)
     prefill = helper.make_node("TensorScatter", ["c", "u"], ["y"], axis=axis)
     check(model([prefill], {"c": cache, "u": update}, ["y"], opset=24), {"c": cache, "u": update}, spec=True)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_compress_by_a_compile_time_condition(axis: int | None) -> None:
+    """A gather of the kept indices; a condition shorter than the axis drops the rest."""
+    x = rand(4, 5)
+    condition = np.array([True, False, True, True], np.bool_)
+    attrs = {} if axis is None else {"axis": axis}
+    check_node("Compress", {"x": x}, attrs, {"condition": condition}, opset=11)
+
+
+def test_compress_needs_its_condition_at_compile_time() -> None:
+    node = helper.make_node("Compress", ["x", "condition"], ["y"], name="keep", axis=0)
+    feeds = {"x": rand(4, 5), "condition": np.array([True, False, True, True])}
+    with pytest.raises(StaticInputRequired, match="keep.*condition"):
+        import_model(model([node], feeds, ["y"], opset=11))
+
+
+def test_data_dependent_ops_of_compile_time_values() -> None:
+    """NonZero and Unique of a constant mask are computed at import (onnx's reference); the run-time input is
+    then gathered at the indices found."""
+    mask = np.array([[0, 1, 1], [1, 0, 0]], np.float32)
+    nodes = [
+        helper.make_node("NonZero", ["mask"], ["where"]),
+        helper.make_node("Transpose", ["where"], ["at"], perm=[1, 0]),
+        helper.make_node("GatherND", ["x", "at"], ["picked"]),
+        helper.make_node("Unique", ["mask"], ["values"], sorted=1),
+        helper.make_node("ReduceSum", ["values"], ["total"], keepdims=0),
+        helper.make_node("Mul", ["picked", "total"], ["y"]),
+    ]
+    feeds = {"x": rand(2, 3)}
+    check(model(nodes, feeds, ["y"], {"mask": mask}, opset=13), feeds)
+
+
+def test_data_dependent_op_of_a_run_time_value_is_refused() -> None:
+    node = helper.make_node("NonZero", ["x"], ["y"], name="where")
+    with pytest.raises(UnsupportedModelError, match=r"NonZero \(opset 13\) at node 'where'"):
+        import_model(model([node], {"x": rand(2, 3)}, ["y"], opset=13))

@@ -1,0 +1,163 @@
+"""Reading an ONNX model: parsing it, loading its external data, and checking what the importer and onnx's shape
+inference rely on before shape inference runs (`load`), and walking its graphs' nodes by name.
+
+onnx.checker is not run (it refuses models onnxruntime runs); instead what shape inference would fail on without
+naming the node, or crash on, is refused here with a typed error: text fields that are not UTF-8, nodes breaking
+their schema's attribute and arity rules, unnamed or doubly defined values.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import onnx
+from google.protobuf.message import DecodeError, Message
+
+from glow_mlir.errors import InvalidNodeError, MalformedModelError, ModelImportError
+from glow_mlir.frontends.onnx.inference import infer_shapes
+from glow_mlir.frontends.onnx.node import op_schema
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def load(model: onnx.ModelProto | bytes | str | os.PathLike[str]) -> onnx.ModelProto:
+    """The model, parsed and shape-inferred; MalformedModelError when it is not a model.
+
+    onnx.checker is not run: it refuses models onnxruntime runs (a graph output without a shape, say);
+    the import itself checks what it relies on, and what onnx's shape inference would fail on without naming
+    the node, or crash on, is checked before it runs (names that are not UTF-8, node schemas, initializers
+    defined twice).
+    """
+    if isinstance(model, onnx.ModelProto):
+        proto = model
+    elif isinstance(model, (bytes, bytearray)):
+        proto = _parse(bytes(model), "the model bytes")
+    elif isinstance(model, (str, os.PathLike)):
+        try:
+            with open(model, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise ModelImportError(f"cannot read model file '{os.fspath(model)}': {e.strerror}") from None
+        proto = _parse(data, f"'{os.fspath(model)}'")
+        # Weights stored beside the model (external data) are read relative to its folder.
+        try:
+            onnx.load_external_data_for_model(proto, os.path.dirname(os.path.abspath(model)))
+        except (OSError, ValueError, onnx.checker.ValidationError) as e:
+            # onnx names the tensor and the file it looked for.
+            raise MalformedModelError(f"'{os.fspath(model)}': cannot load external data: {_first_line(e)}") from None
+    else:
+        raise TypeError(f"expected an onnx.ModelProto, bytes or a path, got {type(model).__name__}")
+    _check_text(proto, "model")
+    _check_schemas(proto)
+    _check_values(proto.graph)
+    try:
+        return infer_shapes(proto, owned=proto is not model)
+    except (onnx.shape_inference.InferenceError, ValueError) as e:
+        raise MalformedModelError(f"ONNX shape inference failed: {_first_line(e)}") from None
+
+
+# The text fields of a tensor, and those holding messages that may have text.
+_TENSOR_TEXT = [f for f in onnx.TensorProto.DESCRIPTOR.fields if f.type in (f.TYPE_STRING, f.TYPE_MESSAGE)]
+
+
+def _check_text(message: Message, path: str) -> None:
+    """Refuses a string field that is not UTF-8: protobuf's upb parser keeps such a field as bytes, which
+    no name handling expects. `path` locates the field in the model (`model.graph.node[3].name`)."""
+    if isinstance(message, onnx.TensorProto):
+        # ListFields would copy a tensor's data (raw_data: the weights) out of the message; it is not text.
+        fields = [(f, getattr(message, f.name)) for f in _TENSOR_TEXT if f.is_repeated or message.HasField(f.name)]
+    else:
+        fields = message.ListFields()
+    for field, value in fields:
+        if field.type not in (field.TYPE_STRING, field.TYPE_MESSAGE):
+            continue
+        for i, item in enumerate(value if field.is_repeated else [value]):
+            where = f"{path}.{field.name}" + (f"[{i}]" if field.is_repeated else "")
+            if isinstance(item, bytes):
+                raise MalformedModelError(f"{where} of the model is not valid UTF-8 text")
+            if field.type == field.TYPE_MESSAGE:
+                _check_text(item, where)
+
+
+def _check_values(graph: onnx.GraphProto) -> None:
+    """Refuses a graph without outputs, a graph input, output or initializer without a name, and two
+    initializers of one name: which one a node reads is undefined, and shape inference fails on them naming
+    neither (it merges the types of an unnamed initializer and an unnamed output)."""
+    if not graph.output:
+        raise MalformedModelError(f"the model's graph '{graph.name}' has no outputs: there is nothing to compute")
+    for what, values in (("input", graph.input), ("output", graph.output), ("initializer", graph.initializer)):
+        for index, value in enumerate(values):
+            if not value.name:
+                raise MalformedModelError(f"graph {what} {index} of the model has no name")
+    seen: set[str] = set()
+    for tensor in graph.initializer:
+        if tensor.name in seen:
+            raise MalformedModelError(f"initializer '{tensor.name}' is defined more than once in graph '{graph.name}'")
+        seen.add(tensor.name)
+
+
+def _check_schemas(proto: onnx.ModelProto) -> None:
+    """Refuses, naming it, a node that breaks its schema where onnx's shape inference cannot be trusted to:
+    a required attribute missing (a Loop without its body: inference fails with its C++ library's
+    `vector::reserve`), more or fewer inputs or outputs than the op has, or a Split whose outputs differ from
+    its `num_outputs` (inference aborts the process)."""
+    opset = default_opset(proto)
+    if opset is None:
+        return
+    for node, name in walk(proto.graph, node_names(proto.graph)):
+        schema = op_schema(node.op_type, opset) if node.domain in DEFAULT_DOMAINS else None
+        if schema is None:
+            continue
+        present = {a.name: a for a in node.attribute}
+        missing = [a for a, spec in schema.attributes.items() if spec.required and a not in present]
+        if missing:
+            raise InvalidNodeError(f"node '{name}' ({node.op_type}): attribute '{missing[0]}' is required")
+        for what, count, least, most in (
+            ("inputs", len(node.input), schema.min_input, schema.max_input),
+            ("outputs", len(node.output), schema.min_output, schema.max_output),
+        ):
+            if not least <= count <= most:
+                bounds = f"{least}" if least == most else f"{least} to {most}"
+                raise InvalidNodeError(f"node '{name}' ({node.op_type}): has {count} {what}, the op takes {bounds}")
+        parts = present.get("num_outputs")
+        if node.op_type == "Split" and parts is not None and parts.i != len(node.output):
+            raise InvalidNodeError(f"node '{name}' (Split): num_outputs is {parts.i} but the node has "
+                                   f"{len(node.output)} outputs")
+
+
+def _parse(data: bytes, what: str) -> onnx.ModelProto:
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except DecodeError as e:
+        raise MalformedModelError(f"{what} is not an ONNX model (truncated or corrupt): {e}") from None
+    if not proto.HasField("graph") or not proto.opset_import:
+        raise MalformedModelError(f"{what} is not an ONNX model (truncated or corrupt): no graph or opset")
+    return proto
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def default_opset(model: onnx.ModelProto) -> int | None:
+    """The default domain's opset the model imports; None when it imports none (see _check_ops)."""
+    for o in model.opset_import:
+        if o.domain in DEFAULT_DOMAINS:
+            return o.version
+    return None
+
+
+def node_names(graph: onnx.GraphProto, prefix: str = "") -> list[str]:
+    return [prefix + (n.name or f"{n.op_type}_{i}") for i, n in enumerate(graph.node)]
+
+
+def walk(graph: onnx.GraphProto, names: list[str]) -> Iterator[tuple[onnx.NodeProto, str]]:
+    """Every node of `graph` with its name, and those of its subgraphs (If branches, Loop bodies, ...)."""
+    for node, name in zip(graph.node, names):
+        yield node, name
+        for attribute in node.attribute:
+            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                yield from walk(sub, node_names(sub, f"{name}/"))
