@@ -21,7 +21,8 @@ Glow's own CPU backend converts too. Each NCHW op becomes its NHWC counterpart b
 A convolution with fewer output channels than a vector's lanes (a generator's last layer to RGB) stays NCHW,
 for the kernel that vectorizes along its output rows instead (narrow_conv_recipes.py, `keeps_nchw`). A matmul
 to a few columns multiplies them padded to one vector, and one to a single column is a row reduction
-(narrow_matmul.py).
+(narrow_matmul.py); a batched product with gathered experts' weights is one product against every expert
+(expert_matmul.py).
 
 Pads stay attributes: glow-lower expands them in NHWC. Between consecutive layers the transpose back to NCHW
 meets the next layer's transpose to NHWC, through whatever elementwise ops lie between; glow-sink-transpose,
@@ -34,7 +35,7 @@ from __future__ import annotations
 from mlir import ir
 
 from glow_mlir import ops
-from glow_mlir.backends.cpu import conv_regions, conv_transpose, narrow_matmul
+from glow_mlir.backends.cpu import conv_regions, conv_transpose, expert_matmul, narrow_matmul
 from glow_mlir.backends.cpu.conv_recipes import LANES
 from glow_mlir.backends.cpu.narrow_conv_recipes import keeps_nchw
 from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC  # (the module defines the NHWC ops this pass creates)
@@ -147,7 +148,7 @@ def layout_function(function: ir.Operation) -> bool:
         if op.name in ("glow.convolution", "glow.fused_convolution") and _narrow(op):
             return None
         if op.name in narrow_matmul.MATMULS:
-            return narrow_matmul.rewrite(op)
+            return expert_matmul.rewrite(op) or narrow_matmul.rewrite(op)
         return to_nhwc(op) if op.name in NHWC_OPS else None
 
     return g.rewrite_ops(function, rewrite)

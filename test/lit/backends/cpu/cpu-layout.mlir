@@ -242,3 +242,28 @@ func.func @roi_align(%x: tensor<2x32x10x12xf32> {glow.name = "x"}, %rois: tensor
   %y = "glow.roi_align"(%x, %rois, %bi) {output_size = array<i64: 7, 7>, sampling_ratio = 0 : i64, spatial_scale = 2.500000e-01 : f32, half_pixel = true, mode = "avg"} : (tensor<2x32x10x12xf32>, tensor<5x4xf32>, tensor<5xi64>) -> tensor<5x32x7x7xf32>
   return %y : tensor<5x32x7x7xf32>
 }
+
+// A batched product with each pair's expert gathered from constant weights [E, K, N]: one matmul against
+// every expert, [S M, K] x [K, E N], and a gather_elements of each pair's expert (expert_matmul.py). With 8
+// experts for 2 pairs the gather stays (the dense form would read 8 experts' weights for 2).
+// LAYOUT-LABEL: func.func @gathered_experts
+// LAYOUT-NOT: "glow.gather"(
+// LAYOUT: "glow.transpose"(%[[W:.*]]) {shuffle = array<i64: 1, 0, 2>} : (tensor<4x8x5xf32>) -> tensor<8x4x5xf32>
+// LAYOUT: %[[EVERY:.*]] = "glow.matmul"(%{{.*}}, %{{.*}}) : (tensor<12x8xf32>, tensor<8x20xf32>) -> tensor<12x20xf32>
+// LAYOUT: "glow.reshape"(%[[EVERY]]) {dims = array<i64: 6, 2, 4, 5>}
+// LAYOUT: "glow.gather_elements"(%{{.*}}, %{{.*}}) {axis = 2 : i64} : (tensor<6x2x4x5xf32>, tensor<6x2x1x5xi64>) -> tensor<6x2x1x5xf32>
+// LAYOUT-LABEL: func.func @few_pairs
+// LAYOUT: "glow.gather"(
+// LAYOUT: "glow.batch_matmul"
+func.func @gathered_experts(%x: tensor<6x2x8xf32> {glow.name = "x"}, %ids: tensor<6xi64> {glow.name = "ids"}) -> (tensor<6x2x5xf32> {glow.name = "y"}) {
+  %w = "glow.splat"() {value = 5.000000e-01 : f32} : () -> tensor<4x8x5xf32>
+  %g = "glow.gather"(%w, %ids) {axis = 0 : i64} : (tensor<4x8x5xf32>, tensor<6xi64>) -> tensor<6x8x5xf32>
+  %y = "glow.batch_matmul"(%x, %g) : (tensor<6x2x8xf32>, tensor<6x8x5xf32>) -> tensor<6x2x5xf32>
+  return %y : tensor<6x2x5xf32>
+}
+func.func @few_pairs(%x: tensor<2x2x8xf32> {glow.name = "x"}, %ids: tensor<2xi64> {glow.name = "ids"}) -> (tensor<2x2x5xf32> {glow.name = "y"}) {
+  %w = "glow.splat"() {value = 5.000000e-01 : f32} : () -> tensor<8x8x5xf32>
+  %g = "glow.gather"(%w, %ids) {axis = 0 : i64} : (tensor<8x8x5xf32>, tensor<2xi64>) -> tensor<2x8x5xf32>
+  %y = "glow.batch_matmul"(%x, %g) : (tensor<2x2x8xf32>, tensor<2x8x5xf32>) -> tensor<2x2x5xf32>
+  return %y : tensor<2x2x5xf32>
+}

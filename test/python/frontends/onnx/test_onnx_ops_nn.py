@@ -369,6 +369,25 @@ def test_matmul_few_columns(a: tuple[int, ...], b: tuple[int, ...], constant: bo
     check(model([helper.make_node("MatMul", ["a", "b"], ["y"])], feeds, ["y"], consts), feeds, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("experts,pairs,gathered_lhs,columns", [
+    (4, 12, True, 1),  # transformers' batched_mm experts: W[e] @ x, one column
+    (4, 12, False, 3),  # x @ W[e], 3 columns
+    (8, 2, True, 1),  # 8 experts for 2 pairs: the gather stays
+    (20, 32, False, 1),  # more experts than MAX_EXPERTS: the gather stays
+])  # fmt: skip
+def test_matmul_of_gathered_experts(experts: int, pairs: int, gathered_lhs: bool, columns: int) -> None:
+    """A batched product with each pair's expert weights gathered from a constant: against every expert, then
+    each pair's own (expert_matmul.py) where the rule takes it; ids in range and repeated."""
+    k, n = 24, 20
+    weights = rand(experts, n, k) if gathered_lhs else rand(experts, k, n)
+    x = rand(pairs, k, columns) if gathered_lhs else rand(pairs, columns, k)
+    ids = np.arange(pairs, dtype=np.int64) * 7 % experts
+    nodes = [helper.make_node("Gather", ["w", "ids"], ["g"], axis=0),
+             helper.make_node("MatMul", ["g", "x"] if gathered_lhs else ["x", "g"], ["y"])]  # fmt: skip
+    feeds = {"ids": ids, "x": x}
+    check(model(nodes, feeds, ["y"], {"w": weights}), feeds, rtol=1e-4, atol=1e-4)
+
+
 def test_gemm_few_columns() -> None:
     feeds = {"x": rand(32, 48)}
     nodes = [helper.make_node("Gemm", ["x", "w", "c"], ["y"], transB=1)]
