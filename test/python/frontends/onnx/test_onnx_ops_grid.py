@@ -6,6 +6,7 @@ samples off the image and onto whole pixels."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper
 from onnx_check import check, check_node, model, rand, run_both
@@ -57,6 +58,58 @@ def test_grid_sample_3d(mode: str, padding: str, align: int) -> None:
     # onnxruntime has no volumetric cubic.
     check_node("GridSample", {"x": rand(1, 2, 3, 4, 5), "grid": _grid(1, 2, 3, 4, 3)}, attrs, opset=22,
                spec=mode == "cubic")
+
+
+# GridSample gathers rows of X channels last where its taps are many for the image, else X's elements as they
+# are (ops_grid._ROWS_PER_PIXEL): (X, grid) on each side of the threshold for every mode. The rows of all images
+# are one matrix, so several images check that each image's taps read its own rows.
+PATHS = {
+    "rows": ((3, 16, 5, 6), (3, 4, 7, 2)),
+    "elements": ((2, 3, 24, 24), (2, 1, 3, 2)),
+    "rows_3d": ((2, 8, 3, 4, 5), (2, 2, 4, 4, 3)),
+    "elements_3d": ((2, 2, 8, 10, 10), (2, 1, 1, 1, 3)),
+}
+
+
+def _path_case(path: str, mode: str, padding: str, align: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A GridSample node on the shapes of PATHS[path] (checked to be imported that way), and its feeds."""
+    x_dims, grid_dims = PATHS[path]
+    feeds = {"x": rand(*x_dims), "grid": _grid(*grid_dims)}
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode=padding, align_corners=align)
+    m = model([node], feeds, ["y"], opset=22 if path.endswith("3d") else 20)
+    elements = '"glow.gather_elements"' in str(import_model(m).module)
+    assert elements == path.startswith("elements"), f"{path}: gather_elements in the import is {elements}"
+    return m, feeds
+
+
+@pytest.mark.parametrize("padding", PADDINGS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("path", PATHS)
+def test_grid_sample_paths(path: str, mode: str, padding: str) -> None:
+    # Either align_corners, by mode: test_grid_sample_2d and _3d take each mode both ways.
+    align = int(mode != "linear")
+    m, feeds = _path_case(path, mode, padding, align)
+    # onnxruntime has no volumetric cubic.
+    check(m, feeds, spec=_ort_departs(mode, padding) or (mode == "cubic" and path.endswith("3d")))
+
+
+@pytest.mark.parametrize("path", ["rows", "elements"])
+def test_grid_sample_nan_grid(path: str) -> None:
+    """A NaN coordinate still reads X within its bounds (the row gathers read memory unchecked): linear and cubic
+    carry the NaN in its weights, so its point is NaN in every channel; nearest reads some pixel of X or the zero
+    frame. onnxruntime reads pixels there too; the other points are onnxruntime's (cubic border padding is left
+    out: onnxruntime departs from the spec there, and the spec's reference fails on a NaN)."""
+    # The NaN points, each as its channels.
+    nan_points = ([0, -1], [0, 0], [1, -1])
+    for mode, padding in [(mo, pa) for mo in MODES for pa in PADDINGS if not _ort_departs(mo, pa)]:
+        m, feeds = _path_case(path, mode, padding, 0)
+        feeds["grid"][0, 0, 1, 0] = feeds["grid"][-1, 0, -1, 1] = np.nan
+        [got], [expected] = run_both(m, feeds)
+        points = got.transpose(0, 2, 3, 1)[nan_points]
+        assert (np.isnan(points) if mode != "nearest" else np.isfinite(points)).all(), (mode, padding)
+        for a in (got, expected):
+            a.transpose(0, 2, 3, 1)[nan_points] = 0
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=f"{mode} {padding}")
 
 
 @pytest.mark.parametrize("align", [0, 1])
