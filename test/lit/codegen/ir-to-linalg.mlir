@@ -88,3 +88,18 @@ func.func @relu_of_splat(%x: memref<4x8xf32> {glow.name = "x"}, %y: memref<4x8xf
   "glow_ir.element_max"(%y, %x, %z) {roles = ["out", "in", "in"]} : (memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) -> ()
   return
 }
+
+// A transpose's unit dims move nothing: where one is innermost, it is the transpose of the buffers without them
+// (reinterpret_casts), so the recipe's register tiles walk real dims; with only unit dims moved it is a copy.
+// CHECK-LABEL: func.func @transpose_unit_dims
+// CHECK: %[[SRC:.*]] = memref.reinterpret_cast %arg0 to offset: [0], sizes: [2, 16, 8], strides: [128, 8, 1]
+// CHECK: %[[DST:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [2, 8, 16], strides: [128, 16, 1]
+// CHECK: linalg.transpose ins(%[[SRC]] : memref<2x16x8xf32>) outs(%[[DST]] : memref<2x8x16xf32>) permutation = [0, 2, 1]
+// CHECK: linalg.copy {{.*}}ins(%{{.*}} : memref<4x6xf32>) outs(%{{.*}} : memref<4x6xf32>)
+// CHECK-NOT: linalg.transpose
+func.func @transpose_unit_dims(%x: memref<2x16x1x8xf32> {glow.name = "x"}, %y: memref<2x8x16x1xf32> {glow.name = "y", glow.output},
+                               %a: memref<4x6x1xf32> {glow.name = "a"}, %b: memref<4x1x6xf32> {glow.name = "b", glow.output}) {
+  "glow_ir.transpose"(%y, %x) {roles = ["out", "in"], shuffle = array<i64: 0, 3, 1, 2>} : (memref<2x8x16x1xf32>, memref<2x16x1x8xf32>) -> ()
+  "glow_ir.transpose"(%b, %a) {roles = ["out", "in"], shuffle = array<i64: 0, 2, 1>} : (memref<4x1x6xf32>, memref<4x6x1xf32>) -> ()
+  return
+}

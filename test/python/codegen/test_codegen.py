@@ -395,7 +395,8 @@ def test_pool(op: str, reduce: str, src: tuple[int, ...], kernel: tuple[int, int
 
 
 @pytest.mark.parametrize(
-    "shape,shuffle", [((3, 4), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((1, 3, 4, 5), (0, 2, 3, 1)), ((5,), (0,))]
+    "shape,shuffle", [((3, 4), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((1, 3, 4, 5), (0, 2, 3, 1)), ((5,), (0,)),
+                      ((2, 5, 1, 7), (0, 3, 1, 2)), ((1, 4, 1), (2, 1, 0)), ((1, 1), (1, 0))]
 )
 def test_transpose(shape: tuple[int, ...], shuffle: tuple[int, ...]) -> None:
     x = rand(*shape)
