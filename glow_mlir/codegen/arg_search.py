@@ -25,7 +25,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 from glow_mlir import ops
-from glow_mlir.codegen.builders import index, is_float, loop_nest
+from glow_mlir.codegen.builders import index, is_float, loop_nest, vector_lanes
 from glow_mlir.codegen.table import fail, register_lowerings
 from glow_mlir.opdefs import scalar as s
 
@@ -60,7 +60,7 @@ def _lanes(src: ir.Value) -> int:
         return 0
     if s.is_unsigned(elt) or s.is_bool(elt) or s.width(elt) not in (32, 64):
         return 0
-    return 512 // s.width(elt)
+    return vector_lanes(elt)
 
 
 def _arg_search(on_float: arith.CmpFPredicate, on_int: arith.CmpIPredicate, largest: bool) -> Callable[..., None]:

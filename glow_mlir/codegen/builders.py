@@ -131,6 +131,15 @@ def _stored_global(op: ir.Operation) -> None:
         op.attributes["initial_value"] = ir.DenseElementsAttr.get(np.ascontiguousarray(stored_data), type=tensor)
 
 
+# The bytes of the vectors codegen writes: AVX-512's zmm (LLVM splits them where the target's are narrower).
+VECTOR_BYTES = 64
+
+
+def vector_lanes(elt: ir.Type) -> int:
+    """How many elements of type `elt` a vector of VECTOR_BYTES holds."""
+    return VECTOR_BYTES * 8 // width(elt)
+
+
 def index(value: int) -> ir.Value:
     return arith.ConstantOp(ir.IndexType.get(), ir.IntegerAttr.get(ir.IndexType.get(), value)).result
 

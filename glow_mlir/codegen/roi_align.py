@@ -18,13 +18,9 @@ from mlir.dialects import arith, memref, scf, vector
 from mlir.dialects import math as mlir_math
 
 from glow_mlir import ops
-from glow_mlir.codegen.builders import index, loop_nest, rank4, reduce_loop
+from glow_mlir.codegen.builders import index, loop_nest, rank4, reduce_loop, vector_lanes
 from glow_mlir.codegen.table import fail, lowering
 from glow_mlir.opdefs import scalar as s
-
-# A vector of channels is 64 bytes (AVX-512's zmm; LLVM splits it where the target's vectors are narrower).
-_LANE_BYTES = 64
-
 
 @lowering("roi_align")
 def _roi_align(op: ir.Operation) -> None:
@@ -78,12 +74,12 @@ def lower_roi_align(op: ir.Operation, channels_last: bool) -> None:
         rows.fill(y0, arith.divf(size_h, f(out_h)), grid_h)
         cols.fill(x0, arith.divf(size_w, f(out_w)), grid_w)
         samples = arith.muli(grid_h, grid_w)
-        count = as_float(arith.maxsi(samples, index(1)), t)
+        count = _as_float(arith.maxsi(samples, index(1)), t)
         # A cell with no samples is 0; a max starts below every value.
         empty = arith.cmpi(arith.CmpIPredicate.eq, samples, index(0))
         start = arith.select(empty, f(0.0), s.lowest(t)) if largest else f(0.0)
 
-        def cell(i: ir.Value, k: ir.Value, ph: ir.Value, pw: ir.Value, width: int) -> None:
+        def cell(k: ir.Value, ph: ir.Value, pw: ir.Value, width: int) -> None:
             """Channels [k, k + width) of cell (ph, pw), a vector of them when width > 1."""
             vector_type = ir.VectorType.get([width], t) if width > 1 else None
 
@@ -117,10 +113,10 @@ def lower_roi_align(op: ir.Operation, channels_last: bool) -> None:
                 vector.store(result, dest, at(i, ph, pw))
 
         if not channels_last:
-            loop_nest([c, out_h, out_w], lambda ivs: cell(i, *ivs, 1))
+            loop_nest([c, out_h, out_w], lambda ivs: cell(*ivs, 1))
             return
         # Channels last: a vector of them at a time, the rest one by one.
-        lanes = _LANE_BYTES // (t.width // 8)
+        lanes = vector_lanes(t)
         full = c - c % lanes
 
         def pixel(ivs: list[ir.Value]) -> None:
@@ -128,12 +124,12 @@ def lower_roi_align(op: ir.Operation, channels_last: bool) -> None:
             if full:
                 each = scf.ForOp(index(0), index(full), index(lanes))
                 with ir.InsertionPoint(each.body):
-                    cell(i, each.induction_variable, ph, pw, lanes)
+                    cell(each.induction_variable, ph, pw, lanes)
                     scf.YieldOp([])
             if full < c:
                 rest = scf.ForOp(index(full), index(c), index(1))
                 with ir.InsertionPoint(rest.body):
-                    cell(i, rest.induction_variable, ph, pw, 1)
+                    cell(rest.induction_variable, ph, pw, 1)
                     scf.YieldOp([])
 
         loop_nest([out_h, out_w], pixel)
@@ -141,7 +137,8 @@ def lower_roi_align(op: ir.Operation, channels_last: bool) -> None:
     loop_nest([r], box)
 
 
-def as_float(i: ir.Value, t: ir.Type) -> ir.Value:
+def _as_float(i: ir.Value, t: ir.Type) -> ir.Value:
+    """Index `i` as a float of type `t`."""
     return arith.sitofp(t, arith.index_cast(ir.IntegerType.get_signless(64), i))
 
 
@@ -159,15 +156,15 @@ class _Table:
     def fill(self, start: ir.Value, cell: ir.Value, grid: ir.Value) -> None:
         """The box's samples start + p cell + (j + 1/2) cell / grid, `grid` a cell, at slots p grid + j."""
         t, length = self.t, self.length
-        step = arith.divf(cell, as_float(grid, t))
+        step = arith.divf(cell, _as_float(grid, t))
         i64 = ir.IntegerType.get_signless(64)
 
         def f(value: float) -> ir.Value:
             return s.constant(t, value)
 
         def sample(p: ir.Value, j: ir.Value) -> None:
-            base = arith.addf(start, arith.mulf(as_float(p, t), cell))
-            pos = arith.addf(base, arith.mulf(arith.addf(as_float(j, t), f(0.5)), step))
+            base = arith.addf(start, arith.mulf(_as_float(p, t), cell))
+            pos = arith.addf(base, arith.mulf(arith.addf(_as_float(j, t), f(0.5)), step))
             inside = arith.andi(
                 arith.cmpf(arith.CmpFPredicate.OGE, pos, f(-1.0)), arith.cmpf(arith.CmpFPredicate.OLE, pos, f(length))
             )
@@ -178,7 +175,7 @@ class _Table:
             edge = arith.cmpi(arith.CmpIPredicate.sge, low, last)
             high = arith.select(edge, last, arith.addi(low, index(1)))
             low = arith.select(edge, last, low)
-            frac = arith.subf(arith.select(edge, f(length - 1), pos), as_float(low, t))
+            frac = arith.subf(arith.select(edge, f(length - 1), pos), _as_float(low, t))
             slot = arith.addi(arith.muli(p, grid), j)
             for side, (pixel, weight) in enumerate(((low, arith.subf(f(1.0), frac)), (high, frac))):
                 memref.store(pixel, self.pixels, [slot, index(side)])

@@ -18,7 +18,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 from glow_mlir import ops
-from glow_mlir.codegen.builders import index, loop_nest
+from glow_mlir.codegen.builders import index, loop_nest, vector_lanes
 from glow_mlir.codegen.table import fail, lowering
 from glow_mlir.opdefs import scalar as s
 
@@ -179,7 +179,7 @@ def _block_lanes(src: ir.Value, axis: int) -> int:
     contiguous = axis == len(ops.shape(src)) - 1 and ir.MemRefType(src.type).get_strides_and_offset()[0][-1] == 1
     if not contiguous or s.is_unsigned(elt) or s.is_bool(elt) or s.width(elt) not in (32, 64):
         return 0
-    return 512 // s.width(elt)
+    return vector_lanes(elt)
 
 
 def _heap_top_k(row: _Row) -> None:

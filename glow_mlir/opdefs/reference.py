@@ -396,11 +396,11 @@ def in_float64(fn: Callable[[Array], Array]) -> Callable[[ir.Operation, list[Arr
 def roi_align(op: ir.Operation, a: list[Array]) -> Array:
     """ONNX RoiAlign (its reference's arithmetic): each output cell of a box averages (or takes the max of)
     bilinear samples on a grid over the cell, `sampling_ratio` per axis or, when 0, ceil(box / output) of
-    them; a sample more than one pixel outside the image reads 0. Coordinates in the input's type, sums in
-    float64."""
+    them; a sample more than one pixel outside the image reads 0; a batch index out of range reads the nearest
+    image, as the generated code does. Coordinates in the input's type, sums in float64."""
     x, rois, batch = a
     t = x.dtype.type
-    _, c, h, w = x.shape
+    n, c, h, w = x.shape
     out_h, out_w = ops.ints(op, "output_size")
     ratio, half = ops.integer(op, "sampling_ratio"), bool(ops.integer(op, "half_pixel"))
     scale, largest = t(ops.floating(op, "spatial_scale")), ir.StringAttr(op.attributes["mode"]).value == "max"
@@ -417,7 +417,7 @@ def roi_align(op: ir.Operation, a: list[Array]) -> Array:
         rows, row_weights = _roi_taps(y0, size_h / t(out_h), out_h, grid_h, h)
         cols, col_weights = _roi_taps(x0, size_w / t(out_w), out_w, grid_w, w)
         # [C, out_h, grid_h, 2, out_w, grid_w, 2]: every sample's four corners.
-        values = wide(x[int(b)])[:, rows][:, :, :, :, cols]
+        values = wide(x[min(max(int(b), 0), n - 1)])[:, rows][:, :, :, :, cols]
         weights = row_weights[:, :, :, None, None, None] * col_weights
         terms = weights * values
         if largest:
