@@ -610,7 +610,7 @@ irdl.dialect @glow_ir {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
   }
 
-  // dest [R, C, OH, OW] = roi_align of NCHW src (rules as glow.roi_align); a batch index out of range reads its nearest image.
+  // dest [R, C, OH, OW] = roi_align of NCHW src (rules as glow.roi_align); a batch index out of range reads its nearest image, a cell takes at most 1024 samples along an axis.
   irdl.operation @roi_align {
     %dest = irdl.base "!builtin.memref"
     %src = irdl.base "!builtin.memref"

@@ -8,7 +8,8 @@ row table and a column table on the stack, sized at run time by the most samples
 channel's cells sum (or take the max of) their samples in a register. The arithmetic is the reference's
 (onnx/reference/ops/op_roi_align.py) in the source's type: a sample more than a pixel outside the image
 weighs 0, one within a pixel of an edge reads the edge. Every index is clamped into the buffers, so no box,
-NaN or batch index reads outside them (an index out of range reads the nearest image).
+NaN or batch index reads outside them (an index out of range reads the nearest image), and the samples per
+cell along an axis are at most ROI_ALIGN_MAX_SAMPLES, so that no box overflows the stack.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from glow_mlir import ops
 from glow_mlir.codegen.builders import index, loop_nest, rank4, reduce_loop, vector_lanes
 from glow_mlir.codegen.table import fail, lowering
 from glow_mlir.opdefs import scalar as s
+from glow_mlir.opdefs.reference import ROI_ALIGN_MAX_SAMPLES
 
 @lowering("roi_align")
 def _roi_align(op: ir.Operation) -> None:
@@ -204,6 +206,7 @@ def _samples(size: ir.Value, cells: int, ratio: int) -> ir.Value:
         return index(ratio)
     t = size.type
     count = mlir_math.ceil(arith.divf(size, s.constant(t, cells)))
-    # Clamped in float before the conversion: an infinite or NaN size would overflow fptosi.
-    count = arith.minnumf(arith.maxnumf(count, s.constant(t, 0.0)), s.constant(t, float(1 << 30)))
+    # Clamped in float before the conversion (an infinite or NaN size would overflow fptosi), to what the stack
+    # tables hold (ROI_ALIGN_MAX_SAMPLES, as the evaluator).
+    count = arith.minnumf(arith.maxnumf(count, s.constant(t, 0.0)), s.constant(t, float(ROI_ALIGN_MAX_SAMPLES)))
     return arith.index_cast(ir.IndexType.get(), arith.fptosi(ir.IntegerType.get_signless(64), count))

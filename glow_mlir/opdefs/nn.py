@@ -106,6 +106,6 @@ define(OpDef(
         "roi_align", (("dest", "out"), ("src", "in"), ("rois", "in"), ("batch_indices", "in")),
         attrs=tuple(name for name, _ in ROI_ALIGN), graph="roi_align",
         doc="dest [R, C, OH, OW] = roi_align of NCHW src (rules as glow.roi_align); a batch index out of range "
-        "reads its nearest image.",
+        "reads its nearest image, a cell takes at most 1024 samples along an axis.",
     ),
 ))

@@ -393,6 +393,12 @@ def in_float64(fn: Callable[[Array], Array]) -> Callable[[ir.Operation, list[Arr
     return lambda _, a: fn(a[0].astype(np.float64))
 
 
+# The most samples per cell along an axis RoiAlign takes (sampling_ratio 0: ceil(box / output)): the generated
+# code keeps each axis's samples in a table on the stack, which a box of absurd size would overflow; a box of up
+# to 1024 times the output size along an axis is sampled as the spec's reference samples it.
+ROI_ALIGN_MAX_SAMPLES = 1024
+
+
 def roi_align(op: ir.Operation, a: list[Array]) -> Array:
     """ONNX RoiAlign (its reference's arithmetic): each output cell of a box averages (or takes the max of)
     bilinear samples on a grid over the cell, `sampling_ratio` per axis or, when 0, ceil(box / output) of
@@ -410,8 +416,8 @@ def roi_align(op: ir.Operation, a: list[Array]) -> Array:
         size_h, size_w = y1 - y0, x1 - x0
         if not half:
             size_h, size_w = max(size_h, t(1)), max(size_w, t(1))
-        grid_h = ratio or int(np.ceil(size_h / t(out_h)))
-        grid_w = ratio or int(np.ceil(size_w / t(out_w)))
+        grid_h = ratio or min(int(np.nan_to_num(np.ceil(size_h / t(out_h)))), ROI_ALIGN_MAX_SAMPLES)
+        grid_w = ratio or min(int(np.nan_to_num(np.ceil(size_w / t(out_w)))), ROI_ALIGN_MAX_SAMPLES)
         if grid_h <= 0 or grid_w <= 0:
             continue
         rows, row_weights = _roi_taps(y0, size_h / t(out_h), out_h, grid_h, h)

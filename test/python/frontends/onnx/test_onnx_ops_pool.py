@@ -9,6 +9,7 @@ import pytest
 from onnx import helper
 from onnx_check import check, check_node, model, rand
 
+import glow_mlir
 from glow_mlir.errors import InvalidNodeError, UnsupportedAttributeError
 from glow_mlir.frontends.onnx import import_model
 
@@ -176,3 +177,17 @@ def test_roi_align_checks_its_boxes() -> None:
 @pytest.mark.parametrize("shape", [(2, 3, 5, 6), (1, 4, 7), (1, 2, 3, 4, 5)])
 def test_global_lp_pool(p: int, shape: tuple[int, ...]) -> None:
     check_node("GlobalLpPool", {"x": rand(*shape)}, {"p": p}, opset=17, rtol=1e-4)
+
+
+def test_roi_align_of_an_absurd_box_stays_on_the_stack() -> None:
+    """A box a million times the map with an adaptive grid would take 10^5 samples per cell along each axis
+    (the spec's reference allocates them all); glow takes at most 1024, in the kernel and the evaluator alike,
+    and a finite result comes back instead of a stack overflow."""
+    node = helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], output_height=2, output_width=2)
+    feeds = {"x": rand(1, 2, 4, 4), "rois": np.float32([[-1e6, -1e6, 1e6, 1e6], [0, 0, 3, 3]]),
+             "bi": np.zeros(2, np.int64)}  # fmt: skip
+    graph = import_model(model([node], feeds, ["y"], opset=16))
+    with glow_mlir.compile(graph) as compiled:
+        got = compiled.run(feeds)["y"]
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, glow_mlir.interpret(graph.module, feeds)["y"], rtol=1e-5, atol=1e-6)
