@@ -30,7 +30,7 @@ from glow_mlir.codegen.builders import (
     reduce_loop,
     scalar,
 )
-from glow_mlir.opdefs import glow_ops, types
+from glow_mlir.opdefs import glow_ops, shapes, types
 from glow_mlir.opdefs.base import OpDef, Trait, activations
 from glow_mlir.opdefs.scalar import Scalar2, add, maximum, minimum, mul
 from glow_mlir.codegen.table import Lowering, fail, lowering, register_lowerings
@@ -140,6 +140,8 @@ def _det(op: ir.Operation) -> None:
     if len(dims) < 2 or dims[-1] != dims[-2] or ops.shape(dest) != dims[:-2]:
         raise fail(op, f"cannot take the determinants of {list(dims)} into {list(ops.shape(dest))}")
     n, elt = dims[-1], ops.element_type(src)
+    if n > shapes.DET_MAX_ORDER:
+        raise fail(op, f"eliminates {n} x {n} matrices on the stack; at most {shapes.DET_MAX_ORDER} x {shapes.DET_MAX_ORDER}")
     zero = scalar(elt, 0.0)
     work = memref.alloca(ir.MemRefType.get([n, n], elt), [], [])
 

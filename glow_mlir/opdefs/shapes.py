@@ -65,6 +65,10 @@ def softmax(input: Shape) -> Shape:
     return input
 
 
+# The largest matrices glow.det takes: the generated code eliminates on a stack copy (512 KiB of f64).
+DET_MAX_ORDER = 256
+
+
 def det(input: Shape) -> Shape:
     """The determinants of the square matrices in the last two dims: [*, N, N] -> [*]."""
     require(len(input) >= 2 and input[-1] == input[-2], f"input must be [*, N, N], got {fmt(input)}")

@@ -15,6 +15,7 @@ import numpy as np
 
 from glow_mlir.frontends.onnx.node import NodeContext, Value, dtype, float16_in_float32, normalize_axis, rank, shape
 from glow_mlir.frontends.onnx.registry import handles
+from glow_mlir.opdefs.shapes import DET_MAX_ORDER
 
 _REDUCE_OPS = (
     "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
@@ -144,4 +145,7 @@ def det(ctx: NodeContext) -> list[Value]:
     if shape(x)[-1] == 0:
         # The determinant of a 0 x 0 matrix is 1 (the empty product).
         return [np.ones(shape(x)[:-2], dtype(x))]
+    if shape(x)[-1] > DET_MAX_ORDER:
+        raise ctx.unsupported("input", f"{shape(x)[-1]} x {shape(x)[-1]} matrices: glow eliminates on a stack copy "
+                              f"of at most {DET_MAX_ORDER} x {DET_MAX_ORDER}")  # fmt: skip
     return [ctx.g.det(x)]

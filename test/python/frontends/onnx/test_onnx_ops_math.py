@@ -9,7 +9,7 @@ from onnx import helper
 from onnx_check import check, check_node, model, rand, run_both
 
 import glow_mlir
-from glow_mlir.errors import InvalidNodeError
+from glow_mlir.errors import InvalidNodeError, UnsupportedAttributeError
 from glow_mlir.frontends.onnx import import_model
 from glow_mlir.onnx_backend import GlowBackend
 
@@ -420,3 +420,9 @@ def test_det_needs_square_matrices() -> None:
     node = helper.make_node("Det", ["x"], ["y"], name="det")
     with pytest.raises(InvalidNodeError, match=r"'det' \(Det\).*X \[2, 3, 4\] must be \[\*, N, N\]"):
         import_model(model([node], {"x": rand(2, 3, 4)}, ["y"], opset=11))
+
+
+def test_det_of_large_matrices_is_refused() -> None:
+    node = helper.make_node("Det", ["x"], ["y"], name="big")
+    with pytest.raises(UnsupportedAttributeError, match=r"'big' \(Det\).*257 x 257 matrices"):
+        import_model(model([node], {"x": rand(257, 257)}, ["y"], opset=11))
