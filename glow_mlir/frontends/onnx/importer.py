@@ -237,10 +237,8 @@ class Importer:
         empty inputs, Shape and Size of anything, and what nodes compute from those alone (a subgraph's values
         count as run-time: DATA_DEPENDENT ops there are refused)."""
         graph = self.model.graph
-        runtime = {i.name for i in graph.input if i.name in self.keep_inputs or i.name not in self.static_inputs}
-        runtime -= {t.name for t in graph.initializer if t.name not in self.keep_inputs}
-        runtime = {name for name in runtime if not _declared_empty(graph, name)}
-        known = {i.name for i in graph.input} - runtime | {t.name for t in graph.initializer}
+        known = {t.name for t in graph.initializer if t.name not in self.keep_inputs}
+        known.update(i.name for i in graph.input if i.name in self.static_inputs or _empty(_declared(i)))
         for node in graph.node:
             if node.op_type in ("Shape", "Size") or all(not v or v in known for v in node.input):
                 known.update(o for o in node.output if o)
@@ -287,15 +285,13 @@ class Importer:
             if info.name in initializers and info.name not in self.keep_inputs and info.name not in self.static_inputs:
                 continue
             dt = ONNX_TO_NUMPY[info.type.tensor_type.elem_type]
-            declared = [
-                d.dim_value if d.HasField("dim_value") else None for d in info.type.tensor_type.shape.dim
-            ] if info.type.tensor_type.HasField("shape") else None
+            declared = _declared(info)
             if info.name in self.static_inputs:
                 self._set(info.name, self._static_value(info.name, dt, declared), frozenset())
                 continue
             if declared is None:
                 raise DynamicShapeError(f"graph input '{info.name}' has no shape; give it with shapes=")
-            if 0 in declared and None not in declared:
+            if _empty(declared):
                 # No data: the value is known, so the input is bound now and the compiled model does not take it.
                 self._set(info.name, np.empty(declared, dt), frozenset())
                 continue
@@ -439,7 +435,6 @@ class Importer:
             if out_name:
                 self._set(out_name, value, frozenset() if isinstance(value, np.ndarray) else depends, name)
 
-
     def _evaluate(self, node: onnx.NodeProto, name: str, inputs: list[Item | None]) -> list[np.ndarray]:
         """The outputs of `node`, whose inputs are compile-time arrays, by onnx's reference implementation: a
         model of the node alone, its inputs fed."""
@@ -474,11 +469,16 @@ def _type_of(value: Item | None) -> onnx.TypeProto | None:
     return None
 
 
-def _declared_empty(graph: onnx.GraphProto, name: str) -> bool:
-    """Whether graph input `name` declares a static shape with a zero dim (bound at import: it has no data)."""
-    info = next(i for i in graph.input if i.name == name)
-    dims = info.type.tensor_type.shape.dim
-    return bool(dims) and all(d.HasField("dim_value") for d in dims) and any(d.dim_value == 0 for d in dims)
+def _declared(info: onnx.ValueInfoProto) -> list[int | None] | None:
+    """A graph input's declared dims (None for a symbolic or unknown one), or None when it declares no shape."""
+    if not info.type.tensor_type.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else None for d in info.type.tensor_type.shape.dim]
+
+
+def _empty(declared: list[int | None] | None) -> bool:
+    """Whether declared dims are static with a zero: the input has no data, so the import binds it."""
+    return declared is not None and 0 in declared and None not in declared
 
 
 def _qualified(node: onnx.NodeProto) -> str:

@@ -50,6 +50,7 @@ import numpy as np
 
 from glow_mlir.errors import UnsupportedTypeError
 from glow_mlir.frontends.onnx.node import NodeContext, Value, dtype, is_float, rank, shape
+from glow_mlir.frontends.onnx.ops_nn import window_attrs, window_pads
 from glow_mlir.frontends.onnx.registry import handles
 
 # Opset 16 names the modes bilinear and bicubic; opset 20 renamed them linear and cubic.
@@ -395,12 +396,15 @@ def _deform_window(
     kernel = list(shape(w)[2:])
     if list(ctx.attr("kernel_shape", kernel)) != kernel:
         raise ctx.invalid(f"kernel_shape {ctx.attr('kernel_shape')} must be W's spatial dims {kernel}")
-    strides, dilations = list(ctx.attr("strides", [1, 1])), list(ctx.attr("dilations", [1, 1]))
-    pads = list(ctx.attr("pads", [0, 0, 0, 0]))
-    if len(strides) != 2 or len(dilations) != 2 or len(pads) != 4 or min(*strides, *dilations) < 1 or min(pads) < 0:
-        raise ctx.invalid(f"strides {strides} and dilations {dilations} must be 2 values >= 1, pads {pads} 4 >= 0")
+    # Conv's attribute rules (DeformConv has no auto_pad, so window_pads reads `pads`); their values are the
+    # builder's to check there, here the window's own.
+    strides, dilations = window_attrs(ctx, 2, kernel)
+    begin, end = window_pads(ctx, (h, wd), kernel, strides, dilations)
+    pads = [*begin, *end]
+    if min(*strides, *dilations) < 1 or min(pads) < 0:
+        raise ctx.invalid(f"strides {strides} and dilations {dilations} must be >= 1, pads {pads} >= 0")
     out_hw = []
-    for size, k, s, d, low, high in zip((h, wd), kernel, strides, dilations, pads[:2], pads[2:]):
+    for size, k, s, d, low, high in zip((h, wd), kernel, strides, dilations, begin, end):
         span = size + low + high - (k - 1) * d - 1
         if k < 1 or span < 0:
             raise ctx.invalid(f"the {kernel} kernel dilated by {dilations} does not fit X {list(shape(x))} padded "

@@ -272,7 +272,7 @@ def roi_align(ctx: NodeContext) -> list[Value]:
     mode = ctx.attr("mode", "avg")
     if mode not in ("avg", "max"):
         raise ctx.unsupported("mode", f"unknown value '{mode}'")
-    size = [ctx.attr("output_height", 1), ctx.attr("output_width", 1)]
+    size, ratio = [ctx.attr("output_height", 1), ctx.attr("output_width", 1)], ctx.attr("sampling_ratio", 0)
     if rank(x) != 4 or shape(rois)[1:] != (4,) or shape(batch) != shape(rois)[:1]:
         raise ctx.invalid(
             f"X {list(shape(x))}, rois {list(shape(rois))} and batch_indices {list(shape(batch))} must be "
@@ -280,13 +280,9 @@ def roi_align(ctx: NodeContext) -> list[Value]:
         )
     if not is_float(x) or dtype(rois) != dtype(x):
         raise UnsupportedTypeError(f"node '{ctx.name}' (RoiAlign) X and rois", f"{dtype(x)}, {dtype(rois)}")
-    if min(size) < 1 or ctx.attr("sampling_ratio", 0) < 0:
+    if min(size) < 1 or ratio < 0:
         raise ctx.invalid(f"output size {size} must be >= 1 and sampling_ratio >= 0")
     if shape(rois)[0] == 0:
         return [np.empty([0, shape(x)[1], *size], dtype(x))]
-    return [
-        ctx.g.roi_align(
-            x, rois, ctx.convert(batch, np.int64), size, ctx.attr("sampling_ratio", 0), ctx.attr("spatial_scale", 1.0),
-            transform == "half_pixel", mode,
-        )
-    ]
+    scale, half_pixel = ctx.attr("spatial_scale", 1.0), transform == "half_pixel"
+    return [ctx.g.roi_align(x, rois, ctx.convert(batch, np.int64), size, ratio, scale, half_pixel, mode)]
