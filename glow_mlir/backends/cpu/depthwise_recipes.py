@@ -4,7 +4,7 @@ transform steps), with the bias and activation of a CPU convolution in its regis
 
 A depthwise convolution does KH x KW multiply-adds per output element and per input element read, so it is bound
 by how often each loaded vector is used, and by where its data comes from, more than by the FMA ports. The
-register tile (`tile_shape`) is a few output rows by a few pixels by one or two 16-channel vectors, the
+register tile (depthwise_tiles.tile_shape) is a few output rows by a few pixels by one or two 16-channel vectors, the
 accumulators starting from the bias: each input vector the tile reads is loaded once and feeds the FMAs of every
 output whose window holds it (a 2 x 2 tile of a 3x3 stride-1 window loads 16 input vectors per channel vector for
 36 multiply-adds), and a 3x3 filter's vectors stay in registers for a whole row of tiles. A 5x5 or 7x7 filter is
@@ -25,8 +25,11 @@ A layer of 2, 4 or 8 channels with unit stride along the row runs on its rows as
 multiple of 16 whose output rows are contiguous (the register's channels then depend on where it starts: its
 phase). The input comes padded (glow-lower pads a convolution's input, and
 glow-ir-optimize-inserts makes the producer write into the padded buffer's interior), so the kernel reads no
-padding of its own. docs/OPTIMIZATIONS.md
-("Depthwise convolutions: a kernel of their own") has the measurements.
+padding of its own. Where that buffer's border is known to be zeros (padding.py marks it), a kernel whose tiles
+read the filter (5x5 and larger) skips the taps that would read them: per tile the filter rows that read no
+value, and at the row's ends, tiles placed at compile time leave out their columns of zeros
+(depthwise_tiles.Interior; RepLKNet's 27x27 window on a 14x14 map reads values with 27 % of its taps).
+docs/OPTIMIZATIONS.md ("Depthwise convolutions: a kernel of their own") has the measurements.
 """
 
 from __future__ import annotations
@@ -42,12 +45,19 @@ from mlir.dialects import arith, scf, vector
 
 from glow_mlir.backends.cpu.conv_recipes import (
     LANES,
-    REGISTERS,
     dense_window,
     epilogue,
     epilogue_alone,
     static_f32,
     window_of,
+)
+from glow_mlir.backends.cpu.depthwise_tiles import (
+    Interior,
+    TileShape,
+    held_filter,
+    skips_columns,
+    tile_shape,
+    window_readers,
 )
 from glow_mlir.backends.cpu.recipes import (
     L2_BYTES,
@@ -61,15 +71,10 @@ from glow_mlir.backends.cpu.recipes import (
 from glow_mlir.backends.cpu.vector_body import lanes_mask, load, store, yielded, zeros
 from glow_mlir.codegen.builders import index
 
-# A register tile is rows x pixels x channel vectors of accumulators (`tile_shape`): at most this many, and at
-# most TILE_ROWS rows and TILE_PIXELS pixels of them.
-MAX_ACCUMULATORS = 16
-TILE_ROWS = 4
-TILE_PIXELS = 8
-# Filter vectors that stay in registers across a row's tiles (loaded once per channel block and row); a larger
-# filter (5x5, 7x7) is read from L1 by each tile instead, one filter row at a time (holding it, mostly spilled on
-# the stack, measured 1.02-1.08x slower on ConvNeXt's and EfficientNet's 7x7 and 5x5 layers).
-HELD_FILTER_VECTORS = 18
+# Tiles of pixels whose windows reach into the padding of a marked input (depthwise_tiles.Interior) are emitted at
+# their place, without their dead columns, where that pays (`skips_columns`): at most this many at each end of a
+# row (the others run in the loop over the row's tiles, dead columns and all).
+STATIC_EDGE_TILES = 2
 # Output rows of one band: the band's input rows across all channels stay in L2 (this many bytes) while each
 # channel block sweeps them, and each block's rows of the band in L1 from one tile of rows to the next. Row by row
 # across all channels, a row's 3 input rows of 384 channels (74 KB on 14x14) outgrew L1; block by block across all
@@ -88,10 +93,12 @@ def depthwise_recipe(op: ir.Operation) -> Recipe | None:
     x, filter_, y = op.operands
     bias = bias_op.operands[0] if bias_op is not None else None
     window = dense_window(window_of(op))
+    interior = Interior.of(op)
     if FlatDepthwise.fits(x, filter_, bias, y, window["strides"]):
         root = FlatDepthwise(op, x, filter_, bias, y, window["strides"], window["dilations"], activation_op).emit()
     else:
-        kernel = DepthwiseKernel(x, filter_, bias, y, window["strides"], window["dilations"], activation_op)
+        kernel = DepthwiseKernel(x, filter_, bias, y, window["strides"], window["dilations"], activation_op,
+                                 interior)  # fmt: skip
         root = kernel.emit()
     for done in (activation_op, op, bias_op):
         if done is not None:
@@ -130,79 +137,21 @@ def register_lanes(width: int) -> int:
     return 8 if width <= 8 else LANES
 
 
-def held_filter(vectors: int, kh: int, kw: int) -> bool:
-    """Whether a KH x KW filter's vectors for `vectors` channel vectors stay in registers across a row of tiles."""
-    return vectors * kh * kw <= HELD_FILTER_VECTORS
-
-
-@dataclasses.dataclass(frozen=True)
-class TileShape:
-    """A register tile: `rows` output rows x `pixels` output pixels x `vectors` channel vectors of accumulators."""
-
-    rows: int
-    pixels: int
-    vectors: int
-
-
-def tile_shape(out: tuple[int, int], vectors: int, window: tuple[int, int], strides: tuple[int, int],
-               dilations: tuple[int, int]) -> TileShape:  # fmt: skip
-    """The register tile of `vectors` channel vectors that loads the fewest vectors per multiply-add over the
-    whole `out` map (edge tiles included), among those within MAX_ACCUMULATORS, TILE_ROWS and TILE_PIXELS whose
-    accumulators, held filter and loaded input fit in REGISTERS; on ties the one with fewer accumulators.
-
-    With a held filter each input vector a tile reads is loaded once and feeds every accumulator whose window
-    holds it: a tile of R rows and P pixels loads ((R - 1) * SH + (KH - 1) * DH + 1) x ((P - 1) * SW + (KW - 1) *
-    DW + 1) input vectors per channel vector for R x P x KH x KW multiply-adds, 3 x 6 for 36 at 1 x 4 (a 3x3
-    stride-1 window), 4 x 4 for 36 at 2 x 2. L1-resident FMAs with a load in 1 of 2 ran at 185 GFLOP/s, in 1 of 4
-    at 207 (this VM's peak 221-240). A filter read by the tile comes one filter row at a time (KW vectors live),
-    and each output row's input row is loaded once per filter row: R x KH x columns, and KH x KW filter vectors
-    shared by the R x P outputs."""
-    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = out, window, strides, dilations
-    held = held_filter(vectors, kh, kw)
-    # Filter vectors live per channel vector: all taps when held, else a filter row; a row that would leave too
-    # few registers for a full tile (MAX_ACCUMULATORS) streams, a tap's vector at a time, each loaded just before
-    # its FMAs (LLVM sinks the row's loads to their uses). Holding a 29-wide row left one accumulator: RepLKNet's
-    # 29x29 layer on 28x28 ran 1 x 1 tiles at 11 % of peak; QuartzNet's 1 x 33 to 1 x 87 rows stream too.
-    filter_live = kh * kw if held else kw
-    if not held and vectors * (kw + 1) + 1 + MAX_ACCUMULATORS > REGISTERS:
-        filter_live = 1
-
-    def spans(size: int, tile: int) -> list[tuple[int, int]]:
-        """(tile size, count) of the tiles along a dimension of `size`."""
-        return [(t, k) for t, k in ((tile, size // tile), (size % tile, 1)) if t and k]
-
-    best: tuple[tuple[float, int], TileShape] | None = None
-    for rows in range(1, min(TILE_ROWS, oh) + 1):
-        for pixels in range(1, min(TILE_PIXELS, ow) + 1):
-            accumulators = rows * pixels * vectors
-            live = accumulators + vectors * filter_live + vectors + 1
-            if accumulators > MAX_ACCUMULATORS or live > REGISTERS:
-                continue
-
-            def tile_loads(r: int, p: int) -> int:
-                columns = (p - 1) * sw + (kw - 1) * dw + 1
-                if held:
-                    return ((r - 1) * sh + (kh - 1) * dh + 1) * columns
-                return r * kh * columns + kh * kw
-
-            loads = sum(rk * pk * tile_loads(r, p) for r, rk in spans(oh, rows) for p, pk in spans(ow, pixels))
-            score = (loads / (oh * ow * kh * kw), accumulators)
-            if best is None or score < best[0]:
-                best = (score, TileShape(rows, pixels, vectors))
-    assert best is not None
-    return best[1]
-
-
 class DepthwiseKernel:
     """The buffers, window and register tile of one depthwise convolution, and the emitter of its loops."""
 
     def __init__(self, x: ir.Value, filter_: ir.Value, bias: ir.Value | None, y: ir.Value, strides: Sequence[int],
-                 dilations: Sequence[int], activation: ir.Operation | None) -> None:  # fmt: skip
+                 dilations: Sequence[int], activation: ir.Operation | None,
+                 interior: Interior | None = None) -> None:  # fmt: skip
+        """`interior`: where `x` holds values, if it is marked (ZERO_BORDER_ATTR)."""
         self.x, self.filter, self.bias, self.y, self.activation = x, filter_, bias, y, activation
+        self.interior = interior
         self.n, self.oh, self.ow, self.c = static_shape(y)
         self.kh, self.kw = static_shape(filter_)[:2]
         self.sh, self.sw = strides
         self.dh, self.dw = dilations
+        window_, strides_, dilations_ = (self.kh, self.kw), (self.sh, self.sw), (self.dh, self.dw)
+        self.skip_columns = interior is not None and skips_columns(self.ow, window_, strides_, dilations_, interior)
         # Two channel vectors per tile where the channels and a 3x3 filter's registers allow (one loaded input
         # column then covers a whole 128-byte pixel of 32 channels: 1.2-1.45x on MobileNetV2's 3x3 layers), else
         # one; blocks of fewer vectors (the channels left) get tiles of their own shape.
@@ -217,7 +166,8 @@ class DepthwiseKernel:
         self.blocks = [(b, self.shape(rows, len(b.widths))) for b in channel_blocks(self.c, self.vectors)]
 
     def shape(self, rows: int, vectors: int) -> TileShape:
-        return tile_shape((rows, self.ow), vectors, (self.kh, self.kw), (self.sh, self.sw), (self.dh, self.dw))
+        return tile_shape((rows, self.ow), vectors, (self.kh, self.kw), (self.sh, self.sw), (self.dh, self.dw),
+                          self.interior)  # fmt: skip
 
     def emit(self) -> ir.Operation:
         """The images loop, each image in bands of rows or, `streamed`, row by row (`_bands`, `_rows`)."""
@@ -238,7 +188,7 @@ class DepthwiseKernel:
                     def rows(y: ir.Value, rows: int, c0: ir.Value = c0, widths: Sequence[int] = blocks.widths,
                              shape: TileShape = shape) -> None:  # fmt: skip
                         tile = DepthwiseTile(self, image, arith.addi(top, y), rows, c0, widths)
-                        each_tile(self.ow, shape.pixels, tile.emit)
+                        self.pixel_tiles(shape.pixels, tile.emit, tile.filter is not None)
 
                     each_tile(count, shape.rows, rows)
 
@@ -249,27 +199,52 @@ class DepthwiseKernel:
         pixels (the tile's filter and bias vectors loaded with it): the input and output are read and written in
         memory order, which the prefetchers follow. All blocks take the first blocks' tile shape."""
         shape = self.blocks[0][1]
+        held = held_filter(len(self.blocks[0][0].widths), self.kh, self.kw)
 
         def rows(y: ir.Value, count: int) -> None:
-            def tiles(x0: ir.Value, pixels: int) -> None:
+            def pixel_tile(x0: ir.Value | int, pixels: int) -> None:
                 for blocks, _ in self.blocks:
                     with for_loop(blocks.start, blocks.start + blocks.count * blocks.step, blocks.step) as c0:
                         DepthwiseTile(self, image, y, count, c0, blocks.widths).emit(x0, pixels)
 
-            each_tile(self.ow, shape.pixels, tiles)
+            self.pixel_tiles(shape.pixels, pixel_tile, held)
 
         each_tile(self.oh, shape.rows, rows)
 
+    def pixel_tiles(self, pixels: int, emit: Callable[[ir.Value | int, int], None], held: bool) -> None:
+        """`emit(start, count)` for the tiles of `pixels` along an output row (`each_tile`), those at its ends whose
+        windows reach into a marked input's padding (`Interior`; at most STATIC_EDGE_TILES at each end) with a
+        start known at compile time, so that they leave out their dead columns; the others in a loop."""
+        if held or not self.skip_columns:
+            each_tile(self.ow, pixels, emit)
+            return
+        assert self.interior is not None
+        box, full = self.interior, self.ow // pixels
+        reach = (pixels - 1) * self.sw + (self.kw - 1) * self.dw
 
-def window_readers(outputs: int, stride: int, taps: int, dilation: int) -> dict[int, list[tuple[int, int]]]:
-    """Input position (from the first output's window start) -> the (output, tap) pairs that read it, for
-    `outputs` outputs `stride` apart along a dim and `taps` filter taps `dilation` apart: which loaded input feeds
-    which accumulators, in a register tile's rows or columns."""
-    readers: dict[int, list[tuple[int, int]]] = {}
-    for o in range(outputs):
-        for t in range(taps):
-            readers.setdefault(o * stride + t * dilation, []).append((o, t))
-    return readers
+        def dead(tile: int) -> bool:
+            start = tile * pixels * self.sw
+            return start < box.left or start + reach >= box.left + box.width
+
+        lead = 0
+        while lead < min(full, STATIC_EDGE_TILES) and dead(lead):
+            lead += 1
+        trail = 0
+        while trail < min(full - lead, STATIC_EDGE_TILES) and dead(full - 1 - trail):
+            trail += 1
+        middle = full - trail - lead
+        if middle > 1:
+            for t in range(lead):
+                emit(t * pixels, pixels)
+            with for_loop(lead * pixels, (full - trail) * pixels, pixels) as start:
+                emit(start, pixels)
+            for t in range(full - trail, full):
+                emit(t * pixels, pixels)
+        else:
+            for t in range(full):
+                emit(t * pixels, pixels)
+        if self.ow % pixels:
+            emit(full * pixels, self.ow % pixels)
 
 
 def each_tile(size: int, tile: int, emit: Callable[[ir.Value, int], None]) -> None:
@@ -320,21 +295,44 @@ class DepthwiseTile:
             row = arith.addi(self.top, offset)
         return self.source_row(row) if self.source_row is not None else row
 
+    def _filter_rows(self) -> tuple[ir.Value, ir.Value]:
+        """[lo, hi) of the filter rows that read a marked input's values for some of the tile's rows (`Interior`,
+        `interior_taps` at run time), or all of them."""
+        k, box = self.k, self.k.interior
+        if box is None:
+            return index(0), index(k.kh)
+
+        def over_dh(value: ir.Value) -> ir.Value:
+            return arith.floordivsi(value, index(k.dh)) if k.dh > 1 else value
+
+        # lo = max(0, -floor((top + (rows - 1) sh - box.top) / dh)), hi = min(kh, floor((box.top + box.height - 1
+        # - top) / dh) + 1): a loop from lo to hi <= lo runs no filter row.
+        below = over_dh(arith.subi(self.top, index(box.top - (self.rows - 1) * k.sh)))
+        lo = arith.maxsi(index(0), arith.subi(index(0), below))
+        above = over_dh(arith.subi(index(box.top + box.height - 1), self.top))
+        return lo, arith.minsi(index(k.kh), arith.addi(above, index(1)))
+
     def filters(self) -> list[list[list[ir.Value]]]:
         """The filter's vectors, [filter row][filter column][channel vector]."""
         k = self.k
         return [[[load(k.filter, [index(i), index(j), c], t, m) for c, t, m in self.parts] for j in range(k.kw)]
                 for i in range(k.kh)]  # fmt: skip
 
-    def emit(self, x0: ir.Value, pixels: int) -> None:
+    def emit(self, x0: ir.Value | int, pixels: int) -> None:
         """Output pixels x0 .. x0 + pixels - 1 of the tile's rows: each input vector the tile reads is loaded once
         and added into the accumulators of the (row, pixel) outputs whose windows hold it; then the activation
-        and one store per output and channel vector."""
+        and one store per output and channel vector. A filter read by the tile from a marked input (`Interior`)
+        runs the filter rows that read its values, and at a start known here (an int) the columns too."""
         k = self.k
         accs = [[list(self.bias) for _ in range(pixels)] for _ in range(self.rows)]
-        left = arith.muli(x0, index(k.sw))
         # Input column (from the first window's start) -> the (pixel, filter column) pairs that read it.
         columns = window_readers(pixels, k.sw, k.kw, k.dw)
+        if isinstance(x0, int):
+            if k.interior is not None and self.filter is None:
+                columns = {c: pairs for c, pairs in columns.items() if k.interior.holds_column(x0 * k.sw + c)}
+            left, x0 = index(x0 * k.sw), index(x0)
+        else:
+            left = arith.muli(x0, index(k.sw))
 
         def add_row(row: ir.Value, pairs: Sequence[tuple[int, int]],
                     filter_: Callable[[int, int, int], ir.Value]) -> None:  # fmt: skip
@@ -357,7 +355,7 @@ class DepthwiseTile:
             # KW vectors live at once spilled). A loop, not KH copies of its body: MixNet-M's 9x9 layers were
             # 2600 FMAs per kernel function, and LLVM's time goes with the code's size.
             flat = [acc for row in accs for pixel in row for acc in pixel]
-            loop = scf.ForOp(index(0), index(k.kh), index(1), flat)
+            loop = scf.ForOp(*self._filter_rows(), index(1), flat)
             with ir.InsertionPoint(loop.body):
                 i = loop.induction_variable
                 carried = iter(loop.inner_iter_args)

@@ -37,10 +37,9 @@ from glow_mlir.backends.cpu.depthwise_recipes import (
     channel_blocks,
     each_tile,
     for_loop,
-    held_filter,
     register_lanes,
-    tile_shape,
 )
+from glow_mlir.backends.cpu.depthwise_tiles import held_filter, tile_shape
 from glow_mlir.backends.cpu.lowerings import EXPANSION_ATTR
 from glow_mlir.backends.cpu.outline import define_helper
 from glow_mlir.backends.cpu.pointwise_recipes import MAX_PIXELS, row_tile

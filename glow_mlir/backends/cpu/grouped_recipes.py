@@ -35,8 +35,8 @@ from glow_mlir.backends.cpu.depthwise_recipes import (
     for_loop,
     phase_of,
     phases,
-    window_readers,
 )
+from glow_mlir.backends.cpu.depthwise_tiles import window_readers
 from glow_mlir.backends.cpu.grouped_pointwise import PixelGroups, along_pixels
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.lowerings import GROUPED_CONV_ATTR

@@ -3,6 +3,9 @@
 glow-ir-optimize-inserts makes an op write its result straight into the interior of the next layer's padded
 input (a convolution's output, the model's NCHW input transposed into the stem's padded buffer), after a fill of
 the whole buffer with the padding value (0, -inf before a max pool). The interior was written twice.
+
+A depthwise convolution that reads such a zero-bordered buffer next is marked with where the interior lies
+(ZERO_BORDER_ATTR), so that its kernel can skip the taps that read the border's zeros (depthwise_recipes.py).
 """
 
 from __future__ import annotations
@@ -17,25 +20,35 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu.recipes import static_block, static_shape
 from glow_mlir.codegen.builders import has_identity_layout
 
+# On a linalg.depthwise_conv_2d_nhwc_hwc: [top, left, height, width] of its input's interior, the rows and columns
+# that hold values; every other element of the input is a zero of the padding.
+ZERO_BORDER_ATTR = "glow.zero_border"
+
+# An op after a fill that touches the fill's buffer, with the view it goes through (None: the buffer itself).
+Touch = tuple[ir.Operation, ir.Operation | None]
+
 
 def fill_borders(function: ir.Operation) -> None:
     """Shrinks the fill of each padded buffer in `function` to the border that the padding is: the fill of a
     buffer whose next use is a view of its interior that is then written whole, before anything reads the
     buffer (a convolution's bias writing its output into the next layer's padded input, the input transposed
     into the stem's), becomes fills of the slabs around that interior. The interior was written twice: ResNet-50's
-    fills of padded buffers took 0.6 ms of a 54 ms run, the 114x114x64 one before the max pool 0.36 ms."""
+    fills of padded buffers took 0.6 ms of a 54 ms run, the 114x114x64 one before the max pool 0.36 ms. A depthwise
+    convolution reading such a buffer of zeros next gets ZERO_BORDER_ATTR."""
     for fill in [op for op in ops.walk_ops(function) if op.name == "linalg.fill"]:
         buffer = fill.operands[-1]
         if not isinstance(buffer.type, ir.MemRefType) or not has_identity_layout(buffer) or not static_shape(buffer):
             continue
-        interior = _written_interior(fill)
+        touches = _touches(fill)
+        interior = _written_interior(touches) if touches is not None else None
         if interior is None:
             continue
+        _mark_zero_border(fill, touches, *interior)
         strides, _ = ir.MemRefType(buffer.type).get_strides_and_offset()
         anywhere = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(), strides)
         element = ir.MemRefType(buffer.type).element_type
         with fill.location, ir.InsertionPoint(fill):
-            for offsets, sizes in _border(static_shape(buffer), *interior):
+            for offsets, sizes in _border(static_shape(buffer), *interior[1:]):
                 # At a dynamic offset, the slabs of one shape (a buffer's top and bottom rows, those of every
                 # buffer of its shape) are one kernel, compiled once.
                 slab = memref.cast(ir.MemRefType.get(sizes, element, layout=anywhere), static_block(buffer, offsets, sizes))
@@ -43,15 +56,10 @@ def fill_borders(function: ir.Operation) -> None:
         fill.erase()
 
 
-def _written_interior(fill: ir.Operation) -> tuple[list[int], list[int]] | None:
-    """(offsets, sizes) of the static, unit-stride view of `fill`'s buffer through which an op writes that view
-    whole without reading it, before any other op touches the buffer after `fill` (directly or through another
-    view; a view op itself touches nothing, and an op nested in a loop touches it where the loop is: the
-    expansion kernels' calls of glow-cpu-fuse-expansion take views of the stem's padded input in their loop over
-    images); else None."""
-    # The ops after `fill` that touch the buffer, as the ops of `fill`'s block that hold them, each with the view
-    # it goes through (None: the buffer itself or a nested op).
-    touches: list[tuple[ir.Operation, ir.Operation | None]] = []
+def _touches(fill: ir.Operation) -> list[Touch] | None:
+    """The ops after `fill` that touch its buffer, as the ops of `fill`'s block that hold them, each with the view
+    it goes through (None: the buffer itself or a nested op); None where an op outside that block touches it."""
+    touches: list[Touch] = []
     for use in fill.operands[-1].uses:
         user = use.owner.operation
         readers = [u.owner.operation for u in user.result.uses] if user.name == "memref.subview" else [user]
@@ -61,6 +69,15 @@ def _written_interior(fill: ir.Operation) -> tuple[list[int], list[int]] | None:
                 return None
             if held != fill and fill.is_before_in_block(held):
                 touches.append((held, user if held == reader and user != reader else None))
+    return touches
+
+
+def _written_interior(touches: Sequence[Touch]) -> tuple[ir.Operation, list[int], list[int]] | None:
+    """(writer, offsets, sizes): the first of a fill's `touches` (`_touches`) when it writes a static, unit-stride
+    view of the buffer whole without reading it, before any other op touches the buffer (directly or through
+    another view; a view op itself touches nothing, and an op nested in a loop touches it where the loop is: the
+    expansion kernels' calls of glow-cpu-fuse-expansion take views of the stem's padded input in their loop over
+    images), with the view's offsets and sizes; else None."""
     first = _first([op for op, _ in touches])
     if first is None:
         return None
@@ -74,7 +91,32 @@ def _written_interior(fill: ir.Operation) -> tuple[list[int], list[int]] | None:
         return None
     offsets = list(ir.DenseI64ArrayAttr(view.attributes["static_offsets"]))
     sizes = list(ir.DenseI64ArrayAttr(view.attributes["static_sizes"]))
-    return offsets, sizes
+    return first, offsets, sizes
+
+
+def _mark_zero_border(fill: ir.Operation, touches: Sequence[Touch], writer: ir.Operation, offsets: Sequence[int],
+                      sizes: Sequence[int]) -> None:  # fmt: skip
+    """Marks the depthwise convolution that reads `fill`'s buffer whole right after `writer` wrote its interior
+    (`offsets`, `sizes`, whole along the images and channels), when the fill is of zeros: ZERO_BORDER_ATTR."""
+    buffer = fill.operands[-1]
+    shape = static_shape(buffer)
+    reader = _first([op for op, _ in touches if op != writer])
+    if reader is None or reader.name != "linalg.depthwise_conv_2d_nhwc_hwc" or reader.operands[0] != buffer:
+        return
+    if any(view is not None for op, view in touches if op == reader) or not _is_zero(fill.operands[0]):
+        return
+    if offsets[0] or offsets[3] or sizes[0] != shape[0] or sizes[3] != shape[3]:
+        return
+    reader.attributes[ZERO_BORDER_ATTR] = ir.DenseI64ArrayAttr.get([offsets[1], offsets[2], sizes[1], sizes[2]])
+
+
+def _is_zero(value: ir.Value) -> bool:
+    """Whether `value` is an arith.constant float 0.0 (either sign)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
+        return False
+    attr = owner.attributes["value"]
+    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0
 
 
 def _in_block(op: ir.Operation, block: ir.Block) -> ir.Operation | None:

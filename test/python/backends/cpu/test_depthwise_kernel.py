@@ -2,7 +2,8 @@
 that fill whole blocks of two registers, leave one whole register, a partial one of at most 8 lanes or more than 8
 (masked), or only a partial one; rows of fewer pixels than a tile and not a multiple of it; 1x1 to 7x7 windows,
 stride 2, dilation 2, non-square maps, batch 2; every fused activation and none, with and without bias; layers
-that fit in L2 (bands of rows) and layers that do not (row by row, channel blocks innermost)."""
+that fit in L2 (bands of rows) and layers that do not (row by row, channel blocks innermost); windows that reach
+far into the padding of an input whose border is known to be zeros (their dead taps skipped)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import re
 import numpy as np
 import onnxruntime
 import pytest
-from onnx import ModelProto, helper
+from onnx import ModelProto, NodeProto, helper
 
 import glow_mlir
-from glow_mlir.backends.cpu.depthwise_recipes import ChannelBlocks, TileShape, channel_blocks, phases, tile_shape
+from glow_mlir.backends.cpu.depthwise_recipes import ChannelBlocks, channel_blocks, phases
+from glow_mlir.backends.cpu.depthwise_tiles import Interior, TileShape, interior_taps, tile_shape
 from glow_mlir.frontends.onnx import import_model
 import onnx_check
 
@@ -134,6 +136,80 @@ def test_tile_shape(out: tuple[int, int], vectors: int, k: int, stride: int, sha
     assert tile_shape(out, vectors, (k, k), (stride, stride), (1, 1)) == shape
 
 
+@pytest.mark.parametrize(
+    ("out", "k", "stride", "pad", "shape"),
+    [
+        # ConvNeXt's 7x7 on its last 7x7 map: tiles of one row would read no zero row, but their 7 accumulators
+        # wait on the FMAs' latency (FMAS_IN_FLIGHT); 2 x 7 (14) as without the border.
+        ((7, 7), 7, 1, 3, TileShape(2, 7, 1)),
+        # RepLKNet's 27x27 on 28x28: every tile of pixels reads zeros with some of its input columns; counted
+        # place by place, tiles of 2 x 8 do the least work (2 x 7 without the border).
+        ((28, 28), 27, 1, 13, TileShape(2, 8, 1)),
+        # A stride-2 7x7 window on 7x7: 2 x 4 (8 accumulators, enough in flight) reads fewer zero rows than 4 x 4.
+        ((4, 4), 7, 2, 3, TileShape(2, 4, 1)),
+    ],
+)
+def test_tile_shape_over_zeros(out: tuple[int, int], k: int, stride: int, pad: int, shape: TileShape) -> None:
+    size = (out[0] - 1) * stride + k - 2 * pad
+    interior = Interior(pad, pad, size, size)
+    assert tile_shape(out, 1, (k, k), (stride, stride), (1, 1), interior) == shape
+
+
+@pytest.mark.parametrize(("outputs", "stride", "taps", "dilation", "begin", "size"),
+                         [(1, 1, 13, 1, 6, 7), (2, 1, 7, 1, 3, 7), (4, 2, 5, 1, 2, 14), (3, 1, 7, 3, 9, 9),
+                          (2, 3, 9, 2, 8, 30), (1, 1, 27, 1, 13, 14)])  # fmt: skip
+def test_interior_taps(outputs: int, stride: int, taps: int, dilation: int, begin: int, size: int) -> None:
+    """The taps that read the interior for some of a tile's outputs, at every place of the tile: the span of
+    those that do, by brute force."""
+    for first in range(0, begin + size + taps * dilation, stride):
+        live = [t for t in range(taps)
+                if any(begin <= first + o * stride + t * dilation < begin + size for o in range(outputs))]  # fmt: skip
+        lo, hi = interior_taps(first, outputs, stride, taps, dilation, begin, size)
+        assert (lo, hi) == ((live[0], live[-1] + 1) if live else (lo, lo))
+
+
+OVER_ZEROS = [
+    # c, (h, w), (kh, kw), stride, dilation, pads, batch
+    (32, (14, 14), (27, 27), 1, 1, [13] * 4, 1),  # RepLKNet's 27x27: 27 % of the taps read values
+    (40, (7, 7), (13, 13), 1, 1, [6] * 4, 2),  # a block of 8 channels left, batch 2
+    (48, (7, 7), (7, 7), 1, 1, [3] * 4, 1),  # ConvNeXt's last stage
+    (24, (14, 14), (5, 5), 2, 1, [2] * 4, 1),  # EfficientNet's stride-2 5x5 on 14x14
+    (16, (9, 9), (7, 7), 1, 3, [9] * 4, 1),  # VAN's dilated 7x7: trimmed to 5x5, most taps still on zeros
+    (20, (12, 20), (11, 3), 1, 1, [5, 1, 5, 1], 1),  # a band of 11 rows (InceptionNeXt), a non-square map
+    (16, (10, 9), (9, 9), 1, 1, [0, 8, 4, 2], 1),  # asymmetric pads
+    (16, (30, 30), (9, 9), 3, 2, [8] * 4, 1),  # stride 3, dilation 2
+    (64, (60, 60), (31, 31), 1, 1, [15] * 4, 1),  # 1.8 MB of input and output: row by row; pixel tiles in a loop
+]
+
+
+@pytest.mark.parametrize(("c", "hw", "window", "stride", "dilation", "pads", "batch"), OVER_ZEROS)
+def test_windows_over_zeros(c: int, hw: tuple[int, int], window: tuple[int, int], stride: int, dilation: int,
+                            pads: list[int], batch: int) -> None:  # fmt: skip
+    """A window reaching into the zeros of the padding of a ReLU's output (written into the interior of the
+    padded buffer): the kernel's loop over filter rows skips rows of zeros, against onnxruntime."""
+    inits = {"w": (rng.standard_normal((c, 1, *window)) / np.prod(window) ** 0.5).astype(np.float32),
+             "b": rng.uniform(-0.5, 0.5, c).astype(np.float32)}  # fmt: skip
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Conv", ["r", "w", "b"], ["y"], kernel_shape=list(window), strides=[stride] * 2,
+                              pads=pads, dilations=[dilation] * 2, group=c)]  # fmt: skip
+    x = rng.standard_normal((batch, c, *hw)).astype(np.float32)
+    scheduled = _scheduled_against_onnxruntime(nodes, x, inits)
+    [conv] = [body for body in re.split(r"(?=func\.func private @)", scheduled) if "vector.fma" in body]
+    assert "arith.minsi" in conv
+
+
+def _scheduled_against_onnxruntime(nodes: list[NodeProto], x: np.ndarray, inits: dict[str, np.ndarray]) -> str:
+    """The IR after glow-cpu-schedule of the model of `nodes` (input x, output y), whose output on `x` must be
+    onnxruntime's."""
+    model = onnx_check.model(nodes, {"x": x}, ["y"], inits)
+    with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
+        scheduled = compiled.ir("glow-cpu-schedule")
+        got = compiled.run({"x": x})["y"]
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    return scheduled
+
+
 def test_phases() -> None:
     """Register q of a phased filter holds channels 16q, 16q + 1, ... mod C; P = lcm(C, 16) / 16 of them."""
     taps = np.arange(2 * 12, dtype=np.float32).reshape(2, 12)
@@ -158,12 +234,7 @@ def test_flat_rows_into_a_concatenation(c: int) -> None:
              helper.make_node("Relu", ["d"], ["dr"]),
              helper.make_node("Concat", ["pr", "dr"], ["y"], axis=1)]  # fmt: skip
     x = rng.standard_normal((1, 4, 15, 13)).astype(np.float32)
-    model = onnx_check.model(nodes, {"x": x}, ["y"], inits)
-    with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
-        scheduled = compiled.ir("glow-cpu-schedule")
-        got = compiled.run({"x": x})["y"]
-    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    scheduled = _scheduled_against_onnxruntime(nodes, x, inits)
     [depthwise] = [body for body in re.split(r"(?=func\.func private @)", scheduled)
                    if f"memref<3x3x{c}xf32>" in body.split("\n")[0]]  # fmt: skip
     # Flat rows read [N, H, W x C] and store each register's pixels one by one; channel vectors read NHWC.
