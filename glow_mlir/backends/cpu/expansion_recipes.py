@@ -39,7 +39,7 @@ from glow_mlir.backends.cpu.depthwise_recipes import (
     for_loop,
     register_lanes,
 )
-from glow_mlir.backends.cpu.depthwise_tiles import held_filter, tile_shape
+from glow_mlir.backends.cpu.depthwise_tiles import Interior, held_filter, tile_shape
 from glow_mlir.backends.cpu.lowerings import EXPANSION_ATTR
 from glow_mlir.backends.cpu.outline import define_helper
 from glow_mlir.backends.cpu.pointwise_recipes import MAX_PIXELS, row_tile
@@ -249,8 +249,10 @@ class _Block:
         self.masks = [lanes_mask(p.width, p.lanes) for p in parts]
         ring_type = ir.MemRefType.get([1, k.ring_rows, k.wp, self.lanes], k.f32)
         self.ring = memref.alloca(ring_type, [], [], alignment=64)
+        # The ring's padding columns and rows are zeros: its tiles skip the taps that read them.
+        interior = Interior(*k.g.pads, k.h, k.w)
         self.depthwise = DepthwiseKernel(self.ring, filter_, dw_bias, y, k.g.strides, k.g.dilations,
-                                         k.g.activation)  # fmt: skip
+                                         k.g.activation, interior)  # fmt: skip
         # The depthwise tiles' blocks within the ring's channels, as runs of blocks of equal widths: (first
         # vector, blocks, widths). A run is one loop: its tiles' code once, not once per block.
         step = k.vectors
@@ -311,7 +313,7 @@ class _Block:
                               pixels: int = shape.pixels) -> None:  # fmt: skip
                     tile = DepthwiseTile(self.depthwise, zero, arith.addi(y0, y), count, c0, widths,
                                          source_row=self._slot)  # fmt: skip
-                    each_tile(k.ow, pixels, tile.emit)
+                    self.depthwise.pixel_tiles(pixels, tile.emit, tile.filter is not None)
 
                 each_tile(rows, shape.rows, tile_rows)
 

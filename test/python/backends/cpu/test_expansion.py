@@ -70,6 +70,12 @@ CASES = [
     (16, 8, (20, 20), 3, 2, 1, [0, 0, 1, 1], 1, True, "Relu", "Relu"),  # 8 lanes; TensorFlow's "same" at stride 2
     (3, 32, (112, 112), 3, 2, 1, None, 1, True, "Clip", None),  # a wide map: a ring of one register
     (24, 48, (11, 11), 3, 1, 1, [0, 0, 0, 0], 1, True, "Relu", "Relu"),  # no padding: the 1x1 writes no border
+    # Windows over maps not much larger (EfficientNet's and MixNet's last stages at low resolution): the tiles
+    # skip the ring's zero rows and columns.
+    (32, 64, (7, 7), 5, 1, 1, None, 1, True, "SiLU", "SiLU"),  # 5x5 on 7x7
+    (16, 48, (4, 4), 7, 1, 1, None, 2, True, "Relu", None),  # 7x7 on 4x4, batch 2
+    (16, 40, (9, 9), 9, 2, 1, [3, 4, 5, 2], 1, False, "Relu", "Relu"),  # 9x9 stride 2, asymmetric pads
+    (8, 32, (6, 6), 5, 1, 2, None, 1, True, "Clip", "Clip"),  # dilation 2 over a 6x6 map
 ]
 
 
@@ -93,6 +99,8 @@ def test_expansion_kernel(cin: int, e: int, hw: tuple[int, int], k: int, stride:
     assert "linalg.conv" not in scheduled and "linalg.depthwise" not in scheduled and "memref.alloc(" not in scheduled
     rings = re.findall(r"memref\.alloca\(\) \{alignment = 64 : i64\} : memref<1x(\d+)x(\d+)x(\d+)xf32>", scheduled)
     assert rings and all(int(np.prod([int(d) for d in ring])) * 4 <= RING_BYTES for ring in rings)
+    # A filter read by the tiles (5x5 and larger) runs the filter rows that read the ring's values.
+    assert ("arith.minsi" in scheduled) == (k >= 5)
 
 
 def test_expanded_map_read_elsewhere_is_not_fused() -> None:
