@@ -12,8 +12,11 @@ runners alternate in one process (bench/run.py's `measure`, thread CPU time):
 - `ort`: onnxruntime (one intra-op and one inter-op thread, ORT_ENABLE_ALL) on the NCHW model.
 
 Per shape: the three medians, ort/glow (both on the NCHW model), the layer's kernel time (`kernel ms`: the
-`glow nhwc` model compiled in the profiling variant, whose generated code times the kernel call, so the call
-from Python is not in it: 1-3 microseconds, 15-40 % of a 7x7 or 14x14 layer's `glow nhwc` time), the GFLOP/s and % of
+layer inside a network, where a producer (here an Abs) writes its output into the interior of the layer's padded
+input buffer, whose border is then known to be zeros (a depthwise kernel skips the taps that read it); compiled in
+the profiling variant, whose generated code times each kernel call, and summed over the layer's kernels (the
+convolution's and its border fills'), so that neither the producer nor the call from Python (1-3 microseconds,
+15-40 % of a 7x7 or 14x14 layer's `glow nhwc` time) is in it), the GFLOP/s and % of
 peak (bench/peak.py, measured at the start) of that kernel time, and a roofline bound for it so that "% of peak"
 is read honestly: a
 depthwise layer does k*k multiply-adds per output element and per input element read, too few to reach the
@@ -29,7 +32,7 @@ expansion from E channels (and ReLU6) before it, which glow-mlir runs as one ker
 input is the expansion's (the `glow nhwc` model's not padded: the 1x1 convolution reads it), their FLOPs both
 convolutions', their bytes the block's input, output and filters.
 
-`--base REV` compares two compilers instead: each shape's `glow nhwc` model compiled by the git revision REV
+`--base REV` compares two compilers instead: each shape's `kernel ms` model compiled by the git revision REV
 (extracted with `git archive`) and by the working tree, in child processes (bench/ab.py's `compile_in`), then
 timed alternately in this process, round by round; it prints base ms, new ms and base/new per shape.
 """
@@ -159,6 +162,13 @@ SHAPES: dict[str, ConvShape] = {
         _dw(80, 28, 7, 1, "ConvNeXt-atto stage 2", relu=False),
         _dw(320, 7, 7, 1, "ConvNeXt-atto stage 4", relu=False),
         _dw(96, 56, 7, 1, "ConvNeXt-tiny stage 1", relu=False),
+        # RepLKNet-31B (Ding et al. 2022, table 5): windows of 31 to 13 over maps as large or smaller, most taps
+        # of the later ones on the padding (added with the skipping of the taps that read zeros).
+        _dw(128, 56, 31, 1, "RepLKNet-31B stage 1", relu=False),
+        _dw(256, 28, 29, 1, "RepLKNet-31B stage 2", relu=False),
+        _dw(512, 14, 27, 1, "RepLKNet-31B stage 3", relu=False),
+        _dw(1024, 7, 13, 1, "RepLKNet-31B stage 4", relu=False),
+        _dw(768, 7, 7, 1, "ConvNeXt-tiny stage 4", relu=False),
         # GhostNet (Han et al. 2020): the ghost modules' cheap 3x3 on half the channels.
         _dw(8, 112, 3, 1, "GhostNet stem ghost module"),
         _dw(36, 56, 3, 1, "GhostNet stage 2 ghost module"),
@@ -254,10 +264,19 @@ def shape_of(name: str) -> ConvShape:
 QUICK_SHAPES = ("dw3x3-s1-88@28", "g32x8-3x3-s1-256>256@28")
 
 
-def build(shape: ConvShape, nhwc: bool = False, seed: int = 0) -> onnx.ModelProto:
+# The `kernel ms` model's op before the layer, whose kernel is not the layer's: an Abs, one instruction that writes
+# its output whole, which glow-ir-optimize-inserts places in the padded buffer (a ReLU is a max against a splat of
+# zeros, two writes of its buffer, which it does not).
+PRODUCER = "producer"
+
+
+def build(shape: ConvShape, nhwc: bool = False, seed: int = 0, producer: bool = False) -> onnx.ModelProto:
     """The one-layer model of `shape`: input `x` NCHW, or (`nhwc`) NHWC and zero-padded already, with transposes
-    around the layer and no pads (the same weights and output)."""
-    pad = shape.k // 2 if not nhwc or shape.expansion else 0
+    around the layer and no pads (the same weights and output). With `producer` (NHWC, not a block), the input
+    is not padded and an Abs named PRODUCER computes the layer's input, which glow-mlir writes into the interior
+    of the layer's padded buffer, as a network's layer before it would."""
+    producer = producer and nhwc and not shape.expansion
+    pad = shape.k // 2 if not nhwc or shape.expansion or producer else 0
     rng = np.random.default_rng(seed)
     k = shape.k
     w = (rng.standard_normal((shape.f, shape.c // shape.group, k, k)) / np.sqrt(k * k * shape.c / shape.group))
@@ -268,6 +287,9 @@ def build(shape: ConvShape, nhwc: bool = False, seed: int = 0) -> onnx.ModelProt
     if nhwc:
         nodes.append(helper.make_node("Transpose", ["x"], ["x_nchw"], perm=[0, 3, 1, 2]))
         name = "x_nchw"
+    if producer:
+        nodes.append(helper.make_node("Abs", [name], ["produced"], name=PRODUCER))
+        name = "produced"
     if shape.expansion:
         e = shape.expansion
         w1 = rng.standard_normal((shape.c, e, 1, 1)) / np.sqrt(e)
@@ -288,7 +310,7 @@ def build(shape: ConvShape, nhwc: bool = False, seed: int = 0) -> onnx.ModelProt
         nodes.append(helper.make_node("Transpose", [last], ["y_nhwc"], perm=[0, 2, 3, 1]))
         last = "y_nhwc"
     nodes[-1].output[0] = "y"
-    padded = shape.size + 2 * shape.in_pad
+    padded = shape.size + 2 * (0 if producer else shape.in_pad)
     c = shape.in_channels
     dims = [1, padded, padded, c] if nhwc else [1, c, shape.size, shape.size]
     graph = helper.make_graph(
@@ -384,7 +406,8 @@ def bench_shape(shape: ConvShape, budget: float, warmup: float, clock: str, peak
     for model_ in compiled:
         model_.close()
     if "glow nhwc" in row:
-        row["kernel_ms"] = kernel_ms(nhwc_model, {"x": x_nhwc}, budget / 2)
+        feeds = {"x": padded_input(shape, padded=False)}
+        row["kernel_ms"] = kernel_ms(build(shape, nhwc=True, producer=True), feeds, budget / 2)
     if "glow" in row and "ort" in row:
         row["ort_over_glow"] = row["ort"]["ms"] / row["glow"]["ms"]
     nbytes = footprint_bytes(shape)
@@ -402,10 +425,12 @@ def bench_shape(shape: ConvShape, budget: float, warmup: float, clock: str, peak
 
 
 def kernel_ms(nhwc_model: onnx.ModelProto, feeds: dict[str, np.ndarray], budget: float) -> float:
-    """The layer's kernel time in the NHWC model, without the call from Python: the model compiled in the
-    profiling variant (glow_mlir/profiling.py), whose generated code times each kernel call; the median over
-    KERNEL_BLOCKS blocks of runs of the mean kernel time per run, in ms."""
+    """The layer's kernel time in the NHWC model (`build(..., producer=True)`), without the call from Python and
+    the producer's kernel: the model compiled in the profiling variant (glow_mlir/profiling.py), whose generated
+    code times each kernel call; the median over KERNEL_BLOCKS blocks of runs of the mean time per run of the
+    kernels not the producer's alone, in ms."""
     with glow_mlir.compile(import_model(nhwc_model), threads=1, cache=False, progress=False, profile=True) as model:
+        layer = np.array([kernel.model_nodes() != (PRODUCER,) for kernel in model.kernels])
         start = time.perf_counter()
         model.run(feeds)
         runs = max(3, int(budget / KERNEL_BLOCKS / max(time.perf_counter() - start, 1e-6)))
@@ -414,16 +439,17 @@ def kernel_ms(nhwc_model: onnx.ModelProto, feeds: dict[str, np.ndarray], budget:
             model.runs.clear()
             for _ in range(runs):
                 model.run(feeds)
-            blocks.append(sum(float(r.counters[NS_ROW].sum()) for r in model.runs) / len(model.runs) / 1e6)
+            blocks.append(sum(float(r.counters[NS_ROW][layer].sum()) for r in model.runs) / len(model.runs) / 1e6)
     return statistics.median(blocks)
 
 
-def padded_input(shape: ConvShape) -> np.ndarray:
-    """The seeded input of `shape`'s NHWC model: the NCHW input zero-padded and transposed to NHWC, starting at a
-    64-byte boundary as the arena's buffers do inside a network (from np.empty's 16-byte aligned memory, the
-    kernel's 64-byte loads of a 28x28x192 depthwise layer spanned two cache lines and it ran 1.35x slower)."""
+def padded_input(shape: ConvShape, padded: bool = True) -> np.ndarray:
+    """The seeded input of `shape`'s NHWC model: the NCHW input zero-padded (unless not `padded`: the producer
+    model's) and transposed to NHWC, starting at a 64-byte boundary as the arena's buffers do inside a network
+    (from np.empty's 16-byte aligned memory, the kernel's 64-byte loads of a 28x28x192 depthwise layer spanned two
+    cache lines and it ran 1.35x slower)."""
     x = np.random.default_rng(1).standard_normal((1, shape.in_channels, shape.size, shape.size)).astype(np.float32)
-    pad = shape.in_pad
+    pad = shape.in_pad if padded else 0
     padded = np.pad(x, [(0, 0), (0, 0), (pad, pad), (pad, pad)]).transpose(0, 2, 3, 1)
     aligned = aligned_bytes(padded.nbytes).view(np.float32).reshape(padded.shape)
     aligned[...] = padded
@@ -431,8 +457,9 @@ def padded_input(shape: ConvShape) -> np.ndarray:
 
 
 def compare_trees(names: Sequence[str], base: str, budget: float) -> list[dict[str, Any]]:
-    """`--base`: per shape, the NHWC layer compiled by revision `base` and by the working tree, timed
-    alternately (AB_ROUNDS rounds of about budget / AB_ROUNDS seconds), with whether their outputs agree."""
+    """`--base`: per shape, the NHWC layer behind its producer (`build(..., producer=True)`) compiled by revision
+    `base` and by the working tree, timed alternately (AB_ROUNDS rounds of about budget / AB_ROUNDS seconds),
+    with whether their outputs agree."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="glow-convs-ab-") as tmp:
         work = Path(tmp)
@@ -443,8 +470,8 @@ def compare_trees(names: Sequence[str], base: str, budget: float) -> list[dict[s
         for index, name in enumerate(names):
             shape = shape_of(name)
             onnx_file = work / f"layer{index}.onnx"
-            onnx.save(build(shape, nhwc=True), onnx_file)
-            feeds = {"x": padded_input(shape)}
+            onnx.save(build(shape, nhwc=True, producer=True), onnx_file)
+            feeds = {"x": padded_input(shape, padded=False)}
             models = {}
             for label, tree in (("base", base_tree), ("new", ROOT)):
                 compile_in(tree, onnx_file, work / label / onnx_file.stem)
