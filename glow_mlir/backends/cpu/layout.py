@@ -61,7 +61,8 @@ NHWC_OPS = {
 
 def _filter_hwio(weights: ir.Value) -> ir.Value:
     """The OIHW filter `weights` as [KH, KW, I, O]: a new constant when it is one, else a transpose."""
-    array = g.constant_array(weights)
+    # A view: the transposed copy materialize makes is the one copy of the weights before the new attr.
+    array = g.constant_array(weights, copy=False)
     if array is None:
         return transpose_to(weights, FILTER_TO_HWIO)
     dims = [ops.shape(weights)[d] for d in FILTER_TO_HWIO]
@@ -107,7 +108,7 @@ def _width_as_channels(operands: list[ir.Value], attributes: dict[str, ir.Attrib
     x, hwio, bias = operands
     n, h, w, c = ops.shape(x)
     kh, kw, _, f = ops.shape(hwio)
-    array = g.constant_array(hwio)
+    array = g.constant_array(hwio, copy=False)
     if array is None:
         hwio = g.reshape(hwio, [1, kh, kw * c, f])
     else:

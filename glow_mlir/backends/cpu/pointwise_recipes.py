@@ -189,19 +189,21 @@ class PointwiseKernel:
             else:
                 self.rows //= self.chunks
         self.pixels, self.vectors = register_tile(self.row, self.f, self.channels_outer)
-        blocks, packed, offset = [], [], 0
+        blocks, offset = [], 0
         for start, count, vectors in channel_blocks(self.f, self.vectors):
-            width = LANES * vectors
             lanes = min(LANES, self.f - start - (count * vectors - 1) * LANES) if count == 1 else LANES
-            part = np.zeros((count, self.c, width), np.float32)
-            for b in range(count):
-                chunk = weights[:, start + b * width : min(self.f, start + (b + 1) * width)]
-                part[b, :, : chunk.shape[1]] = chunk
             blocks.append(_Block(start, count, vectors, lanes, offset))
-            packed.append(part.reshape(-1))
-            offset += part.size
+            offset += count * self.c * LANES * vectors
         self.blocks = blocks
-        data = np.concatenate(packed)
+        # Packed straight into one array: a zeroed array per block and their concatenation were two more fresh
+        # copies of the filter (a GB of weights costs seconds of page faults per copy).
+        data = np.zeros(offset, np.float32)
+        for block in blocks:
+            width = LANES * block.vectors
+            part = data[block.offset : block.offset + block.count * self.c * width].reshape(block.count, self.c, width)
+            for b in range(block.count):
+                chunk = weights[:, block.start + b * width : min(self.f, block.start + (b + 1) * width)]
+                part[b, :, : chunk.shape[1]] = chunk
         self.packed_size = data.size
         self.filter = packed_global(op, data, f"__glow_packed_pointwise_{self.c}x{self.f}")
         self.prefetch = self.channels_outer and model_weight_bytes(op) > L2_BYTES

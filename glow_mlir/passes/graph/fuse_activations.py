@@ -232,8 +232,8 @@ def _fold_scale(op: ir.Operation) -> ir.Operation | None:
     scale_op = _single_user(value)
     if scale_op is None or scale_op.name not in ("glow.mul", "glow.div"):
         return None
-    # Read only once a scale follows: reading copies the weights (VGG-19's FC layers: 0.4-1 s per pass).
-    weights, bias = g.constant_array(op.operands[1]), g.constant_array(op.operands[2])
+    # Read only once a scale follows, as views: the scaled copy below is the only one made of the weights.
+    weights, bias = g.constant_array(op.operands[1], copy=False), g.constant_array(op.operands[2])
     if weights is None or bias is None:
         return None
     lhs, rhs = scale_op.operands
@@ -253,7 +253,7 @@ def _fold_scale(op: ir.Operation) -> ir.Operation | None:
     factor = factor.astype(np.float64)
     factor = factor if scale_op.name == "glow.mul" else 1.0 / factor
     with ir.InsertionPoint(scale_op), ir.Location.fused([op.location, scale_op.location]):
-        new_weights = g.materialize(weights.astype(np.float64) * factor, op.operands[1].type, prefer_splat=False)
+        new_weights = g.materialize(_scaled(weights, factor), op.operands[1].type, prefer_splat=False)
         new_bias = g.materialize(bias.astype(np.float64) * factor, op.operands[2].type, prefer_splat=False)
         new = g.make(op.name, [op.operands[0], new_weights, new_bias], op.results[0].type, g.attributes(op))
     g.replace(scale_op, _reapply_views(new, views, scale_op))
@@ -289,20 +289,26 @@ def _fold_channel_scale(op: ir.Operation, table: dict[str, Producer]) -> ir.Oper
     if other == value:
         return None
     scale = g.channel_vector(other, axis)
-    weights, bias = g.constant_array(op.operands[1]), g.constant_array(op.operands[2])
+    weights, bias = g.constant_array(op.operands[1], copy=False), g.constant_array(op.operands[2])
     if scale is None or weights is None or bias is None:
         return None
     along = [1] * weights.ndim
     along[filter_axis] = -1
     scale = scale.astype(np.float64)
     with ir.InsertionPoint(mul), ir.Location.fused([op.location, mul.location]):
-        new_weights = g.materialize(
-            weights.astype(np.float64) * scale.reshape(along), op.operands[1].type, prefer_splat=False
-        )
+        new_weights = g.materialize(_scaled(weights, scale.reshape(along)), op.operands[1].type, prefer_splat=False)
         new_bias = g.materialize(bias.astype(np.float64) * scale, op.operands[2].type, prefer_splat=False)
         new = g.make(op.name, [op.operands[0], new_weights, new_bias], op.results[0].type, g.attributes(op))
     g.replace(mul, _reapply_views(new, views, mul))
     return g.producer(new)
+
+
+def _scaled(weights: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """weights * factor in float64, multiplied in place: the one float64 copy is the only one (the product of a
+    copy was a second, fresh memory for every byte of GB-scale weights)."""
+    product = weights.astype(np.float64)
+    product *= factor
+    return product
 
 
 def _fold_bias_add(op: ir.Operation, table: dict[str, Producer]) -> ir.Operation | None:

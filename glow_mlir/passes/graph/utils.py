@@ -107,8 +107,10 @@ def splat_scalar(op: ir.Operation) -> float | int | bool:
     return bool(raw != 0) if kind == np.bool_ else np.asarray(raw).astype(kind).item()
 
 
-def constant_array(value: ir.Value) -> np.ndarray | None:
-    """The contents of `value` when a `glow.constant` or `glow.splat` defines it, in its element type."""
+def constant_array(value: ir.Value, *, copy: bool = True) -> np.ndarray | None:
+    """The contents of `value` when a `glow.constant` or `glow.splat` defines it, in its element type; with
+    `copy=False`, a constant's is a read-only view of its attr where the types agree (for readers that only
+    derive new arrays from it: a filter transposed or scaled, which otherwise copied every weight once more)."""
     op = producer(value)
     if op is None:
         return None
@@ -116,7 +118,7 @@ def constant_array(value: ir.Value) -> np.ndarray | None:
         attr = op.attributes["value"]
         if not isinstance(attr, ir.DenseElementsAttr):
             return None
-        return ops.dense_array(attr).astype(dtype(value), copy=False).reshape(ops.shape(value))
+        return ops.dense_array(attr, copy=copy).astype(dtype(value), copy=False).reshape(ops.shape(value))
     if op.name == SPLAT:
         return np.full(ops.shape(value), splat_scalar(op), dtype(value))
     return None
@@ -164,7 +166,9 @@ def splat_attribute(elt: ir.Type, scalar: float | int | bool) -> ir.Attribute | 
 
 def dense(array: np.ndarray, result: ir.Type) -> ir.DenseElementsAttr:
     """A dense elements attribute of tensor type `result` holding `array` (cast to its element type)."""
-    array = np.ascontiguousarray(np.asarray(array).astype(dtype(result)).reshape(ops.shape(result)))
+    # Cast and made row-major in one copy at most (astype, then ascontiguousarray, copied a transposed filter
+    # twice; each copy of GB-scale weights faults in fresh memory), which dense_attr copies into the attr.
+    array = np.ascontiguousarray(array, dtype(result)).reshape(ops.shape(result))
     if array.dtype == np.bool_:
         # The bindings build i1 attributes from bool arrays only when they infer the type themselves.
         return ir.DenseElementsAttr.get(array)
@@ -174,7 +178,7 @@ def dense(array: np.ndarray, result: ir.Type) -> ir.DenseElementsAttr:
 def materialize(array: np.ndarray, result: ir.Type, *, prefer_splat: bool = True) -> ir.Value:
     """A `glow.splat` (when `prefer_splat`, the array is uniform and a splat holds it exactly) or a
     `glow.constant` of type `result` holding `array`, at the current insertion point and location."""
-    array = np.asarray(array).astype(dtype(result))
+    array = np.asarray(array).astype(dtype(result), copy=False)
     if prefer_splat and array.size:
         first = array.reshape(-1)[0]
         if np.all(array == first):

@@ -1,0 +1,100 @@
+"""Compile time with GB-scale weights: every copy of the weights is as much fresh memory, whose page faults
+cost seconds on this machine, so the passes that derive new weights (a filter transposed to HWIO, scaled by
+a folded layer scale, handed to the JIT) copy them no more than they must. Peak memory is measured with
+tracemalloc, which numpy reports its buffers to."""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Callable
+
+import numpy as np
+from mlir import ir
+
+from glow_mlir import ops
+from glow_mlir.backends.cpu.weights import WEIGHT_ALIGNMENT, WEIGHTS_ATTR, external_weights
+from glow_mlir.passes.graph import fuse_activations
+from glow_mlir.passes.graph import utils as g
+
+RNG = np.random.default_rng(22)
+
+
+def peak_bytes(fn: Callable[[], object]) -> tuple[object, int]:
+    """fn's result and the most memory numpy and Python held at once while it ran, above what they held before."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        result = fn()
+        return result, tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_constant_array_without_copy_is_a_read_only_view_of_the_attr() -> None:
+    array = RNG.standard_normal((8, 4, 3, 3)).astype(np.float32)
+    with ir.Context(), ir.Location.unknown():
+        ir.Context.current.allow_unregistered_dialects = True
+        t = ops.tensor_type(array.shape, ops.mlir_type(np.float32))
+        module = ir.Module.create()  # kept: the ops die with it
+        with ir.InsertionPoint(module.body):
+            value = g.make(g.CONSTANT, [], t, {"value": ops.dense_attr(array, t)})
+        view, copy = g.constant_array(value, copy=False), g.constant_array(value)
+        assert view is not None and copy is not None
+        np.testing.assert_array_equal(view, array)
+        np.testing.assert_array_equal(copy, array)
+        assert not view.flags.writeable and copy.flags.writeable
+        assert np.shares_memory(view, g.constant_array(value, copy=False))
+        assert not np.shares_memory(copy, view)
+
+
+def test_dense_of_a_transposed_view_holds_its_values_in_one_copy() -> None:
+    # A float64 filter transposed, stored as float32: cast and reordered in one pass (astype, then
+    # ascontiguousarray, made two float32 copies).
+    weights = RNG.standard_normal((64, 32, 16, 16))
+    view = weights.transpose(2, 3, 1, 0)
+    with ir.Context(), ir.Location.unknown():
+        result = ops.tensor_type(view.shape, ops.mlir_type(np.float32))
+        attr, peak = peak_bytes(lambda: g.dense(view, result))
+        np.testing.assert_array_equal(ops.dense_array(attr), view.astype(np.float32))
+    assert peak < 1.5 * weights.size * 4, peak
+
+
+def test_materialize_casts_without_a_copy_of_its_own() -> None:
+    weights = RNG.standard_normal((64, 32, 16, 16)).astype(np.float32)
+    with ir.Context(), ir.Location.unknown():
+        ir.Context.current.allow_unregistered_dialects = True
+        result = ops.tensor_type(weights.shape, ops.mlir_type(np.float32))
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            value, peak = peak_bytes(lambda: g.materialize(weights, result, prefer_splat=False))
+        np.testing.assert_array_equal(g.constant_array(value), weights)
+    # The attr's data is MLIR's, not traced: an array already of the result's type is not copied at all.
+    assert peak < 0.5 * weights.nbytes, peak
+
+
+def test_scaled_weights_are_one_float64_copy() -> None:
+    weights = RNG.standard_normal((256, 128, 3, 3)).astype(np.float32)
+    weights.flags.writeable = False
+    factor = RNG.standard_normal(256).reshape(-1, 1, 1, 1)
+    scaled, peak = peak_bytes(lambda: fuse_activations._scaled(weights, factor))
+    np.testing.assert_array_equal(scaled, weights.astype(np.float64) * factor)
+    assert peak < 1.5 * weights.size * 8, peak
+
+
+def test_external_weights_take_aligned_attrs_as_they_are_and_copy_the_others() -> None:
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.create()
+        arrays = {f"w{i}": RNG.standard_normal(4096 + 4 * i).astype(np.float32) for i in range(64)}
+        module.operation.attributes[WEIGHTS_ATTR] = ir.DictAttr.get(
+            {name: ops.dense_attr(a, ops.tensor_type(a.shape, ops.mlir_type(np.float32))) for name, a in arrays.items()}
+        )
+        weights = external_weights(module)
+        # MLIR places large data at 16-byte boundaries of malloc's: some of 64 start at a 64-byte one (about a
+        # quarter here; how many depends on the allocator, so only the rule is checked).
+        for name, array in arrays.items():
+            data = weights[name]
+            assert data.ctypes.data % WEIGHT_ALIGNMENT == 0
+            np.testing.assert_array_equal(data.view(np.float32), array)
+            own = ops.dense_array(ir.DictAttr(module.operation.attributes[WEIGHTS_ATTR])[name], copy=False)
+            assert np.shares_memory(data, own) == (own.ctypes.data % WEIGHT_ALIGNMENT == 0)
