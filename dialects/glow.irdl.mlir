@@ -618,6 +618,28 @@ irdl.dialect @glow {
     irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode}
   }
 
+  // Uniform numbers in [low, high) of the stated shape and float type: a new draw on every run of the compiled model (Philox-4x32-10 of (seed, element index, run)).
+  irdl.operation @random_uniform {
+    %result = irdl.base "!builtin.tensor"
+    %low = irdl.base "#builtin.float"
+    %high = irdl.base "#builtin.float"
+    %seed = irdl.base "#builtin.integer"
+    %seeded = irdl.base "#builtin.integer"
+    irdl.results(result: %result)
+    irdl.attributes {"low" = %low, "high" = %high, "seed" = %seed, "seeded" = %seeded}
+  }
+
+  // Normal numbers N(mean, scale^2) of the stated shape and float type: a new draw on every run of the compiled model (Philox-4x32-10 of (seed, element index, run)).
+  irdl.operation @random_normal {
+    %result = irdl.base "!builtin.tensor"
+    %mean = irdl.base "#builtin.float"
+    %scale = irdl.base "#builtin.float"
+    %seed = irdl.base "#builtin.integer"
+    %seeded = irdl.base "#builtin.integer"
+    irdl.results(result: %result)
+    irdl.attributes {"mean" = %mean, "scale" = %scale, "seed" = %seed, "seeded" = %seeded}
+  }
+
   // A constant tensor (Glow's Constant); `value` is a dense elements attribute.
   irdl.operation @constant {
     %result = irdl.base "!builtin.tensor"

@@ -626,6 +626,30 @@ irdl.dialect @glow_ir {
     irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode, "roles" = %roles}
   }
 
+  // dest = uniform numbers in [low, high), a new draw per run (glow_mlir/opdefs/random.py).
+  irdl.operation @random_uniform {
+    %dest = irdl.base "!builtin.memref"
+    %low = irdl.base "#builtin.float"
+    %high = irdl.base "#builtin.float"
+    %seed = irdl.base "#builtin.integer"
+    %seeded = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out"]
+    irdl.operands(dest: %dest)
+    irdl.attributes {"low" = %low, "high" = %high, "seed" = %seed, "seeded" = %seeded, "roles" = %roles}
+  }
+
+  // dest = normal numbers n(mean, scale^2), a new draw per run (glow_mlir/opdefs/random.py).
+  irdl.operation @random_normal {
+    %dest = irdl.base "!builtin.memref"
+    %mean = irdl.base "#builtin.float"
+    %scale = irdl.base "#builtin.float"
+    %seed = irdl.base "#builtin.integer"
+    %seeded = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out"]
+    irdl.operands(dest: %dest)
+    irdl.attributes {"mean" = %mean, "scale" = %scale, "seed" = %seed, "seeded" = %seeded, "roles" = %roles}
+  }
+
   // Every element of dest = value (f32 attribute for floats, integer attribute for integers and i1).
   irdl.operation @splat {
     %dest = irdl.base "!builtin.memref"

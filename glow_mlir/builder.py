@@ -30,6 +30,7 @@ from glow_mlir import ops
 from glow_mlir.context import make_context
 from glow_mlir.opdefs import OpDef, glow_op, glow_ops, shapes, types
 from glow_mlir.opdefs.base import Attrs
+from glow_mlir.opdefs.random import seed_of as random_seed
 
 DType = str | type | np.dtype
 T = TypeVar("T")
@@ -371,6 +372,18 @@ class Graph:
         """Running sums along `axis` (ONNX CumSum) of f32, f64 or integers; `exclusive`, `reverse` as ONNX's."""
         attrs = {"axis": _axis(input, axis), "exclusive": exclusive, "reverse": reverse}
         return self._op("cumsum", [input], name, attrs)
+
+    def random(self, op: str, shape: Sequence[int], params: tuple[float, float], dtype: DType = "f32",
+               seed: float | None = None, name: str | None = None) -> Tensor:  # fmt: skip
+        """`glow.random_uniform` (params: low, high) or `glow.random_normal` (mean, scale) of `shape`, a new draw
+        per run; `seed` as ONNX's, None for a stream per node and session (glow_mlir/opdefs/random.py)."""
+        node = self._node_name(op, name)
+        key, seeded = random_seed(seed, node)
+        attrs = {**dict(zip(("low", "high") if op == "random_uniform" else ("mean", "scale"), params)),
+                 "seed": key - (1 << 64 if key >= 1 << 63 else 0), "seeded": seeded}  # fmt: skip
+        with self._scope:
+            elt = _element_type(dtype, f"glow.{op} '{node}'")
+        return self._op(op, [], node=node, attrs=attrs, stated=shape, result_type=elt)
 
     def concat(self, inputs: Sequence[TensorLike], dim: int, name: str | None = None) -> Tensor:
         """Concatenation along `dim`; nests concats when the inputs form more than 8 runs of one type."""

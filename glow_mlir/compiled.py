@@ -15,6 +15,7 @@ import atexit
 import ctypes
 import importlib.util
 import os
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -33,6 +34,7 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu.weights import embed_weights, external_weights, write_weights
 from glow_mlir.errors import UnsupportedError
 from glow_mlir.library import Abi, Buffer, LoadedModel, abi_to_json, entry_point
+from glow_mlir.opdefs.random import START
 
 
 class CompiledModel(LoadedModel):
@@ -73,7 +75,28 @@ class CompiledModel(LoadedModel):
                 self._engine.raw_register_runtime(symbol, ctypes.c_void_p(data.ctypes.data))
             function = self._engine.lookup(abi.function)
         super().__init__(abi, function)
+        self.random_seed = self._seed_random(library)
         _LIVE.add(self)
+
+    def _seed_random(self, library: ctypes.CDLL | None) -> int | None:
+        """Starts the draws of the model's random ops (glow_mlir/codegen/random.py): their run counters from 0,
+        and the session seed of those without an ONNX seed GLOW_MLIR_RANDOM_SEED, else drawn now, so that every
+        compiled or loaded model draws numbers of its own (a cache hit too). The seed; None without such ops."""
+        # Both through the packed wrapper `_mlir_<name>(void **args)` that MLIR's ExecutionEngine generates
+        # for every function (its raw_lookup finds only those).
+        if library is not None:
+            address = ctypes.cast(getattr(library, f"_mlir_{START}", None), ctypes.c_void_p).value
+        else:
+            assert self._engine is not None
+            address = self._engine.raw_lookup(START)
+        if not address:
+            return None
+        fixed = os.environ.get("GLOW_MLIR_RANDOM_SEED")
+        seed = (int(fixed, 0) if fixed else secrets.randbits(64)) & (2**64 - 1)
+        argument = ctypes.c_uint64(seed)
+        packed = (ctypes.c_void_p * 1)(ctypes.addressof(argument))
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)(packed)
+        return seed
 
     def ir(self, stage: str) -> str:
         """The module text after the last run of pipeline element `stage` (compiled with keep_ir=True)."""

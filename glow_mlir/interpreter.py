@@ -19,7 +19,7 @@ from mlir import ir
 
 from glow_mlir import ops
 from glow_mlir.errors import UnsupportedError
-from glow_mlir.opdefs import control, glow_ops
+from glow_mlir.opdefs import control, glow_ops, random
 
 Array = np.ndarray
 
@@ -29,12 +29,30 @@ def interpret(
     feeds: dict[str, Array],
     function: str | None = None,
     observe: Callable[[ir.Operation, Array], None] | None = None,
+    *,
+    random_run: int = 0,
+    random_seed: int = 0,
 ) -> dict[str, Array]:
     """Runs the module's model function on `feeds` (by input glow.name); returns its outputs by glow.name.
 
     `function` names the func.func to run when the module holds more than one. `observe(op, result)`, when
     given, sees every op's result as it is computed (glow_mlir.quantization's profiler records ranges there).
+    Random ops draw what a compiled model's run number `random_run` (0: its first) draws with session seed
+    `random_seed` (CompiledModel.random_seed; only ops without an ONNX seed read it; glow_mlir/opdefs/random.py).
     """
+    token = random.DRAW.set((random_run, random_seed))
+    try:
+        return _interpret(module, feeds, function, observe)
+    finally:
+        random.DRAW.reset(token)
+
+
+def _interpret(
+    module: ir.Module,
+    feeds: dict[str, Array],
+    function: str | None,
+    observe: Callable[[ir.Operation, Array], None] | None,
+) -> dict[str, Array]:
     fn = _function(module, function)
     block = fn.regions[0].blocks[0]
     input_names = _names(fn, "arg_attrs", len(block.arguments), "input")

@@ -29,7 +29,15 @@ from __future__ import annotations
 from mlir import ir
 
 from glow_mlir import ops
-from glow_mlir.codegen import arg_search, math, nn, roi_align, tensor, top_k  # noqa: F401  (importing a category registers its lowerings)
+from glow_mlir.codegen import (  # noqa: F401  (importing a category registers its lowerings)
+    arg_search,
+    math,
+    nn,
+    random,
+    roi_align,
+    tensor,
+    top_k,
+)
 from glow_mlir.codegen.builders import signless_types
 from glow_mlir.codegen.table import LOWERINGS
 from glow_mlir.errors import UnsupportedError

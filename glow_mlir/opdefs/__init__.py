@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from glow_mlir.opdefs import math, nn, tensor  # noqa: F401  (importing a category defines its ops)
+from glow_mlir.opdefs import math, nn, random, tensor  # noqa: F401  (importing a category defines its ops)
 from glow_mlir.opdefs.base import (
     Activation,
     IrDef,

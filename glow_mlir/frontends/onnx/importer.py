@@ -64,6 +64,7 @@ from glow_mlir.frontends.onnx import (  # noqa: F401
     ops_nn,
     ops_pool,
     ops_quant,
+    ops_random,
     ops_reduce,
     ops_resize,
     ops_rnn,

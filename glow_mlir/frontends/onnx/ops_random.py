@@ -1,0 +1,129 @@
+"""ONNX's random-number ops: RandomUniform, RandomNormal, their Like forms, Bernoulli and Multinomial, on
+glow's random_uniform / random_normal (glow_mlir/opdefs/random.py: Philox-4x32-10 of (seed, element, run)).
+
+As onnxruntime's, every run of a compiled model draws new numbers, and a node with a `seed` repeats its
+sequence of draws from one compiled model to the next (its first run, its second, ...); a node without one
+draws a sequence of its own per compiled model (the session seed, drawn when the model is compiled or loaded;
+GLOW_MLIR_RANDOM_SEED fixes it). Numbers are not onnxruntime's: its generator is another.
+
+The draws are graph ops even when the Like ops' inputs are known at compile time: a random op is never folded.
+Bernoulli is `uniform < p`; Multinomial picks, per batch row and sample, the class whose cumulative share of
+exp(x - max x) first exceeds a uniform number times their total.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY, NodeContext, Value, dtype, shape
+from glow_mlir.frontends.onnx.registry import handles
+
+FLOAT_TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+BERNOULLI_TYPES = (*FLOAT_TYPES, *(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64)))
+
+
+def _float_dtype(ctx: NodeContext, like: Value | None) -> np.dtype:
+    """The result type: the `dtype` attribute, else the Like input's, else float; only floats draw."""
+    if ctx.has("dtype"):
+        code = int(ctx.attr("dtype"))
+        chosen = ONNX_TO_NUMPY.get(code)
+        if chosen not in FLOAT_TYPES:
+            raise ctx.unsupported("dtype", f"{_type_name(code)}: glow draws float16, float and double only")
+        return chosen
+    if like is None:
+        return np.dtype(np.float32)
+    if dtype(like) not in FLOAT_TYPES:
+        raise ctx.unsupported("dtype", f"absent, and the input is {dtype(like)}: glow draws float16, float and "
+                                       "double only (give a float dtype)")
+    return dtype(like)
+
+
+def _type_name(code: int) -> str:
+    try:
+        return onnx.TensorProto.DataType.Name(code)
+    except ValueError:
+        return f"element type {code}"
+
+
+def _draw(ctx: NodeContext, normal: bool, dims: tuple[int, ...], dt: np.dtype, name: str | None = None) -> Value:
+    """The node's draw as a graph op (never folded, even when a Like input is a constant)."""
+    if normal:
+        params = (ctx.attr("mean", 0.0), ctx.attr("scale", 1.0))
+    else:
+        params = (ctx.attr("low", 0.0), ctx.attr("high", 1.0))
+    seed = ctx.attr("seed", None)
+    op = "random_normal" if normal else "random_uniform"
+    return ctx.importer.graph.random(op, dims, params, dt, seed, name=name or ctx.name)
+
+
+@handles("RandomUniform", "RandomNormal")
+def random(ctx: NodeContext) -> list[Value]:
+    dims = tuple(int(d) for d in ctx.attr("shape"))
+    if any(d < 0 for d in dims):
+        raise ctx.invalid(f"shape {list(dims)} has a negative dim")
+    if 0 in dims:
+        return [np.empty(dims, _float_dtype(ctx, None))]
+    return [_draw(ctx, ctx.op_type == "RandomNormal", dims, _float_dtype(ctx, None))]
+
+
+@handles("RandomUniformLike", "RandomNormalLike")
+def random_like(ctx: NodeContext) -> list[Value]:
+    like = ctx.input(0)
+    dt = _float_dtype(ctx, like)
+    if 0 in shape(like):
+        return [np.empty(shape(like), dt)]
+    return [_draw(ctx, ctx.op_type == "RandomNormalLike", shape(like), dt)]
+
+
+@handles("Bernoulli")
+def bernoulli(ctx: NodeContext) -> list[Value]:
+    """1 where a uniform number in [0, 1) is below p: probability p. The uniform numbers are f32 (f64 for
+    double p), so that f16 p are compared at full resolution."""
+    p = ctx.input(0)
+    if dtype(p) not in FLOAT_TYPES:
+        raise ctx.unsupported("input", f"probabilities of type {dtype(p)}: float16, float or double only")
+    out = dtype(p)
+    if ctx.has("dtype"):
+        code = int(ctx.attr("dtype"))
+        if ONNX_TO_NUMPY.get(code) not in BERNOULLI_TYPES:
+            raise ctx.unsupported("dtype", f"{_type_name(code)}: Bernoulli gives a float, bool or signed integer")
+        out = ONNX_TO_NUMPY[code]
+    if 0 in shape(p):
+        return [np.empty(shape(p), out)]
+    wide = np.dtype(np.float64) if dtype(p) == np.float64 else np.dtype(np.float32)
+    u = ctx.importer.graph.random("random_uniform", shape(p), (0.0, 1.0), wide, ctx.attr("seed", None),
+                                  name=f"{ctx.name}/uniform")
+    return [ctx.convert(ctx.g.cmp_lt(u, ctx.convert(p, wide)), out)]
+
+
+@handles("Multinomial")
+def multinomial(ctx: NodeContext) -> list[Value]:
+    """Per row of x [batch, classes] (unnormalized log-probabilities), sample_size class indices: the count of
+    classes whose running sum of exp(x - max) is at most a uniform number times the row's total."""
+    x = ctx.input(0)
+    if len(shape(x)) != 2 or dtype(x) not in FLOAT_TYPES:
+        raise ctx.invalid(f"input must be a float matrix [batch, classes], got {dtype(x)}{list(shape(x))}")
+    code = int(ctx.attr("dtype", onnx.TensorProto.INT32))
+    if code not in (onnx.TensorProto.INT32, onnx.TensorProto.INT64):
+        raise ctx.unsupported("dtype", f"{_type_name(code)}: Multinomial gives int32 or int64")
+    samples = int(ctx.attr("sample_size", 1))
+    batch, classes = shape(x)
+    if samples <= 0 or batch == 0 or classes == 0:
+        raise ctx.invalid(f"cannot draw {samples} samples of {classes} classes for {batch} rows")
+    wide = np.dtype(np.float64) if dtype(x) == np.float64 else np.dtype(np.float32)
+    x = ctx.convert(x, wide)
+    top = ctx.broadcast_to(ctx.reshape(ctx.g.batched_reduce_max(x, [1]), [batch, 1]), [batch, classes])
+    weights = ctx.g.exp(ctx.g.sub(x, top))
+    running = ctx.g.cumsum(weights, 1)
+    total = ctx.reshape(ctx.g.batched_reduce_add(weights, [1]), [batch, 1])
+    u = ctx.importer.graph.random("random_uniform", (batch, samples), (0.0, 1.0), wide, ctx.attr("seed", None),
+                                  name=f"{ctx.name}/uniform")
+    target = ctx.g.mul(u, ctx.broadcast_to(total, [batch, samples]))
+    grid = (batch, samples, classes)
+    below = ctx.g.cmp_lte(ctx.broadcast_to(ctx.reshape(running, [batch, 1, classes]), grid),
+                          ctx.broadcast_to(ctx.reshape(target, [batch, samples, 1]), grid))
+    counts = ctx.g.batched_reduce_add(ctx.convert(below, np.int64), [2])
+    # A target rounded up to the total would count every class.
+    last = ctx.full([batch, samples], classes - 1, np.dtype(np.int64))
+    return [ctx.convert(ctx.g.min(counts, last), ONNX_TO_NUMPY[code])]
