@@ -7,8 +7,8 @@ glow-ir-to-linalg and before glow-to-llvm.
 This module is the pass driver. Per function, it replaces f32 exp/log/tanh/sin/cos by arithmetic (fastmath.py),
 builds the fused kernel of each expansion + depthwise convolution (expansion_recipes.py), shrinks the fills
 of padded buffers to their borders (padding.py), marks elementwise chains (elementwise_recipes.py) and the
-fills that start pools (pool_recipes.py), then, with the model's weights counted once
-(recipes.weights_counted), asks the recipe registered for each candidate op (recipes.py holds the contract
+fills that start pools (pool_recipes.py), then, with the model's weights counted and its symbol table built
+once (recipes.scheduling), asks the recipe registered for each candidate op (recipes.py holds the contract
 and the registry; matmul_recipes.py, elementwise_recipes.py, conv_recipes.py, grouped_recipes.py,
 depthwise_recipes.py, pointwise_recipes.py and pool_recipes.py the recipes) what to do. It tags every kernel
 a recipe returns, outlines it into a function of its own (outline.py), and runs one transform named sequence
@@ -45,7 +45,7 @@ from glow_mlir.backends.cpu.expansion_recipes import fuse_expansions
 from glow_mlir.backends.cpu.padding import fill_borders
 from glow_mlir.backends.cpu.pool_recipes import mark_pool_starts
 from glow_mlir.backends.cpu.outline import KERNEL_PREFIX, Outlined, outline, outline_leftovers
-from glow_mlir.backends.cpu.recipes import CLAIMED_MARKS, Kernel, recipes, weights_counted
+from glow_mlir.backends.cpu.recipes import CLAIMED_MARKS, Kernel, recipes, scheduling
 from glow_mlir.errors import PipelineError
 from glow_mlir.passes.registry import register
 
@@ -54,7 +54,7 @@ from glow_mlir.passes.registry import register
 def cpu_schedule(module: ir.Module) -> None:
     """Tile and vectorize linalg kernels with per-op transform recipes (matmul, elementwise, conv, ...)."""
     table = recipes()
-    with module.context, weights_counted(module.operation):
+    with module.context, scheduling(module.operation):
         kernels: list[Kernel] = []
         entries = [func for func in ops.functions(module) if func.regions[0].blocks]
         for func in entries:

@@ -4,6 +4,7 @@ packed weights that live beyond L2, whose test counts the model's weights once p
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -90,7 +91,7 @@ def test_prefetching_kernel_still_splits_across_threads() -> None:
 
 def test_weights_counted_once_per_module(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two matmuls with 2.5 MiB of constant weights each ask whether the model's weights outgrow L2: glow-cpu-schedule
-    counts them once for the module (`recipes.weights_counted`), not by a walk over its globals per kernel."""
+    counts them once for the module (`recipes.scheduling`), not by a walk over its globals per kernel."""
     calls = []
     count = recipes._count_weight_bytes
 
@@ -111,3 +112,26 @@ def test_weights_counted_once_per_module(monkeypatch: pytest.MonkeyPatch) -> Non
     want = x.astype(np.float64) @ w1.astype(np.float64) @ w2.astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
     assert scheduled.count("memref.prefetch") >= 2 and len(calls) == 1
+
+
+def test_packed_globals_are_named_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two matmuls whose constant B have one shape pack them into globals of one name hint: glow-cpu-schedule
+    names the second apart through the module's symbol table (`recipes.scheduling`), not a scan of the module's
+    ops per global, and each kernel reads its own."""
+    scans = []
+    module_of = recipes._module_of
+    monkeypatch.setattr(recipes, "_module_of", lambda op: scans.append(op) or module_of(op))
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((36, 256)).astype(np.float32)
+    w1, w2 = ((rng.standard_normal((256, 256)) / 16).astype(np.float32) for _ in range(2))
+    g = glow_mlir.Graph("mm_same_shapes")
+    g.output("y", g.matmul(g.matmul(g.input("x", x.shape), g.constant(w1)), g.constant(w2)))
+    with glow_mlir.compile(g, keep_ir=True, cache=False) as model:
+        got = model.run({"x": x})["y"]
+        scheduled = model.ir("glow-cpu-schedule")
+    want = x.astype(np.float64) @ w1.astype(np.float64) @ w2.astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    packed = set(re.findall(r"memref.global \"private\" constant @(__glow_packed_\w+)", scheduled))
+    assert len(packed) == 2 and any(name.endswith("_") for name in packed), packed
+    # A packed global looks up its module (a walk up its parents) but not the module's ops: the table has them.
+    assert len(scans) == 2
