@@ -1,4 +1,4 @@
-"""One-process A/B of two glow-mlir trees: `python -m bench.ab --base REV [--models resnet50,bert]`.
+"""One-process A/B of two glow-mlir trees: `python -m bench.ab --base REV [--models resnet50,bert,model.onnx]`.
 
 Separate processes on this shared machine differ by up to 10 %, so a decision between two versions of the
 compiler is taken in one process. For each model, each tree (the git revision `--base`, extracted with
@@ -7,7 +7,9 @@ cache folder of its own. This process then loads both cache entries' shared libr
 alternately, round by round, on the same inputs, reporting each median and the ratio base/new (> 1: the
 working tree is faster), whether the outputs agree bitwise, and whether the two libraries are the same bytes
 (their cache entries' SHA-256): identical code cannot differ in speed but by noise, which the ratio then
-measures. (Until the twelfth session the child also compiled with keep_ir to compare the LLVM modules' text,
+measures. A model is one of bench.broad's set by name, or any ONNX file by its path (`.onnx`: random inputs
+of its declared shapes, seeded, as `glow-run --random-inputs` makes them), for the models nobody tuned for.
+(Until the twelfth session the child also compiled with keep_ir to compare the LLVM modules' text,
 which holds the weights once per pipeline stage: VGG-19's child ran out of memory.)
 """
 
@@ -27,6 +29,7 @@ import numpy as np
 
 from bench import broad
 from glow_mlir.library import LoadedModel, open_entry
+from glow_mlir.tools.glow_run import random_feed
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,15 +70,20 @@ def per_call(model: LoadedModel, feeds: dict[str, np.ndarray], calls: int) -> fl
 
 
 def ab(name: str, base_tree: Path, work: Path, rounds: int, budget: float) -> dict[str, object]:
-    entry = broad.entries()[name]  # bench models and the zoo's (`zoo.<name>`)
-    onnx_file = entry.path()
-    feeds = entry.feeds()
+    """`name`: a model of bench.broad's set (bench models and the zoo's, `zoo.<name>`) or a path to an .onnx file."""
+    if name.endswith(".onnx"):
+        onnx_file, entry = Path(name).resolve(), None
+    else:
+        entry = broad.entries()[name]
+        onnx_file = entry.path()
     built = {}
     for label, tree in (("base", base_tree), ("new", ROOT)):
-        folder = work / label / name
+        folder = work / label / onnx_file.stem
         built[label] = (folder, compile_in(tree, onnx_file, folder))
     base, base_meta = open_entry(built["base"][0])
     new, new_meta = open_entry(built["new"][0])
+    rng = np.random.default_rng(0)
+    feeds = entry.feeds() if entry is not None else {b.name: random_feed(b, rng) for b in base.abi.inputs}
     outputs_equal = all(
         np.array_equal(a, b, equal_nan=True)
         for a, b in zip(base.run(feeds).values(), new.run(feeds).values(), strict=True)
@@ -103,7 +111,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", required=True, help="git revision to compare the working tree with")
     parser.add_argument(
-        "--models", default="resnet50,mobilenetv2,bert", help="comma-separated models of bench.broad's set (zoo.*)"
+        "--models", default="resnet50,mobilenetv2,bert",
+        help="comma-separated models of bench.broad's set (zoo.*) or paths to .onnx files",
     )
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--budget", type=float, default=20.0, help="seconds of timed calls per model")
@@ -120,8 +129,9 @@ def main() -> None:
         for name in args.models.split(","):
             row = ab(name, base_tree, work, args.rounds, args.budget)
             results.append(row)
+            label = Path(name).stem if name.endswith(".onnx") else name
             print(
-                f"{name:<26} {row['base_ms']:9.3f} {row['new_ms']:9.3f} {row['base_over_new']:9.3f}  "
+                f"{label:<26} {row['base_ms']:9.3f} {row['new_ms']:9.3f} {row['base_over_new']:9.3f}  "
                 f"{'equal' if row['outputs_bitwise_equal'] else 'DIFFER':<7}  "
                 f"{'identical' if row['code_identical'] else 'different'}"
             )

@@ -116,11 +116,12 @@ def _shapes(pairs: Sequence[str]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _random(buffer: Buffer, rng: np.random.Generator) -> np.ndarray:
+def random_feed(buffer: Buffer, rng: np.random.Generator) -> np.ndarray:
+    """A random array for input `buffer` (its dtype and shape): floats standard normal, booleans fair coins,
+    integers 0 to 3 (integer inputs are often indices or lengths)."""
     if buffer.dtype == np.bool_:
         return rng.random(buffer.shape) < 0.5
     if np.issubdtype(buffer.dtype, np.integer):
-        # Small non-negative values: integer inputs are often indices or lengths.
         return rng.integers(0, 4, buffer.shape).astype(buffer.dtype)
     return rng.standard_normal(buffer.shape).astype(buffer.dtype)
 
@@ -137,7 +138,7 @@ def _feeds(model: CompiledModel, given: dict[str, np.ndarray], random: bool, see
             if not random:
                 raise UsageError(f"input '{buffer.name}' {buffer.describe()} is not given: pass --input "
                                  f"{buffer.name}=FILE.npy or --random-inputs")
-            feeds[buffer.name] = _random(buffer, rng)
+            feeds[buffer.name] = random_feed(buffer, rng)
     return feeds
 
 

@@ -192,3 +192,26 @@ def test_convs_shapes_by_name() -> None:
     result = subprocess.run([sys.executable, "-c", SHAPES_BY_NAME], cwd=ROOT, capture_output=True, text=True,
                             timeout=600)  # fmt: skip
     assert result.returncode == 0, result.stderr[-4000:]
+
+
+def test_ab_takes_any_onnx_file(tmp_path: Path) -> None:
+    """bench/ab.py compares two trees on an ONNX file outside the broad set (a model nobody tuned for): both
+    compile it in child processes, its random inputs come from its declared shapes, and the outputs agree
+    (the base is HEAD; the working tree may differ from it only in code that does not touch this model)."""
+    from onnx import TensorProto, helper, numpy_helper
+    import numpy as np
+    import onnx
+
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])]
+    graph = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])  # fmt: skip
+    path, json_path = tmp_path / "tiny.onnx", tmp_path / "ab.json"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    command = [sys.executable, "-m", "bench.ab", "--base", "HEAD", "--models", str(path), "--rounds", "2",
+               "--budget", "0.1", "--json", str(json_path)]  # fmt: skip
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    [row] = json.loads(json_path.read_text())["results"]
+    assert row["model"] == str(path) and row["outputs_bitwise_equal"] and row["base_over_new"] > 0
+    assert "tiny" in result.stdout
