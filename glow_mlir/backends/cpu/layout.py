@@ -61,13 +61,13 @@ NHWC_OPS = {
 
 def _filter_hwio(weights: ir.Value) -> ir.Value:
     """The OIHW filter `weights` as [KH, KW, I, O]: a new constant when it is one, else a transpose."""
-    # A view: the transposed copy materialize makes is the one copy of the weights before the new attr.
+    # A view, transposed in one banded copy (ops.transposed), the one copy of the weights before the new attr.
     array = g.constant_array(weights, copy=False)
     if array is None:
         return transpose_to(weights, FILTER_TO_HWIO)
     dims = [ops.shape(weights)[d] for d in FILTER_TO_HWIO]
     result = ops.tensor_type(dims, ops.element_type(weights))
-    return g.materialize(array.transpose(FILTER_TO_HWIO), result, prefer_splat=False)
+    return g.materialize(ops.transposed(array, FILTER_TO_HWIO), result, prefer_splat=False)
 
 
 def to_nhwc(op: ir.Operation) -> ir.Value:

@@ -25,7 +25,7 @@ from glow_mlir.errors import (
 )
 from glow_mlir.frontends.onnx import SUPPORTED_OPS, import_model
 from glow_mlir.frontends.onnx.importer import load
-from glow_mlir.frontends.onnx.node import transposed
+from glow_mlir.ops import transposed
 
 
 def small_cnn() -> onnx.ModelProto:
@@ -95,6 +95,11 @@ def test_constant_transposes_fold_at_import() -> None:
         assert out.flags.c_contiguous and np.array_equal(out, matrix.T)
     cube = rand(2, 3, 4)
     assert np.array_equal(transposed(cube, [2, 0, 1]), cube.transpose(2, 0, 1))
+    # A filter OIHW -> HWIO in bands of its first axis (output channels), one band and many, a last short one.
+    for filters in ((200, 3, 3, 3), (64, 8, 1, 1), (130, 1, 5, 5)):
+        w4 = rand(*filters)
+        out = transposed(w4, [2, 3, 1, 0])
+        assert out.flags.c_contiguous and np.array_equal(out, w4.transpose(2, 3, 1, 0))
 
 
 def test_accepts_proto_bytes_and_path(tmp_path: Path) -> None:
