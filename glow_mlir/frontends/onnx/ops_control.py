@@ -150,8 +150,7 @@ def loop_op(ctx: NodeContext, carried: list[Value], scanned: list[Value], spec: 
             "operandSegmentSizes": control.segments([v.type for v in operands], "operands"),
             "resultSegmentSizes": control.segments(result_types, "results"),
         }
-        at = ir.InsertionPoint.at_block_terminator(outer_block) if g._has_return() else ir.InsertionPoint(outer_block)
-        with at:
+        with g._at_end():
             op = ops.create(control.LOOP, operands, result_types, attributes)
     return [Tensor(g, r) for r in op.results]
 
