@@ -22,8 +22,10 @@ The padding is read in the kernel, not copied: the tiles of output columns whose
 (`interior`) are emitted at static positions, and the output rows whose windows do run in a loop of their own
 that decides per filter row at run time whether it reads the input (a select against the zero point, its load
 clamped into the input), each tap outside the input multiplying the zero point (whose product the correction
-takes off, as it would a canvas's); the others run in loops without a check. A zero-point canvas (`insert_tensor` into a splat, as the group-1 convolution's) added 5 % (7x7x960) to
-65 % (112x112x96, stride 2) to the kernel's time on MobileNetV2's layers, measured in one process.
+takes off, as it would a canvas's); the others run in loops without a check. A zero-point canvas
+(`insert_tensor` into a splat, as the group-1 convolution's) added 5 % (7x7x960) to 65 % (112x112x96, stride 2)
+to the kernel's time on MobileNetV2's layers, measured in one process. A filter larger than 3x3 is a loop over its
+rows in each tile (HELD_TAPS), as the f32 kernel's is.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ DEPTHWISE = "glow.cpu_int8_depthwise_nhwc"
 # accumulators beside a 3x3 filter's 9 vectors; 2, 4, 6 and 12 were as fast or slower everywhere, also for 5x5 and
 # 7x7 filters, whose vectors then partly live on the stack.
 PIXEL_TILE = 8
+# The most taps of a filter held widened across a row's tiles (3x3); a larger one is a loop over its rows (_Block).
+HELD_TAPS = 9
 
 
 def is_depthwise(op: ir.Operation) -> bool:
@@ -111,19 +115,30 @@ class _Block:
         self.mask = None
         if width < LANES:
             self.mask = vector.constant_mask(vector_type(LANES, ir.IntegerType.get_signless(1)), [width])
-        self.rows = [arith.addi(arith.muli(y, index(kernel.sh)), index(i - kernel.top)) for i in range(kernel.kh)]
-        self.inside: list[ir.Value | None] = [None] * kernel.kh
-        if edge:
-            low, high = index(0), index(kernel.h - 1)
-            for i, row in enumerate(self.rows):
-                self.inside[i] = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, row, low),
-                                            arith.cmpi(arith.CmpIPredicate.sle, row, high))  # fmt: skip
-                self.rows[i] = arith.minsi(arith.maxsi(row, low), high)
-        self.filter = [[self.widen(self.load(kernel.weights, [index(i), index(j), c0], kernel.i8), True)
-                        for j in range(kernel.kw)] for i in range(kernel.kh)]  # fmt: skip
+        self.edge = edge
+        # A filter of up to HELD_TAPS taps is widened once per block and row and its rows unrolled in each tile; a
+        # larger one is a loop over its rows in each tile, a row widened per tile (MixNet's 9x9: 81 vectors held
+        # and 648 multiply-adds of code per tile, nine times over).
+        self.filter = None
+        if kernel.kh * kernel.kw <= HELD_TAPS:
+            self.filter = [[self.widen(self.load(kernel.weights, [index(i), index(j), c0], kernel.i8), True)
+                            for j in range(kernel.kw)] for i in range(kernel.kh)]  # fmt: skip
+            self.rows = [self.row_at(index(i)) for i in range(kernel.kh)]
         self.corr = arith.sitofp(kernel.f32s, self.load(kernel.correction, [c0], kernel.i32))
         self.mult = self.load(kernel.multiplier, [c0], kernel.f32)
         self.bias = self.load(kernel.bias, [c0], kernel.f32)
+
+    def row_at(self, i: ir.Value) -> tuple[ir.Value, ir.Value | None]:
+        """The input row that filter row i reads at this output row, and at an edge row whether it lies in the input
+        (an i1; the row clamped into the input so that its loads stay there), else None."""
+        k = self.k
+        row = arith.subi(arith.addi(arith.muli(self.y, index(k.sh)), i), index(k.top))
+        if not self.edge:
+            return row, None
+        low, high = index(0), index(k.h - 1)
+        inside = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, row, low),
+                            arith.cmpi(arith.CmpIPredicate.sle, row, high))  # fmt: skip
+        return arith.minsi(arith.maxsi(row, low), high), inside
 
     def load(self, buffer: ir.Value, at: list[ir.Value], elt: ir.Type) -> ir.Value:
         """16 elements of `buffer` at `at` (under the block's mask: zeros beyond it)."""
@@ -145,23 +160,40 @@ class _Block:
         k = self.k
         accs = [k.zero] * pixels
         left = arith.subi(arith.muli(x0, index(k.sw)), index(k.left))
-        for i in range(k.kh):
-            for column in range((pixels - 1) * k.sw + k.kw):
-                if column_inside(column):
-                    at = [self.image, self.rows[i], arith.addi(left, index(column)), self.c0]
-                    x = self.widen(self.load(k.src, at, k.i8), k.signed)
-                    if self.inside[i] is not None:
-                        x = arith.select(self.inside[i], x, k.padding)
-                else:
-                    x = k.padding
-                for p in range(pixels):
-                    j = column - p * k.sw
-                    if 0 <= j < k.kw:
-                        accs[p] = vector.fma(x, self.filter[i][j], accs[p])
+        if self.filter is not None:
+            for i in range(k.kh):
+                self.add_row(accs, self.rows[i], self.filter[i], left, column_inside)
+        else:
+            loop = scf.ForOp(index(0), index(k.kh), index(1), accs)
+            with ir.InsertionPoint(loop.body):
+                i = loop.induction_variable
+                weights = [self.widen(self.load(k.weights, [i, index(j), self.c0], k.i8), True) for j in range(k.kw)]
+                accs = list(loop.inner_iter_args)
+                self.add_row(accs, self.row_at(i), weights, left, column_inside)
+                scf.YieldOp(accs)
+            accs = list(loop.results)
         for p, acc in enumerate(accs):
             value = arith.addf(arith.mulf(arith.subf(acc, self.corr), self.mult), self.bias)
             at = [self.image, self.y, arith.addi(x0, index(p)), self.c0]
             store_lanes(k.output.apply(value), k.dest, at, self.mask, self.width)
+
+    def add_row(self, accs: list[ir.Value], row: tuple[ir.Value, ir.Value | None], weights: list[ir.Value],
+                left: ir.Value, column_inside: Callable[[int], bool]) -> None:  # fmt: skip
+        """One filter row's products into the tile's accumulators `accs` (in place): `row` as `row_at` gives it,
+        `weights` the row's widened taps, `left` the tile's first input column."""
+        k, (at_row, inside) = self.k, row
+        for column in range((len(accs) - 1) * k.sw + k.kw):
+            if column_inside(column):
+                x = self.widen(self.load(k.src, [self.image, at_row, arith.addi(left, index(column)), self.c0], k.i8),
+                               k.signed)  # fmt: skip
+                if inside is not None:
+                    x = arith.select(inside, x, k.padding)
+            else:
+                x = k.padding
+            for p in range(len(accs)):
+                j = column - p * k.sw
+                if 0 <= j < k.kw:
+                    accs[p] = vector.fma(x, weights[j], accs[p])
 
     def pixels(self) -> None:
         """Every output pixel of the row in register tiles: those whose windows reach into the left or right
