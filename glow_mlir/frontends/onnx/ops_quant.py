@@ -5,8 +5,9 @@ type: a quantized tensor is a plain integer or low-precision float tensor beside
 - QuantizeLinear: y = saturate(round_half_even(x / scale) + zero_point) for integer outputs; a float8 output
   is Cast(x / scale) (saturating by `saturate`), a float4 one Cast(x / scale + zero_point).
 - MatMulInteger, ConvInteger: inputs widened and their zero points subtracted, then glow's matmul (in int32)
-  or convolution (in float64: every product and sum of 8-bit values is an integer float64 holds exactly, so
-  it equals the int32 accumulation), the result int32.
+  or convolution (in float32 where its constant filter bounds every sum below what float32 holds exactly, else
+  float64: every product and sum of 8-bit values is an integer float64 holds exactly; either equals the int32
+  accumulation), the result int32.
 - QLinearMatMul, QLinearConv: that int32 accumulation (plus QLinearConv's int32 bias), requantized as
   onnxruntime does: float32(acc) * float32(a_scale * b_scale / y_scale), rounded half to even, plus the
   output zero point, clamped to the output type. onnx's reference computes the multiplier and product in
@@ -183,18 +184,45 @@ def _integer_matmul(ctx: NodeContext, a: Value, a_zero: Value | None, b: Value, 
     return ops_nn.matmul(dataclasses.replace(ctx, inputs=[lhs, rhs]))[0]
 
 
+# float32 holds every integer below 2^24 exactly, and every multiple of 1/4 below 2^22.
+F32_INTEGERS = 2**24
+
+
+def _accumulator(ctx: NodeContext, w: Value, w_zero: Value | None, bias: Value | None) -> np.dtype:
+    """The float type in which conv(x - x_zero, w - w_zero) + bias is exact: float32 where every sum it forms is
+    an integer below 2^24 whatever the input and the order of the sums (255, the most |x - x_zero| of 8-bit x,
+    times the largest sum of |w - w_zero| over a filter, plus the largest |bias|; for a 3x3 stride-1 window,
+    which the CPU backend may run as Winograd F(2x2, 3x3), whose transforms make sums of quarters up to 36 times
+    larger, below 2^16), so that the backend's float32 kernels compute it; else float64, exact for any 8-bit
+    convolution but a loop nest no recipe takes (ViTs' patch embeddings after onnxruntime's quantize_dynamic)."""
+    known = [v for v in (w, w_zero, bias) if v is not None]
+    if not all(isinstance(v, np.ndarray) for v in known):
+        return F64
+    centred = np.asarray(w, np.int64)
+    if w_zero is not None:
+        centred = centred - np.asarray(w_zero, np.int64).reshape(-1, *[1] * (centred.ndim - 1))
+    bound = 255 * int(np.abs(centred).reshape(centred.shape[0], -1).sum(axis=1).max(initial=0))
+    bound += int(np.abs(np.asarray(bias, np.int64)).max(initial=0)) if bias is not None else 0
+    strides, dilations = ctx.attr("strides", None), ctx.attr("dilations", None)
+    winograd = list(centred.shape[2:]) == [3, 3] and all(s == 1 for s in (strides or [1])) and all(
+        d == 1 for d in (dilations or [1])
+    )
+    return F32 if bound < (2**16 if winograd else F32_INTEGERS) else F64
+
+
 def _integer_conv(
     ctx: NodeContext, x: Value, x_zero: Value | None, w: Value, w_zero: Value | None, bias: Value | None
 ) -> Value:
-    """conv(x - x_zero, w - w_zero) + bias, exact, in float64 (ONNX pads the centred x with 0, i.e. x with
-    its zero point). w's zero point is per output channel."""
+    """conv(x - x_zero, w - w_zero) + bias, exact, in float32 where that is (`_accumulator`), else float64 (ONNX
+    pads the centred x with 0, i.e. x with its zero point). w's zero point is per output channel."""
     if x_zero is not None and int(np.prod(shape(x_zero))) != 1:
         raise ctx.invalid(f"x_zero_point must be a scalar, got shape {list(shape(x_zero))}")
-    lhs = _centered(ctx, x, x_zero, 0, "x", F64)
-    rhs = _centered(ctx, w, w_zero, 0, "w", F64)
     if bias is not None and dtype(bias) != I32:
         raise ctx.invalid(f"the bias must be int32, got {dtype(bias)}")
-    b = None if bias is None else ctx.convert(bias, F64)
+    wide = _accumulator(ctx, w, w_zero, bias)
+    lhs = _centered(ctx, x, x_zero, 0, "x", wide)
+    rhs = _centered(ctx, w, w_zero, 0, "w", wide)
+    b = None if bias is None else ctx.convert(bias, wide)
     return ops_nn.conv(dataclasses.replace(ctx, inputs=[lhs, rhs, b]))[0]
 
 

@@ -251,6 +251,37 @@ def test_conv_integer(attrs: dict[str, object]) -> None:
     run("ConvInteger", {"x": x, "w": w, "zx": ints(U8), "zw": ints(U8)}, attrs, opset=10)
 
 
+@pytest.mark.parametrize(
+    ("w_dims", "attrs", "high", "wide"),
+    [
+        ((8, 3, 16, 16), {"strides": [16, 16]}, 127, "f32"),  # a ViT's patch embedding: 255 x 768 x 64 < 2^24
+        ((8, 3, 16, 16), {"strides": [16, 16]}, 255, "f64"),  # w - w_zero of 255 everywhere: 255 x 768 x 255
+        ((8, 16, 3, 3), {"pads": [1, 1, 1, 1]}, 127, "f64"),  # 3x3 stride 1 (Winograd's): 255 x 144 x 127 >= 2^16
+        ((8, 16, 3, 3), {"pads": [1, 1, 1, 1]}, 1, "f32"),  # ... 255 x 144 x 1 < 2^16
+        ((8, 16, 3, 3), {"strides": [2, 2]}, 127, "f32"),  # stride 2: no Winograd
+    ],
+)
+def test_conv_integer_with_constant_weights(w_dims: tuple[int, ...], attrs: dict[str, object], high: int,
+                                            wide: str) -> None:  # fmt: skip
+    """quantize_dynamic's ConvInteger: the weights are an initializer, so the importer bounds every sum of the
+    convolution and computes it in float32 (the backend's kernels) where float32 holds them exactly, else in
+    float64; either way the int32 result is onnxruntime's, exactly."""
+    # |w - w_zero| up to `high`: random int8 weights about 0, or (255) all -128 against a zero point of 127.
+    w = rng.integers(-high, high + 1, w_dims).astype(I8) if high <= 127 else np.full(w_dims, -128, I8)
+    x, zx = ints(U8, 1, w_dims[1], 32, 32), ints(U8)
+    zw = np.array([127 if high > 127 else 0], I8)
+    node = helper.make_node("ConvInteger", ["x", "w", "zx", "zw"], ["y"], **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TP.UINT8, x.shape)],
+                              [helper.make_tensor_value_info("y", TP.INT32, None)],
+                              [numpy_helper.from_array(a, n) for a, n in ((w, "w"), (zx, "zx"), (zw, "zw"))])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)], ir_version=IR_VERSION)
+    assert f"x{wide}>" in str(import_model(model).module)
+    with glow_mlir.compile(import_model(model), cache=False) as compiled:
+        got = compiled.run({"x": x})["y"]
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, want)
+
+
 def test_conv_integer_1d_without_zero_points() -> None:
     run("ConvInteger", {"x": ints(U8, 2, 3, 9), "w": ints(U8, 4, 3, 2)}, opset=10)
 
