@@ -51,8 +51,8 @@ def _lower(op: ir.Operation, normal: bool) -> None:
     i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
     state = ir.MemRefType(ir.Type.parse(STATE_TYPE))
     session, counter = _state(_module(op))
-    run = memref.atomic_rmw(arith.AtomicRMWKind.addi, _int(i64, 1), memref.get_global(state, counter), [index(0)])
-    key = _int(i64, ops.integer(op, "seed"))
+    run = memref.atomic_rmw(arith.AtomicRMWKind.addi, s.constant(i64, 1), memref.get_global(state, counter), [index(0)])
+    key = s.constant(i64, ops.integer(op, "seed"))
     if not ops.integer(op, "seeded"):
         key = arith.xori(key, memref.load(memref.get_global(state, session), [index(0)]))
     keys = _split(key)
@@ -80,15 +80,15 @@ def philox(counter: list[ir.Value], key: list[ir.Value]) -> list[ir.Value]:
         hi1, lo1 = _mulhilo(c2, rnd.PHILOX_M[1])
         c0, c1, c2, c3 = arith.xori(arith.xori(hi1, c1), k0), lo1, arith.xori(arith.xori(hi0, c3), k1), lo0
         if round_ < rnd.PHILOX_ROUNDS - 1:
-            k0, k1 = arith.addi(k0, _int(i32, rnd.PHILOX_W[0])), arith.addi(k1, _int(i32, rnd.PHILOX_W[1]))
+            k0, k1 = arith.addi(k0, s.constant(i32, rnd.PHILOX_W[0])), arith.addi(k1, s.constant(i32, rnd.PHILOX_W[1]))
     return [c0, c1, c2, c3]
 
 
 def _mulhilo(word: ir.Value, multiplier: int) -> tuple[ir.Value, ir.Value]:
     """The high and low 32 bits of the 64-bit product of an i32 word (unsigned) and a constant."""
     i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
-    product = arith.muli(arith.extui(i64, word), _int(i64, multiplier))
-    return arith.trunci(i32, arith.shrui(product, _int(i64, 32))), arith.trunci(i32, product)
+    product = arith.muli(arith.extui(i64, word), s.constant(i64, multiplier))
+    return arith.trunci(i32, arith.shrui(product, s.constant(i64, 32))), arith.trunci(i32, product)
 
 
 def _uniform(op: ir.Operation, w: list[ir.Value], elt: ir.Type) -> ir.Value:
@@ -97,12 +97,12 @@ def _uniform(op: ir.Operation, w: list[ir.Value], elt: ir.Type) -> ir.Value:
     if str(elt) == "f64":
         f64 = ir.F64Type.get()
         u = _unit53(w[0], w[1], 0.0)
-        return arith.addf(_float(f64, low), arith.mulf(u, _float(f64, high - low)))
+        return arith.addf(s.constant(f64, low), arith.mulf(u, s.constant(f64, high - low)))
     f32 = ir.F32Type.get()
-    u = arith.mulf(arith.uitofp(f32, arith.shrui(w[0], _int(w[0].type, 8))), _float(f32, 2.0**-24))
+    u = arith.mulf(arith.uitofp(f32, arith.shrui(w[0], s.constant(w[0].type, 8))), s.constant(f32, 2.0**-24))
     # high - low rounded to f32 as the reference computes it.
     span = float(np.float32(high) - np.float32(low))
-    value = arith.addf(_float(f32, low), arith.mulf(u, _float(f32, span)))
+    value = arith.addf(s.constant(f32, low), arith.mulf(u, s.constant(f32, span)))
     return value if elt == f32 else arith.truncf(elt, value)
 
 
@@ -112,11 +112,12 @@ def _normal(op: ir.Operation, w: list[ir.Value], elt: ir.Type) -> ir.Value:
     if str(elt) == "f64":
         u1, u2 = _unit53(w[0], w[1], 1.0), _unit53(w[2], w[3], 0.0)
     else:
-        u1 = arith.mulf(arith.addf(arith.uitofp(f64, w[0]), _float(f64, 1.0)), _float(f64, 2.0**-32))
-        u2 = arith.mulf(arith.uitofp(f64, w[1]), _float(f64, 2.0**-32))
-    radius = mlir_math.sqrt(arith.mulf(_float(f64, -2.0), mlir_math.log(u1)))
-    z = arith.mulf(radius, mlir_math.cos(arith.mulf(u2, _float(f64, rnd.TWO_PI))))
-    value = arith.addf(_float(f64, ops.floating(op, "mean")), arith.mulf(_float(f64, ops.floating(op, "scale")), z))
+        u1 = arith.mulf(arith.addf(arith.uitofp(f64, w[0]), s.constant(f64, 1.0)), s.constant(f64, 2.0**-32))
+        u2 = arith.mulf(arith.uitofp(f64, w[1]), s.constant(f64, 2.0**-32))
+    radius = mlir_math.sqrt(arith.mulf(s.constant(f64, -2.0), mlir_math.log(u1)))
+    z = arith.mulf(radius, mlir_math.cos(arith.mulf(u2, s.constant(f64, rnd.TWO_PI))))
+    mean, scale = s.constant(f64, ops.floating(op, "mean")), s.constant(f64, ops.floating(op, "scale"))
+    value = arith.addf(mean, arith.mulf(scale, z))
     if str(elt) == "f64":
         return value
     # To f16 and bf16 through f32, as the reference rounds: LLVM's direct f64 -> f16 rounds twice on x86 anyway.
@@ -127,28 +128,17 @@ def _normal(op: ir.Operation, w: list[ir.Value], elt: ir.Type) -> ir.Value:
 def _unit53(w0: ir.Value, w1: ir.Value, offset: float) -> ir.Value:
     """((w0 >> 5) 2^26 + (w1 >> 6) + offset) 2^-53 in f64: uniform in [0, 1), or (0, 1] with offset 1."""
     f64 = ir.F64Type.get()
-    high = arith.mulf(arith.uitofp(f64, arith.shrui(w0, _int(w0.type, 5))), _float(f64, 2.0**26))
-    bits = arith.addf(high, arith.uitofp(f64, arith.shrui(w1, _int(w1.type, 6))))
+    high = arith.mulf(arith.uitofp(f64, arith.shrui(w0, s.constant(w0.type, 5))), s.constant(f64, 2.0**26))
+    bits = arith.addf(high, arith.uitofp(f64, arith.shrui(w1, s.constant(w1.type, 6))))
     if offset:
-        bits = arith.addf(bits, _float(f64, offset))
-    return arith.mulf(bits, _float(f64, 2.0**-53))
+        bits = arith.addf(bits, s.constant(f64, offset))
+    return arith.mulf(bits, s.constant(f64, 2.0**-53))
 
 
 def _split(value: ir.Value) -> list[ir.Value]:
     """An i64's low and high i32 words."""
     i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
-    return [arith.trunci(i32, value), arith.trunci(i32, arith.shrui(value, _int(i64, 32)))]
-
-
-def _int(t: ir.Type, value: int) -> ir.Value:
-    """An integer constant of `t`, given unsigned or signed (stored two's complement)."""
-    bits = ir.IntegerType(t).width
-    value &= (1 << bits) - 1
-    return arith.constant(t, value - (1 << bits) if value >= 1 << (bits - 1) else value)
-
-
-def _float(t: ir.Type, value: float) -> ir.Value:
-    return arith.constant(t, ir.FloatAttr.get(t, value))
+    return [arith.trunci(i32, value), arith.trunci(i32, arith.shrui(value, s.constant(i64, 32)))]
 
 
 def _module(op: ir.Operation) -> ir.Operation:
@@ -192,5 +182,5 @@ def _state(module: ir.Operation) -> tuple[str, str]:
     counter = _global(module, "glow_random_run")
     body = start.regions[0].blocks[0]
     with ir.InsertionPoint.at_block_terminator(body), ir.Location.unknown():
-        memref.store(_int(i64, 0), memref.get_global(state, counter), [index(0)])
+        memref.store(s.constant(i64, 0), memref.get_global(state, counter), [index(0)])
     return session, counter

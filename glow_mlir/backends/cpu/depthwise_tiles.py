@@ -130,6 +130,9 @@ def tile_shape(out: tuple[int, int], vectors: int, window: tuple[int, int], stri
         """(tile size, count) of the tiles along a dimension of `size`."""
         return [(t, k) for t, k in ((tile, size // tile), (size % tile, 1)) if t and k]
 
+    # Whether a filter read by the tile skips its columns on a marked input's padding: the same for every tile.
+    skip_columns = interior is not None and not held and skips_columns(ow, window, strides, dilations, interior)
+
     best: tuple[tuple[float, int], TileShape] | None = None
     for rows in range(1, min(TILE_ROWS, oh) + 1):
         for pixels in range(1, min(TILE_PIXELS, ow) + 1):
@@ -145,7 +148,8 @@ def tile_shape(out: tuple[int, int], vectors: int, window: tuple[int, int], stri
                 return r * kh * columns + kh * kw
 
             if interior is not None and not held:
-                work = skipping_work(out, (rows, pixels), vectors, window, strides, dilations, interior)
+                work = skipping_work(out, (rows, pixels), vectors, window, strides, dilations, interior,
+                                     skip_columns)  # fmt: skip
             else:
                 work = sum(rk * pk * tile_loads(r, p) for r, rk in spans(oh, rows) for p, pk in spans(ow, pixels))
             score = (work / (oh * ow * kh * kw), accumulators)
@@ -156,16 +160,16 @@ def tile_shape(out: tuple[int, int], vectors: int, window: tuple[int, int], stri
 
 
 def skipping_work(out: tuple[int, int], tile: tuple[int, int], vectors: int, window: tuple[int, int],
-                  strides: tuple[int, int], dilations: tuple[int, int], interior: Interior) -> float:  # fmt: skip
+                  strides: tuple[int, int], dilations: tuple[int, int], interior: Interior,
+                  skip_columns: bool) -> float:  # fmt: skip
     """The vectors loaded plus the multiply-adds of a depthwise convolution over the `out` map whose filter rows
     are read by tiles of `tile` (rows, pixels) from a marked input: per tile, its filter rows that read the
     interior (`interior_taps`), per filter row the row of filter vectors and each output row's input columns,
-    those in the padding left out (where depthwise_recipes places tiles at compile time: taken as everywhere). A tile
-    of fewer accumulators than FMAS_IN_FLIGHT waits on its FMAs' latency: its multiply-adds count as many times
-    more (a 7x7 window on 7x7 ran 1.15x slower in tiles of 1 x 7 pixels than of 2 x 7, which read 13 % more
-    zeros)."""
+    those in the padding left out where `skip_columns` (`skips_columns`; where depthwise_recipes places tiles at
+    compile time: taken as everywhere). A tile of fewer accumulators than FMAS_IN_FLIGHT waits on its FMAs'
+    latency: its multiply-adds count as many times more (a 7x7 window on 7x7 ran 1.15x slower in tiles of 1 x 7
+    pixels than of 2 x 7, which read 13 % more zeros)."""
     (oh, ow), (kh, kw), (sh, sw), (dh, dw) = out, window, strides, dilations
-    skip_columns = skips_columns(ow, window, strides, dilations, interior)
     # Per tile of pixels: its pixels, input columns loaded and multiply-adds, per output row and filter row.
     row_tiles = []
     for x0, p in tiles(ow, tile[1]):

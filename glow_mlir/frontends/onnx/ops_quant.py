@@ -203,10 +203,9 @@ def _accumulator(ctx: NodeContext, w: Value, w_zero: Value | None, bias: Value |
         centred = centred - np.asarray(w_zero, np.int64).reshape(-1, *[1] * (centred.ndim - 1))
     bound = 255 * int(np.abs(centred).reshape(centred.shape[0], -1).sum(axis=1).max(initial=0))
     bound += int(np.abs(np.asarray(bias, np.int64)).max(initial=0)) if bias is not None else 0
-    strides, dilations = ctx.attr("strides", None), ctx.attr("dilations", None)
-    winograd = list(centred.shape[2:]) == [3, 3] and all(s == 1 for s in (strides or [1])) and all(
-        d == 1 for d in (dilations or [1])
-    )
+    kernel = list(centred.shape[2:])
+    strides, dilations = ops_nn.window_attrs(ctx, len(kernel), kernel)
+    winograd = kernel == [3, 3] and strides == [1, 1] and dilations == [1, 1]
     return F32 if bound < (2**16 if winograd else F32_INTEGERS) else F64
 
 

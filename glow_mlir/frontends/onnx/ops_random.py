@@ -57,6 +57,13 @@ def _draw(ctx: NodeContext, normal: bool, dims: tuple[int, ...], dt: np.dtype, n
     return ctx.importer.graph.random(op, dims, params, dt, seed, name=name or ctx.name)
 
 
+def _unit(ctx: NodeContext, dims: tuple[int, ...], of: np.dtype) -> Value:
+    """The uniform numbers in [0, 1) that Bernoulli and Multinomial compare against values of type `of`: f64 for
+    double, else f32 (f16 values compared at full resolution)."""
+    wide = np.dtype(np.float64) if of == np.float64 else np.dtype(np.float32)
+    return _draw(ctx, False, dims, wide, name=f"{ctx.name}/uniform")
+
+
 @handles("RandomUniform", "RandomNormal")
 def random(ctx: NodeContext) -> list[Value]:
     dims = tuple(int(d) for d in ctx.attr("shape"))
@@ -78,8 +85,7 @@ def random_like(ctx: NodeContext) -> list[Value]:
 
 @handles("Bernoulli")
 def bernoulli(ctx: NodeContext) -> list[Value]:
-    """1 where a uniform number in [0, 1) is below p: probability p. The uniform numbers are f32 (f64 for
-    double p), so that f16 p are compared at full resolution."""
+    """1 where a uniform number in [0, 1) is below p: probability p (`_unit`)."""
     p = ctx.input(0)
     if dtype(p) not in FLOAT_TYPES:
         raise ctx.unsupported("input", f"probabilities of type {dtype(p)}: float16, float or double only")
@@ -91,10 +97,8 @@ def bernoulli(ctx: NodeContext) -> list[Value]:
         out = ONNX_TO_NUMPY[code]
     if 0 in shape(p):
         return [np.empty(shape(p), out)]
-    wide = np.dtype(np.float64) if dtype(p) == np.float64 else np.dtype(np.float32)
-    u = ctx.importer.graph.random("random_uniform", shape(p), (0.0, 1.0), wide, ctx.attr("seed", None),
-                                  name=f"{ctx.name}/uniform")
-    return [ctx.convert(ctx.g.cmp_lt(u, ctx.convert(p, wide)), out)]
+    u = _unit(ctx, shape(p), dtype(p))
+    return [ctx.convert(ctx.g.cmp_lt(u, ctx.convert(p, dtype(u))), out)]
 
 
 @handles("Multinomial")
@@ -111,14 +115,12 @@ def multinomial(ctx: NodeContext) -> list[Value]:
     batch, classes = shape(x)
     if samples <= 0 or batch == 0 or classes == 0:
         raise ctx.invalid(f"cannot draw {samples} samples of {classes} classes for {batch} rows")
-    wide = np.dtype(np.float64) if dtype(x) == np.float64 else np.dtype(np.float32)
-    x = ctx.convert(x, wide)
+    u = _unit(ctx, (batch, samples), dtype(x))
+    x = ctx.convert(x, dtype(u))
     top = ctx.broadcast_to(ctx.reshape(ctx.g.batched_reduce_max(x, [1]), [batch, 1]), [batch, classes])
     weights = ctx.g.exp(ctx.g.sub(x, top))
     running = ctx.g.cumsum(weights, 1)
     total = ctx.reshape(ctx.g.batched_reduce_add(weights, [1]), [batch, 1])
-    u = ctx.importer.graph.random("random_uniform", (batch, samples), (0.0, 1.0), wide, ctx.attr("seed", None),
-                                  name=f"{ctx.name}/uniform")
     target = ctx.g.mul(u, ctx.broadcast_to(total, [batch, samples]))
     grid = (batch, samples, classes)
     below = ctx.g.cmp_lte(ctx.broadcast_to(ctx.reshape(running, [batch, 1, classes]), grid),
