@@ -103,7 +103,9 @@ def resolve(specs: Sequence[InputSpec], shapes: Mapping[str, Sequence[int]]) -> 
         if spec.dims is not None and len(shape) != len(spec.dims):
             raise FeedError(f"input '{spec.name}': expected rank {len(spec.dims)} {spec.describe()}, "
                             f"got shape {list(shape)}")
-        for axis, (dim, size) in enumerate(zip(spec.dims or (), shape, strict=True)):
+        # An input that declares no shape takes any.
+        for axis, (dim, size) in enumerate(zip(spec.dims if spec.dims is not None else [None] * len(shape), shape,
+                                               strict=True)):  # fmt: skip
             if isinstance(dim, int) and dim != size:
                 raise FeedError(f"input '{spec.name}': dim {axis} is {dim} in the model, got {size} "
                                 f"(shape {list(shape)})")
@@ -155,6 +157,7 @@ def specialize(model: onnx.ModelProto, shapes: Mapping[str, Shape]) -> onnx.Mode
         if info.name in shapes:
             tensor = info.type.tensor_type
             tensor.ClearField("shape")
+            tensor.shape.SetInParent()  # a rank-0 input keeps a shape (of no dims)
             for size in shapes[info.name]:
                 tensor.shape.dim.add().dim_value = size
     del graph.value_info[:]
