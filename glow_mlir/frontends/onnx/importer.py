@@ -56,6 +56,7 @@ from glow_mlir.errors import (
 from glow_mlir.frontends.onnx import functions
 from glow_mlir.frontends.onnx import (  # noqa: F401
     ops_attention,
+    ops_bounded,
     ops_control,
     ops_einsum,
     ops_elementwise,
@@ -81,19 +82,23 @@ from glow_mlir.frontends.onnx.node import (
     tensor_array,
 )
 from glow_mlir.frontends.onnx.ops_sequence import Item
-from glow_mlir.frontends.onnx.registry import HANDLERS
+from glow_mlir.frontends.onnx.registry import GLOW_DOMAIN, GLOW_HANDLERS, HANDLERS, handler
 from glow_mlir.frontends.onnx.signature import is_dynamic, resolve, signature, specialize
 
 MIN_OPSET = 7
 # The modules of the handlers of sequence, optional and control-flow ops (`Importer._evaluate` takes the others).
 STRUCTURAL = frozenset({ops_sequence.__name__, ops_control.__name__})
 # Ops whose output shape depends on their input values (the indices of non-zero elements, the distinct values,
-# the kept boxes): glow compiles static shapes, so these are taken only where their inputs are known at compile
-# time (a mask or shape computed from constants, or from a dynamic input's specialized shape), and computed by
-# onnx's reference implementation; on run-time inputs they are refused, naming the node. (Compress has a
-# handler: only its condition must be known.)
+# the kept boxes): a graph has static shapes, so one import takes them only where their inputs are known at
+# compile time (a mask or shape computed from constants, or from a dynamic input's specialized shape), computed
+# by onnx's reference implementation; on run-time inputs it refuses them, naming the node, and InferenceSession
+# splits the model there (stages.py). (Compress and TopK have handlers: their condition and K must be known.)
 DATA_DEPENDENT = frozenset({"NonZero", "Unique", "NonMaxSuppression"})
 SUPPORTED_OPS = frozenset(HANDLERS)
+# Why a data-dependent op on run-time values is refused here (and where it runs).
+STAGED_ONLY = ("NonZero, Unique and NonMaxSuppression on run-time values make shapes known only at run time; one "
+               "compiled graph has static shapes, but InferenceSession runs such a model in stages "
+               "(frontends/onnx/stages.py)")
 
 SUPPORTED_DTYPES = frozenset(ONNX_TO_NUMPY.values())
 
@@ -125,25 +130,31 @@ def import_loaded(
     name: str | None = None,
     keep_inputs: Collection[str] = (),
     shapes: Mapping[str, Sequence[int]] | None = None,
+    empty_outputs: dict[str, np.ndarray] | None = None,
 ) -> Graph:
     """`import_model` of a model that `load` returned, which it does not load again: a caller that reads the
     model before importing it (glow-run and InferenceSession, for its inputs) would otherwise check it and copy
-    its weights back from shape inference twice (glow-run's import of VGG-19: 3.7 s, 2.6 s with this)."""
+    its weights back from shape inference twice (glow-run's import of VGG-19: 3.7 s, 2.6 s with this).
+
+    A graph output that is an empty tensor (a specialization's results where a data-dependent count is 0) is
+    left out of the graph and put in `empty_outputs` where that is given, else refused (EmptyTensorError)."""
     if shapes:
         specs = signature(proto, exclude=static_inputs or {})
         resolved = resolve(specs, shapes)  # checks the shapes, also those of a static model
         if is_dynamic(specs):
             proto = specialize(proto, resolved)
-    return Importer(proto, dict(static_inputs or {}), set(keep_inputs), name).run()
+    return Importer(proto, dict(static_inputs or {}), set(keep_inputs), name, empty_outputs).run()
 
 
 class Importer:
     """One import: the value environment, the graph being built and the scratch graph for folding."""
 
     def __init__(
-        self, model: onnx.ModelProto, static_inputs: dict[str, np.ndarray], keep_inputs: set[str], name: str | None
+        self, model: onnx.ModelProto, static_inputs: dict[str, np.ndarray], keep_inputs: set[str], name: str | None,
+        empty_outputs: dict[str, np.ndarray] | None = None,
     ) -> None:
         self.model = model
+        self.empty_outputs = empty_outputs
         self.static_inputs = static_inputs
         self.keep_inputs = keep_inputs
         self.opset = default_opset(model)
@@ -179,6 +190,9 @@ class Importer:
                 # returns tensors only.
                 raise UnsupportedTypeError(f"graph output '{output.name}'", ops_sequence.kind(value))
             if isinstance(value, np.ndarray):
+                if value.size == 0 and self.empty_outputs is not None:
+                    self.empty_outputs[output.name] = value
+                    continue
                 if value.size == 0:
                     raise EmptyTensorError(
                         f"graph output '{output.name}' is an empty tensor of shape {list(value.shape)}; glow has "
@@ -221,29 +235,19 @@ class Importer:
                 f"the model imports opset {self.opset}; the oldest supported is {MIN_OPSET} "
                 "(onnx.version_converter can upgrade it)",
             )
-        known = self._compile_time_values()
+        known = compile_time_values(self.model, self.static_inputs, self.keep_inputs)
         unsupported = [
             (_qualified(node), self._node_opset(node), name)
             for node, name in walk(self.model.graph, self.node_names)
-            if node.domain not in DEFAULT_DOMAINS
+            if (node.domain not in DEFAULT_DOMAINS
+                and not (node.domain == GLOW_DOMAIN and node.op_type in GLOW_HANDLERS))
             or (node.op_type in DATA_DEPENDENT and not all(not v or v in known for v in node.input))
-            or (node.op_type not in HANDLERS and node.op_type not in DATA_DEPENDENT
-                and not functions.has_body(node, self._node_opset(node)))
+            or (node.domain in DEFAULT_DOMAINS and node.op_type not in HANDLERS
+                and node.op_type not in DATA_DEPENDENT and not functions.has_body(node, self._node_opset(node)))
         ]
         if unsupported:
-            raise UnsupportedModelError(unsupported)
-
-    def _compile_time_values(self) -> set[str]:
-        """The main graph's values known at compile time, as the import will fold them: initializers, static and
-        empty inputs, Shape and Size of anything, and what nodes compute from those alone (a subgraph's values
-        count as run-time: DATA_DEPENDENT ops there are refused)."""
-        graph = self.model.graph
-        known = {t.name for t in graph.initializer if t.name not in self.keep_inputs}
-        known.update(i.name for i in graph.input if i.name in self.static_inputs or _empty(_declared(i)))
-        for node in graph.node:
-            if node.op_type in ("Shape", "Size") or all(not v or v in known for v in node.input):
-                known.update(o for o in node.output if o)
-        return known
+            staged = any(op in DATA_DEPENDENT for op, _, _ in unsupported)
+            raise UnsupportedModelError(unsupported, STAGED_ONLY if staged else "")
 
     def _node_opset(self, node: onnx.NodeProto) -> int:
         domain = "" if node.domain == "ai.onnx" else node.domain
@@ -392,7 +396,8 @@ class Importer:
                 )
             self._set_outputs(node, name, self._evaluate(node, name, inputs))
             return
-        if node.op_type not in HANDLERS:
+        handle = handler(node.domain, node.op_type)
+        if handle is None:
             # ONNX may define the op as a function of others (a node of a function body is checked here, not
             # in _check_ops, since context-dependent bodies exist only once their input types are known).
             if node.domain not in DEFAULT_DOMAINS or self.opset is None or not functions.has_body(node, self.opset):
@@ -401,15 +406,20 @@ class Importer:
             return
         # Not sequence or control-flow ops: their values are lists of arrays and subgraphs, which their handlers
         # keep at compile time themselves.
-        structural = HANDLERS[node.op_type].__module__ in STRUCTURAL
+        structural = handle.__module__ in STRUCTURAL
         by_reference = fold_all and not structural and node.domain in DEFAULT_DOMAINS
-        if by_reference and any(isinstance(v, np.ndarray) and not v.size for v in inputs):
+        empty_input = any(isinstance(v, np.ndarray) and not v.size for v in inputs)
+        empty_results = (self._empty_results(node, inputs) if empty_input and not fold_all and not structural
+                         and node.domain in DEFAULT_DOMAINS else None)  # fmt: skip
+        if by_reference and empty_input:
             outputs: list[Item] = self._evaluate(node, name, inputs)
+        elif empty_results is not None:
+            outputs = list(empty_results)
         else:
             # self.opset is an int here: _check_ops refuses every node of a model that imports no default opset.
             ctx = NodeContext(node, name, self.opset, inputs, Emitter(self, name, fold_all), self)
             try:
-                outputs = list(HANDLERS[node.op_type](ctx))
+                outputs = list(handle(ctx))
             except (ValueError, EmptyTensorError) as e:
                 # A compile-time node whose result is empty (an Expand to a zero dim): glow's folding builds glow
                 # ops, which refuse it; the reference computes it. Any other refusal stands.
@@ -436,6 +446,40 @@ class Importer:
             if out_name:
                 self._set(out_name, value, frozenset() if isinstance(value, np.ndarray) else depends, name)
 
+    def _empty_results(self, node: onnx.NodeProto, inputs: list[Item | None]) -> list[np.ndarray] | None:
+        """The results of `node`, which reads an empty tensor and run-time ones, where onnx's shape inference
+        finds every one of them empty (a Gather by no indices): they hold no data, so no code computes them.
+        None where a result is not empty (a Concat of the empty tensor and another) or its shape is unknown."""
+        names = [f"input{i}" if v is not None else "" for i, v in enumerate(inputs)]
+        single = onnx.NodeProto()
+        single.CopyFrom(node)
+        del single.input[:], single.output[:]
+        single.input.extend(names)
+        single.output.extend(f"output{i}" for i in range(len(node.output)))
+        declared = [onnx.helper.make_value_info(n, t) for n, v in zip(names, inputs) if (t := _type_of(v))]
+        opsets = [onnx.helper.make_opsetid(o.domain, o.version) for o in self.model.opset_import]
+        try:
+            known = [onnx.numpy_helper.from_array(v, n) for n, v in zip(names, inputs) if isinstance(v, np.ndarray)]
+            graph = onnx.helper.make_graph([single], "empty", declared, [], known)
+            inferred = onnx.shape_inference.infer_shapes(onnx.helper.make_model(graph, opset_imports=opsets),
+                                                         strict_mode=True, data_prop=True)  # fmt: skip
+        except (onnx.shape_inference.InferenceError, ValueError, TypeError):  # a type numpy_helper lacks
+            return None
+        types = {i.name: i.type.tensor_type for i in inferred.graph.value_info}
+        results = []
+        for index, wanted in enumerate(node.output):
+            found = types.get(f"output{index}")
+            if not wanted:
+                results.append(np.empty(0))
+                continue
+            if found is None or found.elem_type not in ONNX_TO_NUMPY or not found.HasField("shape"):
+                return None
+            dims = [d.dim_value if d.HasField("dim_value") else -1 for d in found.shape.dim]
+            if -1 in dims or 0 not in dims:
+                return None
+            results.append(np.empty(dims, ONNX_TO_NUMPY[found.elem_type]))
+        return results
+
     def _evaluate(self, node: onnx.NodeProto, name: str, inputs: list[Item | None]) -> list[np.ndarray]:
         """The outputs of `node`, whose inputs are compile-time arrays, by onnx's reference implementation: a
         model of the node alone, its inputs fed."""
@@ -461,6 +505,19 @@ class Importer:
             raise InvalidNodeError(f"node '{name}' ({node.op_type}) on compile-time inputs of shapes {shapes}: "
                                    f"onnx's reference implementation fails: {e}") from None
         return [np.asarray(r) for r in results]
+
+
+def compile_time_values(model: onnx.ModelProto, static_inputs: Collection[str], keep_inputs: Collection[str]) -> set[str]:
+    """The main graph's values known at compile time, as the import will fold them: initializers (but those
+    in `keep_inputs`), `static_inputs` and empty inputs, Shape and Size of anything, and what nodes compute
+    from those alone (a subgraph's values count as run-time: DATA_DEPENDENT ops there are refused)."""
+    graph = model.graph
+    known = {t.name for t in graph.initializer if t.name not in keep_inputs}
+    known.update(i.name for i in graph.input if i.name in static_inputs or _empty(_declared(i)))
+    for node in graph.node:
+        if node.op_type in ("Shape", "Size") or all(not v or v in known for v in node.input):
+            known.update(o for o in node.output if o)
+    return known
 
 
 def _type_of(value: Item | None) -> onnx.TypeProto | None:

@@ -1,7 +1,9 @@
 """The table of ONNX op handlers: op_type -> function(NodeContext) -> output values.
 
 Handler modules register themselves with `@handles("Relu", ...)`; the importer imports them all, then scans a
-model against this table before building anything, so every unsupported op is reported at once.
+model against this table before building anything, so every unsupported op is reported at once. Ops of glow's
+own domain (GLOW_DOMAIN), which glow-mlir writes into the models it splits at data-dependent ops
+(frontends/onnx/stages.py), have a table of their own (`handles_glow`), so that no ONNX op reaches them.
 """
 
 from __future__ import annotations
@@ -13,14 +15,27 @@ from glow_mlir.frontends.onnx.node import NodeContext, Value
 Handler = Callable[[NodeContext], Sequence[Value]]
 
 HANDLERS: dict[str, Handler] = {}
+GLOW_DOMAIN = "ai.glow_mlir"
+GLOW_HANDLERS: dict[str, Handler] = {}
 
 
-def handles(*op_types: str) -> Callable[[Handler], Handler]:
+def handles(*op_types: str, table: dict[str, Handler] = HANDLERS) -> Callable[[Handler], Handler]:
     def register(fn: Handler) -> Handler:
         for op in op_types:
-            if op in HANDLERS:
-                raise RuntimeError(f"two handlers for ONNX op {op}")
-            HANDLERS[op] = fn
+            if op in table:
+                raise RuntimeError(f"two handlers for op {op}")
+            table[op] = fn
         return fn
 
     return register
+
+
+def handles_glow(*op_types: str) -> Callable[[Handler], Handler]:
+    """Registers the handler of ops of GLOW_DOMAIN."""
+    return handles(*op_types, table=GLOW_HANDLERS)
+
+
+def handler(domain: str, op_type: str) -> Handler | None:
+    """The handler of a node of `domain` (GLOW_DOMAIN's table, else the ONNX ops'; the caller checks that the
+    domain is a default one), or None."""
+    return (GLOW_HANDLERS if domain == GLOW_DOMAIN else HANDLERS).get(op_type)
