@@ -12,6 +12,9 @@ bounds, ...), the importer raises `StaticInputRequired` naming those inputs; `pr
 is how a static-shape compiler meets a dynamic-looking model: like XLA, it specializes on shape values.
 A model with symbolic input dims is specialized the same way on the shapes of the inputs fed.
 
+A model with data-dependent ops on run-time inputs (NonZero, NonMaxSuppression, Unique; Compress and TopK by a
+run-time condition or K) runs in an InferenceSession, which splits it into stages (frontends/onnx/stages.py).
+
 A model older than the importer's oldest opset (MIN_OPSET) is first upgraded with onnx's version converter,
 as the importer's error suggests; one the converter cannot upgrade is left for the importer to refuse.
 
@@ -35,8 +38,11 @@ from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupl
 from glow_mlir.errors import StaticInputRequired
 from glow_mlir.frontends.onnx import import_model
 from glow_mlir.frontends.onnx.importer import DEFAULT_DOMAINS, MIN_OPSET
+from glow_mlir.frontends.onnx.loading import load
 from glow_mlir.frontends.onnx.signature import is_dynamic, signature
+from glow_mlir.frontends.onnx.stages import split
 from glow_mlir.runtime import CompiledModel, compile
+from glow_mlir.session import InferenceSession
 
 # The key of one specialization: (name, dtype, shape, bytes) of every bound input, in a fixed order, then
 # the shape of every input for a model with symbolic dims.
@@ -56,7 +62,11 @@ class GlowBackendRep(BackendRep):
         self._compiled: dict[SpecializationKey, CompiledModel] = {}
         self._closed = False
         self._dynamic = is_dynamic(signature(self.model))
-        if self._dynamic:
+        # A model split at data-dependent ops runs in its stages' session, one per set of bound values.
+        self._staged: dict[SpecializationKey, InferenceSession] | None = (
+            {} if split(load(self.model), {}) is not None else None
+        )
+        if self._dynamic or self._staged is not None:
             return
         try:
             self._compiled[()] = compile(import_model(self.model))
@@ -74,6 +84,8 @@ class GlowBackendRep(BackendRep):
         Returns the outputs in graph-output order, as a tuple whose fields are also named by output.
         """
         feeds = self._feeds(inputs)
+        if self._staged is not None:
+            return namedtupledict("Outputs", self.output_names)(*self._run_staged(feeds))
         compiled = self._specialization(feeds)
         results = compiled.run({name: feeds[name] for name in compiled.inputs})
         return namedtupledict("Outputs", self.output_names)(*[results[name] for name in self.output_names])
@@ -99,6 +111,25 @@ class GlowBackendRep(BackendRep):
         if len(arrays) != len(self.input_names):
             raise ValueError(f"expected {len(self.input_names)} input(s) {self.input_names}, got {len(arrays)}")
         return {name: np.asarray(array) for name, array in zip(self.input_names, arrays, strict=True)}
+
+    def _run_staged(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """The outputs of a model split at data-dependent ops, from the session of the values of the inputs bound
+        at compile time (StaticInputRequired names them, as in `_specialization`)."""
+        assert self._staged is not None
+        while True:
+            key: SpecializationKey = tuple(
+                (name, feeds[name].dtype.str, feeds[name].shape, feeds[name].tobytes()) for name in self.static_inputs
+            )
+            try:
+                session = self._staged.get(key) or InferenceSession(
+                    self.model, static_inputs={name: feeds[name] for name in self.static_inputs})
+                self._staged[key] = session
+                return session.run(self.output_names, {n: v for n, v in feeds.items() if n not in self.static_inputs})
+            except StaticInputRequired as e:
+                added = [name for name in e.inputs if name not in self.static_inputs]
+                if not added:
+                    raise
+                self.static_inputs += added
 
     def _specialization(self, feeds: dict[str, np.ndarray]) -> CompiledModel:
         if self._closed:

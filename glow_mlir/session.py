@@ -10,7 +10,8 @@ such dim as onnxruntime does (its name, or None), and the first run at a new con
 specialization for it (frontends/onnx/signature.py), which later runs at that shape reuse. The session keeps
 the `max_specializations` used most recently; the compile cache on disk keeps them across processes, so a
 specialization evicted here, or compiled by an earlier process, costs only the import. `shapes=` compiles
-shapes up front.
+shapes up front. A model with data-dependent ops on run-time values (NonZero, NonMaxSuppression, ...) runs as
+two sessions, the second one's inputs as long as the first one's results make them (frontends/onnx/stages.py).
 Old-style models list initializers among the graph inputs; onnxruntime lets a caller override those by
 feeding them, so a feed naming one compiles (once, then cached) a variant where it is a real input.
 """
@@ -37,6 +38,7 @@ from glow_mlir.errors import FeedError
 from glow_mlir.frontends.onnx.importer import import_loaded, load
 from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY
 from glow_mlir.frontends.onnx.signature import Dim, Shape, is_dynamic, resolve, signature, with_overrides
+from glow_mlir.frontends.onnx.stages import Split, split
 from glow_mlir.options import PROVIDERS, RunOptions, SessionOptions, logging_level
 from glow_mlir.profiling import ProfiledModel, Profiler
 from glow_mlir.runtime import compile
@@ -170,16 +172,59 @@ class InferenceSession:
         initializers = {t.name for t in graph.initializer}
         self._overridable = {i.name for i in graph.input if i.name in initializers}
         self._capacity = max_specializations
-        self._compiled: OrderedDict[_Key, CompiledModel] = OrderedDict()
+        self._compiled: OrderedDict[_Key, CompiledModel | None] = OrderedDict()
+        # Per specialization, its outputs that are empty tensors at its shapes (left out of the compiled model).
+        self._empty: dict[_Key, dict[str, np.ndarray]] = {}
         self._last: CompiledModel | None = None
         # Runs from several Python threads share the table of specializations.
         self._lock = threading.Lock()
+        # A model split at data-dependent ops runs as a session per stage (`_run_stages`).
+        self._split = split(self._model, self._static_inputs)
+        self._stages: tuple[InferenceSession, InferenceSession | None] | None = None
+        if self._split is not None:
+            self._stages = self._stage_sessions(self._split, sess_options, threads, shapes, max_specializations)
+            self._default = None
+            return
         self._default = None if self._dynamic else self._specialization((frozenset(), None))
         for given in _shape_sets(shapes):
             if not self._dynamic:
                 resolve(self._specs, given)  # checks the shapes against the static ones
                 continue
             self._specialization((frozenset(), self._shape_key(resolve(self._specs, given))))
+
+    def _stage_sessions(self, parts: Split, options: SessionOptions | Any, threads: int | None,
+                        shapes: ShapeSets | None, capacity: int) -> tuple[InferenceSession, InferenceSession | None]:  # fmt: skip
+        """The sessions of the split model's prefix (compiled now where its shapes are static, or at `shapes`)
+        and suffix if any (compiled per shape at its first run: its data-dependent dims are symbolic)."""
+        prefix = InferenceSession(parts.prefix, options, threads=threads, static_inputs=self._static_inputs,
+                                  shapes=shapes, max_specializations=capacity)  # fmt: skip
+        if parts.suffix is None:
+            return prefix, None
+        names = {i.name for i in parts.suffix.graph.input}
+        bound = {name: value for name, value in self._static_inputs.items() if name in names}
+        suffix = InferenceSession(parts.suffix, options, threads=threads, static_inputs=bound,
+                                  max_specializations=capacity)  # fmt: skip
+        return prefix, suffix
+
+    def _run_stages(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The model's outputs, by name, from the prefix's session, the data-dependent results cut to their
+        counts, and the suffix's session."""
+        assert self._stages is not None and self._split is not None
+        prefix, suffix = self._stages
+        inputs = {i.name for i in self._model.graph.input}
+        unknown = sorted(set(feeds) - inputs)
+        if unknown:
+            raise FeedError(f"no input named {', '.join(map(repr, unknown))}; the inputs are {sorted(inputs)}")
+        names = [o.name for o in self._split.prefix.graph.output]
+        taken = {i.name for i in self._split.prefix.graph.input}
+        results = dict(zip(names, prefix.run(names, {n: v for n, v in feeds.items() if n in taken}), strict=True))
+        cut_to = self._split.cut_results(results)
+        results.update(cut_to)
+        if suffix is not None and self._split.suffix is not None:
+            fed = self._split.suffix_feeds(feeds, results, cut_to)
+            wanted = [o.name for o in self._split.suffix.graph.output]
+            results.update(zip(wanted, suffix.run(wanted, fed), strict=True))
+        return results
 
     def _log(self, level: int, message: str, *args: object) -> None:
         if level >= self._log_level:
@@ -188,8 +233,9 @@ class InferenceSession:
     def _shape_key(self, shapes: Mapping[str, Shape]) -> tuple[Shape, ...]:
         return tuple(shapes[spec.name] for spec in self._specs)
 
-    def _specialization(self, key: _Key) -> CompiledModel:
-        """The compiled model of `key`, compiled now if the session holds none."""
+    def _specialization(self, key: _Key) -> CompiledModel | None:
+        """The compiled model of `key`, compiled now if the session holds none; None where every output is
+        empty at its shapes."""
         with self._lock:
             compiled = self._compiled.get(key)
             if compiled is not None:
@@ -200,8 +246,15 @@ class InferenceSession:
                 named = (
                     self._fixed_shapes if shapes is None else dict(zip((s.name for s in self._specs), shapes, strict=True))
                 )
-                graph = import_loaded(self._model, static_inputs=self._static_inputs, keep_inputs=keep, shapes=named)
+                empty: dict[str, np.ndarray] = {}
+                graph = import_loaded(self._model, static_inputs=self._static_inputs, keep_inputs=keep, shapes=named,
+                                      empty_outputs=empty if self._dynamic else None)  # fmt: skip
+                self._empty[key] = empty
                 imported = time.perf_counter()
+                if len(empty) == len(self._model.graph.output):
+                    # Every output is empty at these shapes: there is nothing to compute.
+                    self._compiled[key] = self._last = None
+                    return None
                 compiled = compile(
                     graph,
                     optimization_level=self._options.graph_optimization_level,
@@ -218,7 +271,7 @@ class InferenceSession:
                 evictable = [k for k in self._compiled if k != (frozenset(), None)]
                 if len(evictable) > self._capacity:
                     # Dropped, not closed: a run in another thread may still hold it; it is freed with it.
-                    del self._compiled[evictable[0]]
+                    del self._compiled[evictable[0]], self._empty[evictable[0]]
             self._last = compiled
             return compiled
 
@@ -242,7 +295,10 @@ class InferenceSession:
         ]
 
     def compiled_shapes(self) -> list[dict[str, Shape]]:
-        """The input shapes of the specializations the session holds, least recently used first."""
+        """The input shapes of the specializations the session holds, least recently used first (of the first
+        stage, for a model split at data-dependent ops)."""
+        if self._stages is not None:
+            return self._stages[0].compiled_shapes()
         with self._lock:
             keys = list(self._compiled)
         return [
@@ -277,6 +333,10 @@ class InferenceSession:
         """Writes the profile (onnxruntime's chrome-trace JSON, `<profile_file_prefix>_<date>_<time>.json` in
         the working directory) and returns its name, as onnxruntime's; "" when profiling is off or ended.
         Profiling stops: later runs are not recorded, and later compiles are the normal variant."""
+        if self._stages is not None:
+            # Each stage's session profiles its own runs, into a file of its own: the first stage's is named.
+            names = [stage.end_profiling() for stage in self._stages if stage is not None]
+            return names[0]
         with self._lock:
             profiler, self._profiler = self._profiler, None
         return profiler.end() if profiler is not None else ""
@@ -284,7 +344,10 @@ class InferenceSession:
     @property
     def report(self) -> dict[str, Any]:
         """The compile report (arena size, pass timings, compile time) of the model as constructed; for a
-        model with symbolic dims, of the specialization run or compiled last (empty before the first)."""
+        model with symbolic dims, of the specialization run or compiled last (empty before the first); for a model
+        split at data-dependent ops, the first stage's, with every stage's under "stages"."""
+        if self._stages is not None:
+            return {**self._stages[0].report, "stages": [s.report for s in self._stages if s is not None]}
         compiled = self._default or self._last
         return compiled.report if compiled is not None else {}
 
@@ -309,9 +372,21 @@ class InferenceSession:
                 raise FeedError(f"input '{missing[0].name}' {missing[0].describe()} is not given")
             given = {name: array.shape for name, array in feeds.items() if name not in self._overridable}
             shapes = self._shape_key(resolve(self._specs, given))
-        compiled = self._specialization((keep, shapes))
-        results = compiled.run(feeds)
-        names = list(output_names) if output_names else [b.name for b in compiled.abi.outputs]
+        if self._stages is not None:
+            every = self._run_stages(feeds)
+            results = {o.name: every[o.name] for o in self._model.graph.output}
+            names = list(output_names) if output_names else list(results)
+        else:
+            compiled = self._specialization((keep, shapes))
+            # The outputs empty at these shapes (none of a static model), in the model's order with the others.
+            results = dict(self._empty.get((keep, shapes), {}))
+            names = [o.name for o in self._model.graph.output]
+            if compiled is not None:
+                taken = {b.name for b in compiled.abi.inputs}
+                # An empty input is bound at compile time (it holds no data): the compiled model does not take it.
+                results.update(compiled.run({n: v for n, v in feeds.items() if n in taken or v.size}))
+                names = names if len(results) > len(compiled.abi.outputs) else [b.name for b in compiled.abi.outputs]
+            names = list(output_names) if output_names else names
         unknown = [n for n in names if n not in results]
         if unknown:
             raise ValueError(f"no output named {', '.join(map(repr, unknown))}; the outputs are {list(results)}")

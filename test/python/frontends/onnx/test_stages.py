@@ -1,0 +1,209 @@
+"""Models split at data-dependent ops (frontends/onnx/stages.py): the split itself, and sessions running the stages
+against onnxruntime, counts of zero included."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+import glow_mlir
+from glow_mlir.errors import UnsupportedModelError
+from glow_mlir.frontends.onnx import import_model
+from glow_mlir.frontends.onnx.loading import load
+from glow_mlir.frontends.onnx.registry import GLOW_DOMAIN
+from glow_mlir.frontends.onnx.stages import COUNT, PADDED, split
+
+
+def _model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto], outputs: list[str],
+           initializers: dict[str, np.ndarray] | None = None, opset: int = 17) -> onnx.ModelProto:  # fmt: skip
+    graph = helper.make_graph(nodes, "staged", inputs, [helper.make_empty_tensor_value_info(o) for o in outputs],
+                              [numpy_helper.from_array(v, k) for k, v in (initializers or {}).items()])  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _masked_sum() -> onnx.ModelProto:
+    """x -> the values of x where relu(x) - 0.5 > 0 (NonZero, GatherND), their doubled sum, and exp(x), which
+    does not depend on the NonZero."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Sub", ["r", "half"], ["s"]),
+        helper.make_node("NonZero", ["s_pos"], ["nz"]),
+        helper.make_node("Relu", ["s"], ["s_pos"]),
+        helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+        helper.make_node("GatherND", ["x", "idx"], ["vals"]),
+        helper.make_node("Mul", ["vals", "two"], ["doubled"]),
+        helper.make_node("ReduceSum", ["doubled"], ["total"], keepdims=1),
+        helper.make_node("Exp", ["x"], ["ex"]),
+    ]
+    nodes[2], nodes[3] = nodes[3], nodes[2]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+                  ["total", "ex", "vals", "nz"],
+                  {"half": np.array(0.5, np.float32), "two": np.array(2, np.float32)})  # fmt: skip
+
+
+def _compare(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]], **session: object) -> glow_mlir.InferenceSession:
+    """Runs `model` on each feed in a glow session and in onnxruntime; outputs equal in shape and value."""
+    glow = glow_mlir.InferenceSession(model.SerializeToString(), **session)
+    ort = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for feed in feeds:
+        got, want = glow.run(None, feed), ort.run(None, feed)
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    return glow
+
+
+def test_split_cuts_at_the_first_run_time_nonzero() -> None:
+    parts = split(load(_masked_sum()), {})
+    assert parts is not None and parts.suffix is not None
+    [cut] = parts.cuts
+    bounded = [n for n in parts.prefix.graph.node if n.domain == GLOW_DOMAIN]
+    assert [n.op_type for n in bounded] == ["NonZeroBounded"]
+    assert list(bounded[0].output) == [f"nz{PADDED}", f"{cut.node}{COUNT}"]
+    # Exp does not depend on the NonZero: the prefix computes it; the suffix reads the cut result and x.
+    assert "Exp" in [n.op_type for n in parts.prefix.graph.node]
+    assert sorted(n.op_type for n in parts.suffix.graph.node) == ["GatherND", "Mul", "ReduceSum", "Transpose"]
+    assert parts.passed == ("x",) and [i.name for i in parts.suffix.graph.input][-1] == "nz"
+    assert split(load(_model([helper.make_node("Relu", ["x"], ["y"])],
+                             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], ["y"])), {}) is None
+
+
+def test_session_runs_the_stages_per_count() -> None:
+    rng = np.random.default_rng(0)
+    feeds = [{"x": (rng.standard_normal((3, 4)) * scale).astype(np.float32)} for scale in (0.1, 2.0, 3.0, 2.0)]
+    session = _compare(_masked_sum(), feeds)
+    # The first feed keeps nothing (count 0: empty results, nothing computed on them); one suffix per count.
+    assert session.run(["vals"], feeds[0])[0].shape == (0,)
+    suffix = session._stages[1]  # noqa: SLF001  (the stage sessions are the split's own)
+    assert suffix is not None and len(suffix.compiled_shapes()) == len({int((np.maximum(f["x"], 0) > 0.5).sum())
+                                                                        for f in feeds})  # fmt: skip
+
+
+def test_the_data_dependent_result_as_the_output() -> None:
+    model = _model([helper.make_node("NonZero", ["x"], ["y"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])], ["y"])  # fmt: skip
+    assert split(load(model), {}).suffix is None
+    _compare(model, [{"x": np.array([[1, 0, 2], [0, 0, 3]], np.float32)}, {"x": np.zeros((2, 3), np.float32)}])
+
+
+def test_nested_data_dependent_ops_split_again() -> None:
+    """The second NonZero reads the first one's gathered values: the suffix is split in turn."""
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["nz"]),
+        helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+        helper.make_node("GatherND", ["x", "idx"], ["vals"]),
+        helper.make_node("Greater", ["vals", "zero"], ["positive"]),
+        helper.make_node("NonZero", ["positive"], ["kept"]),
+        helper.make_node("Squeeze", ["kept", "axes"], ["kept_flat"]),
+        helper.make_node("Gather", ["vals", "kept_flat"], ["out"]),
+    ]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 5])], ["out"],
+                   {"zero": np.array(0, np.float32), "axes": np.array([0], np.int64)})  # fmt: skip
+    parts = split(load(model), {})
+    assert parts is not None and parts.suffix is not None and split(load(parts.suffix), {}) is not None
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    x[rng.random((4, 5)) < 0.4] = 0
+    _compare(model, [{"x": x}, {"x": -np.abs(x)}, {"x": np.abs(x)}])
+
+
+def test_compile_time_values_of_the_prefix_are_copied_into_the_suffix() -> None:
+    """The suffix reshapes by a shape the prefix computes from x's Shape: it must know it at compile time."""
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["nz"]),
+        helper.make_node("Shape", ["x"], ["xs"]),
+        helper.make_node("Gather", ["xs", "zero"], ["rows"]),
+        helper.make_node("Unsqueeze", ["rows", "axes"], ["rows1"]),
+        helper.make_node("Concat", ["rows1", "minus1"], ["target"], axis=0),
+        helper.make_node("Cast", ["nz"], ["nzf"], to=TensorProto.FLOAT),
+        helper.make_node("Reshape", ["nzf", "target"], ["out"]),
+    ]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])], ["out"],
+                   {"zero": np.array(0, np.int64), "axes": np.array([0], np.int64),
+                    "minus1": np.array([-1], np.int64)})  # fmt: skip
+    x = np.array([[1, 0, 2, 0, 3, 4], [0, 5, 0, 6, 0, 7]], np.float32)
+    _compare(model, [{"x": x}, {"x": np.ones((2, 6), np.float32)}])
+
+
+def test_a_subgraph_reading_a_data_dependent_value() -> None:
+    """An If in the suffix whose branch reads the NonZero's result from the outer scope."""
+    then = helper.make_graph([helper.make_node("Identity", ["nz"], ["branch"])], "then", [],
+                             [helper.make_tensor_value_info("branch", TensorProto.INT64, None)])  # fmt: skip
+    other = helper.make_graph([helper.make_node("Neg", ["nz"], ["branch"])], "else", [],
+                              [helper.make_tensor_value_info("branch", TensorProto.INT64, None)])  # fmt: skip
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"]),
+             helper.make_node("If", ["flag"], ["out"], then_branch=then, else_branch=other)]  # fmt: skip
+    flag = helper.make_tensor_value_info("flag", TensorProto.BOOL, [])
+    flag.type.tensor_type.shape.SetInParent()  # rank 0 (an empty dim list alone leaves the shape unset)
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5]), flag], ["out"])
+    x = np.array([0, 1, 0, 2, 3], np.float32)
+    _compare(model, [{"x": x, "flag": np.array(True)}, {"x": x, "flag": np.array(False)}])
+
+
+def test_a_model_with_dynamic_axes_and_a_nonzero() -> None:
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"]), helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+             helper.make_node("GatherND", ["x", "idx"], ["vals"])]  # fmt: skip
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])], ["vals"])
+    rng = np.random.default_rng(2)
+    feeds = []
+    for rows in (1, 4, 4):
+        x = rng.standard_normal((rows, 3)).astype(np.float32)
+        x[x < 0] = 0
+        feeds.append({"x": x})
+    session = _compare(model, feeds)
+    assert session.get_inputs()[0].shape == ["batch", 3]
+
+
+def test_compile_refuses_a_run_time_nonzero_and_names_the_stages() -> None:
+    with pytest.raises(UnsupportedModelError, match="InferenceSession runs such a model in stages"):
+        import_model(_masked_sum())
+
+
+class _Masked(torch.nn.Module):
+    """Boolean mask indexing, as PyTorch users write it (NonZero, GatherND in the export)."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = x.relu() * 2
+        kept = y[y > 0.5]
+        return kept.sum(0, keepdim=True) + kept.shape[0], kept
+
+
+class _TopKByCount(torch.nn.Module):
+    """TopK whose K is counted from the values (the positive ones, largest first)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.flatten().topk((x > 0).sum())[0]
+
+
+class _Unique(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        values, inverse, counts = x.unique(return_inverse=True, return_counts=True)
+        return values * 2, inverse, counts
+
+
+@pytest.mark.parametrize("module", [_Masked, _TopKByCount, _Unique], ids=lambda m: m.__name__.strip("_"))
+def test_torch_exports_with_data_dependent_shapes(module: type) -> None:
+    buffer = io.BytesIO()
+    torch.onnx.export(module(), (torch.randn(4, 5),), buffer, opset_version=17, dynamo=False)
+    model = onnx.load_from_string(buffer.getvalue())
+    rng = np.random.default_rng(3)
+    feeds = [{model.graph.input[0].name: np.round(rng.standard_normal((4, 5)) * 2).astype(np.float32) / 2 - shift}
+             for shift in (0.0, 0.0, 10.0)]  # fmt: skip
+    _compare(model, feeds)
+
+
+def test_a_split_session_reports_and_profiles_its_stages(tmp_path: object) -> None:
+    options = glow_mlir.SessionOptions()
+    options.enable_profiling = True
+    options.profile_file_prefix = str(tmp_path) + "/staged"
+    session = glow_mlir.InferenceSession(_masked_sum().SerializeToString(), options)
+    session.run(None, {"x": np.full((3, 4), 2.0, np.float32)})
+    assert len(session.report["stages"]) == 2 and session.compiled_shapes() == []
+    assert session.end_profiling().startswith(str(tmp_path) + "/staged")
