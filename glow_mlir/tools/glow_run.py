@@ -14,6 +14,9 @@ model before anything compiles. `--dump-ir` writes the module after a stage to a
 needs Graphviz's `dot`) and `--memory-plan` the activation arena as glow-allocate planned it (needs
 matplotlib: pip install 'glow-mlir[viz]'); docs/PICTURES.md shows both. `--dump-profile` and `--load-profile`
 are Glow's quantization flow (docs/QUANTIZATION.md): profile on the inputs, then compile the int8 model.
+A model with data-dependent ops on run-time values (NonZero, NonMaxSuppression, ...) runs in the stages of an
+InferenceSession (frontends/onnx/stages.py); what needs one compiled model (`--dump-ir`, `--graph`,
+`--memory-plan`, `--profile`, the quantization flags) is refused for it.
 
 Progress (import, then every pipeline stage with its time) goes to stderr; outputs, the comparison with
 onnxruntime and the timings go to stdout. Bad input (an unsupported or malformed model, a missing input)
@@ -43,9 +46,11 @@ from glow_mlir.library import Buffer
 from glow_mlir.errors import GlowError
 from glow_mlir.frontends.onnx.importer import import_loaded, load
 from glow_mlir.frontends.onnx.signature import resolve, signature
+from glow_mlir.frontends.onnx.stages import split
 from glow_mlir.pipeline.runner import COMPILE_PIPELINE, stage_name
 from glow_mlir.profiling import ProfiledModel, profile_table, summarize
 from glow_mlir.runtime import compile
+from glow_mlir.session import InferenceSession
 from glow_mlir.tools.pictures import write_pictures
 
 # --dump-ir also takes the module as imported, before the first pass.
@@ -126,14 +131,14 @@ def random_feed(buffer: Buffer, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal(buffer.shape).astype(buffer.dtype)
 
 
-def _feeds(model: CompiledModel, given: dict[str, np.ndarray], random: bool, seed: int) -> dict[str, np.ndarray]:
-    unknown = sorted(set(given) - set(model.inputs))
+def _feeds(inputs: Sequence[Buffer], given: dict[str, np.ndarray], random: bool, seed: int) -> dict[str, np.ndarray]:
+    unknown = sorted(set(given) - {b.name for b in inputs})
     if unknown:
         raise UsageError(f"the model has no input {', '.join(map(repr, unknown))}; its inputs: "
-                         f"{', '.join(b.name + ' ' + b.describe() for b in model.abi.inputs)}")
+                         f"{', '.join(b.name + ' ' + b.describe() for b in inputs)}")
     rng = np.random.default_rng(seed)
     feeds = dict(given)
-    for buffer in model.abi.inputs:
+    for buffer in inputs:
         if buffer.name not in feeds:
             if not random:
                 raise UsageError(f"input '{buffer.name}' {buffer.describe()} is not given: pass --input "
@@ -213,6 +218,9 @@ def run(args: argparse.Namespace) -> None:
         if spec.name in given and given[spec.name].dtype != spec.dtype:
             raise UsageError(f"--input {spec.name}: the model takes {spec.describe()}, the file holds "
                              f"{given[spec.name].dtype.name}{list(given[spec.name].shape)}")
+    if split(proto, static) is not None:
+        _run_stages(args, proto, [Buffer(spec.name, shapes[spec.name], spec.dtype) for spec in specs], given, static)
+        return
     graph = import_loaded(proto, static_inputs=static, shapes=shapes)
     float_graph = graph
     if args.load_profile is not None and args.dump_profile is not None:
@@ -247,7 +255,7 @@ def run(args: argparse.Namespace) -> None:
         target.write_text(text if text.endswith("\n") else text + "\n")
         print(f"  wrote the IR after {args.dump_ir} to {target}", file=sys.stderr, flush=True)
 
-    feeds = _feeds(model, given, args.random_inputs, args.seed)
+    feeds = _feeds(model.abi.inputs, given, args.random_inputs, args.seed)
     if args.dump_profile is not None:
         quantization.profile(float_graph, [feeds]).save(args.dump_profile)
         print(f"  wrote the profile to {args.dump_profile}", file=sys.stderr, flush=True)
@@ -273,6 +281,43 @@ def run(args: argparse.Namespace) -> None:
         rows, total_ms = summarize(model.kernels, model.runs, op_types)
         print(profile_table(rows, total_ms, len(model.runs), top=args.profile))
     print(f"latency: median {statistics.median(latencies) * 1e3:.3f} ms over {args.iterations} run(s)")
+
+
+def _run_stages(args: argparse.Namespace, proto: onnx.ModelProto, inputs: Sequence[Buffer],
+                given: dict[str, np.ndarray], static: dict[str, np.ndarray]) -> None:  # fmt: skip
+    """A model with data-dependent ops on run-time values: run in the InferenceSession that splits it into stages
+    (frontends/onnx/stages.py), the later stages compiled at the first run per count. What needs one compiled
+    model (its IR, pictures, profiles, quantization) is refused."""
+    one_model = {"--dump-ir": args.dump_ir, "--graph": args.graph, "--memory-plan": args.memory_plan,
+                 "--profile": args.profile, "--load-profile": args.load_profile, "--dump-profile": args.dump_profile}
+    refused = [flag for flag, value in one_model.items() if value is not None]
+    if refused:
+        raise UsageError(f"{', '.join(refused)}: the model has data-dependent ops on run-time values; it runs in "
+                         "stages (one compiled model per stage and count), not as one compiled model")
+    if args.threads < 0:
+        raise UsageError(f"--threads {args.threads}: must be 0 (the physical cores) or more")
+    start = time.perf_counter()
+    session = InferenceSession(proto, threads=args.threads or default_threads(), static_inputs=static)
+    built = time.perf_counter()
+    print(f"  split into stages; the first compiled in {built - start:.3f} s", file=sys.stderr, flush=True)
+    feeds = _feeds(inputs, given, args.random_inputs, args.seed)
+    names = [o.name for o in proto.graph.output]
+    latencies = []
+    outputs: dict[str, np.ndarray] = {}
+    for _ in range(args.iterations):
+        begin = time.perf_counter()
+        outputs = dict(zip(names, session.run(names, feeds), strict=True))
+        latencies.append(time.perf_counter() - begin)
+    print("outputs:")
+    for name, array in outputs.items():
+        print(f"  {name}: {_summary(array)}")
+    if args.compare_onnxruntime:
+        _compare(args, feeds, static, outputs)
+    if args.stats:
+        for index, report in enumerate(session.report["stages"]):
+            print(f"stage {index + 1}:\n" + stats_table(report))
+    print(f"latency: median {statistics.median(latencies) * 1e3:.3f} ms over {args.iterations} run(s) (the first "
+          "compiles the later stages)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

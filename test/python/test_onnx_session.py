@@ -163,16 +163,33 @@ def test_missing_external_data_is_one_line_naming_the_file(tmp_path: Path) -> No
 
 
 def test_glow_run_unsupported_model_is_a_clean_error(tmp_path: Path) -> None:
-    nodes = [helper.make_node("NonZero", ["x"], ["a"], name="nz"),
+    nodes = [helper.make_node("Custom", ["x"], ["a"], name="custom", domain="com.example"),
              helper.make_node("MaxRoiPool", ["x", "x"], ["b"], name="pool", pooled_shape=[2, 2])]  # fmt: skip
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 3])],
-                              [helper.make_tensor_value_info("a", onnx.TensorProto.INT64, None)])
+                              [helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, None)])
     path = tmp_path / "bad.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)]
+    onnx.save(helper.make_model(graph, opset_imports=opsets, ir_version=8), path)
     result = run_cli(str(path), "--random-inputs")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    assert "glow-run: error:" in result.stderr and "NonZero" in result.stderr and "MaxRoiPool" in result.stderr
+    assert "glow-run: error:" in result.stderr
+    assert "com.example.Custom" in result.stderr and "MaxRoiPool" in result.stderr
+
+
+def test_glow_run_runs_a_model_with_data_dependent_ops_in_stages(tmp_path: Path) -> None:
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"]), helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+             helper.make_node("GatherND", ["x", "idx"], ["vals"])]  # fmt: skip
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 3])],
+                              [helper.make_tensor_value_info("vals", onnx.TensorProto.FLOAT, None)])
+    path = tmp_path / "masked.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    result = run_cli(str(path), "--random-inputs", "--compare-onnxruntime", "--stats")
+    assert result.returncode == 0, result.stderr
+    assert "vals: float32[9]" in result.stdout and "vals: max abs 0 " in result.stdout
+    assert "stage 2:" in result.stdout
+    refused = run_cli(str(path), "--random-inputs", "--profile")
+    assert refused.returncode == 1 and "--profile: the model has data-dependent ops" in refused.stderr
 
 
 @pytest.mark.parametrize("args,message", [

@@ -47,7 +47,8 @@ def _masked_sum() -> onnx.ModelProto:
                   {"half": np.array(0.5, np.float32), "two": np.array(2, np.float32)})  # fmt: skip
 
 
-def _compare(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]], **session: object) -> glow_mlir.InferenceSession:
+def _compare(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]],
+             **session: object) -> glow_mlir.InferenceSession:  # fmt: skip
     """Runs `model` on each feed in a glow session and in onnxruntime; outputs equal in shape and value."""
     glow = glow_mlir.InferenceSession(model.SerializeToString(), **session)
     ort = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -207,3 +208,40 @@ def test_a_split_session_reports_and_profiles_its_stages(tmp_path: object) -> No
     session.run(None, {"x": np.full((3, 4), 2.0, np.float32)})
     assert len(session.report["stages"]) == 2 and session.compiled_shapes() == []
     assert session.end_profiling().startswith(str(tmp_path) + "/staged")
+
+
+def _detector() -> onnx.ModelProto:
+    """A detection head's post-processing as exporters write it: per-anchor boxes and class scores (a 1x1
+    convolution's), NonMaxSuppression per class, then the kept boxes, scores and classes gathered by the selected
+    (batch, class, box) triples."""
+    rng = np.random.default_rng(4)
+    anchors, classes = 64, 3
+    nodes = [
+        helper.make_node("Conv", ["features", "w"], ["head"]),  # [1, 4 + classes, 8, 8]
+        helper.make_node("Reshape", ["head", "flat"], ["rows"]),  # [1, 4 + classes, anchors]
+        helper.make_node("Split", ["rows", "split"], ["box_rows", "logits"], axis=1),
+        helper.make_node("Transpose", ["box_rows"], ["boxes"], perm=[0, 2, 1]),  # [1, anchors, 4]
+        helper.make_node("Sigmoid", ["logits"], ["scores"]),  # [1, classes, anchors]
+        helper.make_node("NonMaxSuppression", ["boxes", "scores", "most", "iou", "least"], ["selected"]),
+        helper.make_node("Gather", ["selected", "one"], ["class_of"], axis=1),
+        helper.make_node("Gather", ["selected", "two"], ["box_of"], axis=1),
+        helper.make_node("Gather", ["boxes", "box_of"], ["kept_boxes"], axis=1),
+        helper.make_node("GatherND", ["scores", "selected"], ["kept_scores"]),
+    ]
+    initializers = {
+        "w": rng.standard_normal((4 + classes, 16, 1, 1)).astype(np.float32) * 0.5,
+        "flat": np.array([1, 4 + classes, anchors], np.int64), "split": np.array([4, classes], np.int64),
+        "most": np.array([5], np.int64), "iou": np.array([0.3], np.float32), "least": np.array([0.6], np.float32),
+        "one": np.array(1, np.int64), "two": np.array(2, np.int64),
+    }
+    return _model(nodes, [helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, 16, 8, 8])],
+                  ["kept_boxes", "kept_scores", "class_of"], initializers)  # fmt: skip
+
+
+def test_a_detector_with_non_max_suppression() -> None:
+    rng = np.random.default_rng(5)
+    feeds = [{"features": rng.standard_normal((1, 16, 8, 8)).astype(np.float32) * scale} for scale in (1.0, 2.0)]
+    # Every score below the threshold: no box kept, three empty outputs.
+    feeds.append({"features": np.zeros((1, 16, 8, 8), np.float32)})
+    session = _compare(_detector(), feeds)
+    assert [a.shape for a in session.run(None, feeds[-1])] == [(1, 0, 4), (0,), (0,)]
