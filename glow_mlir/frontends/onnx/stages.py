@@ -89,7 +89,9 @@ def data_dependent(node: onnx.NodeProto, known: set[str]) -> bool:
     if node.op_type in ("Compress", "TopK"):
         # TopK before opset 10 takes K as an attribute: one input.
         return len(node.input) > 1 and bool(node.input[1]) and node.input[1] not in known
-    return any(v and v not in known for v in node.input[:2])
+    # As the importer refuses them: any input known only at run time (NonMaxSuppression's scalar limits must
+    # then be static inputs, which its bounded form asks for by name).
+    return any(v and v not in known for v in node.input)
 
 
 def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray]) -> Split | None:
@@ -138,7 +140,9 @@ def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray]) -> Sp
             continue
         name = names[id(node)]
         axes = padded_axes(node, [ranks.get(v, 0) for v in node.input])
-        results = tuple((o, f"{o}{PADDED}" if o else "", axis) for o, axis in zip(node.output, axes))
+        # Every result of the op named or left "" (a node may list fewer), so that the count comes after them all.
+        listed = [*node.output, *[""] * (len(axes) - len(node.output))]
+        results = tuple((o, f"{o}{PADDED}" if o else "", axis) for o, axis in zip(listed, axes, strict=True))
         cut = Cut(name, results, f"{name}{COUNT}")
         bounded = onnx.NodeProto()
         bounded.CopyFrom(node)

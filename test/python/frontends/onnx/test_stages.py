@@ -148,6 +148,16 @@ def test_a_subgraph_reading_a_data_dependent_value() -> None:
     _compare(model, [{"x": x, "flag": np.array(True)}, {"x": x, "flag": np.array(False)}])
 
 
+def test_a_node_listing_fewer_results_than_its_op_has() -> None:
+    """Unique with its values only (torch.unique's dynamo export): the bounded form's count still follows all
+    four of Unique's results."""
+    model = _model([helper.make_node("Unique", ["x"], ["values"], sorted=1)],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])], ["values"])  # fmt: skip
+    parts = split(load(model), {})
+    assert parts is not None and len([o for o in parts.prefix.graph.node[0].output]) == 5
+    _compare(model, [{"x": np.array([3, 1, 3, 2, 1, 3], np.float32)}, {"x": np.ones(6, np.float32)}])
+
+
 def test_a_model_with_dynamic_axes_and_a_nonzero() -> None:
     nodes = [helper.make_node("NonZero", ["x"], ["nz"]), helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
              helper.make_node("GatherND", ["x", "idx"], ["vals"])]  # fmt: skip
@@ -189,11 +199,16 @@ class _Unique(torch.nn.Module):
         return values * 2, inverse, counts
 
 
+@pytest.mark.parametrize("dynamo", [False, True], ids=["torchscript", "dynamo"])
 @pytest.mark.parametrize("module", [_Masked, _TopKByCount, _Unique], ids=lambda m: m.__name__.strip("_"))
-def test_torch_exports_with_data_dependent_shapes(module: type) -> None:
-    buffer = io.BytesIO()
-    torch.onnx.export(module(), (torch.randn(4, 5),), buffer, opset_version=17, dynamo=False)
-    model = onnx.load_from_string(buffer.getvalue())
+def test_torch_exports_with_data_dependent_shapes(module: type, dynamo: bool) -> None:
+    """Both exporters: TorchScript at opset 17, dynamo at its own (it lists only the Unique results used)."""
+    if dynamo:
+        model = torch.onnx.export(module(), (torch.randn(4, 5),), dynamo=True, verbose=False).model_proto
+    else:
+        buffer = io.BytesIO()
+        torch.onnx.export(module(), (torch.randn(4, 5),), buffer, opset_version=17, dynamo=False)
+        model = onnx.load_from_string(buffer.getvalue())
     rng = np.random.default_rng(3)
     feeds = [{model.graph.input[0].name: np.round(rng.standard_normal((4, 5)) * 2).astype(np.float32) / 2 - shift}
              for shift in (0.0, 0.0, 10.0)]  # fmt: skip
