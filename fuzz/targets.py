@@ -106,12 +106,16 @@ def model_names(data: bytes) -> set[str]:
         return set()
     names: set[str] = set()
 
+    def text(value: str | bytes) -> str:
+        # protobuf hands back a string field that is not UTF-8 as its bytes.
+        return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
     def walk(graph: onnx.GraphProto, prefix: str) -> None:
-        names.update(v.name for v in [*graph.input, *graph.output, *graph.value_info])
-        names.update(t.name for t in graph.initializer)
+        names.update(text(v.name) for v in [*graph.input, *graph.output, *graph.value_info])
+        names.update(text(t.name) for t in graph.initializer)
         for i, node in enumerate(graph.node):
-            node_name = prefix + (node.name or f"{node.op_type}_{i}")
-            names.update([node_name, node.name, *node.input, *node.output])
+            node_name = prefix + (text(node.name) or f"{text(node.op_type)}_{i}")
+            names.update([node_name, text(node.name), *map(text, node.input), *map(text, node.output)])
             for a in node.attribute:
                 for sub in [a.g] if a.HasField("g") else list(a.graphs):
                     walk(sub, f"{node_name}/")

@@ -33,10 +33,16 @@ def fmt(shape: Sequence[int]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+# The most elements a tensor may hold: its byte offsets (8-byte elements) stay within a signed 64-bit index.
+MAX_ELEMENTS = 2**60
+
+
 def tensor(shape: Sequence[int], what: str = "shape") -> Shape:
-    """A valid static tensor shape: every dim is at least 1 (Glow has no empty or dynamic tensors)."""
+    """A valid static tensor shape: every dim is at least 1 (Glow has no empty or dynamic tensors), and the
+    element count addressable by 64-bit indices (MAX_ELEMENTS)."""
     dims = tuple(int(d) for d in shape)
     require(all(d >= 1 for d in dims), f"{what} {fmt(dims)} must have every dim >= 1")
+    require(math.prod(dims) <= MAX_ELEMENTS, f"{what} {fmt(dims)} has more than 2^60 elements")
     return dims
 
 

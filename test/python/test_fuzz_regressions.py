@@ -18,6 +18,7 @@ from glow_mlir.errors import (
     FeedError,
     InvalidNodeError,
     MalformedModelError,
+    ModelImportError,
     UnsupportedTypeError,
 )
 from glow_mlir.frontends.onnx import import_model
@@ -246,3 +247,55 @@ def test_glow_opt_verifies_its_input_before_the_pipeline(capsys: pytest.CaptureF
     pipeline = "--pass-pipeline=builtin.module(glow-fold-transpose-into-weights,glow-sink-transpose)"
     assert glow_opt.main([str(source), pipeline]) == 1
     assert f"{source}:2:8: error: 'glow.transpose' shuffle [-5, 1] must be a permutation" in capsys.readouterr().err
+
+
+def test_a_graph_input_too_large_to_address_is_refused() -> None:
+    # Found as TypeError from MLIR's DenseI64ArrayAttr (a dim of 2^62 reached GridSample's handler).
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_x([1, 1, 2**62, 4])], ["y"])
+    with pytest.raises(ModelImportError, match=r"input 'x': shape \[1, 1, 4611686018427387904, 4\] has more than "
+                                               r"2\^60 elements"):  # fmt: skip
+        import_model(model)
+
+
+def test_a_variadic_op_with_every_input_absent_is_named() -> None:
+    # Found as IndexError in the Max/Min/Sum/Mean handler.
+    model = _model([helper.make_node("Max", [""], ["y"], name="top")], [_x([2])], ["y"])
+    with pytest.raises(InvalidNodeError, match=r"node 'top' \(Max\): takes at least one input, all are absent"):
+        import_model(model)
+
+
+def test_a_matmul_of_a_scalar_is_named() -> None:
+    # Found as IndexError in MatMul's handler (QLinearMatMul of a rank-0 b, through a mutated shape).
+    model = _model([helper.make_node("MatMul", ["x", "s"], ["y"], name="mm")], [_x([2, 4]), _x([], "s")], ["y"])
+    with pytest.raises(InvalidNodeError, match=r"node 'mm' \(MatMul\): operands must have rank 1 or more"):
+        import_model(model)
+
+
+def test_glow_opt_refuses_a_loop_attribute_of_another_element_type(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Found as ValueError ("Cannot cast attribute to DenseI64ArrayAttr") escaping glow-verify's loop check.
+    source = tmp_path / "loop.mlir"
+    source.write_text(
+        'func.func @f(%a0: memref<3xf32> {glow.name = "a0"}, %a: memref<3xf32> {glow.name = "a", glow.output}) {\n'
+        '  "glow_ir.loop"(%a, %a0) {body = @body, condition = 0 : i64, num_carried = 1 : i64, '
+        "num_scan_inputs = 0 : i64, operandSegmentSizes = array<i32: 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "
+        '0>, roles = ["out", "in"], scan_input_axes = array<i64>, scan_input_directions = array<i64>, '
+        "scan_output_axes = array<f32>, scan_output_directions = array<i64>, trip_count = 4 : i64} : "
+        "(memref<3xf32>, memref<3xf32>) -> ()\n  return\n}\n"
+        "func.func private @body(%i: memref<i64>, %acc: memref<3xf32>, %next: memref<3xf32> {glow.output}) {\n"
+        "  return\n}\n"
+    )
+    assert glow_opt.main([str(source), "--pass-pipeline=builtin.module(glow-allocate)"]) == 1
+    assert "attributes: Cannot cast attribute to DenseI64ArrayAttr" in capsys.readouterr().err
+
+
+def test_a_split_models_bounded_op_checks_its_attribute_types_and_names_the_node() -> None:
+    # Found as TypeError in the bounded Compress (a run-time condition, its axis retyped to a float): the bounded
+    # form takes the ONNX op's attributes, which the op's schema types.
+    nodes = [helper.make_node("Compress", ["x", "c"], ["y"])]
+    nodes[0].attribute.append(helper.make_attribute("axis", 1.5))
+    model = _model(nodes, [_x([3, 2]), _x([2], "c", TensorProto.BOOL)], ["y"])
+    with pytest.raises(InvalidNodeError, match=r"node 'Compress_0' \(CompressBounded\): attribute 'axis' must be "
+                                               r"of type INT, got FLOAT"):  # fmt: skip
+        glow_mlir.InferenceSession(model.SerializeToString())

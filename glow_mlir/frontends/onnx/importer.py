@@ -308,7 +308,11 @@ class Importer:
                         "per input shape: give the shapes (import_model(..., shapes={...})), or run the model "
                         "through InferenceSession, which compiles one at the first run at each shape"
                     )
-            self._set(info.name, self.graph.input(info.name, declared, dt), frozenset([info.name]))
+            try:
+                value = self.graph.input(info.name, declared, dt)
+            except ValueError as e:  # the builder's shape checks (a tensor too large to address)
+                raise ModelImportError(str(e)) from None
+            self._set(info.name, value, frozenset([info.name]))
 
     def _static_value(self, name: str, dt: np.dtype, declared: list[int | None] | None) -> np.ndarray:
         array = np.asarray(self.static_inputs[name])

@@ -68,6 +68,10 @@ ONNX_TO_NUMPY = {
 }
 
 _MISSING = object()
+# glow's own ONNX domain: the bounded forms of data-dependent ops (ops_bounded.py), named `<ONNX op>Bounded`
+# and carrying that op's attributes, which its schema types.
+GLOW_DOMAIN = "ai.glow_mlir"
+BOUNDED_SUFFIX = "Bounded"
 
 
 def shape(v: Value) -> tuple[int, ...]:
@@ -220,7 +224,10 @@ class NodeContext:
         """An attribute as a Python value (ints, floats, str, lists of them, numpy array for a tensor)."""
         for a in self.node.attribute:
             if a.name == name:
-                expected = _attribute_type(self.node.op_type, self.opset, name)
+                op = self.node.op_type
+                if self.node.domain == GLOW_DOMAIN:
+                    op = op.removesuffix(BOUNDED_SUFFIX)
+                expected = _attribute_type(op, self.opset, name)
                 if expected is not None and a.type != expected:
                     # Handlers compute with the value as the spec types it; another type is a malformed node.
                     got = _ATTRIBUTE_TYPES.Name(a.type) if a.type in _ATTRIBUTE_TYPES.values() else str(a.type)

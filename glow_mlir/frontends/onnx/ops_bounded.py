@@ -42,17 +42,14 @@ import numpy as np
 import onnx
 
 from glow_mlir.builder import Tensor
-from glow_mlir.frontends.onnx.node import NodeContext, Value, dtype, normalize_axis, rank, shape
+from glow_mlir.frontends.onnx.node import BOUNDED_SUFFIX, NodeContext, Value, dtype, normalize_axis, rank, shape
 from glow_mlir.frontends.onnx.ops_control import body_symbol, loop_op
 from glow_mlir.frontends.onnx.registry import handles_glow
 from glow_mlir.opdefs import control
 
+# ONNX op -> its bounded form: `<op>Bounded` (node.BOUNDED_SUFFIX), whose attributes the op's schema types.
 BOUNDED: dict[str, str] = {
-    "NonZero": "NonZeroBounded",
-    "NonMaxSuppression": "NonMaxSuppressionBounded",
-    "Unique": "UniqueBounded",
-    "Compress": "CompressBounded",
-    "TopK": "TopKBounded",
+    op: op + BOUNDED_SUFFIX for op in ("NonZero", "NonMaxSuppression", "Unique", "Compress", "TopK")
 }
 
 I64 = np.dtype(np.int64)
@@ -143,6 +140,9 @@ def _compact(ctx: NodeContext, data: Value, keep: Value, axis: int) -> tuple[Val
 
 def _mask(ctx: NodeContext, flags: Value) -> Value:
     """Non-zero flags (any type) as a 0/1 int64 mask."""
+    if dtype(flags).type.__module__.startswith("ml_dtypes"):
+        # bfloat16, the float8 / float4 and int4 / int2 types: compared in float32, which holds each exactly.
+        flags = ctx.convert(flags, np.dtype(np.float32))
     if dtype(flags) != np.bool_:
         flags = ctx.g.cmp_neq(flags, ctx.full(shape(flags), 0, dtype(flags)))
     return ctx.convert(flags, I64)

@@ -75,7 +75,10 @@ def bit_shift(ctx: NodeContext) -> list[Value]:
 
 @handles("Max", "Min", "Sum", "Mean")
 def variadic(ctx: NodeContext) -> list[Value]:
-    values = ctx.broadcast_all([v for v in ctx.inputs if v is not None])
+    given = [v for v in ctx.inputs if v is not None]
+    if not given:
+        raise ctx.invalid("takes at least one input, all are absent")
+    values = ctx.broadcast_all(given)
     method = {"Max": "max", "Min": "min", "Sum": "add", "Mean": "add"}[ctx.op_type]
     result = values[0]
     for v in values[1:]:

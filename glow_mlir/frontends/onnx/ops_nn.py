@@ -336,6 +336,8 @@ def gemm(ctx: NodeContext) -> list[Value]:
 @float16_in_float32
 def matmul(ctx: NodeContext) -> list[Value]:
     a, b = ctx.input(0), ctx.input(1)
+    if rank(a) == 0 or rank(b) == 0:
+        raise ctx.invalid(f"operands must have rank 1 or more, got {list(shape(a))} and {list(shape(b))}")
     a_vector, b_vector = rank(a) == 1, rank(b) == 1
     if a_vector:
         a = ctx.reshape(a, [1, shape(a)[0]])

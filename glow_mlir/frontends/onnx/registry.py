@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from glow_mlir.frontends.onnx.node import NodeContext, Value
+from glow_mlir.frontends.onnx.node import GLOW_DOMAIN, NodeContext, Value
 
 Handler = Callable[[NodeContext], Sequence[Value]]
 
 HANDLERS: dict[str, Handler] = {}
-GLOW_DOMAIN = "ai.glow_mlir"
 GLOW_HANDLERS: dict[str, Handler] = {}
 
 

@@ -147,6 +147,7 @@ def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray]) -> Sp
         bounded = onnx.NodeProto()
         bounded.CopyFrom(node)
         bounded.domain, bounded.op_type = GLOW_DOMAIN, BOUNDED[node.op_type]
+        bounded.name = name  # errors name the model's node (an unnamed one as the importer names it)
         del bounded.output[:]
         bounded.output.extend([padded for _, padded, _ in results] + [cut.count])
         prefix_nodes.append(bounded)

@@ -70,7 +70,11 @@ def _verify_loop(op: ir.Operation) -> None:
         results, operands = typed[:outs], typed[outs:]
         # The body's outputs (its condition first, if any) follow its inputs.
         args, body_out = args[:1 + len(operands)], args[1 + len(operands):]
-    control.check(control.Loop.of(op), operands, results, args, body_out)
+    try:
+        loop = control.Loop.of(op)
+    except ValueError as e:  # an attribute of another kind than the op's (glow-opt reads text anyone writes)
+        raise ShapeError(f"attributes: {e}") from None
+    control.check(loop, operands, results, args, body_out)
 
 
 def _static_type(t: ir.Type, kind: type[ir.ShapedType], what: str) -> Typed:

@@ -260,3 +260,14 @@ def test_a_detector_with_non_max_suppression() -> None:
     feeds.append({"features": np.zeros((1, 16, 8, 8), np.float32)})
     session = _compare(_detector(), feeds)
     assert [a.shape for a in session.run(None, feeds[-1])] == [(1, 0, 4), (0,), (0,)]
+
+
+@pytest.mark.parametrize("elem", [TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN, TensorProto.INT4])
+def test_nonzero_of_narrow_element_types(elem: int) -> None:
+    """The mask of bfloat16, float8 and int4 values is taken in float32, which holds each exactly."""
+    model = _model([helper.make_node("NonZero", ["x"], ["y"])], [helper.make_tensor_value_info("x", elem, [2, 5])],
+                   ["y"])  # fmt: skip
+    dt = onnx.helper.tensor_dtype_to_np_dtype(elem)
+    x = np.array([[0, 1, 0, 2, 3], [0, 0, 4, 0, 5]], np.float32).astype(dt)
+    [got] = glow_mlir.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_array_equal(got, np.array(np.nonzero(x.astype(np.float32))))
