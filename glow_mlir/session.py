@@ -237,8 +237,8 @@ class InferenceSession:
         """The compiled model of `key`, compiled now if the session holds none; None where every output is
         empty at its shapes."""
         with self._lock:
-            compiled = self._compiled.get(key)
-            if compiled is not None:
+            if key in self._compiled:
+                compiled = self._compiled[key]
                 self._compiled.move_to_end(key)
             else:
                 keep, shapes = key
@@ -251,11 +251,8 @@ class InferenceSession:
                                       empty_outputs=empty if self._dynamic else None)  # fmt: skip
                 self._empty[key] = empty
                 imported = time.perf_counter()
-                if len(empty) == len(self._model.graph.output):
-                    # Every output is empty at these shapes: there is nothing to compute.
-                    self._compiled[key] = self._last = None
-                    return None
-                compiled = compile(
+                # Where every output is empty at these shapes there is nothing to compute.
+                compiled = None if len(empty) == len(self._model.graph.output) else compile(
                     graph,
                     optimization_level=self._options.graph_optimization_level,
                     optimized_model_path=self._options.optimized_model_filepath or None,
@@ -263,7 +260,8 @@ class InferenceSession:
                     profile=self._profiler is not None,
                     consume=True,  # the import is the session's own, used for nothing else
                 )
-                compiled.report["import_seconds"] = imported - start
+                if compiled is not None:
+                    compiled.report["import_seconds"] = imported - start
                 if isinstance(compiled, ProfiledModel) and self._profiler is not None:
                     self._profiler.add(compiled, time.perf_counter() - start)
                 self._compiled[key] = compiled

@@ -133,25 +133,12 @@ def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray]) -> Sp
     prefix_nodes = []
     ranks = _ranks(model)
     for node in graph.node:
-        if id(node) in tainted and id(node) not in frontier_ids:
-            continue
-        if id(node) not in frontier_ids:
+        if id(node) in frontier_ids:
+            cut, bounded = _bounded(node, names[id(node)], ranks)
+            prefix_nodes.append(bounded)
+            cuts.append(cut)
+        elif id(node) not in tainted:
             prefix_nodes.append(node)
-            continue
-        name = names[id(node)]
-        axes = padded_axes(node, [ranks.get(v, 0) for v in node.input])
-        # Every result of the op named or left "" (a node may list fewer), so that the count comes after them all.
-        listed = [*node.output, *[""] * (len(axes) - len(node.output))]
-        results = tuple((o, f"{o}{PADDED}" if o else "", axis) for o, axis in zip(listed, axes, strict=True))
-        cut = Cut(name, results, f"{name}{COUNT}")
-        bounded = onnx.NodeProto()
-        bounded.CopyFrom(node)
-        bounded.domain, bounded.op_type = GLOW_DOMAIN, BOUNDED[node.op_type]
-        bounded.name = name  # errors name the model's node (an unnamed one as the importer names it)
-        del bounded.output[:]
-        bounded.output.extend([padded for _, padded, _ in results] + [cut.count])
-        prefix_nodes.append(bounded)
-        cuts.append(cut)
     prefix_results = _ordered([*prefix_outputs, *carried, *(p for c in cuts for _, p, _ in c.results if p),
                                *(c.count for c in cuts)])  # fmt: skip
     # The graph inputs the prefix reads (a feed of one only the suffix reads goes there).
@@ -164,6 +151,23 @@ def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray]) -> Sp
     # No suffix where the model's outputs are the prefix's and the data-dependent results themselves.
     suffix = _model(model, "suffix", suffix_all, suffix_inputs, suffix_outputs) if suffix_outputs else None
     return Split(prefix, suffix, tuple(cuts), carried, passed)
+
+
+def _bounded(node: onnx.NodeProto, name: str, ranks: Mapping[str, int]) -> tuple[Cut, onnx.NodeProto]:
+    """The cut at frontier op `node` (named `name`) and the node of its bounded form: the op's inputs and
+    attributes, its results padded (every result of the op named, or "" where the model uses none, so that the
+    count comes after them all), then the count."""
+    axes = padded_axes(node, [ranks.get(v, 0) for v in node.input])
+    listed = [*node.output, *[""] * (len(axes) - len(node.output))]
+    results = tuple((o, f"{o}{PADDED}" if o else "", axis) for o, axis in zip(listed, axes, strict=True))
+    cut = Cut(name, results, f"{name}{COUNT}")
+    bounded = onnx.NodeProto()
+    bounded.CopyFrom(node)
+    bounded.domain, bounded.op_type = GLOW_DOMAIN, BOUNDED[node.op_type]
+    bounded.name = name  # errors name the model's node (an unnamed one as the importer names it)
+    del bounded.output[:]
+    bounded.output.extend([padded for _, padded, _ in results] + [cut.count])
+    return cut, bounded
 
 
 def uses(node: onnx.NodeProto) -> list[str]:

@@ -271,3 +271,20 @@ def test_nonzero_of_narrow_element_types(elem: int) -> None:
     x = np.array([[0, 1, 0, 2, 3], [0, 0, 4, 0, 5]], np.float32).astype(dt)
     [got] = glow_mlir.InferenceSession(model.SerializeToString()).run(None, {"x": x})
     np.testing.assert_array_equal(got, np.array(np.nonzero(x.astype(np.float32))))
+
+
+def test_a_specialization_with_only_empty_outputs_is_kept_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counts of zero again and again: the specialization that computes nothing is imported once."""
+    imports = []
+    real = glow_mlir.session.import_loaded
+    monkeypatch.setattr(glow_mlir.session, "import_loaded", lambda *a, **k: imports.append(1) or real(*a, **k))
+    model = _model([helper.make_node("NonZero", ["x"], ["nz"]), helper.make_node("Transpose", ["nz"], ["y"],
+                                                                                  perm=[1, 0])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])], ["y"])  # fmt: skip
+    session = glow_mlir.InferenceSession(model.SerializeToString())
+    suffix = session._stages[1]  # noqa: SLF001  (the stage sessions are the split's own)
+    assert suffix is not None
+    before = len(imports)
+    for _ in range(3):
+        assert session.run(None, {"x": np.zeros(4, np.float32)})[0].shape == (0, 1)
+    assert suffix.compiled_shapes() == [{"nz": (1, 0)}] and len(imports) == before + 1
