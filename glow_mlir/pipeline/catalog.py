@@ -18,6 +18,7 @@ from glow_mlir.passes.graph import (
     fold_transpose_weights,
     fuse_activations,
     merge_concat,
+    merge_conv_branches,
     merge_pad,
     merge_reshape,
     quant_fold_converts,
@@ -35,7 +36,7 @@ from glow_mlir.passes.registry import Pass, registered
 
 # The pass modules in pipeline order; a module's passes keep their order within it.
 STAGES = (
-    verify, dce, lower, cse, constant_fold, fold_batchnorm, simplify_arithmetic, split_gather, eliminate_noop,
+    verify, dce, lower, cse, constant_fold, fold_batchnorm, merge_conv_branches, simplify_arithmetic, split_gather, eliminate_noop,
     merge_reshape, sink_transpose, merge_concat, merge_pad, trim_window, fold_transpose_weights, quant_fold_converts,
     quant_fold_qdq, fuse_activations, layout, memory_schedule,
     irgen, ir_verify, share_buffers, copy_elim, dse, live_ranges, optimize_inserts, expansion, allocate, to_linalg,

@@ -62,7 +62,8 @@ _PASS_LEVEL = {
     ),
     **dict.fromkeys(
         ("glow-split-gather", "glow-sink-transpose", "glow-simplify-arithmetic", "glow-merge-concat",
-         "glow-merge-pad-into-conv", "glow-trim-conv-window", "glow-fold-batchnorm", "glow-fuse-activations"),
+         "glow-merge-pad-into-conv", "glow-trim-conv-window", "glow-fold-batchnorm", "glow-merge-conv-branches",
+         "glow-fuse-activations"),
         GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
     ),
 }
@@ -93,6 +94,8 @@ def _full_pipeline(backend: Backend) -> tuple[str, ...]:
         "glow-trim-conv-window",
         "glow-fold-transpose-into-weights",
         "glow-fold-batchnorm",
+        # after the branches' own batch norms folded: parallel convolutions of one input that are added
+        "glow-merge-conv-branches",
         *CLEAN_UP,
         # the backend's layout (Glow's post-lowering transform, run before lowering so that pads stay
         # attributes and glow-lower expands them in the backend's layout): for the CPU, convolutions and pools

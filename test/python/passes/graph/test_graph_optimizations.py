@@ -27,6 +27,8 @@ GRAPH_PASSES = [
     "glow-merge-concat",
     "glow-merge-pad-into-conv",
     "glow-fold-transpose-into-weights",
+    # after the pad merged into the first convolution, which then adds to the branches over x
+    "glow-merge-conv-branches",
 ]
 
 
@@ -66,7 +68,10 @@ def _network() -> tuple[Graph, dict[str, np.ndarray]]:
     padded = g.insert_tensor(g.splat((2, 3, 10, 10), 0.0), x, (0, 0, 1, 1))
     conv = g.convolution(padded, _random(4, 3, 3, 3), _random(4))
     bn = g.batch_normalization(conv, _positive(4), _random(4), _random(4), _positive(4))
-    act = g.relu(bn)
+    # Re-parameterizable branches over x: a 3x3, a 1x3 and a 1x1 convolution, added to the first one's result.
+    branches = g.add(g.convolution(x, _random(4, 3, 1, 3), _random(4), pads=(0, 1, 0, 1)),
+                     g.convolution(x, _random(4, 3, 3, 3), _random(4), pads=(1, 1, 1, 1)))  # fmt: skip
+    act = g.relu(g.add(bn, g.add(branches, g.convolution(x, _random(4, 3, 1, 1), _random(4)))))
     # A layout round trip around elementwise work, plus no-op reshapes and identity arithmetic.
     nhwc = g.transpose(act, (0, 2, 3, 1))
     work = g.add(g.mul(g.tanh(nhwc), g.splat((2, 8, 8, 4), 1.0)), g.splat((2, 8, 8, 4), 0.0))
@@ -238,3 +243,20 @@ def test_integer_and_boolean_graphs_keep_their_types() -> None:
     got = interpret(after, feeds)
     np.testing.assert_array_equal(np.asarray(got["y"]).astype(np.int64), np.asarray(expected["y"]).astype(np.int64))
     np.testing.assert_array_equal(np.asarray(got["b"]).astype(bool), feeds["m"])
+
+
+@pytest.mark.parametrize("group", [1, 4])
+def test_merge_conv_branches_with_batch_norm_identity(group: int) -> None:
+    """PP-LCNetV3's and MobileOne's blocks: a 5x5 and a 1x1 convolution (depthwise or dense), the input's batch
+    norm and the input itself, added: one 5x5 convolution, the same outputs."""
+    g = Graph("rep")
+    x = g.input("x", (1, 4, 7, 7))
+    per_group = 4 // group
+    five = g.convolution(x, _random(4, per_group, 5, 5), _random(4), pads=(2, 2, 2, 2), group=group)
+    one = g.convolution(x, _random(4, per_group, 1, 1), _random(4), group=group)
+    norm = g.batch_normalization(x, _positive(4), _random(4), _random(4), _positive(4))
+    g.output("y", g.add(g.add(g.add(five, one), norm), x))
+    after = _optimized(g.module, ["glow-merge-conv-branches", "glow-dce"])
+    assert _op_names(after).count("glow.convolution") == 1
+    assert "glow.add" not in _op_names(after) and "glow.batch_normalization" not in _op_names(after)
+    _assert_same_outputs(g.module, after, {"x": _random(1, 4, 7, 7)})
