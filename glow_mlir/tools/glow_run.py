@@ -29,7 +29,7 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -259,17 +259,7 @@ def run(args: argparse.Namespace) -> None:
     if args.dump_profile is not None:
         quantization.profile(float_graph, [feeds]).save(args.dump_profile)
         print(f"  wrote the profile to {args.dump_profile}", file=sys.stderr, flush=True)
-    latencies = []
-    outputs: dict[str, np.ndarray] = {}
-    for _ in range(args.iterations):
-        begin = time.perf_counter()
-        outputs = model.run(feeds)
-        latencies.append(time.perf_counter() - begin)
-    print("outputs:")
-    for name, array in outputs.items():
-        print(f"  {name}: {_summary(array)}")
-    if args.compare_onnxruntime:
-        _compare(args, feeds, static, outputs)
+    latencies = _run_and_report(args, model.run, feeds, static)
     print(f"import time: {imported - start:.3f} s")
     hit = " (cache hit)" if model.report.get("cache") == "hit" else ""
     print(f"compile time: {compiled - imported:.3f} s{hit}")
@@ -281,6 +271,24 @@ def run(args: argparse.Namespace) -> None:
         rows, total_ms = summarize(model.kernels, model.runs, op_types)
         print(profile_table(rows, total_ms, len(model.runs), top=args.profile))
     print(f"latency: median {statistics.median(latencies) * 1e3:.3f} ms over {args.iterations} run(s)")
+
+
+def _run_and_report(args: argparse.Namespace, run: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]],
+                    feeds: dict[str, np.ndarray], static: dict[str, np.ndarray]) -> list[float]:  # fmt: skip
+    """Runs the model --iterations times, prints the last outputs (and their difference to onnxruntime's when
+    asked); the latency of each run."""
+    latencies = []
+    outputs: dict[str, np.ndarray] = {}
+    for _ in range(args.iterations):
+        begin = time.perf_counter()
+        outputs = run(feeds)
+        latencies.append(time.perf_counter() - begin)
+    print("outputs:")
+    for name, array in outputs.items():
+        print(f"  {name}: {_summary(array)}")
+    if args.compare_onnxruntime:
+        _compare(args, feeds, static, outputs)
+    return latencies
 
 
 def _run_stages(args: argparse.Namespace, proto: onnx.ModelProto, inputs: Sequence[Buffer],
@@ -302,17 +310,8 @@ def _run_stages(args: argparse.Namespace, proto: onnx.ModelProto, inputs: Sequen
     print(f"  split into stages; the first compiled in {built - start:.3f} s", file=sys.stderr, flush=True)
     feeds = _feeds(inputs, given, args.random_inputs, args.seed)
     names = [o.name for o in proto.graph.output]
-    latencies = []
-    outputs: dict[str, np.ndarray] = {}
-    for _ in range(args.iterations):
-        begin = time.perf_counter()
-        outputs = dict(zip(names, session.run(names, feeds), strict=True))
-        latencies.append(time.perf_counter() - begin)
-    print("outputs:")
-    for name, array in outputs.items():
-        print(f"  {name}: {_summary(array)}")
-    if args.compare_onnxruntime:
-        _compare(args, feeds, static, outputs)
+    latencies = _run_and_report(args, lambda fed: dict(zip(names, session.run(names, fed), strict=True)), feeds,
+                                static)  # fmt: skip
     if args.stats:
         for index, report in enumerate(session.report["stages"]):
             print(f"stage {index + 1}:\n" + stats_table(report))
