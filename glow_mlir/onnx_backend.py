@@ -112,32 +112,39 @@ class GlowBackendRep(BackendRep):
             raise ValueError(f"expected {len(self.input_names)} input(s) {self.input_names}, got {len(arrays)}")
         return {name: np.asarray(array) for name, array in zip(self.input_names, arrays, strict=True)}
 
+    def _bound_key(self, feeds: dict[str, np.ndarray]) -> SpecializationKey:
+        """The values fed to the inputs bound at compile time: (name, dtype, shape, bytes) of each."""
+        return tuple(
+            (name, feeds[name].dtype.str, feeds[name].shape, feeds[name].tobytes()) for name in self.static_inputs
+        )
+
+    def _bind_more(self, e: StaticInputRequired) -> bool:
+        """Binds the inputs `e` names that are not bound yet (binding some can expose further shape-deciding
+        ones: a chain of shape computations); whether there were any."""
+        added = [name for name in e.inputs if name not in self.static_inputs]
+        self.static_inputs += added
+        return bool(added)
+
     def _run_staged(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         """The outputs of a model split at data-dependent ops, from the session of the values of the inputs bound
         at compile time (StaticInputRequired names them, as in `_specialization`)."""
         assert self._staged is not None
         while True:
-            key: SpecializationKey = tuple(
-                (name, feeds[name].dtype.str, feeds[name].shape, feeds[name].tobytes()) for name in self.static_inputs
-            )
+            key = self._bound_key(feeds)
             try:
                 session = self._staged.get(key) or InferenceSession(
                     self.model, static_inputs={name: feeds[name] for name in self.static_inputs})
                 self._staged[key] = session
                 return session.run(self.output_names, {n: v for n, v in feeds.items() if n not in self.static_inputs})
             except StaticInputRequired as e:
-                added = [name for name in e.inputs if name not in self.static_inputs]
-                if not added:
+                if not self._bind_more(e):
                     raise
-                self.static_inputs += added
 
     def _specialization(self, feeds: dict[str, np.ndarray]) -> CompiledModel:
         if self._closed:
             raise RuntimeError("this GlowBackendRep is closed")
         while True:
-            key: SpecializationKey = tuple(
-                (name, feeds[name].dtype.str, feeds[name].shape, feeds[name].tobytes()) for name in self.static_inputs
-            )
+            key = self._bound_key(feeds)
             shapes = {name: feeds[name].shape for name in self.input_names if name not in self.static_inputs}
             if self._dynamic:
                 key += tuple(shapes.values())
@@ -148,11 +155,8 @@ class GlowBackendRep(BackendRep):
                 compiled = compile(import_model(
                     self.model, static_inputs=bound, shapes=shapes if self._dynamic else None))
             except StaticInputRequired as e:
-                # Binding some inputs can expose further shape-deciding ones (a chain of shape computations).
-                added = [name for name in e.inputs if name not in self.static_inputs]
-                if not added:
+                if not self._bind_more(e):
                     raise
-                self.static_inputs += added
                 continue
             self._compiled[key] = compiled
             return compiled

@@ -171,6 +171,7 @@ class InferenceSession:
         graph = self._model.graph
         initializers = {t.name for t in graph.initializer}
         self._overridable = {i.name for i in graph.input if i.name in initializers}
+        self._inputs = frozenset(i.name for i in graph.input)
         self._capacity = max_specializations
         self._compiled: OrderedDict[_Key, CompiledModel | None] = OrderedDict()
         # Per specialization, its outputs that are empty tensors at its shapes (left out of the compiled model).
@@ -192,16 +193,17 @@ class InferenceSession:
                 continue
             self._specialization((frozenset(), self._shape_key(resolve(self._specs, given))))
 
-    def _stage_sessions(self, parts: Split, options: SessionOptions | Any, threads: int | None,
-                        shapes: ShapeSets | None, capacity: int) -> tuple[InferenceSession, InferenceSession | None]:  # fmt: skip
+    def _stage_sessions(
+        self, parts: Split, options: SessionOptions | Any, threads: int | None, shapes: ShapeSets | None,
+        capacity: int,
+    ) -> tuple[InferenceSession, InferenceSession | None]:
         """The sessions of the split model's prefix (compiled now where its shapes are static, or at `shapes`)
         and suffix if any (compiled per shape at its first run: its data-dependent dims are symbolic)."""
         prefix = InferenceSession(parts.prefix, options, threads=threads, static_inputs=self._static_inputs,
                                   shapes=shapes, max_specializations=capacity)  # fmt: skip
         if parts.suffix is None:
             return prefix, None
-        names = {i.name for i in parts.suffix.graph.input}
-        bound = {name: value for name, value in self._static_inputs.items() if name in names}
+        bound = {name: value for name, value in self._static_inputs.items() if name in parts.suffix_inputs}
         suffix = InferenceSession(parts.suffix, options, threads=threads, static_inputs=bound,
                                   max_specializations=capacity)  # fmt: skip
         return prefix, suffix
@@ -211,19 +213,18 @@ class InferenceSession:
         counts, and the suffix's session."""
         assert self._stages is not None and self._split is not None
         prefix, suffix = self._stages
-        inputs = {i.name for i in self._model.graph.input}
-        unknown = sorted(set(feeds) - inputs)
+        parts = self._split
+        unknown = sorted(set(feeds) - self._inputs)
         if unknown:
-            raise FeedError(f"no input named {', '.join(map(repr, unknown))}; the inputs are {sorted(inputs)}")
-        names = [o.name for o in self._split.prefix.graph.output]
-        taken = {i.name for i in self._split.prefix.graph.input}
-        results = dict(zip(names, prefix.run(names, {n: v for n, v in feeds.items() if n in taken}), strict=True))
-        cut_to = self._split.cut_results(results)
+            raise FeedError(f"no input named {', '.join(map(repr, unknown))}; the inputs are {sorted(self._inputs)}")
+        names = parts.prefix_outputs
+        fed = {n: v for n, v in feeds.items() if n in parts.prefix_inputs}
+        results = dict(zip(names, prefix.run(names, fed), strict=True))
+        cut_to = parts.cut_results(results)
         results.update(cut_to)
-        if suffix is not None and self._split.suffix is not None:
-            fed = self._split.suffix_feeds(feeds, results, cut_to)
-            wanted = [o.name for o in self._split.suffix.graph.output]
-            results.update(zip(wanted, suffix.run(wanted, fed), strict=True))
+        if suffix is not None:
+            wanted = parts.suffix_outputs
+            results.update(zip(wanted, suffix.run(wanted, parts.suffix_feeds(feeds, results, cut_to)), strict=True))
         return results
 
     def _log(self, level: int, message: str, *args: object) -> None:

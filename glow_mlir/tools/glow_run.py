@@ -204,6 +204,8 @@ def run(args: argparse.Namespace) -> None:
     static = _arrays(args.static_input, "--static-input")
     if args.iterations < 1:
         raise UsageError("--iterations must be at least 1")
+    if args.threads < 0:
+        raise UsageError(f"--threads {args.threads}: must be 0 (the physical cores) or more")
     stages = (IMPORT_STAGE, *map(stage_name, COMPILE_PIPELINE))
     if args.dump_ir is not None and args.dump_ir not in stages:
         raise UsageError(f"--dump-ir: no stage '{args.dump_ir}'; stages: {', '.join(dict.fromkeys(stages))}")
@@ -234,8 +236,6 @@ def run(args: argparse.Namespace) -> None:
         write_pictures(graph.module, graph=args.graph, plan=args.memory_plan, name=Path(args.model).name)
         drawn = " and ".join(path for path in (args.graph, args.memory_plan) if path is not None)
         print(f"  drew {drawn}", file=sys.stderr, flush=True)
-    if args.threads < 0:
-        raise UsageError(f"--threads {args.threads}: must be 0 (the physical cores) or more")
     threads = args.threads or default_threads()
     # The import is glow-run's own: compiled in place (no copy of its weights into a context of the compile's,
     # MobileNetV5-300M's 1.2 GB: seconds) unless it is read again afterwards (--dump-ir import, --dump-profile).
@@ -302,8 +302,6 @@ def _run_stages(args: argparse.Namespace, proto: onnx.ModelProto, inputs: Sequen
     if refused:
         raise UsageError(f"{', '.join(refused)}: the model has data-dependent ops on run-time values; it runs in "
                          "stages (one compiled model per stage and count), not as one compiled model")
-    if args.threads < 0:
-        raise UsageError(f"--threads {args.threads}: must be 0 (the physical cores) or more")
     start = time.perf_counter()
     session = InferenceSession(proto, threads=args.threads or default_threads(), static_inputs=static)
     built = time.perf_counter()

@@ -450,23 +450,21 @@ class Importer:
             if out_name:
                 self._set(out_name, value, frozenset() if isinstance(value, np.ndarray) else depends, name)
 
+    def _model_of(self, graph: onnx.GraphProto) -> onnx.ModelProto:
+        """A model of `graph` (one node alone) importing the model's opsets."""
+        opsets = [onnx.helper.make_opsetid(o.domain, o.version) for o in self.model.opset_import]
+        return onnx.helper.make_model(graph, opset_imports=opsets)
+
     def _empty_results(self, node: onnx.NodeProto, inputs: list[Item | None]) -> list[np.ndarray] | None:
         """The results of `node`, which reads an empty tensor and run-time ones, where onnx's shape inference
         finds every one of them empty (a Gather by no indices): they hold no data, so no code computes them.
         None where a result is not empty (a Concat of the empty tensor and another) or its shape is unknown."""
-        names = [f"input{i}" if v is not None else "" for i, v in enumerate(inputs)]
-        single = onnx.NodeProto()
-        single.CopyFrom(node)
-        del single.input[:], single.output[:]
-        single.input.extend(names)
-        single.output.extend(f"output{i}" for i in range(len(node.output)))
+        single, names = _alone(node, inputs)
         declared = [onnx.helper.make_value_info(n, t) for n, v in zip(names, inputs) if (t := _type_of(v))]
-        opsets = [onnx.helper.make_opsetid(o.domain, o.version) for o in self.model.opset_import]
         try:
             known = [onnx.numpy_helper.from_array(v, n) for n, v in zip(names, inputs) if isinstance(v, np.ndarray)]
             graph = onnx.helper.make_graph([single], "empty", declared, [], known)
-            inferred = onnx.shape_inference.infer_shapes(onnx.helper.make_model(graph, opset_imports=opsets),
-                                                         strict_mode=True, data_prop=True)  # fmt: skip
+            inferred = onnx.shape_inference.infer_shapes(self._model_of(graph), strict_mode=True, data_prop=True)
         except (onnx.shape_inference.InferenceError, ValueError, TypeError):  # a type numpy_helper lacks
             return None
         types = {i.name: i.type.tensor_type for i in inferred.graph.value_info}
@@ -487,13 +485,7 @@ class Importer:
     def _evaluate(self, node: onnx.NodeProto, name: str, inputs: list[Item | None]) -> list[np.ndarray]:
         """The outputs of `node`, whose inputs are compile-time arrays, by onnx's reference implementation: a
         model of the node alone, its inputs fed."""
-        names = [f"input{i}" if v is not None else "" for i, v in enumerate(inputs)]
-        single = onnx.NodeProto()
-        single.CopyFrom(node)
-        del single.input[:], single.output[:]
-        single.input.extend(names)
-        # Every output named, so that the reference returns them all, in order.
-        single.output.extend(o or f"unused{i}" for i, o in enumerate(node.output))
+        single, names = _alone(node, inputs)
         feeds = {n: v for n, v in zip(names, inputs, strict=True) if isinstance(v, np.ndarray)}
         graph = onnx.helper.make_graph(
             [single], "fold",
@@ -501,9 +493,8 @@ class Importer:
              for n, v in feeds.items()],
             [onnx.helper.make_empty_tensor_value_info(o) for o in single.output],
         )  # fmt: skip
-        opsets = [onnx.helper.make_opsetid(o.domain, o.version) for o in self.model.opset_import]
         try:
-            results = ReferenceEvaluator(onnx.helper.make_model(graph, opset_imports=opsets)).run(None, feeds)
+            results = ReferenceEvaluator(self._model_of(graph)).run(None, feeds)
         except Exception as e:  # noqa: BLE001  (the reference's own errors: the node is invalid for its inputs)
             shapes = [list(v.shape) for v in feeds.values()]
             raise InvalidNodeError(f"node '{name}' ({node.op_type}) on compile-time inputs of shapes {shapes}: "
@@ -511,7 +502,20 @@ class Importer:
         return [np.asarray(r) for r in results]
 
 
-def compile_time_values(model: onnx.ModelProto, static_inputs: Collection[str], keep_inputs: Collection[str]) -> set[str]:
+def _alone(node: onnx.NodeProto, inputs: Sequence[Item | None]) -> tuple[onnx.NodeProto, list[str]]:
+    """`node` as the one node of a model of its own: its inputs renamed `input<i>` ("" where absent), every
+    output named `output<i>` (so that onnx's reference returns them all, in order); with the input names."""
+    names = [f"input{i}" if v is not None else "" for i, v in enumerate(inputs)]
+    single = onnx.NodeProto()
+    single.CopyFrom(node)
+    del single.input[:], single.output[:]
+    single.input.extend(names)
+    single.output.extend(f"output{i}" for i in range(len(node.output)))
+    return single, names
+
+
+def compile_time_values(model: onnx.ModelProto, static_inputs: Collection[str],
+                        keep_inputs: Collection[str]) -> set[str]:  # fmt: skip
     """The main graph's values known at compile time, as the import will fold them: initializers (but those
     in `keep_inputs`), `static_inputs` and empty inputs, Shape and Size of anything, and what nodes compute
     from those alone (a subgraph's values count as run-time: DATA_DEPENDENT ops there are refused)."""

@@ -23,6 +23,7 @@ keeps the most recently used, the disk cache every one.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -59,6 +60,22 @@ class Split:
     carried: tuple[str, ...]
     passed: tuple[str, ...]
 
+    @functools.cached_property
+    def prefix_inputs(self) -> frozenset[str]:
+        return frozenset(i.name for i in self.prefix.graph.input)
+
+    @functools.cached_property
+    def prefix_outputs(self) -> list[str]:
+        return [o.name for o in self.prefix.graph.output]
+
+    @functools.cached_property
+    def suffix_inputs(self) -> frozenset[str]:
+        return frozenset(i.name for i in self.suffix.graph.input) if self.suffix is not None else frozenset()
+
+    @functools.cached_property
+    def suffix_outputs(self) -> list[str]:
+        return [o.name for o in self.suffix.graph.output] if self.suffix is not None else []
+
     def cut_results(self, results: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The data-dependent ops' results from the prefix's: each padded result cut to its count along its
         axis (a view)."""
@@ -76,8 +93,7 @@ class Split:
         """The suffix's inputs from the model's feeds, the prefix's results and the cut results."""
         given = {name: results[name] for name in self.carried}
         given.update({name: feeds[name] for name in self.passed})
-        names = {i.name for i in self.suffix.graph.input} if self.suffix is not None else set()
-        given.update({name: value for name, value in cut_to.items() if name in names})
+        given.update({name: value for name, value in cut_to.items() if name in self.suffix_inputs})
         return given
 
 

@@ -93,7 +93,8 @@ def _other_branch(conv: ir.Operation, other: ir.Value) -> Branch | None:
     x = conv.operands[0]
     producer = g.producer(other)
     if producer is not None and producer.name == CONV:
-        same = all(g.attributes(producer)[a] == g.attributes(conv)[a] for a in ("strides", "dilation", "group"))
+        theirs, ours = g.attributes(producer), g.attributes(conv)
+        same = all(theirs[a] == ours[a] for a in ("strides", "dilation", "group"))
         if producer.operands[0] != x or not same or not g.has_one_use(other):
             return None
         return _branch(producer)
