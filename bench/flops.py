@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 
 import onnx
 from onnx import shape_inference
@@ -40,20 +41,32 @@ DENSE_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
 
 def count_macs(model: onnx.ModelProto | str | os.PathLike[str]) -> int:
     """The multiply-accumulates of the model's Conv/ConvTranspose/Gemm/MatMul nodes (static shapes)."""
+    return sum(macs for _, macs in _dense_macs(model))
+
+
+def node_macs(model: onnx.ModelProto | str | os.PathLike[str]) -> dict[str, int]:
+    """The multiply-accumulates of the model's Conv/ConvTranspose/Gemm/MatMul nodes by node name (summed over
+    nodes of one name): what a kernel computing those nodes does."""
+    by_name: dict[str, int] = {}
+    for node, macs in _dense_macs(model):
+        by_name[node.name] = by_name.get(node.name, 0) + macs
+    return by_name
+
+
+def _dense_macs(model: onnx.ModelProto | str | os.PathLike[str]) -> Iterator[tuple[onnx.NodeProto, int]]:
+    """Each Conv/ConvTranspose/Gemm/MatMul node of the model and its multiply-accumulates (static shapes)."""
     loaded = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model), load_external_data=False)
     shapes = _shapes(shape_inference.infer_shapes(loaded, data_prop=True))
     if any(_unknown(node, shapes) for node in loaded.graph.node if node.op_type in DENSE_OPS):
         # onnx's data propagation stops at shape chains such as transformers' Expand(Where(Equal(...))) token
         # type ids; onnxruntime's symbolic shape inference evaluates them.
         shapes = _shapes(SymbolicShapeInference.infer_shapes(loaded, auto_merge=True))
-    total = 0
     for node in loaded.graph.node:
         if node.op_type in DENSE_OPS:
             if _unknown(node, shapes):
                 raise ValueError(f"node '{node.name}' ({node.op_type}) has operands without a static shape")
             static = [shapes[name] for name in _operands(node)]
-            total += _node_macs(node, static[:-1], static[-1])
-    return total
+            yield node, _node_macs(node, static[:-1], static[-1])
 
 
 def _shapes(inferred: onnx.ModelProto) -> dict[str, tuple[int, ...] | None]:

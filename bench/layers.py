@@ -7,7 +7,9 @@ kernel is put into a class by the first convolution or matmul it computes, else 
 onnxruntime names its events after node outputs (NCHWc convolutions with fused activations and residual adds)
 and records the input and output shapes, which give the window and stride; glow-mlir's kernels carry the ONNX
 node names, whose shapes come from onnx's shape inference. The table gives ms per run per class for each, and
-their ratio ort/glow (> 1: glow-mlir is faster on that class). Fused work lands in its convolution's class on
+their ratio ort/glow (> 1: glow-mlir is faster on that class), and for classes of convolutions and matmuls
+glow-mlir's GFLOP/s (their FLOPs per run, bench/flops.py, over its time) and percent of the core's FMA peak
+(bench/peak.py, measured at the start): how a kernel class runs inside a network, fed by its producers. Fused work lands in its convolution's class on
 both sides when both fuse it, so read classes such as `Add` together with the convolutions. A glow-mlir kernel
 that computes products of several classes (an inverted residual's expansion and depthwise convolution, one
 kernel since glow-cpu-fuse-expansion) merges them into one row on both sides, `conv 1x1/s1 -> 56x56 + conv
@@ -31,6 +33,8 @@ import onnxruntime
 
 import glow_mlir
 from bench import broad
+from bench.flops import node_macs
+from bench.peak import measure_peak
 from glow_mlir.frontends.onnx.importer import import_model
 from glow_mlir.profiling import summarize
 
@@ -53,14 +57,20 @@ def conv_class(filter_shape: Sequence[int], x_shape: Sequence[int], y_shape: Seq
     return f"conv {kh}x{kw}/s{stride}{kind} -> {out_h}x{out_w}"
 
 
-def _shapes(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, list[int]]:
-    """Every tensor's static shape in `model` run on `feeds` (inputs, initializers, inferred values)."""
+def specialized(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> onnx.ModelProto:
+    """A copy of `model` whose inputs have the shapes of `feeds`."""
     model = onnx.ModelProto.FromString(model.SerializeToString())
     for value in model.graph.input:
         if value.name in feeds:
             dims = value.type.tensor_type.shape.dim
             for dim, size in zip(dims, feeds[value.name].shape, strict=True):
                 dim.dim_value = size
+    return model
+
+
+def _shapes(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, list[int]]:
+    """Every tensor's static shape in `model` run on `feeds` (inputs, initializers, inferred values)."""
+    model = specialized(model, feeds)
     inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
     shapes = {t.name: list(t.dims) for t in model.graph.initializer}
     for info in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
@@ -126,9 +136,11 @@ def _ort_classes(events: list[dict[str, Any]], skip: int) -> dict[str, float]:
     return dict(totals)
 
 
-def compare(name: str, seconds: float) -> list[dict[str, Any]]:
-    """Per class: ms per run of onnxruntime and glow-mlir, slowest (for glow-mlir) first. The two run in
-    turns, so that both see the same load on a shared machine; the first run of each is left out."""
+def compare(name: str, seconds: float, peak: float | None = None) -> list[dict[str, Any]]:
+    """Per class: ms per run of onnxruntime and glow-mlir, slowest (for glow-mlir) first, and the class's
+    convolution and matmul FLOPs per run (bench/flops.py), with glow-mlir's GFLOP/s and, given the core's
+    `peak` GFLOP/s, its percent of it. The two run in turns, so that both see the same load on a shared
+    machine; the first run of each is left out."""
     entry = broad.entries()[name]
     path, feeds = entry.path(), entry.feeds()
     proto = onnx.load(path)
@@ -165,20 +177,30 @@ def compare(name: str, seconds: float) -> list[dict[str, Any]]:
             totals[merged.get(name, name)] += ms
         sides.append(totals)
     ort, glow = sides
-    result = [
-        {"class": c, "ort_ms": ort.get(c, 0.0) / runs, "glow_ms": glow.get(c, 0.0) / runs}
-        for c in sorted(set(ort) | set(glow))
-    ]
+    flops: dict[str, float] = defaultdict(float)
+    for node, macs in node_macs(specialized(proto, feeds)).items():
+        if node in classes:
+            flops[merged.get(classes[node], classes[node])] += 2 * macs
+    result = []
+    for c in sorted(set(ort) | set(glow)):
+        row = {"class": c, "ort_ms": ort.get(c, 0.0) / runs, "glow_ms": glow.get(c, 0.0) / runs}
+        if flops.get(c) and row["glow_ms"]:
+            row["gflops"] = flops[c] / row["glow_ms"] / 1e6
+            if peak:
+                row["peak_percent"] = 100 * row["gflops"] / peak
+        result.append(row)
     result.sort(key=lambda r: -max(r["glow_ms"], r["ort_ms"]))
     return result
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
     """The rows as a markdown table with a total line."""
-    lines = ["| class | ort ms | glow ms | ort/glow |", "| --- | ---: | ---: | ---: |"]
+    lines = ["| class | ort ms | glow ms | ort/glow | GFLOP/s | % peak |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for row in [*rows, {"class": "total", **{k: sum(r[k] for r in rows) for k in ("ort_ms", "glow_ms")}}]:
         ratio = f"{row['ort_ms'] / row['glow_ms']:.2f}" if row["glow_ms"] else "-"
-        lines.append(f"| {row['class']} | {row['ort_ms']:.3f} | {row['glow_ms']:.3f} | {ratio} |")
+        gflops = f"{row['gflops']:.1f}" if "gflops" in row else "-"
+        percent = f"{row['peak_percent']:.0f}" if "peak_percent" in row else "-"
+        lines.append(f"| {row['class']} | {row['ort_ms']:.3f} | {row['glow_ms']:.3f} | {ratio} | {gflops} | {percent} |")
     return "\n".join(lines)
 
 
@@ -187,8 +209,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", required=True, help="a model of bench.broad's set (zoo.<name> for the zoo's)")
     parser.add_argument("--seconds", type=float, default=3.0, help="profiled seconds per framework")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    parser.add_argument("--no-peak", action="store_true", help="leave out the % of peak (and its measurement)")
     args = parser.parse_args(argv)
-    rows = compare(args.model, args.seconds)
+    peak = None if args.no_peak else measure_peak(repeats=3)
+    rows = compare(args.model, args.seconds, peak)
+    if peak:
+        print(f"measured peak: {peak:.1f} GFLOP/s (bench/peak.py)")
     print(table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

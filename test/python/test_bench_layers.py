@@ -1,6 +1,7 @@
 """bench/layers.py, the per-class comparison of glow-mlir's kernels with onnxruntime's: the class rule on its own,
 and a quick run on LeNet-5 (convolutions, max pools, an FC) as the user runs it, in a fresh process. No timing
-is asserted; every class that both compute must have time on both sides. Both run in fresh processes from the
+is asserted; every class that both compute must have time on both sides, and the convolutions' FLOPs
+per run their hand counts. Both run in fresh processes from the
 repository's root: importing `bench` pins the BLAS and OpenMP thread counts of the process (bench/__init__.py),
 which must not leak into the other tests (and `bench` is importable from the root only)."""
 
@@ -52,4 +53,9 @@ def test_layers_on_lenet(tmp_path: Path) -> None:
     assert len(convs) == 2 and "fc" in rows, rows
     for name in [*convs, "fc"]:
         assert rows[name]["ort_ms"] > 0 and rows[name]["glow_ms"] > 0, rows[name]
-    assert "| class | ort ms | glow ms | ort/glow |" in result.stdout and "| total |" in result.stdout
+        assert 0 < rows[name]["peak_percent"] < 150, rows[name]
+    # GFLOP/s x ms gives back each class's FLOPs per run: LeNet-5's convolutions' hand counts (bench/flops.py).
+    for name, macs in (("conv 5x5/s1 -> 28x28", 117_600), ("conv 5x5/s1 -> 10x10", 240_000)):
+        assert abs(rows[name]["gflops"] * rows[name]["glow_ms"] * 1e6 - 2 * macs) < 1, rows[name]
+    assert "| class | ort ms | glow ms | ort/glow | GFLOP/s | % peak |" in result.stdout, result.stdout
+    assert "| total |" in result.stdout and "measured peak:" in result.stdout
