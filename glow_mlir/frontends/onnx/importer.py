@@ -427,7 +427,14 @@ class Importer:
             except (ValueError, EmptyTensorError) as e:
                 # A compile-time node whose result is empty (an Expand to a zero dim): glow's folding builds glow
                 # ops, which refuse it; the reference computes it. Any other refusal stands.
-                evaluated = self._evaluate(node, name, inputs) if by_reference else []
+                # A run-time node whose results are all empty by onnx's shape inference (an Expand of run-time data
+                # to a zero dim) needs no code either.
+                if by_reference:
+                    evaluated = self._evaluate(node, name, inputs)
+                elif not structural and node.domain in DEFAULT_DOMAINS:
+                    evaluated = self._empty_results(node, inputs) or []
+                else:
+                    evaluated = []
                 if not any(v.size == 0 for v in evaluated):
                     if isinstance(e, GlowError):
                         raise
@@ -518,12 +525,15 @@ def compile_time_values(model: onnx.ModelProto, static_inputs: Collection[str],
                         keep_inputs: Collection[str]) -> set[str]:  # fmt: skip
     """The main graph's values known at compile time, as the import will fold them: initializers (but those
     in `keep_inputs`), `static_inputs` and empty inputs, Shape and Size of anything, and what nodes compute
-    from those alone (a subgraph's values count as run-time: DATA_DEPENDENT ops there are refused)."""
+    from those alone (a subgraph's values count as run-time: DATA_DEPENDENT ops there are refused), but a random
+    op's draws, which are never folded (ops_random.py)."""
     graph = model.graph
     known = {t.name for t in graph.initializer if t.name not in keep_inputs}
     known.update(i.name for i in graph.input if i.name in static_inputs or _empty(_declared(i)))
     for node in graph.node:
-        if node.op_type in ("Shape", "Size") or all(not v or v in known for v in node.input):
+        drawn = node.domain in DEFAULT_DOMAINS and getattr(handler(node.domain, node.op_type), "__module__", "") \
+            == ops_random.__name__
+        if node.op_type in ("Shape", "Size") or (all(not v or v in known for v in node.input) and not drawn):
             known.update(o for o in node.output if o)
     return known
 
