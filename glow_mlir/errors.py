@@ -93,12 +93,15 @@ class FeedError(GlowError, ValueError):
 class StaticInputRequired(ModelImportError):
     """Graph inputs decide a shape (a Reshape's shape, Slice bounds, ...); bind them with `static_inputs`.
 
-    `inputs` names those graph inputs; `node` names the node that needs them.
+    `inputs` names those graph inputs; `node` names the node that needs them, `value` the ONNX value it needs
+    (InferenceSession compiles per value a graph input that is one, and splits the model at a value computed
+    from them: session.py).
     """
 
-    def __init__(self, inputs: list[str], node: str, op_type: str, what: str) -> None:
+    def __init__(self, inputs: list[str], node: str, op_type: str, what: str, value: str | None = None) -> None:
         self.inputs = inputs
         self.node = node
+        self.value = value
         super().__init__(
             f"node '{node}' ({op_type}): {what} must be known at compile time but depends on graph input(s) "
             f"{', '.join(repr(i) for i in inputs)}; pass their values with static_inputs="

@@ -12,6 +12,9 @@ the `max_specializations` used most recently; the compile cache on disk keeps th
 specialization evicted here, or compiled by an earlier process, costs only the import. `shapes=` compiles
 shapes up front. A model with data-dependent ops on run-time values (NonZero, NonMaxSuppression, ...) runs as
 two sessions, the second one's inputs as long as the first one's results make them (frontends/onnx/stages.py).
+A graph input whose value decides a shape (a Reshape's target, a Range's limit) is compiled per value, as a
+dynamic axis is per shape; a model that computes such a value at run time (a length from predicted durations)
+runs as two sessions cut before the node that needs it, the second compiled per value.
 Old-style models list initializers among the graph inputs; onnxruntime lets a caller override those by
 feeding them, so a feed naming one compiles (once, then cached) a variant where it is a real input.
 """
@@ -34,7 +37,7 @@ import onnx
 from glow_mlir.backends.cpu.openmp import default_threads
 from glow_mlir.compiled import CompiledModel
 from glow_mlir.library import Buffer, feed_array
-from glow_mlir.errors import FeedError
+from glow_mlir.errors import FeedError, StaticInputRequired
 from glow_mlir.frontends.onnx.importer import import_loaded, load
 from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY
 from glow_mlir.frontends.onnx.signature import Dim, Shape, is_dynamic, resolve, signature, with_overrides
@@ -79,9 +82,12 @@ _TYPE_NAMES = {
 
 # Shapes given to the session: one {input: shape} mapping, or several.
 ShapeSets = Mapping[str, Sequence[int]] | Sequence[Mapping[str, Sequence[int]]]
-# A specialization: the initializer-backed inputs fed (kept as inputs), and the concrete shape of every input
-# in signature order (None for a model with static shapes, which needs no specialization).
-_Key = tuple[frozenset[str], tuple[Shape, ...] | None]
+# A specialization: the initializer-backed inputs fed (kept as inputs), the concrete shape of every input in
+# signature order (None for a model with static shapes, which needs no specialization), and the value of each
+# input compiled per value (`value_inputs`: name, dtype, shape, bytes).
+_Key = tuple[frozenset[str], tuple[Shape, ...] | None, tuple[tuple[str, str, Shape, bytes], ...]]
+# The specialization of a model with static shapes and no input compiled per value.
+_STATIC: _Key = (frozenset(), None, ())
 
 
 @dataclass(frozen=True)
@@ -121,7 +127,9 @@ class InferenceSession:
     another is skipped with a warning, as onnxruntime does when it is not available) and `provider_options`
     are onnxruntime's. glow-mlir's own keywords: `threads` (as intra_op_num_threads: 0, the default, is
     the physical cores; 1 the single-threaded code; docs/THREADS.md), `static_inputs` binds graph inputs that
-    decide shapes (see `import_loaded`), `shapes` pre-compiles a model with symbolic dims at the given input
+    decide shapes (see `import_loaded`), `value_inputs` names graph inputs compiled per value instead (each
+    new value fed compiles a specialization; an input whose value decides a shape joins them at its first
+    import), `shapes` pre-compiles a model with symbolic dims at the given input
     shapes (a mapping, or a list of them; an input left out takes its shape from the dims it shares with the
     others), and `max_specializations` bounds how many shape specializations stay compiled in the session,
     least recently used first out. One session may be run from several Python threads at once.
@@ -136,6 +144,7 @@ class InferenceSession:
         *,
         threads: int | None = None,
         static_inputs: dict[str, np.ndarray] | None = None,
+        value_inputs: Sequence[str] = (),
         shapes: ShapeSets | None = None,
         max_specializations: int = DEFAULT_SPECIALIZATIONS,
         **kwargs: Any,
@@ -172,6 +181,10 @@ class InferenceSession:
         initializers = {t.name for t in graph.initializer}
         self._overridable = {i.name for i in graph.input if i.name in initializers}
         self._inputs = frozenset(i.name for i in graph.input)
+        unknown = sorted(set(value_inputs) - self._inputs)
+        if unknown:
+            raise ValueError(f"value_inputs: no graph input named {', '.join(map(repr, unknown))}")
+        self._by_value = tuple(value_inputs)
         self._capacity = max_specializations
         self._compiled: OrderedDict[_Key, CompiledModel | None] = OrderedDict()
         # Per specialization, its outputs that are empty tensors at its shapes (left out of the compiled model).
@@ -180,33 +193,59 @@ class InferenceSession:
         # Runs from several Python threads share the table of specializations.
         self._lock = threading.Lock()
         # A model split at data-dependent ops runs as a session per stage (`_run_stages`).
+        self._stage_options = (sess_options, threads, shapes, max_specializations)
         self._split = split(self._model, self._static_inputs)
         self._stages: tuple[InferenceSession, InferenceSession | None] | None = None
+        self._default: CompiledModel | None = None
         if self._split is not None:
-            self._stages = self._stage_sessions(self._split, sess_options, threads, shapes, max_specializations)
-            self._default = None
+            self._stages = self._stage_sessions(self._split)
             return
-        self._default = None if self._dynamic else self._specialization((frozenset(), None))
-        for given in _shape_sets(shapes):
-            if not self._dynamic:
-                resolve(self._specs, given)  # checks the shapes against the static ones
-                continue
-            self._specialization((frozenset(), self._shape_key(resolve(self._specs, given))))
+        try:
+            if not self._dynamic and not self._by_value:
+                self._default = self._specialization(_STATIC, {})
+            for given in _shape_sets(shapes):
+                if not self._dynamic:
+                    resolve(self._specs, given)  # checks the shapes against the static ones
+                elif not self._by_value:
+                    self._specialization((frozenset(), self._shape_key(resolve(self._specs, given)), ()), {})
+        except StaticInputRequired as e:
+            # Compiled per value from now on (at the first run), or split: nothing more to compile now.
+            if not self._settle(e):
+                raise
 
-    def _stage_sessions(
-        self, parts: Split, options: SessionOptions | Any, threads: int | None, shapes: ShapeSets | None,
-        capacity: int,
-    ) -> tuple[InferenceSession, InferenceSession | None]:
+    def _stage_sessions(self, parts: Split) -> tuple[InferenceSession, InferenceSession | None]:
         """The sessions of the split model's prefix (compiled now where its shapes are static, or at `shapes`)
-        and suffix if any (compiled per shape at its first run: its data-dependent dims are symbolic)."""
+        and suffix if any (compiled per shape at its first run: its data-dependent dims are symbolic; per value
+        of the values it needs at compile time)."""
+        options, threads, shapes, capacity = self._stage_options
         prefix = InferenceSession(parts.prefix, options, threads=threads, static_inputs=self._static_inputs,
+                                  value_inputs=[v for v in self._by_value if v in parts.prefix_inputs],
                                   shapes=shapes, max_specializations=capacity)  # fmt: skip
         if parts.suffix is None:
             return prefix, None
         bound = {name: value for name, value in self._static_inputs.items() if name in parts.suffix_inputs}
-        suffix = InferenceSession(parts.suffix, options, threads=threads, static_inputs=bound,
+        by_value = [*parts.by_value, *(v for v in self._by_value if v in parts.suffix_inputs)]
+        suffix = InferenceSession(parts.suffix, options, threads=threads, static_inputs=bound, value_inputs=by_value,
                                   max_specializations=capacity)  # fmt: skip
         return prefix, suffix
+
+    def _settle(self, e: StaticInputRequired) -> bool:
+        """Takes the value that import error `e` names as compiled per value: a graph input joins `value_inputs`;
+        a value the model computes splits it before the node that needs it (stages.py). False where neither
+        applies (a value inside a subgraph, an input bound already)."""
+        with self._lock:
+            if self._stages is not None or e.value in self._by_value:
+                return True  # another thread's run settled it
+            if e.value in self._inputs and e.value not in self._overridable and e.value not in self._static_inputs:
+                self._by_value += (e.value,)
+                self._log(logging.INFO, "input '%s' decides a shape: compiled per value", e.value)
+                return True
+            parts = split(self._model, self._static_inputs, {e.node: e.value}) if e.value else None
+            if parts is None:
+                return False
+            self._log(logging.INFO, "node '%s' needs '%s' at compile time: split there", e.node, e.value)
+            self._split, self._stages = parts, self._stage_sessions(parts)
+            return True
 
     def _run_stages(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The model's outputs, by name, from the prefix's session, the data-dependent results cut to their
@@ -234,22 +273,24 @@ class InferenceSession:
     def _shape_key(self, shapes: Mapping[str, Shape]) -> tuple[Shape, ...]:
         return tuple(shapes[spec.name] for spec in self._specs)
 
-    def _specialization(self, key: _Key) -> CompiledModel | None:
-        """The compiled model of `key`, compiled now if the session holds none; None where every output is
-        empty at its shapes."""
+    def _specialization(self, key: _Key, values: Mapping[str, np.ndarray]) -> CompiledModel | None:
+        """The compiled model of `key` (`values`: its inputs compiled per value), compiled now if the session
+        holds none; None where every output is empty at its shapes."""
         with self._lock:
             if key in self._compiled:
                 compiled = self._compiled[key]
                 self._compiled.move_to_end(key)
             else:
-                keep, shapes = key
+                keep, shapes, _ = key
                 start = time.perf_counter()
                 named = (
                     self._fixed_shapes if shapes is None else dict(zip((s.name for s in self._specs), shapes, strict=True))
                 )
+                if named is not None:  # an input bound by its value has no shape to specialize
+                    named = {name: shape for name, shape in named.items() if name not in values}
                 empty: dict[str, np.ndarray] = {}
-                graph = import_loaded(self._model, static_inputs=self._static_inputs, keep_inputs=keep, shapes=named,
-                                      empty_outputs=empty if self._dynamic else None)  # fmt: skip
+                graph = import_loaded(self._model, static_inputs={**self._static_inputs, **values}, keep_inputs=keep,
+                                      shapes=named, empty_outputs=empty if self._dynamic or values else None)  # fmt: skip
                 self._empty[key] = empty
                 imported = time.perf_counter()
                 # Where every output is empty at these shapes there is nothing to compute.
@@ -267,12 +308,19 @@ class InferenceSession:
                     self._profiler.add(compiled, time.perf_counter() - start)
                 self._compiled[key] = compiled
                 # The static model's default variant is never evicted: get_inputs and report read it.
-                evictable = [k for k in self._compiled if k != (frozenset(), None)]
+                evictable = [k for k in self._compiled if k != _STATIC]
                 if len(evictable) > self._capacity:
                     # Dropped, not closed: a run in another thread may still hold it; it is freed with it.
                     del self._compiled[evictable[0]], self._empty[evictable[0]]
             self._last = compiled
             return compiled
+
+    @staticmethod
+    def _value_of(name: str, feeds: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The feed of `name`, an input compiled per value."""
+        if name not in feeds:
+            raise FeedError(f"input '{name}' is not given (its value decides shapes: the model is compiled per value)")
+        return feeds[name]
 
     def get_inputs(self) -> list[NodeArg]:
         if self._default is not None:
@@ -302,7 +350,7 @@ class InferenceSession:
             keys = list(self._compiled)
         return [
             {spec.name: shape for spec, shape in zip(self._specs, shapes, strict=True)}
-            for _, shapes in keys
+            for _, shapes, _ in keys
             if shapes is not None
         ]
 
@@ -371,19 +419,30 @@ class InferenceSession:
                 raise FeedError(f"input '{missing[0].name}' {missing[0].describe()} is not given")
             given = {name: array.shape for name, array in feeds.items() if name not in self._overridable}
             shapes = self._shape_key(resolve(self._specs, given))
+        compiled, key = None, _STATIC
+        while self._stages is None:
+            values = {name: self._value_of(name, feeds) for name in self._by_value}
+            key = (keep, shapes, tuple((n, v.dtype.str, v.shape, v.tobytes()) for n, v in values.items()))
+            try:
+                compiled = self._specialization(key, values)
+                break
+            except StaticInputRequired as e:
+                if not self._settle(e):
+                    raise
         if self._stages is not None:
             every = self._run_stages(feeds)
             results = {o.name: every[o.name] for o in self._model.graph.output}
             names = list(output_names) if output_names else list(results)
         else:
-            compiled = self._specialization((keep, shapes))
             # The outputs empty at these shapes (none of a static model), in the model's order with the others.
-            results = dict(self._empty.get((keep, shapes), {}))
+            results = dict(self._empty.get(key, {}))
             names = [o.name for o in self._model.graph.output]
             if compiled is not None:
                 taken = {b.name for b in compiled.abi.inputs}
-                # An empty input is bound at compile time (it holds no data): the compiled model does not take it.
-                results.update(compiled.run({n: v for n, v in feeds.items() if n in taken or v.size}))
+                # An empty input is bound at compile time (it holds no data), and so is an input compiled per
+                # value: the compiled model does not take them.
+                fed = {n: v for n, v in feeds.items() if n in taken or (v.size and n not in self._by_value)}
+                results.update(compiled.run(fed))
                 names = names if len(results) > len(compiled.abi.outputs) else [b.name for b in compiled.abi.outputs]
             names = list(output_names) if output_names else names
         unknown = [n for n in names if n not in results]

@@ -14,8 +14,9 @@ model before anything compiles. `--dump-ir` writes the module after a stage to a
 needs Graphviz's `dot`) and `--memory-plan` the activation arena as glow-allocate planned it (needs
 matplotlib: pip install 'glow-mlir[viz]'); docs/PICTURES.md shows both. `--dump-profile` and `--load-profile`
 are Glow's quantization flow (docs/QUANTIZATION.md): profile on the inputs, then compile the int8 model.
-A model with data-dependent ops on run-time values (NonZero, NonMaxSuppression, ...) runs in the stages of an
-InferenceSession (frontends/onnx/stages.py); what needs one compiled model (`--dump-ir`, `--graph`,
+A model with data-dependent ops on run-time values (NonZero, NonMaxSuppression, ...), or whose shapes depend on
+values computed at run time (a length from predicted durations), runs in the stages of an InferenceSession
+(frontends/onnx/stages.py), compiled per count or value; what needs one compiled model (`--dump-ir`, `--graph`,
 `--memory-plan`, `--profile`, the quantization flags) is refused for it.
 
 Progress (import, then every pipeline stage with its time) goes to stderr; outputs, the comparison with
@@ -43,7 +44,7 @@ from glow_mlir import quantization
 from glow_mlir.backends.cpu.openmp import default_threads
 from glow_mlir.compiled import CompiledModel
 from glow_mlir.library import Buffer
-from glow_mlir.errors import GlowError
+from glow_mlir.errors import GlowError, StaticInputRequired
 from glow_mlir.frontends.onnx.importer import import_loaded, load
 from glow_mlir.frontends.onnx.signature import resolve, signature
 from glow_mlir.frontends.onnx.stages import split
@@ -220,10 +221,17 @@ def run(args: argparse.Namespace) -> None:
         if spec.name in given and given[spec.name].dtype != spec.dtype:
             raise UsageError(f"--input {spec.name}: the model takes {spec.describe()}, the file holds "
                              f"{given[spec.name].dtype.name}{list(given[spec.name].shape)}")
+    buffers = [Buffer(spec.name, shapes[spec.name], spec.dtype) for spec in specs]
     if split(proto, static) is not None:
-        _run_stages(args, proto, [Buffer(spec.name, shapes[spec.name], spec.dtype) for spec in specs], given, static)
+        _run_stages(args, proto, buffers, given, static)
         return
-    graph = import_loaded(proto, static_inputs=static, shapes=shapes)
+    try:
+        graph = import_loaded(proto, static_inputs=static, shapes=shapes)
+    except StaticInputRequired as e:
+        if e.value in (spec.name for spec in specs) and e.value not in given:
+            raise  # a graph input deciding a shape: its value is needed (--input or --static-input)
+        _run_stages(args, proto, buffers, given, static)
+        return
     float_graph = graph
     if args.load_profile is not None and args.dump_profile is not None:
         raise UsageError("--dump-profile profiles the float model: it does not go with --load-profile")
@@ -293,19 +301,21 @@ def _run_and_report(args: argparse.Namespace, run: Callable[[dict[str, np.ndarra
 
 def _run_stages(args: argparse.Namespace, proto: onnx.ModelProto, inputs: Sequence[Buffer],
                 given: dict[str, np.ndarray], static: dict[str, np.ndarray]) -> None:  # fmt: skip
-    """A model with data-dependent ops on run-time values: run in the InferenceSession that splits it into stages
-    (frontends/onnx/stages.py), the later stages compiled at the first run per count. What needs one compiled
-    model (its IR, pictures, profiles, quantization) is refused."""
+    """A model with data-dependent ops on run-time values, or shapes decided by values: run in the
+    InferenceSession that splits it into stages (frontends/onnx/stages.py), the later stages compiled at the first
+    run per count or value. What needs one compiled model (its IR, pictures, profiles, quantization) is
+    refused."""
     one_model = {"--dump-ir": args.dump_ir, "--graph": args.graph, "--memory-plan": args.memory_plan,
                  "--profile": args.profile, "--load-profile": args.load_profile, "--dump-profile": args.dump_profile}
     refused = [flag for flag, value in one_model.items() if value is not None]
     if refused:
-        raise UsageError(f"{', '.join(refused)}: the model has data-dependent ops on run-time values; it runs in "
-                         "stages (one compiled model per stage and count), not as one compiled model")
+        raise UsageError(f"{', '.join(refused)}: the model's shapes depend on run-time values; it runs in stages "
+                         "(one compiled model per stage and count or value), not as one compiled model")
     start = time.perf_counter()
     session = InferenceSession(proto, threads=args.threads or default_threads(), static_inputs=static)
     built = time.perf_counter()
-    print(f"  split into stages; the first compiled in {built - start:.3f} s", file=sys.stderr, flush=True)
+    print(f"  shapes depend on run-time values: runs in stages; built in {built - start:.3f} s", file=sys.stderr,
+          flush=True)
     feeds = _feeds(inputs, given, args.random_inputs, args.seed)
     names = [o.name for o in proto.graph.output]
     latencies = _run_and_report(args, lambda fed: dict(zip(names, session.run(names, fed), strict=True)), feeds,

@@ -210,7 +210,7 @@ class NodeContext:
                 # Computed at run time from no graph input: binding inputs cannot make it static.
                 raise UnsupportedAttributeError(self.name, self.op_type, what, "must be known at compile time, "
                                                 "but an op the importer does not fold computes it at run time")
-            raise StaticInputRequired(depends, self.name, self.op_type, what)
+            raise StaticInputRequired(depends, self.name, self.op_type, what, self.node.input[i])
         return v
 
     def ints(self, i: int, what: str) -> list[int] | None:

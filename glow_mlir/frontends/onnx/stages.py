@@ -18,6 +18,11 @@ the tensors whose Shape they read become suffix inputs (their shapes are then sp
 
 The cost model is that of dynamic axes: the first run at a new count compiles the suffix for it; the session
 keeps the most recently used, the disk cache every one.
+
+A model is also cut where an op needs at compile time a value computed at run time (a ConstantOfShape or
+Range whose size is the sum of predicted durations, a Reshape to a computed shape: the import raises
+StaticInputRequired naming the node and the value). Then the node itself opens the suffix, which takes the
+value as an input compiled per value (InferenceSession's `value_inputs`), as a dynamic axis is per shape.
 """
 
 from __future__ import annotations
@@ -59,6 +64,8 @@ class Split:
     # Suffix inputs the prefix computes, and those that are graph inputs of the model, fed as given.
     carried: tuple[str, ...]
     passed: tuple[str, ...]
+    # Suffix inputs that decide its shapes: it is compiled per value of them.
+    by_value: tuple[str, ...] = ()
 
     @functools.cached_property
     def prefix_inputs(self) -> frozenset[str]:
@@ -110,30 +117,43 @@ def data_dependent(node: onnx.NodeProto, known: set[str]) -> bool:
     return any(v and v not in known for v in node.input)
 
 
-def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray]) -> Split | None:
+def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray],
+          needs: Mapping[str, str] | None = None) -> Split | None:  # fmt: skip
     """`model` (loaded: shape-inferred) cut at its frontier, or None when it has no data-dependent op on
-    run-time values in its main graph."""
+    run-time values in its main graph. With `needs` (a node's name -> the value it needs at compile time, which
+    the model computes at run time), cut before those nodes instead; None where one of them or its value is not
+    of the main graph."""
     graph = model.graph
     known = compile_time_values(model, static_inputs, set())
-    frontier_ops = [n for n in graph.node if data_dependent(n, known)]
-    if not frontier_ops:
-        return None
-    names = dict(zip(map(id, graph.node), node_names(graph)))
-    producer = {o: n for n in graph.node for o in n.output if o}
-    # Nodes downstream of a data-dependent op (the op included), in graph order.
+    # One list of the nodes, held for the whole split: protobuf makes a new Python object for a node each time
+    # the repeated field is read, so ids are only stable while these live.
+    nodes = list(graph.node)
+    names = dict(zip(map(id, nodes), node_names(graph)))
+    producer = {o: n for n in nodes for o in n.output if o}
+    if needs:
+        frontier_ops = []
+        seeds = [n for n in nodes if names[id(n)] in needs]
+        if len(seeds) != len(needs) or any(needs[names[id(n)]] not in producer for n in seeds):
+            return None
+    else:
+        frontier_ops = seeds = [n for n in nodes if data_dependent(n, known)]
+        if not frontier_ops:
+            return None
+    seed_ids = {id(n) for n in seeds}
+    # Nodes downstream of a data-dependent op or a node that needs a value (the node included), in graph order.
     tainted: set[int] = set()
     tainted_values: set[str] = set()
-    for node in graph.node:
-        if data_dependent(node, known) or any(v in tainted_values for v in uses(node)):
+    for node in nodes:
+        if id(node) in seed_ids or any(v in tainted_values for v in uses(node)):
             tainted.add(id(node))
             tainted_values.update(o for o in node.output if o)
     frontier = [n for n in frontier_ops if not any(v in tainted_values for v in uses(n))]
     frontier_ids = {id(n) for n in frontier}
-    suffix_nodes = [n for n in graph.node if id(n) in tainted and id(n) not in frontier_ids]
+    suffix_nodes = [n for n in nodes if id(n) in tainted and id(n) not in frontier_ids]
     suffix_ids = {id(n) for n in suffix_nodes}
     # Compile-time values the suffix reads from prefix nodes: their nodes are copied into it (`_known_closure`).
     copied = _known_closure(suffix_nodes, producer, known, suffix_ids)
-    suffix_all = [n for n in graph.node if id(n) in suffix_ids or id(n) in copied]
+    suffix_all = [n for n in nodes if id(n) in suffix_ids or id(n) in copied]
     made = {o for n in suffix_all for o in n.output if o}
     initializers = {t.name for t in graph.initializer}
     inputs = {i.name for i in graph.input}
@@ -148,7 +168,7 @@ def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray]) -> Sp
     cuts = []
     prefix_nodes = []
     ranks = _ranks(model)
-    for node in graph.node:
+    for node in nodes:
         if id(node) in frontier_ids:
             cut, bounded = _bounded(node, names[id(node)], ranks)
             prefix_nodes.append(bounded)
@@ -166,7 +186,7 @@ def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray]) -> Sp
     suffix_outputs = [o for o in outputs if o in made]
     # No suffix where the model's outputs are the prefix's and the data-dependent results themselves.
     suffix = _model(model, "suffix", suffix_all, suffix_inputs, suffix_outputs) if suffix_outputs else None
-    return Split(prefix, suffix, tuple(cuts), carried, passed)
+    return Split(prefix, suffix, tuple(cuts), carried, passed, tuple(needs.values()) if needs else ())
 
 
 def _bounded(node: onnx.NodeProto, name: str, ranks: Mapping[str, int]) -> tuple[Cut, onnx.NodeProto]:
