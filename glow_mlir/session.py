@@ -240,7 +240,7 @@ class InferenceSession:
                 self._by_value += (e.value,)
                 self._log(logging.INFO, "input '%s' decides a shape: compiled per value", e.value)
                 return True
-            parts = split(self._model, self._static_inputs, {e.node: e.value}) if e.value else None
+            parts = split(self._model, self._static_inputs, (e.node, e.value)) if e.value else None
             if parts is None:
                 return False
             self._log(logging.INFO, "node '%s' needs '%s' at compile time: split there", e.node, e.value)

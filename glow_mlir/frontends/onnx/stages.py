@@ -118,11 +118,12 @@ def data_dependent(node: onnx.NodeProto, known: set[str]) -> bool:
 
 
 def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray],
-          needs: Mapping[str, str] | None = None) -> Split | None:  # fmt: skip
+          need: tuple[str, str] | None = None) -> Split | None:  # fmt: skip
     """`model` (loaded: shape-inferred) cut at its frontier, or None when it has no data-dependent op on
-    run-time values in its main graph. With `needs` (a node's name -> the value it needs at compile time, which
-    the model computes at run time), cut before those nodes instead; None where one of them or its value is not
-    of the main graph."""
+    run-time values in its main graph. With `need` (a node's name and the value it needs at compile time, which
+    the model computes at run time), cut before that node instead, and before every node of its op that needs
+    a value computed at run time at the same input (`_alike`); None where the node or its value is not of the
+    main graph."""
     graph = model.graph
     known = compile_time_values(model, static_inputs, set())
     # One list of the nodes, held for the whole split: protobuf makes a new Python object for a node each time
@@ -130,11 +131,14 @@ def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray],
     nodes = list(graph.node)
     names = dict(zip(map(id, nodes), node_names(graph)))
     producer = {o: n for n in nodes for o in n.output if o}
-    if needs:
+    needs: dict[int, str] = {}
+    if need is not None:
         frontier_ops = []
-        seeds = [n for n in nodes if names[id(n)] in needs]
-        if len(seeds) != len(needs) or any(needs[names[id(n)]] not in producer for n in seeds):
+        named = [n for n in nodes if names[id(n)] == need[0] and need[1] in n.input]
+        if not named or need[1] not in producer:
             return None
+        needs = _alike(nodes, named[0], need[1], known, producer)
+        seeds = [n for n in nodes if id(n) in needs]
     else:
         frontier_ops = seeds = [n for n in nodes if data_dependent(n, known)]
         if not frontier_ops:
@@ -186,7 +190,36 @@ def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray],
     suffix_outputs = [o for o in outputs if o in made]
     # No suffix where the model's outputs are the prefix's and the data-dependent results themselves.
     suffix = _model(model, "suffix", suffix_all, suffix_inputs, suffix_outputs) if suffix_outputs else None
-    return Split(prefix, suffix, tuple(cuts), carried, passed, tuple(needs.values()) if needs else ())
+    return Split(prefix, suffix, tuple(cuts), carried, passed, tuple(_ordered(needs.values())))
+
+
+def _alike(nodes: list[onnx.NodeProto], node: onnx.NodeProto, value: str, known: set[str],
+           producer: Mapping[str, onnx.NodeProto]) -> dict[int, str]:  # fmt: skip
+    """`node`, which needs `value` at compile time, and the nodes of its op that read a value computed at run
+    time at the same input (which the import would ask for next: FastSpeech2's twelve Expands of one length
+    each, cut one at a time, took twelve stages), by id -> that value; each taken in graph order where its value
+    is not downstream of those taken, and takes no value of theirs downstream of it."""
+    index = list(node.input).index(value)
+    taken = {id(node): value}
+    for other in nodes:
+        read = other.input[index] if len(other.input) > index else ""
+        if other.op_type != node.op_type or other.domain != node.domain or id(other) in taken or not read \
+                or read in known or read not in producer:
+            continue
+        tried = {**taken, id(other): read}
+        downstream = _downstream(nodes, set(tried))
+        if not downstream & set(tried.values()):
+            taken = tried
+    return taken
+
+
+def _downstream(nodes: list[onnx.NodeProto], seeds: set[int]) -> set[str]:
+    """The values computed by the nodes of ids `seeds` and by the nodes that depend on them."""
+    values: set[str] = set()
+    for node in nodes:
+        if id(node) in seeds or any(v in values for v in uses(node)):
+            values.update(o for o in node.output if o)
+    return values
 
 
 def _bounded(node: onnx.NodeProto, name: str, ranks: Mapping[str, int]) -> tuple[Cut, onnx.NodeProto]:

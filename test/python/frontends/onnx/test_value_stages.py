@@ -102,15 +102,15 @@ def test_a_graph_input_that_decides_a_shape_compiles_per_value(monkeypatch: pyte
 
 def test_split_before_a_node_that_needs_a_computed_value() -> None:
     model = load(_length_regulator())
-    parts = split(model, {}, {_name_of(model, 5): "total"})  # the Range
+    parts = split(model, {}, (_name_of(model, 5), "total"))  # the Range
     assert parts is not None and parts.suffix is not None and parts.by_value == ("total",)
     assert "total" in parts.carried and "total" in parts.prefix_outputs
     # The Range and everything after it run in the suffix; the repeats and their sum in the prefix.
     assert "Range" in [n.op_type for n in parts.suffix.graph.node]
     assert "ReduceSum" in [n.op_type for n in parts.prefix.graph.node]
     # Not the main graph's: no cut.
-    assert split(model, {}, {"no such node": "total"}) is None
-    assert split(model, {}, {_name_of(model, 0): "x"}) is None
+    assert split(model, {}, ("no such node", "total")) is None
+    assert split(model, {}, (_name_of(model, 0), "x")) is None
 
 
 def _name_of(model: onnx.ModelProto, index: int) -> str:
@@ -185,3 +185,27 @@ def test_glow_run_runs_a_length_regulator_in_stages(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "positions: float32[4]" in result.stdout and "positions: max abs 0 " in result.stdout
     assert "runs in stages" in result.stderr
+
+
+def test_the_nodes_of_one_op_that_need_computed_values_are_cut_together() -> None:
+    """Two ConstantOfShapes of lengths computed from x: one split takes both (the import asked for the first)."""
+    one, two = (numpy_helper.from_array(np.array([v], np.float32)) for v in (1.0, 2.0))
+    nodes = [
+        helper.make_node("Round", ["x"], ["rounded"]),
+        helper.make_node("Relu", ["rounded"], ["clamped"]),
+        helper.make_node("Cast", ["clamped"], ["lengths"], to=TensorProto.INT64),
+        helper.make_node("Slice", ["lengths", "start0", "start1"], ["a"]),
+        helper.make_node("Slice", ["lengths", "start1", "start2"], ["b"]),
+        helper.make_node("ConstantOfShape", ["a"], ["ones"], value=one),
+        helper.make_node("ConstantOfShape", ["b"], ["twos"], value=two),
+        helper.make_node("Exp", ["x"], ["ex"]),
+    ]
+    starts = {f"start{i}": np.array([i], np.int64) for i in range(3)}
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], ["ones", "twos", "ex"],
+                   starts)  # fmt: skip
+    parts = split(load(model), {}, (_name_of(model, 5), "a"))
+    assert parts is not None and parts.by_value == ("a", "b")
+    assert sorted(n.op_type for n in parts.suffix.graph.node) == ["ConstantOfShape", "ConstantOfShape"]
+    xs = [[2.2, 3.9], [0.0, 1.0], [-2.0, -1.0]]
+    session = _compare(model, [{"x": np.array(x, np.float32)} for x in xs])
+    assert session._split is not None and session._split.by_value == ("a", "b")
