@@ -136,7 +136,8 @@ def _continues(previous: ir.Operation, op: ir.Operation) -> bool:
 def mark_chains(function: ir.Operation) -> None:
     """Forwards broadcasts into their readers (`forward_broadcasts`), then marks every op but the last of each
     run of consecutive elementwise generics in which each works in place on the previous one's destination
-    (glow-ir-share-buffers makes those: ResNet's add then ReLU)."""
+    (glow-ir-share-buffers makes those: ResNet's add then ReLU), or reads a temporary that the previous one wrote
+    for it alone (`_forward_temporary`: SiLU's x * sigmoid(x) on an input that stays live)."""
     forward_broadcasts(function)
     previous: ir.Operation | None = None
     for op in [o.operation for o in function.regions[0].blocks[0].operations]:
@@ -144,9 +145,32 @@ def mark_chains(function: ir.Operation) -> None:
         # memory: they used to end the chain, so that ResNet's add and ReLU ran as two passes.
         if op.name in _PURE:
             continue
-        if _chainable(op) and previous is not None and _continues(previous, op):
+        if _chainable(op) and previous is not None and (_continues(previous, op) or _forward_temporary(previous, op)):
             previous.attributes[CHAIN_MARK] = ir.UnitAttr.get()
         previous = op if _chainable(op) else None
+
+
+def _forward_temporary(previous: ir.Operation, op: ir.Operation) -> bool:
+    """Where `op` reads `previous`'s destination, a temporary that nothing else uses, and writes a buffer of its
+    type that neither op reads otherwise: `previous` writes `op`'s destination instead, and `op` reads it there
+    in place, so the two are a chain (`_continues`) and the temporary is never written. x * sigmoid(x) on an x
+    that stays live (a graph input, a residual) ran as two passes with a buffer between them: SiLU over 256K
+    floats took 21 cycles a vector against 12 for the sigmoid alone."""
+    temporary, dest = previous.operands[-1], op.operands[-1]
+    if temporary == dest or temporary.type != dest.type or isinstance(temporary.owner, ir.Block):
+        return False
+    if not any(v == temporary for v in op.operands[:-1]):
+        return False
+    if any(use.owner.operation not in (previous, op) for use in temporary.uses):
+        return False
+    inputs = [v for v in (*previous.operands[:-1], *op.operands[:-1]) if v != temporary]
+    if not all(_disjoint(v, dest) for v in inputs if isinstance(v.type, ir.MemRefType)):
+        return False
+    previous.operands[len(previous.operands) - 1] = dest
+    for position, value in enumerate(list(op.operands)[:-1]):
+        if value == temporary:
+            op.operands[position] = dest
+    return True
 
 
 # Ops that only name memory (views, casts, constants): a broadcast's reader may follow it past these.

@@ -56,3 +56,27 @@ func.func @add_view_relu(%a: memref<4x64xf32> {glow.name = "a"}, %b: memref<4x64
   "glow_ir.element_max"(%y, %y, %z) {roles = ["out", "in", "in"]} : (memref<4x64xf32>, memref<4x64xf32>, memref<4x64xf32>) -> ()
   return
 }
+
+// x * sigmoid(x) on an x that stays live (a graph input): the sigmoid's temporary, a view of the arena that the
+// mul alone reads, is never written. The sigmoid writes the mul's output and the mul reads it there in place,
+// so the two run as one loop nest: x loaded once, one store per vector, no kernel of the sigmoid's own
+// (kernel 2 is numbered for @add_view_relu and merged with kernel 0).
+// CHECK-LABEL: func.func private @__glow_kernel3(
+// CHECK:         scf.for
+// CHECK:           vector.load
+// CHECK-NOT:       vector.load
+// CHECK:           arith.divf
+// CHECK:           arith.mulf
+// CHECK:           vector.store
+// CHECK-NOT:       vector.store
+// CHECK-LABEL: func.func @silu(
+// CHECK:         call @__glow_kernel3(
+// CHECK-NOT:     call
+// CHECK:         return
+func.func @silu(%x: memref<4x64xf32> {glow.name = "x"}, %arena: memref<1024xi8>, %y: memref<4x64xf32> {glow.name = "y", glow.output}) {
+  %c0 = arith.constant 0 : index
+  %t = memref.view %arena[%c0][] : memref<1024xi8> to memref<4x64xf32>
+  "glow_ir.sigmoid"(%t, %x) {roles = ["out", "in"]} : (memref<4x64xf32>, memref<4x64xf32>) -> ()
+  "glow_ir.element_mul"(%y, %x, %t) {roles = ["out", "in", "in"]} : (memref<4x64xf32>, memref<4x64xf32>, memref<4x64xf32>) -> ()
+  return
+}
