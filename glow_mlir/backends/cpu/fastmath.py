@@ -33,6 +33,9 @@ from glow_mlir import ops
 from glow_mlir.opdefs.scalar import at_least, at_most, logical_not
 
 LOG2E = 1.44269504088896341
+# x + ROUNDING rounds x (|x| < 2^22) to an integer held in the sum's low mantissa bits; ROUNDING_BITS are its own.
+ROUNDING = 12582912.0
+ROUNDING_BITS = 0x4B400000
 # ln 2 = LN2_HI + LN2_LO, with LN2_HI exact in few bits so that n * LN2_HI is exact (Cody-Waite).
 LN2_HI = 0.693359375
 LN2_LO = -2.12194440e-4
@@ -87,17 +90,24 @@ def _power_of_two(n: ir.Value) -> ir.Value:
 
 def exp(x: ir.Value) -> ir.Value:
     """e^x = 2^n * e^r with n = round(x / ln 2), |r| <= ln 2 / 2; 2^n applied in two halves so that results
-    in the subnormal range round once and results past the f32 range overflow to inf."""
+    in the subnormal range round once and results past the f32 range overflow to inf.
+
+    n is rounded by adding ROUNDING (1.5 x 2^23): the sum's low mantissa bits are n itself, so that n as an
+    integer is a bitcast and a subtraction, and the first half of 2^n goes into p's exponent field (p is in
+    [0.7, 1.42] and that half at least -76: a normal number); floor and a float-to-int conversion took 11
+    cycles a 16-lane vector where onnxruntime's exp took 8."""
     i32 = ir.IntegerType.get_signless(32)
-    # The clamp keeps n in i32 range (and NaN stays NaN: at_least/at_most keep a NaN x).
+    # The clamp keeps n in [-151, 128] (and NaN stays NaN: at_least/at_most keep a NaN x).
     clamped = at_most(at_least(x, _f(x, -104.0)), _f(x, 88.8))
-    n = math.floor(math.fma(clamped, _f(x, LOG2E), _f(x, 0.5)))
+    shifted = math.fma(clamped, _f(x, LOG2E), _f(x, ROUNDING))
+    n = arith.subf(shifted, _f(x, ROUNDING))
     r = math.fma(n, _f(x, -LN2_HI), clamped)
     r = math.fma(n, _f(x, -LN2_LO), r)
-    p = arith.addf(arith.addf(arith.mulf(arith.mulf(r, r), _poly(EXP_POLY, r)), r), _f(x, 1.0))
-    k = arith.fptosi(i32, n)
+    p = arith.addf(math.fma(arith.mulf(r, r), _poly(EXP_POLY, r), r), _f(x, 1.0))
+    k = arith.subi(arith.bitcast(i32, shifted), _i(ROUNDING_BITS))
     half = arith.shrsi(k, _i(1))
-    return arith.mulf(arith.mulf(p, _power_of_two(half)), _power_of_two(arith.subi(k, half)))
+    scaled = arith.bitcast(x.type, arith.addi(arith.bitcast(i32, p), arith.shli(half, _i(23))))
+    return arith.mulf(scaled, _power_of_two(arith.subi(k, half)))
 
 
 def log(x: ir.Value) -> ir.Value:
