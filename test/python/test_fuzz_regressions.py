@@ -290,12 +290,17 @@ def test_glow_opt_refuses_a_loop_attribute_of_another_element_type(
     assert "attributes: Cannot cast attribute to DenseI64ArrayAttr" in capsys.readouterr().err
 
 
-def test_a_split_models_bounded_op_checks_its_attribute_types_and_names_the_node() -> None:
-    # Found as TypeError in the bounded Compress (a run-time condition, its axis retyped to a float): the bounded
-    # form takes the ONNX op's attributes, which the op's schema types.
-    nodes = [helper.make_node("Compress", ["x", "c"], ["y"])]
-    nodes[0].attribute.append(helper.make_attribute("axis", 1.5))
-    model = _model(nodes, [_x([3, 2]), _x([2], "c", TensorProto.BOOL)], ["y"])
-    with pytest.raises(InvalidNodeError, match=r"node 'Compress_0' \(CompressBounded\): attribute 'axis' must be "
-                                               r"of type INT, got FLOAT"):  # fmt: skip
+@pytest.mark.parametrize("op,value,got", [("Compress", 1.5, "FLOAT"), ("Unique", "bogus", "STRING")])
+def test_a_split_models_bounded_op_checks_its_attribute_types_and_names_the_node(op: str, value: object,
+                                                                                  got: str) -> None:  # fmt: skip
+    # Found as TypeError in the bounded Compress (a run-time condition, its axis retyped to a float), then as
+    # ValueError in the split itself (Unique's axis a string): the split reads the axis its bounded form pads,
+    # and the bounded form takes the ONNX op's attributes, which the op's schema types.
+    inputs = ["x", "c"] if op == "Compress" else ["x"]
+    nodes = [helper.make_node(op, inputs, ["y"])]
+    nodes[0].attribute.append(helper.make_attribute("axis", value))
+    declared = [_x([3, 2]), _x([2], "c", TensorProto.BOOL)] if op == "Compress" else [_x([3, 2])]
+    model = _model(nodes, declared, ["y"])
+    with pytest.raises(InvalidNodeError, match=rf"node '{op}_0' \({op}\): attribute 'axis' must be of type INT, "
+                                               rf"got {got}"):  # fmt: skip
         glow_mlir.InferenceSession(model.SerializeToString())

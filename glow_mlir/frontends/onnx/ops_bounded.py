@@ -42,6 +42,7 @@ import numpy as np
 import onnx
 
 from glow_mlir.builder import Tensor
+from glow_mlir.errors import InvalidNodeError
 from glow_mlir.frontends.onnx.node import BOUNDED_SUFFIX, NodeContext, Value, dtype, normalize_axis, rank, shape
 from glow_mlir.frontends.onnx.ops_control import body_symbol, loop_op
 from glow_mlir.frontends.onnx.registry import handles_glow
@@ -55,20 +56,25 @@ BOUNDED: dict[str, str] = {
 I64 = np.dtype(np.int64)
 
 
-def _int_attr(node: onnx.NodeProto, name: str) -> int | None:
+def _int_attr(node: onnx.NodeProto, name: str, shown: str) -> int | None:
+    """Int attribute `name` of `node` (named `shown` in errors), None when absent."""
     for a in node.attribute:
         if a.name == name:
-            return int(onnx.helper.get_attribute_value(a))
+            if a.type != onnx.AttributeProto.INT:
+                raise InvalidNodeError(f"node '{shown}' ({node.op_type}): attribute '{name}' must be of type INT, "
+                                       f"got {onnx.AttributeProto.AttributeType.Name(a.type)}")
+            return int(a.i)
     return None
 
 
-def padded_axes(node: onnx.NodeProto, ranks: Sequence[int]) -> list[int | None]:
-    """Per ONNX output of `node` (an op of BOUNDED, default domain; `ranks`: its inputs' ranks), the axis along
-    which its bounded form pads that output, None for an output it does not pad (Unique's inverse_indices)."""
+def padded_axes(node: onnx.NodeProto, ranks: Sequence[int], name: str) -> list[int | None]:
+    """Per ONNX output of `node` (an op of BOUNDED, default domain, named `name`; `ranks`: its inputs' ranks),
+    the axis along which its bounded form pads that output, None for an output it does not pad (Unique's
+    inverse_indices)."""
     op = node.op_type
 
-    def axis(name: str, default: int | None) -> int | None:
-        value = _int_attr(node, name)
+    def axis(attribute: str, default: int | None) -> int | None:
+        value = _int_attr(node, attribute, name)
         value = default if value is None else value
         return None if value is None else value % max(ranks[0], 1)
 

@@ -226,7 +226,7 @@ def _bounded(node: onnx.NodeProto, name: str, ranks: Mapping[str, int]) -> tuple
     """The cut at frontier op `node` (named `name`) and the node of its bounded form: the op's inputs and
     attributes, its results padded (every result of the op named, or "" where the model uses none, so that the
     count comes after them all), then the count."""
-    axes = padded_axes(node, [ranks.get(v, 0) for v in node.input])
+    axes = padded_axes(node, [ranks.get(v, 0) for v in node.input], name)
     listed = [*node.output, *[""] * (len(axes) - len(node.output))]
     results = tuple((o, f"{o}{PADDED}" if o else "", axis) for o, axis in zip(listed, axes, strict=True))
     cut = Cut(name, results, f"{name}{COUNT}")
