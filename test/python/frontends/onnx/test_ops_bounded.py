@@ -73,7 +73,7 @@ def _cut(op: str, outs: list[np.ndarray], ranks: Sequence[int], **attrs: Any) ->
                             **attrs)
     count = int(outs[-1])
     cut = []
-    for out, axis in zip(outs[:-1], padded_axes(node, ranks), strict=True):
+    for out, axis in zip(outs[:-1], padded_axes(node, ranks, node.name), strict=True):
         if axis is None:
             cut.append(out)
             continue
@@ -109,7 +109,7 @@ def _check(op: str, feeds: Sequence[dict[str, np.ndarray]], consts: dict[str, np
 
 def test_padded_axes() -> None:
     def axes(op: str, ranks: list[int], **attrs: Any) -> list[int | None]:
-        return padded_axes(helper.make_node(op, ["a", "b"], ["y"], **attrs), ranks)
+        return padded_axes(helper.make_node(op, ["a", "b"], ["y"], **attrs), ranks, op)
 
     assert axes("NonZero", [3]) == [1]
     assert axes("NonMaxSuppression", [3, 3]) == [0]
