@@ -44,17 +44,29 @@ def gather_nd(ctx: NodeContext) -> list[Value]:
     return [ctx.g.gather_nd(ctx.input(0), ctx.input(1), ctx.attr("batch_dims", 0))]
 
 
+def _no_updates(indices: Value, updates: Value) -> bool:
+    """Whether a scatter writes nothing: no index (torchvision's RoI pooling of a level that no box is assigned
+    to scatters an empty update), so that the result is its data."""
+    return 0 in shape(indices) or 0 in shape(updates)
+
+
 @handles("ScatterElements", "Scatter")
 def scatter_elements(ctx: NodeContext) -> list[Value]:
     data, indices, updates = ctx.input(0), ctx.input(1), ctx.input(2)
     axis = normalize_axis(ctx.attr("axis", 0), rank(data), ctx)
-    return [ctx.g.scatter_elements(data, indices, updates, axis, _reduction(ctx, data))]
+    reduction = _reduction(ctx, data)
+    if _no_updates(indices, updates):
+        return [data]
+    return [ctx.g.scatter_elements(data, indices, updates, axis, reduction)]
 
 
 @handles("ScatterND")
 def scatter_nd(ctx: NodeContext) -> list[Value]:
     data, indices, updates = ctx.input(0), ctx.input(1), ctx.input(2)
-    return [ctx.g.scatter_nd(data, indices, updates, _reduction(ctx, data))]
+    reduction = _reduction(ctx, data)
+    if _no_updates(indices, updates):
+        return [data]
+    return [ctx.g.scatter_nd(data, indices, updates, reduction)]
 
 
 @handles("TopK")

@@ -97,6 +97,16 @@ def test_scatter_deprecated() -> None:
     check_node("Scatter", {"x": data, "i": distinct(5, 4, 3, axis=1), "u": rand(4, 3)}, {"axis": 1}, opset=10)
 
 
+@pytest.mark.parametrize("op,index_shape,update_shape", [
+    ("ScatterElements", [0, 5], [0, 5]), ("ScatterND", [0, 2], [0]), ("ScatterND", [0, 1], [0, 5]),
+])  # fmt: skip
+def test_a_scatter_of_no_update_is_its_data(op: str, index_shape: list[int], update_shape: list[int]) -> None:
+    """No index, no update (torchvision's RoI pooling of a feature level that no box is assigned to): the result is
+    the run-time data, which the scatter passes through; glow has no empty tensors to scatter."""
+    consts = {"i": np.zeros(index_shape, np.int64), "u": np.zeros(update_shape, np.float32)}
+    check_node(op, {"x": rand(4, 5)}, consts=consts, opset=18)
+
+
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
 @pytest.mark.parametrize("data_shape,index_shape", [((6,), (4, 1)), ((4, 5, 3), (2, 2)), ((4, 5, 3), (2, 3, 3))])
 def test_scatter_nd(reduction: str, data_shape: tuple[int, ...], index_shape: tuple[int, ...]) -> None:
