@@ -44,6 +44,8 @@ class UnsupportedModelError(ModelImportError, UnsupportedError):
 
     def __init__(self, nodes: list[tuple[str, int, str]], detail: str = "") -> None:
         self.nodes = nodes
+        # The If nodes whose compile-time condition took a branch before the import stopped, and that branch.
+        self.taken_branches: dict[str, str] = {}
         lines = [f"  {op} (opset {opset}) at node '{name}'" for op, opset, name in nodes]
         head = f"the model uses {len(nodes)} unsupported node(s){': ' + detail if detail else ''}:"
         super().__init__("\n".join([head, *lines]))

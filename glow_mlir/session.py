@@ -37,11 +37,11 @@ import onnx
 from glow_mlir.backends.cpu.openmp import default_threads
 from glow_mlir.compiled import CompiledModel
 from glow_mlir.library import Buffer, feed_array
-from glow_mlir.errors import FeedError, StaticInputRequired
+from glow_mlir.errors import FeedError, StaticInputRequired, UnsupportedModelError
 from glow_mlir.frontends.onnx.importer import import_loaded, load
 from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY
-from glow_mlir.frontends.onnx.signature import Dim, Shape, is_dynamic, resolve, signature, with_overrides
-from glow_mlir.frontends.onnx.stages import Split, split
+from glow_mlir.frontends.onnx.signature import Dim, Shape, is_dynamic, resolve, signature, specialize, with_overrides
+from glow_mlir.frontends.onnx.stages import Split, inline_taken, split
 from glow_mlir.options import PROVIDERS, RunOptions, SessionOptions, logging_level
 from glow_mlir.profiling import ProfiledModel, Profiler
 from glow_mlir.runtime import compile
@@ -186,10 +186,11 @@ class InferenceSession:
             raise ValueError(f"value_inputs: no graph input named {', '.join(map(repr, unknown))}")
         self._by_value = tuple(value_inputs)
         self._capacity = max_specializations
-        self._compiled: OrderedDict[_Key, CompiledModel | None] = OrderedDict()
+        # A specialization whose If branches hold data-dependent ops is a split session of its own.
+        self._compiled: OrderedDict[_Key, CompiledModel | InferenceSession | None] = OrderedDict()
         # Per specialization, its outputs that are empty tensors at its shapes (left out of the compiled model).
         self._empty: dict[_Key, dict[str, np.ndarray]] = {}
-        self._last: CompiledModel | None = None
+        self._last: CompiledModel | InferenceSession | None = None
         # Runs from several Python threads share the table of specializations.
         self._lock = threading.Lock()
         # A model split at data-dependent ops runs as a session per stage (`_run_stages`).
@@ -202,7 +203,9 @@ class InferenceSession:
             return
         try:
             if not self._dynamic and not self._by_value:
-                self._default = self._specialization(_STATIC, {})
+                default = self._specialization(_STATIC, {})
+                # A model split where an If's branch holds a data-dependent op has no one compiled model.
+                self._default = None if isinstance(default, InferenceSession) else default
             for given in _shape_sets(shapes):
                 if not self._dynamic:
                     resolve(self._specs, given)  # checks the shapes against the static ones
@@ -273,7 +276,7 @@ class InferenceSession:
     def _shape_key(self, shapes: Mapping[str, Shape]) -> tuple[Shape, ...]:
         return tuple(shapes[spec.name] for spec in self._specs)
 
-    def _specialization(self, key: _Key, values: Mapping[str, np.ndarray]) -> CompiledModel | None:
+    def _specialization(self, key: _Key, values: Mapping[str, np.ndarray]) -> CompiledModel | InferenceSession | None:
         """The compiled model of `key` (`values`: its inputs compiled per value), compiled now if the session
         holds none; None where every output is empty at its shapes."""
         with self._lock:
@@ -289,23 +292,11 @@ class InferenceSession:
                 if named is not None:  # an input bound by its value has no shape to specialize
                     named = {name: shape for name, shape in named.items() if name not in values}
                 empty: dict[str, np.ndarray] = {}
-                graph = import_loaded(self._model, static_inputs={**self._static_inputs, **values}, keep_inputs=keep,
-                                      shapes=named, empty_outputs=empty if self._dynamic or values else None)  # fmt: skip
                 self._empty[key] = empty
-                imported = time.perf_counter()
-                # Where every output is empty at these shapes there is nothing to compute.
-                compiled = None if len(empty) == len(self._model.graph.output) else compile(
-                    graph,
-                    optimization_level=self._options.graph_optimization_level,
-                    optimized_model_path=self._options.optimized_model_filepath or None,
-                    threads=self._threads,
-                    profile=self._profiler is not None,
-                    consume=True,  # the import is the session's own, used for nothing else
-                )
-                if compiled is not None:
-                    compiled.report["import_seconds"] = imported - start
-                if isinstance(compiled, ProfiledModel) and self._profiler is not None:
-                    self._profiler.add(compiled, time.perf_counter() - start)
+                try:
+                    compiled = self._compile(keep, named, values, empty, start)
+                except UnsupportedModelError as e:
+                    compiled = self._branch_session(e, named, values)
                 self._compiled[key] = compiled
                 # The static model's default variant is never evicted: get_inputs and report read it.
                 evictable = [k for k in self._compiled if k != _STATIC]
@@ -314,6 +305,41 @@ class InferenceSession:
                     del self._compiled[evictable[0]], self._empty[evictable[0]]
             self._last = compiled
             return compiled
+
+    def _compile(self, keep: frozenset[str], named: Mapping[str, Shape] | None, values: Mapping[str, np.ndarray],
+                 empty: dict[str, np.ndarray], start: float) -> CompiledModel | None:  # fmt: skip
+        """The model imported at shapes `named` with `values` bound, compiled; None where every output is empty
+        at those shapes (`empty` collects the empty ones)."""
+        graph = import_loaded(self._model, static_inputs={**self._static_inputs, **values}, keep_inputs=keep,
+                              shapes=named, empty_outputs=empty if self._dynamic or values else None)  # fmt: skip
+        imported = time.perf_counter()
+        # Where every output is empty at these shapes there is nothing to compute.
+        compiled = None if len(empty) == len(self._model.graph.output) else compile(
+            graph,
+            optimization_level=self._options.graph_optimization_level,
+            optimized_model_path=self._options.optimized_model_filepath or None,
+            threads=self._threads,
+            profile=self._profiler is not None,
+            consume=True,  # the import is the session's own, used for nothing else
+        )
+        if compiled is not None:
+            compiled.report["import_seconds"] = imported - start
+        if isinstance(compiled, ProfiledModel) and self._profiler is not None:
+            self._profiler.add(compiled, time.perf_counter() - start)
+        return compiled
+
+    def _branch_session(self, e: UnsupportedModelError, named: Mapping[str, Shape] | None,
+                        values: Mapping[str, np.ndarray]) -> InferenceSession:  # fmt: skip
+        """Where import error `e` is a data-dependent op in an If branch that a compile-time condition took at
+        these shapes: a session of the model specialized to them with that branch inlined, split at the op
+        (stages.inline_taken; torchvision's detectors' NonMaxSuppression); else `e` is raised again."""
+        model = self._model if named is None else specialize(self._model, named)
+        inlined = inline_taken(model, e.taken_branches) if e.taken_branches else None
+        if inlined is None:
+            raise e
+        options, threads, _, capacity = self._stage_options
+        return InferenceSession(inlined, options, threads=threads, static_inputs={**self._static_inputs, **values},
+                                max_specializations=capacity)  # fmt: skip
 
     @staticmethod
     def _value_of(name: str, feeds: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -437,7 +463,10 @@ class InferenceSession:
             # The outputs empty at these shapes (none of a static model), in the model's order with the others.
             results = dict(self._empty.get(key, {}))
             names = [o.name for o in self._model.graph.output]
-            if compiled is not None:
+            if isinstance(compiled, InferenceSession):
+                fed = {n: v for n, v in feeds.items() if n not in self._by_value}
+                results.update(zip(names, compiled.run(names, fed), strict=True))
+            elif compiled is not None:
                 taken = {b.name for b in compiled.abi.inputs}
                 # An empty input is bound at compile time (it holds no data), and so is an input compiled per
                 # value: the compiled model does not take them.

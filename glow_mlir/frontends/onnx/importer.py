@@ -167,6 +167,8 @@ class Importer:
         self._constants: dict[int, tuple[np.ndarray, Tensor]] = {}
         self._array_names: dict[int, str] = {}
         self.node_names = node_names(model.graph)
+        # If node name -> the branch ("then_branch", "else_branch") its compile-time condition took (ops_control).
+        self.taken: dict[str, str] = {}
 
     @property
     def scratch(self) -> Graph:
@@ -179,8 +181,14 @@ class Importer:
         self._check_ops()
         self._check_types()
         self._bind_inputs()
-        for index, node in enumerate(self.model.graph.node):
-            self._import_node(node, self.node_names[index])
+        try:
+            for index, node in enumerate(self.model.graph.node):
+                self._import_node(node, self.node_names[index])
+        except UnsupportedModelError as e:
+            # A data-dependent op in a branch taken at compile time: the session splits the model with that If
+            # inlined (session.py, stages.inline_taken).
+            e.taken_branches = dict(self.taken)
+            raise
         for output in self.model.graph.output:
             if output.name not in self.env:
                 raise MalformedModelError(f"graph output '{output.name}' is not produced by any node or input")
@@ -236,12 +244,15 @@ class Importer:
                 "(onnx.version_converter can upgrade it)",
             )
         known = compile_time_values(self.model, self.static_inputs, self.keep_inputs)
+        # A data-dependent op of a subgraph is refused where its branch or body is imported (its inputs may be
+        # known then: an If's branch taken at compile time); one of the main graph here, with all the others.
+        main = set(self.node_names)
         unsupported = [
             (_qualified(node), self._node_opset(node), name)
             for node, name in walk(self.model.graph, self.node_names)
             if (node.domain not in DEFAULT_DOMAINS
                 and not (node.domain == GLOW_DOMAIN and node.op_type in GLOW_HANDLERS))
-            or (node.op_type in DATA_DEPENDENT and not all(not v or v in known for v in node.input))
+            or (node.op_type in DATA_DEPENDENT and name in main and not all(not v or v in known for v in node.input))
             or (node.domain in DEFAULT_DOMAINS and node.op_type not in HANDLERS
                 and node.op_type not in DATA_DEPENDENT and not functions.has_body(node, self._node_opset(node)))
         ]

@@ -211,6 +211,7 @@ def if_(ctx: NodeContext) -> list[Value | SequenceValue]:
     branches = {"then": ctx.attr("then_branch"), "else": ctx.attr("else_branch")}
     if isinstance(cond, np.ndarray):
         taken = "then" if bool(cond.reshape(-1)[0]) else "else"
+        ctx.importer.taken[ctx.name] = f"{taken}_branch"
         return ctx.importer.import_subgraph(branches[taken], [], f"{ctx.name}/{taken}", ctx.node)
     then_out, else_out = (
         ctx.importer.import_subgraph(graph, [], f"{ctx.name}/{key}", ctx.node) for key, graph in branches.items()

@@ -19,6 +19,10 @@ the tensors whose Shape they read become suffix inputs (their shapes are then sp
 The cost model is that of dynamic axes: the first run at a new count compiles the suffix for it; the session
 keeps the most recently used, the disk cache every one.
 
+Such an op in a branch of an If whose condition the shapes decide (torchvision's detectors: NonMaxSuppression
+unless no box is left) is seen once the import has taken the branch: the session inlines that branch in the
+ONNX model (`inline_taken`, the import error naming the branches taken) and splits the result.
+
 A model is also cut where an op needs at compile time a value computed at run time (a ConstantOfShape or
 Range whose size is the sum of predicted durations, a Reshape to a computed shape: the import raises
 StaticInputRequired naming the node and the value). Then the node itself opens the suffix, which takes the
@@ -35,7 +39,7 @@ import numpy as np
 import onnx
 
 from glow_mlir.frontends.onnx.importer import compile_time_values
-from glow_mlir.frontends.onnx.loading import DEFAULT_DOMAINS, node_names
+from glow_mlir.frontends.onnx.loading import DEFAULT_DOMAINS, load, node_names
 from glow_mlir.frontends.onnx.ops_bounded import BOUNDED, padded_axes
 from glow_mlir.frontends.onnx.registry import GLOW_DOMAIN
 
@@ -220,6 +224,47 @@ def _downstream(nodes: list[onnx.NodeProto], seeds: set[int]) -> set[str]:
         if id(node) in seeds or any(v in values for v in uses(node)):
             values.update(o for o in node.output if o)
     return values
+
+
+def inline_taken(model: onnx.ModelProto, taken: Mapping[str, str]) -> onnx.ModelProto | None:
+    """`model` with each If of its main graph named in `taken` (the importer's name -> "then_branch" or
+    "else_branch", the branch its condition took at compile time) that holds a data-dependent op replaced by
+    that branch, shape-inferred again; None where there is none such. torchvision's detectors run
+    NonMaxSuppression in the else branch of an If on whether any box is left: once the boxes' count is a
+    specialized shape the import takes a branch, and inlined, the op is one `split` cuts at."""
+    graph = model.graph
+    nodes = list(graph.node)
+    chosen = {id(n): next(a.g for a in n.attribute if a.name == taken[name])
+              for n, name in zip(nodes, node_names(graph))
+              if n.op_type == "If" and name in taken and holds_data_dependent(n)}  # fmt: skip
+    if not chosen:
+        return None
+    inlined: list[onnx.NodeProto] = []
+    initializers = list(graph.initializer)
+    for node in nodes:
+        branch = chosen.get(id(node))
+        if branch is None:
+            inlined.append(node)
+            continue
+        inlined.extend(branch.node)
+        initializers.extend(branch.initializer)
+        inlined.extend(onnx.helper.make_node("Identity", [out.name], [name], name=f"{node.name}/{name}")
+                       for out, name in zip(branch.output, node.output, strict=True) if name)  # fmt: skip
+    result = onnx.helper.make_model(
+        onnx.helper.make_graph(inlined, graph.name, graph.input, graph.output, initializers),
+        opset_imports=model.opset_import,
+    )
+    result.ir_version = model.ir_version
+    return load(result)
+
+
+def holds_data_dependent(node: onnx.NodeProto) -> bool:
+    """Whether a subgraph of `node` (at any depth) holds an op that has a bounded form."""
+    for attribute in node.attribute:
+        for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+            if any((n.op_type in BOUNDED and n.domain in DEFAULT_DOMAINS) or holds_data_dependent(n) for n in sub.node):
+                return True
+    return False
 
 
 def _bounded(node: onnx.NodeProto, name: str, ranks: Mapping[str, int]) -> tuple[Cut, onnx.NodeProto]:

@@ -288,3 +288,57 @@ def test_a_specialization_with_only_empty_outputs_is_kept_too(monkeypatch: pytes
     for _ in range(3):
         assert session.run(None, {"x": np.zeros(4, np.float32)})[0].shape == (0, 1)
     assert suffix.compiled_shapes() == [{"nz": (1, 0)}] and len(imports) == before + 1
+
+
+def _detector_tail(boxes_static: bool) -> onnx.ModelProto:
+    """torchvision's batched NMS as its detectors export it: If(no box left, then none kept, else
+    NonMaxSuppression), on boxes of a count the data decides (the scores above 0.5: NonZero) or a fixed one,
+    then the kept boxes gathered. The If's condition is a shape's, known once the count is."""
+    empty_keep = helper.make_graph(
+        [helper.make_node("Constant", [], ["none"], value=numpy_helper.from_array(np.zeros([0], np.int64)))],
+        "then", [], [helper.make_tensor_value_info("none", TensorProto.INT64, [0])])  # fmt: skip
+    nms = helper.make_graph([
+        helper.make_node("Unsqueeze", ["cand", "zero"], ["b3"]),
+        helper.make_node("Unsqueeze", ["cand_s", "zero01"], ["s3"]),
+        helper.make_node("NonMaxSuppression", ["b3", "s3", "max_out", "iou"], ["sel"]),
+        helper.make_node("Gather", ["sel", "two"], ["idx"], axis=1),
+    ], "else", [], [helper.make_tensor_value_info("idx", TensorProto.INT64, None)])  # fmt: skip
+    nodes = []
+    if boxes_static:
+        nodes += [helper.make_node("Identity", ["boxes"], ["cand"]), helper.make_node("Identity", ["scores"], ["cand_s"])]
+    else:
+        nodes += [
+            helper.make_node("Greater", ["scores", "half"], ["mask"]),
+            helper.make_node("NonZero", ["mask"], ["nz"]),
+            helper.make_node("Squeeze", ["nz", "zero"], ["picked"]),
+            helper.make_node("Gather", ["boxes", "picked"], ["cand"], axis=0),
+            helper.make_node("Gather", ["scores", "picked"], ["cand_s"], axis=0),
+        ]
+    nodes += [
+        helper.make_node("Shape", ["cand"], ["dims"]),
+        helper.make_node("ReduceProd", ["dims"], ["size"], keepdims=0),
+        helper.make_node("Equal", ["size", "zero_i"], ["empty"]),
+        helper.make_node("If", ["empty"], ["keep"], then_branch=empty_keep, else_branch=nms),
+        helper.make_node("Gather", ["cand", "keep"], ["kept"], axis=0),
+    ]
+    initializers = {
+        "half": np.array(0.5, np.float32), "zero": np.array([0], np.int64), "zero01": np.array([0, 1], np.int64),
+        "max_out": np.array([10], np.int64), "iou": np.array([0.5], np.float32), "two": np.array(2, np.int64),
+        "zero_i": np.array(0, np.int64),
+    }  # fmt: skip
+    inputs = [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [6, 4]),
+              helper.make_tensor_value_info("scores", TensorProto.FLOAT, [6])]  # fmt: skip
+    return _model(nodes, inputs, ["kept"], initializers)
+
+
+def _boxes(seed: int) -> np.ndarray:
+    corners = np.random.default_rng(seed).uniform(0, 10, (6, 2)).astype(np.float32)
+    return np.concatenate([corners, corners + 3], axis=1)
+
+
+@pytest.mark.parametrize("boxes_static", [False, True])
+def test_an_if_whose_taken_branch_holds_non_max_suppression(boxes_static: bool) -> None:
+    """The import takes the If's branch by the boxes' count; the session inlines that branch and splits at the
+    NonMaxSuppression in it: no box above the threshold (the then branch), some, all."""
+    scores = [np.float32([0.9, 0.1, 0.8, 0.7, 0.2, 0.95]), np.full(6, 0.1, np.float32), np.full(6, 0.9, np.float32)]
+    _compare(_detector_tail(boxes_static), [{"boxes": _boxes(k), "scores": s} for k, s in enumerate(scores)])
