@@ -234,21 +234,31 @@ class InferenceSession:
 
     def _settle(self, e: StaticInputRequired) -> bool:
         """Takes the value that import error `e` names as compiled per value: a graph input joins `value_inputs`;
-        a value the model computes splits it before the node that needs it (stages.py). False where neither
-        applies (a value inside a subgraph, an input bound already)."""
+        a value the model computes splits it before the node that needs it (stages.py); a value of a subgraph
+        (a Resize to a box's size in an unrolled loop: Mask R-CNN's pasted masks) binds the graph inputs it
+        depends on per value. False where none applies (an input bound already)."""
         with self._lock:
             if self._stages is not None or e.value in self._by_value:
                 return True  # another thread's run settled it
-            if e.value in self._inputs and e.value not in self._overridable and e.value not in self._static_inputs:
+            if self._bindable(e.value):
                 self._by_value += (e.value,)
                 self._log(logging.INFO, "input '%s' decides a shape: compiled per value", e.value)
                 return True
             parts = split(self._model, self._static_inputs, (e.node, e.value)) if e.value else None
             if parts is None:
-                return False
+                fresh = tuple(v for v in e.inputs if self._bindable(v) and v not in self._by_value)
+                if not fresh or len(fresh) != len(e.inputs):
+                    return False
+                self._by_value += fresh
+                self._log(logging.INFO, "inputs %s decide a shape in a subgraph: compiled per value", fresh)
+                return True
             self._log(logging.INFO, "node '%s' needs '%s' at compile time: split there", e.node, e.value)
             self._split, self._stages = parts, self._stage_sessions(parts)
             return True
+
+    def _bindable(self, name: str | None) -> bool:
+        """Whether graph input `name` may be compiled per value (not an overridable initializer, not bound)."""
+        return name in self._inputs and name not in self._overridable and name not in self._static_inputs
 
     def _run_stages(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The model's outputs, by name, from the prefix's session, the data-dependent results cut to their

@@ -237,7 +237,9 @@ def loop(ctx: NodeContext) -> list[Value | SequenceValue]:
     trip = ctx.ints(0, "the trip count M") if ctx.optional(0) is not None else None
     keep_going = True if ctx.optional(1) is None else bool(np.asarray(ctx.const(1, "the loop condition")).all())
     carried = list(ctx.inputs[2:])
-    tensors = all(isinstance(v, (np.ndarray, Tensor)) for v in carried)
+    # An empty carried value (a result grown by a Concat per iteration from nothing: Mask R-CNN's pasted masks)
+    # cannot be loop state, since glow has no empty tensors: the loop is unrolled.
+    tensors = all(isinstance(v, (np.ndarray, Tensor)) and 0 not in shape(v) for v in carried)
     if (trip is None or trip[0] >= 1) and keep_going and tensors:
         try:
             return _counted_loop(ctx, body, trip[0] if trip else None, carried)

@@ -209,3 +209,41 @@ def test_the_nodes_of_one_op_that_need_computed_values_are_cut_together() -> Non
     xs = [[2.2, 3.9], [0.0, 1.0], [-2.0, -1.0]]
     session = _compare(model, [{"x": np.array(x, np.float32)} for x in xs])
     assert session._split is not None and session._split.by_value == ("a", "b")
+
+
+def test_a_shape_computed_in_a_loop_body_binds_the_inputs_it_depends_on() -> None:
+    """An unrolled Loop (its carried value grows from an empty one each iteration, as Mask R-CNN pastes its
+    masks) whose body Expands to a length computed from the graph input `n`: the value is the body's, so no
+    split reaches it; `n` is compiled per value instead. Before, the empty carried value was refused too."""
+    body = helper.make_graph([
+        helper.make_node("Add", ["n", "one"], ["length"]),
+        helper.make_node("Expand", ["x", "length"], ["row"]),
+        helper.make_node("Concat", ["grown_in", "row"], ["grown_out"], axis=0),
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+    ], "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                helper.make_tensor_value_info("grown_in", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("grown_out", TensorProto.FLOAT, None)])  # fmt: skip
+    nodes = [helper.make_node("Loop", ["trips", "", "empty"], ["grown"], body=body)]
+    initializers = {"trips": np.array(3, np.int64), "empty": np.zeros([0], np.float32), "one": np.array([1], np.int64)}
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1]),
+                           helper.make_tensor_value_info("n", TensorProto.INT64, [1])], ["grown"], initializers)
+    feeds = [{"x": np.float32([2.5]), "n": np.int64([k])} for k in (1, 4, 1)]
+    session = _compare(model, feeds)
+    assert session._by_value == ("n",)
+
+
+def test_an_op_of_an_empty_compile_time_tensor_that_the_reference_fails_on() -> None:
+    """A ConvTranspose of no box's features (Mask R-CNN's mask head with no detection, shapes known): onnx's
+    reference fails on it; shape inference finds its result empty, which the Concat after it drops."""
+    nodes = [
+        helper.make_node("ConvTranspose", ["none", "w"], ["up_none"], strides=[2, 2]),
+        helper.make_node("ConvTranspose", ["x", "w"], ["up_x"], strides=[2, 2]),
+        helper.make_node("Concat", ["up_none", "up_x"], ["y"], axis=0),
+    ]
+    rng = np.random.default_rng(0)
+    initializers = {"none": np.zeros([0, 2, 3, 3], np.float32),
+                    "w": rng.standard_normal([2, 4, 2, 2]).astype(np.float32)}
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3])], ["y"], initializers)
+    _compare(model, [{"x": rng.standard_normal([1, 2, 3, 3]).astype(np.float32)}])
