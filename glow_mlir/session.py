@@ -27,7 +27,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,13 +232,13 @@ class InferenceSession:
                                   max_specializations=capacity)  # fmt: skip
         return prefix, suffix
 
-    def _settle(self, e: StaticInputRequired) -> bool:
+    def _settle(self, e: StaticInputRequired, bound: Collection[str] = ()) -> bool:
         """Takes the value that import error `e` names as compiled per value: a graph input joins `value_inputs`;
         a value the model computes splits it before the node that needs it (stages.py); a value of a subgraph
         (a Resize to a box's size in an unrolled loop: Mask R-CNN's pasted masks) binds the graph inputs it
-        depends on per value. False where none applies (an input bound already)."""
+        depends on per value. False where none applies (`bound`: the inputs the failed import had bound)."""
         with self._lock:
-            if self._stages is not None or e.value in self._by_value:
+            if self._stages is not None or (e.value in self._by_value and e.value not in bound):
                 return True  # another thread's run settled it
             if self._bindable(e.value):
                 self._by_value += (e.value,)
@@ -246,11 +246,11 @@ class InferenceSession:
                 return True
             parts = split(self._model, self._static_inputs, (e.node, e.value)) if e.value else None
             if parts is None:
-                fresh = tuple(v for v in e.inputs if self._bindable(v) and v not in self._by_value)
-                if not fresh or len(fresh) != len(e.inputs):
+                unbound = [v for v in e.inputs if v not in bound]
+                if not unbound or not all(self._bindable(v) for v in unbound):
                     return False
-                self._by_value += fresh
-                self._log(logging.INFO, "inputs %s decide a shape in a subgraph: compiled per value", fresh)
+                self._by_value += tuple(v for v in unbound if v not in self._by_value)
+                self._log(logging.INFO, "inputs %s decide a shape in a subgraph: compiled per value", unbound)
                 return True
             self._log(logging.INFO, "node '%s' needs '%s' at compile time: split there", e.node, e.value)
             self._split, self._stages = parts, self._stage_sessions(parts)
@@ -463,7 +463,7 @@ class InferenceSession:
                 compiled = self._specialization(key, values)
                 break
             except StaticInputRequired as e:
-                if not self._settle(e):
+                if not self._settle(e, values.keys()):
                     raise
         if self._stages is not None:
             every = self._run_stages(feeds)
