@@ -236,7 +236,7 @@ def inline_taken(model: onnx.ModelProto, taken: Mapping[str, str]) -> onnx.Model
     nodes = list(graph.node)
     chosen = {id(n): next(a.g for a in n.attribute if a.name == taken[name])
               for n, name in zip(nodes, node_names(graph))
-              if n.op_type == "If" and name in taken and holds_data_dependent(n)}  # fmt: skip
+              if n.op_type == "If" and name in taken and _holds_data_dependent(n)}  # fmt: skip
     if not chosen:
         return None
     inlined: list[onnx.NodeProto] = []
@@ -258,11 +258,11 @@ def inline_taken(model: onnx.ModelProto, taken: Mapping[str, str]) -> onnx.Model
     return load(result)
 
 
-def holds_data_dependent(node: onnx.NodeProto) -> bool:
+def _holds_data_dependent(node: onnx.NodeProto) -> bool:
     """Whether a subgraph of `node` (at any depth) holds an op that has a bounded form."""
     for attribute in node.attribute:
         for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
-            if any((n.op_type in BOUNDED and n.domain in DEFAULT_DOMAINS) or holds_data_dependent(n) for n in sub.node):
+            if any((n.op_type in BOUNDED and n.domain in DEFAULT_DOMAINS) or _holds_data_dependent(n) for n in sub.node):
                 return True
     return False
 
