@@ -541,8 +541,8 @@ def compile_time_values(model: onnx.ModelProto, static_inputs: Collection[str],
                         keep_inputs: Collection[str]) -> set[str]:  # fmt: skip
     """The main graph's values known at compile time, as the import will fold them: initializers (but those
     in `keep_inputs`), `static_inputs` and empty inputs, Shape and Size of anything, and what nodes compute
-    from those alone (a subgraph's values count as run-time: DATA_DEPENDENT ops there are refused), but a random
-    op's draws, which are never folded (ops_random.py)."""
+    from those alone (a subgraph's values count as run-time: a DATA_DEPENDENT op there is refused where its
+    branch or body is imported), but a random op's draws, which are never folded (ops_random.py)."""
     graph = model.graph
     known = {t.name for t in graph.initializer if t.name not in keep_inputs}
     known.update(i.name for i in graph.input if i.name in static_inputs or _empty(_declared(i)))
