@@ -40,16 +40,11 @@ def fold_function(function: ir.Operation) -> bool:
 
 def _fold(bn: ir.Operation) -> bool:
     """Folds `bn` into its producer when the rules allow; returns whether it did."""
-    x, scale, bias, mean, var = bn.operands
-    params = [g.constant_array(v) for v in (scale, bias, mean, var)]
+    x = bn.operands[0]
     producer = g.producer(x)
-    if producer is None or any(p is None for p in params) or not g.has_one_use(x):
+    fold = Fold.of(bn)
+    if producer is None or fold is None or not g.has_one_use(x):
         return False
-    if ops.integer(bn, "channelIdx") != 1:
-        return False
-    scale_a, bias_a, mean_a, var_a = (p.astype(np.float64) for p in params)
-    k = scale_a / np.sqrt(var_a + np.float64(ops.floating(bn, "epsilon")))
-    fold = Fold(k, bias_a - mean_a * k)
     if producer.name in ("glow.convolution", "glow.conv_transpose", "glow.fully_connected"):
         new = _fold_into_weighted(producer, bn, fold)
     elif producer.name in ("glow.matmul", "glow.batched_add"):
@@ -68,6 +63,16 @@ class Fold:
     def __init__(self, k: np.ndarray, shift: np.ndarray) -> None:
         self.k = k
         self.shift = shift
+
+    @staticmethod
+    def of(bn: ir.Operation) -> Fold | None:
+        """The map of batch norm `bn` over channel dim 1 with constant parameters (float64), else None."""
+        params = [g.constant_array(v) for v in bn.operands[1:]]
+        if any(p is None for p in params) or ops.integer(bn, "channelIdx") != 1:
+            return None
+        scale, bias, mean, var = (p.astype(np.float64) for p in params)  # type: ignore[union-attr]
+        k = scale / np.sqrt(var + np.float64(ops.floating(bn, "epsilon")))
+        return Fold(k, bias - mean * k)
 
     def bias(self, b: np.ndarray) -> np.ndarray:
         return b * self.k + self.shift

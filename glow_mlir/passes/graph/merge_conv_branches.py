@@ -30,6 +30,7 @@ from mlir import ir
 
 from glow_mlir import ops
 from glow_mlir.passes.graph import utils as g
+from glow_mlir.passes.graph.fold_batchnorm import Fold
 from glow_mlir.passes.registry import register
 
 CONV = "glow.convolution"
@@ -103,12 +104,10 @@ def _other_branch(conv: ir.Operation, other: ir.Value) -> Branch | None:
         channels = ops.shape(x)[1]
         k, shift = np.ones(channels), np.zeros(channels)
     elif producer is not None and producer.name == BN and producer.operands[0] == x and g.has_one_use(other):
-        params = [g.constant_array(v) for v in producer.operands[1:]]
-        if any(p is None for p in params) or ops.integer(producer, "channelIdx") != 1:
+        fold = Fold.of(producer)
+        if fold is None:
             return None
-        scale, bias, mean, var = (p.astype(np.float64) for p in params)  # type: ignore[union-attr]
-        k = scale / np.sqrt(var + np.float64(ops.floating(producer, "epsilon")))
-        shift = bias - mean * k
+        k, shift = fold.k, fold.shift
     if k is None or shift is None or other.type != conv.results[0].type or set(ops.ints(conv, "strides")) != {1}:
         return None
     # Output channel o reads input channel o: as many of each per group.
