@@ -147,14 +147,8 @@ def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray],
         frontier_ops = seeds = [n for n in nodes if data_dependent(n, known)]
         if not frontier_ops:
             return None
-    seed_ids = {id(n) for n in seeds}
-    # Nodes downstream of a data-dependent op or a node that needs a value (the node included), in graph order.
-    tainted: set[int] = set()
-    tainted_values: set[str] = set()
-    for node in nodes:
-        if id(node) in seed_ids or any(v in tainted_values for v in uses(node)):
-            tainted.add(id(node))
-            tainted_values.update(o for o in node.output if o)
+    # Nodes downstream of a data-dependent op or a node that needs a value (the node included).
+    tainted, tainted_values = _downstream(nodes, {id(n) for n in seeds})
     frontier = [n for n in frontier_ops if not any(v in tainted_values for v in uses(n))]
     frontier_ids = {id(n) for n in frontier}
     suffix_nodes = [n for n in nodes if id(n) in tainted and id(n) not in frontier_ids]
@@ -211,19 +205,22 @@ def _alike(nodes: list[onnx.NodeProto], node: onnx.NodeProto, value: str, known:
                 or read in known or read not in producer:
             continue
         tried = {**taken, id(other): read}
-        downstream = _downstream(nodes, set(tried))
+        _, downstream = _downstream(nodes, set(tried))
         if not downstream & set(tried.values()):
             taken = tried
     return taken
 
 
-def _downstream(nodes: list[onnx.NodeProto], seeds: set[int]) -> set[str]:
-    """The values computed by the nodes of ids `seeds` and by the nodes that depend on them."""
+def _downstream(nodes: list[onnx.NodeProto], seeds: set[int]) -> tuple[set[int], set[str]]:
+    """The ids of the nodes of ids `seeds` and of the nodes that depend on them (`nodes` in graph order), and
+    the values they compute."""
+    ids: set[int] = set()
     values: set[str] = set()
     for node in nodes:
         if id(node) in seeds or any(v in values for v in uses(node)):
+            ids.add(id(node))
             values.update(o for o in node.output if o)
-    return values
+    return ids, values
 
 
 def inline_taken(model: onnx.ModelProto, taken: Mapping[str, str]) -> onnx.ModelProto | None:
