@@ -44,7 +44,7 @@ from glow_mlir import quantization
 from glow_mlir.backends.cpu.openmp import default_threads
 from glow_mlir.compiled import CompiledModel
 from glow_mlir.library import Buffer
-from glow_mlir.errors import GlowError, StaticInputRequired
+from glow_mlir.errors import GlowError, StaticInputRequired, UnsupportedModelError
 from glow_mlir.frontends.onnx.importer import import_loaded, load
 from glow_mlir.frontends.onnx.signature import resolve, signature
 from glow_mlir.frontends.onnx.stages import split
@@ -230,6 +230,13 @@ def run(args: argparse.Namespace) -> None:
     except StaticInputRequired as e:
         if e.value in (spec.name for spec in specs) and e.value not in given:
             raise  # a graph input deciding a shape: its value is needed (--input or --static-input)
+        _run_stages(args, proto, buffers, given, static)
+        return
+    except UnsupportedModelError as e:
+        if not e.taken_branches:
+            raise
+        # Perhaps a data-dependent op in an If branch a compile-time condition took: the session inlines the
+        # branch and splits there (or raises the same error).
         _run_stages(args, proto, buffers, given, static)
         return
     float_graph = graph

@@ -4,6 +4,9 @@ against onnxruntime, counts of zero included."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -342,3 +345,12 @@ def test_an_if_whose_taken_branch_holds_non_max_suppression(boxes_static: bool) 
     NonMaxSuppression in it: no box above the threshold (the then branch), some, all."""
     scores = [np.float32([0.9, 0.1, 0.8, 0.7, 0.2, 0.95]), np.full(6, 0.1, np.float32), np.full(6, 0.9, np.float32)]
     _compare(_detector_tail(boxes_static), [{"boxes": _boxes(k), "scores": s} for k, s in enumerate(scores)])
+
+
+def test_glow_run_runs_a_model_with_non_max_suppression_in_a_taken_branch(tmp_path: Path) -> None:
+    path = tmp_path / "detector.onnx"
+    onnx.save(_detector_tail(True), path)
+    command = [sys.executable, "-m", "glow_mlir.tools.glow_run", str(path), "--random-inputs", "--compare-onnxruntime"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "kept: max abs 0 " in result.stdout and "runs in stages" in result.stderr
