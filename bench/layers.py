@@ -209,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", required=True, help="a model of bench.broad's set (zoo.<name> for the zoo's)")
     parser.add_argument("--seconds", type=float, default=3.0, help="profiled seconds per framework")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
-    parser.add_argument("--no-peak", action="store_true", help="leave out the % of peak (and its measurement)")
+    parser.add_argument("--no-peak", action="store_true", help="leave out the %% of peak (and its measurement)")
     args = parser.parse_args(argv)
     peak = None if args.no_peak else measure_peak(repeats=3)
     rows = compare(args.model, args.seconds, peak)

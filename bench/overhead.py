@@ -6,8 +6,9 @@ call of the same entry point with the same descriptors, best of 5 batches each, 
 
 from __future__ import annotations
 
+import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -25,7 +26,10 @@ def best(call: Callable[[], object], count: int = 20000, batches: int = 5) -> fl
     return min(times)
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=20000, help="calls per timed batch")
+    args = parser.parse_args(argv)
     g = glow_mlir.Graph("tiny")
     g.output("y", g.relu(g.input("x", (4,))))
     with glow_mlir.compile(g, cache=False) as model:
@@ -34,9 +38,9 @@ def main() -> None:
         outputs = model.run(feeds)
         raw, packed = model._function, model._packed
         assert raw is not None
-        raw_seconds = best(lambda: raw(packed))
+        raw_seconds = best(lambda: raw(packed), args.calls)
         del raw, outputs
-        run_seconds = best(lambda: model.run(feeds))
+        run_seconds = best(lambda: model.run(feeds), args.calls)
     overhead = (run_seconds - raw_seconds) * 1e6
     print(f"raw call {raw_seconds * 1e6:.2f} us, run() {run_seconds * 1e6:.2f} us, overhead {overhead:.2f} us")
 

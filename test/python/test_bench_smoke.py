@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -215,3 +217,14 @@ def test_ab_takes_any_onnx_file(tmp_path: Path) -> None:
     [row] = json.loads(json_path.read_text())["results"]
     assert row["model"] == str(path) and row["outputs_bitwise_equal"] and row["base_over_new"] > 0
     assert "tiny" in result.stdout
+
+
+@pytest.mark.parametrize("module", sorted(p.stem for p in (ROOT / "bench").glob("*.py") if "def main(" in p.read_text()))
+def test_every_bench_command_prints_its_help(module: str) -> None:
+    """`--help` formats every option's help string: a bare % in one (bench.layers' "% of peak") made argparse
+    raise a TypeError instead of printing the usage."""
+    result = subprocess.run(
+        [sys.executable, "-m", f"bench.{module}", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("usage:")
