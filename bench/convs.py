@@ -83,7 +83,8 @@ CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 @dataclass(frozen=True)
 class ConvShape:
     """One convolution: C input channels on a size x size map (batch 1), F filters of k x k, stride, pads
-    k // 2 (the networks' "same" padding), `group` groups; `relu` appends a Relu. With `expansion`, the layer is
+    k // 2 for odd windows (the networks' "same" padding) and none for even ones (patchify layers: ConvNeXt's
+    2x2/s2 downsampling, 4x4/s4 stems), `group` groups; `relu` appends a Relu. With `expansion`, the layer is
     an inverted residual's depthwise convolution with the 1x1 expansion from that many channels (+ ReLU6) before
     it: the model is the block, which glow-mlir runs as one kernel (expansion_recipes.py). `source` says where
     the shape comes from."""
@@ -100,8 +101,12 @@ class ConvShape:
     expansion: int = 0
 
     @property
+    def pad(self) -> int:
+        return self.k // 2 if self.k % 2 else 0
+
+    @property
     def out_size(self) -> int:
-        return (self.size + 2 * (self.k // 2) - self.k) // self.stride + 1
+        return (self.size + 2 * self.pad - self.k) // self.stride + 1
 
     @property
     def in_channels(self) -> int:
@@ -111,7 +116,7 @@ class ConvShape:
     @property
     def in_pad(self) -> int:
         """The padding of the `glow nhwc` model's input: the layer's, but where a 1x1 expansion reads it."""
-        return 0 if self.expansion else self.k // 2
+        return 0 if self.expansion else self.pad
 
 
 def _dw(c: int, size: int, k: int, stride: int, source: str, relu: bool = True) -> ConvShape:
@@ -276,7 +281,7 @@ def build(shape: ConvShape, nhwc: bool = False, seed: int = 0, producer: bool = 
     is not padded and an Abs named PRODUCER computes the layer's input, which glow-mlir writes into the interior
     of the layer's padded buffer, as a network's layer before it would."""
     producer = producer and nhwc and not shape.expansion
-    pad = shape.k // 2 if not nhwc or shape.expansion or producer else 0
+    pad = shape.pad if not nhwc or shape.expansion or producer else 0
     rng = np.random.default_rng(seed)
     k = shape.k
     w = (rng.standard_normal((shape.f, shape.c // shape.group, k, k)) / np.sqrt(k * k * shape.c / shape.group))

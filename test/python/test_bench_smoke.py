@@ -181,6 +181,9 @@ block = convs.shape_of("e24>dw3x3-s2-96@28")
 assert (block.expansion, block.c, block.k, block.stride) == (24, 96, 3, 2)
 dense = convs.shape_of("conv1x1-s1-64>20@14")
 assert (dense.c, dense.f, dense.group, dense.k) == (64, 20, 1, 1)
+# Odd windows pad k // 2 ("same"); even ones are patchify layers with no padding (ConvNeXt's 2x2/s2: 28 -> 14).
+patchify = convs.shape_of("conv2x2-s2-384>768@28")
+assert (patchify.pad, patchify.out_size, convs.shape_of("dw7x7-s1-96@56").out_size) == (0, 14, 56)
 for bad in ("g16x7-1x1-s1-128>128@28", "dw3x5-s1-8@8", "resnet"):
     with pytest.raises(SystemExit, match="unknown shape"):
         convs.shape_of(bad)
