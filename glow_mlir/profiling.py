@@ -200,6 +200,12 @@ class Profiler:
             self._session_events.append(self._event("Session", "session_initialization", end_ns - int(seconds * 1e9),
                                                     int(seconds * 1e9), {"function": model.abi.function}))
 
+    @property
+    def models(self) -> list[ProfiledModel]:
+        """The models followed so far, in the order they were compiled."""
+        with self._lock:
+            return list(self._models)
+
     def _event(
         self, category: str, name: str, start_ns: int, duration_ns: int, args: dict[str, Any], thread: int | None = None
     ) -> dict[str, Any]:
@@ -213,8 +219,7 @@ class Profiler:
         """The trace so far: compiles, then per run its kernels and the run itself, in time order."""
         with self._lock:
             events = list(self._session_events)
-            models = list(self._models)
-        for model in models:
+        for model in self.models:
             for run in list(model.runs):
                 for i, kernel in enumerate(model.kernels):
                     calls = int(run.counters[CALLS_ROW, i])

@@ -424,6 +424,17 @@ class InferenceSession:
             profiler, self._profiler = self._profiler, None
         return profiler.end() if profiler is not None else ""
 
+    def profiled_models(self) -> list[ProfiledModel]:
+        """The models compiled in the profiling variant so far (SessionOptions.enable_profiling), each with its
+        kernels and recorded runs: this session's in compile order, then those of its stages or of the sessions
+        that run a specialization split (an If branch inlined); empty when profiling is off."""
+        if self._stages is not None:
+            return [model for stage in self._stages if stage is not None for model in stage.profiled_models()]
+        with self._lock:
+            own = self._profiler.models if self._profiler is not None else []
+            nested = [c for c in self._compiled.values() if isinstance(c, InferenceSession)]
+        return [*own, *(model for session in nested for model in session.profiled_models())]
+
     @property
     def report(self) -> dict[str, Any]:
         """The compile report (arena size, pass timings, compile time) of the model as constructed; for a

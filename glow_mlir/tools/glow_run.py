@@ -16,8 +16,8 @@ matplotlib: pip install 'glow-mlir[viz]'); docs/PICTURES.md shows both. `--dump-
 are Glow's quantization flow (docs/QUANTIZATION.md): profile on the inputs, then compile the int8 model.
 A model with data-dependent ops on run-time values (NonZero, NonMaxSuppression, ...), or whose shapes depend on
 values computed at run time (a length from predicted durations), runs in the stages of an InferenceSession
-(frontends/onnx/stages.py), compiled per count or value; what needs one compiled model (`--dump-ir`, `--graph`,
-`--memory-plan`, `--profile`, the quantization flags) is refused for it.
+(frontends/onnx/stages.py), compiled per count or value; `--profile` prints a table per compiled stage, and
+what needs one compiled model (`--dump-ir`, `--graph`, `--memory-plan`, the quantization flags) is refused.
 
 Progress (import, then every pipeline stage with its time) goes to stderr; outputs, the comparison with
 onnxruntime and the timings go to stdout. Bad input (an unsupported or malformed model, a missing input)
@@ -44,6 +44,7 @@ from glow_mlir import quantization
 from glow_mlir.backends.cpu.openmp import default_threads
 from glow_mlir.compiled import CompiledModel
 from glow_mlir.library import Buffer
+from glow_mlir.options import SessionOptions
 from glow_mlir.errors import GlowError, StaticInputRequired, UnsupportedModelError
 from glow_mlir.frontends.onnx.importer import import_loaded, load
 from glow_mlir.frontends.onnx.signature import resolve, signature
@@ -310,16 +311,18 @@ def _run_stages(args: argparse.Namespace, proto: onnx.ModelProto, inputs: Sequen
                 given: dict[str, np.ndarray], static: dict[str, np.ndarray]) -> None:  # fmt: skip
     """A model with data-dependent ops on run-time values, or shapes decided by values: run in the
     InferenceSession that splits it into stages (frontends/onnx/stages.py), the later stages compiled at the first
-    run per count or value. What needs one compiled model (its IR, pictures, profiles, quantization) is
-    refused."""
+    run per count or value; `--profile` profiles every compiled stage. What needs one compiled model (its IR,
+    pictures, quantization profiles) is refused."""
     one_model = {"--dump-ir": args.dump_ir, "--graph": args.graph, "--memory-plan": args.memory_plan,
-                 "--profile": args.profile, "--load-profile": args.load_profile, "--dump-profile": args.dump_profile}
+                 "--load-profile": args.load_profile, "--dump-profile": args.dump_profile}
     refused = [flag for flag, value in one_model.items() if value is not None]
     if refused:
         raise UsageError(f"{', '.join(refused)}: the model's shapes depend on run-time values; it runs in stages "
                          "(one compiled model per stage and count or value), not as one compiled model")
     start = time.perf_counter()
-    session = InferenceSession(proto, threads=args.threads or default_threads(), static_inputs=static)
+    options = SessionOptions()
+    options.enable_profiling = args.profile is not None
+    session = InferenceSession(proto, options, threads=args.threads or default_threads(), static_inputs=static)
     built = time.perf_counter()
     print(f"  shapes depend on run-time values: runs in stages; built in {built - start:.3f} s", file=sys.stderr,
           flush=True)
@@ -330,6 +333,12 @@ def _run_stages(args: argparse.Namespace, proto: onnx.ModelProto, inputs: Sequen
     if args.stats:
         for index, report in enumerate(session.report["stages"]):
             print(f"stage {index + 1}:\n" + stats_table(report))
+    op_types = {node.name: node.op_type for node in proto.graph.node}
+    for index, model in enumerate(session.profiled_models(), 1):
+        rows, total_ms = summarize(model.kernels, model.runs, op_types)
+        print(f"compiled stage {index} ({', '.join(b.name for b in model.abi.inputs)} -> "
+              f"{', '.join(b.name for b in model.abi.outputs)}):")
+        print(profile_table(rows, total_ms, len(model.runs), top=args.profile))
     print(f"latency: median {statistics.median(latencies) * 1e3:.3f} ms over {args.iterations} run(s) (the first "
           "compiles the later stages)")
 

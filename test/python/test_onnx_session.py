@@ -188,8 +188,13 @@ def test_glow_run_runs_a_model_with_data_dependent_ops_in_stages(tmp_path: Path)
     assert result.returncode == 0, result.stderr
     assert "vals: float32[9]" in result.stdout and "vals: max abs 0 " in result.stdout
     assert "stage 2:" in result.stdout
-    refused = run_cli(str(path), "--random-inputs", "--profile")
-    assert refused.returncode == 1 and "--profile: the model's shapes depend on run-time values" in refused.stderr
+    # --profile: a table per compiled stage (the prefix computes NonZero's bounded form, the suffix the gather).
+    profiled = run_cli(str(path), "--random-inputs", "--profile", "--iterations", "3")
+    assert profiled.returncode == 0, profiled.stderr
+    assert "compiled stage 1 (x -> " in profiled.stdout and "compiled stage 2 (" in profiled.stdout
+    assert profiled.stdout.count("profile: 3 run(s)") == 2, profiled.stdout
+    refused = run_cli(str(path), "--random-inputs", "--graph", str(tmp_path / "g.svg"))
+    assert refused.returncode == 1 and "--graph: the model's shapes depend on run-time values" in refused.stderr
 
 
 @pytest.mark.parametrize("args,message", [
