@@ -271,6 +271,22 @@ def test_a_matmul_of_a_scalar_is_named() -> None:
         import_model(model)
 
 
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", {"kernel_shape": [2, 2], "strides": [0, 2]}),
+    ("AveragePool", {"kernel_shape": [2, 0]}),
+    ("LpPool", {"kernel_shape": [2, 2], "dilations": [1, 0]}),
+    ("Conv", {"kernel_shape": [1, 1], "strides": [2, 0]}),
+])  # fmt: skip
+def test_a_window_of_zero_stride_dilation_or_size_is_named(op: str, attrs: dict[str, list[int]]) -> None:
+    # Found as ZeroDivisionError in the pools' geometry (a LeNet's MaxPool with its stride's bits flipped to 0):
+    # every windowed op reads its kernel, strides and dilations through window_attrs, which checks them.
+    inputs = ["x", "w"] if op == "Conv" else ["x"]
+    nodes = [helper.make_node(op, inputs, ["y"], name="win", **attrs)]
+    model = _model(nodes, [_x([1, 2, 6, 6]), _x([2, 2, 1, 1], "w")][: len(inputs)], ["y"])
+    with pytest.raises(InvalidNodeError, match=rf"node 'win' \({op}\): kernel_shape .* must be >= 1"):
+        import_model(model)
+
+
 def test_glow_opt_refuses_a_loop_attribute_of_another_element_type(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

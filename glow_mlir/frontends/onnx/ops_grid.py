@@ -401,12 +401,12 @@ def _deform_window(
     strides, dilations = window_attrs(ctx, 2, kernel)
     begin, end = window_pads(ctx, (h, wd), kernel, strides, dilations)
     pads = [*begin, *end]
-    if min(*strides, *dilations) < 1 or min(pads) < 0:
-        raise ctx.invalid(f"strides {strides} and dilations {dilations} must be >= 1, pads {pads} >= 0")
+    if min(pads) < 0:
+        raise ctx.invalid(f"pads {pads} must be >= 0")
     out_hw = []
     for size, k, s, d, low, high in zip((h, wd), kernel, strides, dilations, begin, end):
         span = size + low + high - (k - 1) * d - 1
-        if k < 1 or span < 0:
+        if span < 0:
             raise ctx.invalid(f"the {kernel} kernel dilated by {dilations} does not fit X {list(shape(x))} padded "
                               f"by {pads}")  # fmt: skip
         out_hw.append(span // s + 1)

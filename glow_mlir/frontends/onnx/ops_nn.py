@@ -81,6 +81,8 @@ def window_attrs(ctx: NodeContext, n: int, kernel: Sequence[int]) -> tuple[list[
     dilations = list(ctx.attr("dilations", [1] * n))
     if len(strides) != n or len(dilations) != n or len(kernel) != n:
         raise ctx.invalid(f"kernel_shape, strides and dilations must have {n} values")
+    if min(*kernel, *strides, *dilations) < 1:
+        raise ctx.invalid(f"kernel_shape {list(kernel)}, strides {strides} and dilations {dilations} must be >= 1")
     return strides, dilations
 
 
