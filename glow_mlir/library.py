@@ -102,13 +102,12 @@ class LoadedModel:
         try:
             for name, shape, dtype, descriptor in slot.inputs:
                 array = feeds.get(name)
-                if (
-                    array.__class__ is not np.ndarray
-                    or array.dtype != dtype
-                    or array.shape != shape
-                    or not array.flags.c_contiguous
-                ):
+                if array.__class__ is not np.ndarray or array.dtype != dtype or array.shape != shape:
                     array = self._check(feeds)[self._input_index[name]]
+                    keep.append(array)
+                elif not array.flags.c_contiguous:
+                    # A view (a staged model's result cut to its count along an inner axis): copied alone.
+                    array = np.ascontiguousarray(array)
                     keep.append(array)
                 point(descriptor, array)
             for name, shape, dtype, nbytes, descriptor in slot.outputs:

@@ -88,6 +88,8 @@ ShapeSets = Mapping[str, Sequence[int]] | Sequence[Mapping[str, Sequence[int]]]
 _Key = tuple[frozenset[str], tuple[Shape, ...] | None, tuple[tuple[str, str, Shape, bytes], ...]]
 # The specialization of a model with static shapes and no input compiled per value.
 _STATIC: _Key = (frozenset(), None, ())
+# The sets of feed shapes whose resolved input shapes a session of a dynamic model remembers.
+_RESOLVED_SHAPES = 256
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,7 @@ class InferenceSession:
         self._capacity = max_specializations
         # A specialization whose If branches hold data-dependent ops is a split session of its own.
         self._compiled: OrderedDict[_Key, CompiledModel | InferenceSession | None] = OrderedDict()
+        self._resolved: dict[tuple[tuple[str, Shape], ...], tuple[Shape, ...]] = {}
         # Per specialization, its outputs that are empty tensors at its shapes (left out of the compiled model).
         self._empty: dict[_Key, dict[str, np.ndarray]] = {}
         self._last: CompiledModel | InferenceSession | None = None
@@ -271,12 +274,12 @@ class InferenceSession:
             raise FeedError(f"no input named {', '.join(map(repr, unknown))}; the inputs are {sorted(self._inputs)}")
         names = parts.prefix_outputs
         fed = {n: v for n, v in feeds.items() if n in parts.prefix_inputs}
-        results = dict(zip(names, prefix.run(names, fed), strict=True))
+        results = dict(zip(names, prefix._run(names, fed), strict=True))
         cut_to = parts.cut_results(results)
         results.update(cut_to)
         if suffix is not None:
             wanted = parts.suffix_outputs
-            results.update(zip(wanted, suffix.run(wanted, parts.suffix_feeds(feeds, results, cut_to)), strict=True))
+            results.update(zip(wanted, suffix._run(wanted, parts.suffix_feeds(feeds, results, cut_to)), strict=True))
         return results
 
     def _log(self, level: int, message: str, *args: object) -> None:
@@ -457,15 +460,23 @@ class InferenceSession:
         every output. A feed that contradicts the model raises FeedError (a ValueError) naming the input and
         dim.
         """
-        feeds = {name: feed_array(name, value) for name, value in input_feed.items()}
+        return self._run(output_names, {name: feed_array(name, value) for name, value in input_feed.items()})
+
+    def _run(self, output_names: Sequence[str] | None, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """`run` on feeds that are arrays already (a stage's, from the session that runs it)."""
         keep = frozenset(name for name in feeds if name in self._overridable)
         shapes = None
         if self._dynamic:
-            missing = [s for s in self._specs if s.name not in feeds]
-            if missing:
-                raise FeedError(f"input '{missing[0].name}' {missing[0].describe()} is not given")
-            given = {name: array.shape for name, array in feeds.items() if name not in self._overridable}
-            shapes = self._shape_key(resolve(self._specs, given))
+            given = tuple((name, array.shape) for name, array in feeds.items() if name not in self._overridable)
+            shapes = self._resolved.get(given)
+            if shapes is None:
+                missing = [s for s in self._specs if s.name not in feeds]
+                if missing:
+                    raise FeedError(f"input '{missing[0].name}' {missing[0].describe()} is not given")
+                shapes = self._shape_key(resolve(self._specs, dict(given)))
+                # Checked once per set of feed shapes: a staged model's later stages see the same few on every run.
+                if len(self._resolved) < _RESOLVED_SHAPES:
+                    self._resolved[given] = shapes
         compiled, key = None, _STATIC
         while self._stages is None:
             values = {name: self._value_of(name, feeds) for name in self._by_value}
@@ -486,7 +497,7 @@ class InferenceSession:
             names = [o.name for o in self._model.graph.output]
             if isinstance(compiled, InferenceSession):
                 fed = {n: v for n, v in feeds.items() if n not in self._by_value}
-                results.update(zip(names, compiled.run(names, fed), strict=True))
+                results.update(zip(names, compiled._run(names, fed), strict=True))
             elif compiled is not None:
                 taken = {b.name for b in compiled.abi.inputs}
                 # An empty input is bound at compile time (it holds no data), and so is an input compiled per
