@@ -1,7 +1,9 @@
 """run()'s overhead over the generated code: `python -m bench.overhead`.
 
 Times a one-input, one-output model (relu of 4 floats) through `CompiledModel.run` and through a raw ctypes
-call of the same entry point with the same descriptors, best of 5 batches each, and prints the difference.
+call of the same entry point with the same descriptors, best of 5 batches each, and prints the difference;
+then the same model as ONNX through `InferenceSession.run` and onnxruntime's (one thread), whose call costs
+are what a user of the drop-in API pays per run (and a model run in stages pays per stage).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import onnxruntime
+from onnx import TensorProto, helper
 
 import glow_mlir
 
@@ -43,6 +47,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         run_seconds = best(lambda: model.run(feeds), args.calls)
     overhead = (run_seconds - raw_seconds) * 1e6
     print(f"raw call {raw_seconds * 1e6:.2f} us, run() {run_seconds * 1e6:.2f} us, overhead {overhead:.2f} us")
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "tiny",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])  # fmt: skip
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    ort = onnxruntime.InferenceSession(onnx_model, options, providers=["CPUExecutionProvider"])
+    session = glow_mlir.InferenceSession(onnx_model, threads=1)
+    session_seconds = best(lambda: session.run(None, feeds), args.calls)
+    ort_seconds = best(lambda: ort.run(None, feeds), args.calls)
+    print(f"InferenceSession.run() {session_seconds * 1e6:.2f} us, onnxruntime's {ort_seconds * 1e6:.2f} us")
 
 
 if __name__ == "__main__":

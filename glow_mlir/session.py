@@ -464,6 +464,15 @@ class InferenceSession:
 
     def _run(self, output_names: Sequence[str] | None, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         """`run` on feeds that are arrays already (a stage's, from the session that runs it)."""
+        whole = self._default
+        if (whole is not None and self._stages is None and len(feeds) == len(whole.abi.inputs)
+                and not self._empty[_STATIC] and self._overridable.isdisjoint(feeds)):  # fmt: skip
+            # A static model fed just its inputs: its one compiled model runs them (and checks them), with no
+            # specialization to look up (a staged model's static stages run so, once per stage).
+            results = whole.run(feeds)
+            names = output_names or list(results)
+            if all(n in results for n in names):
+                return [results[n] for n in names]
         keep = frozenset(name for name in feeds if name in self._overridable)
         shapes = None
         if self._dynamic:
