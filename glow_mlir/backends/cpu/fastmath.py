@@ -88,22 +88,27 @@ def _power_of_two(n: ir.Value) -> ir.Value:
     return arith.bitcast(ir.F32Type.get(), bits)
 
 
-def exp(x: ir.Value) -> ir.Value:
-    """e^x = 2^n * e^r with n = round(x / ln 2), |r| <= ln 2 / 2; 2^n applied in two halves so that results
-    in the subnormal range round once and results past the f32 range overflow to inf.
+def _reduced(x: ir.Value, low: float) -> tuple[ir.Value, ir.Value]:
+    """(x log2 e + ROUNDING, e^r) for x clamped to [low, 88.8], n = round(x / ln 2) and r = x - n ln 2.
 
     n is rounded by adding ROUNDING (1.5 x 2^23): the sum's low mantissa bits are n itself, so that n as an
-    integer is a bitcast and a subtraction, and the first half of 2^n goes into p's exponent field (p is in
-    [0.7, 1.42] and that half at least -76: a normal number); floor and a float-to-int conversion took 11
-    cycles a 16-lane vector where onnxruntime's exp took 8."""
-    i32 = ir.IntegerType.get_signless(32)
-    # The clamp keeps n in [-151, 128] (and NaN stays NaN: at_least/at_most keep a NaN x).
-    clamped = at_most(at_least(x, _f(x, -104.0)), _f(x, 88.8))
+    integer is a bitcast and a subtraction; floor and a float-to-int conversion took 11 cycles a 16-lane vector
+    where onnxruntime's exp took 8. NaN stays NaN (at_least/at_most keep a NaN x)."""
+    clamped = at_most(at_least(x, _f(x, low)), _f(x, 88.8))
     shifted = math.fma(clamped, _f(x, LOG2E), _f(x, ROUNDING))
     n = arith.subf(shifted, _f(x, ROUNDING))
     r = math.fma(n, _f(x, -LN2_HI), clamped)
     r = math.fma(n, _f(x, -LN2_LO), r)
-    p = arith.addf(math.fma(arith.mulf(r, r), _poly(EXP_POLY, r), r), _f(x, 1.0))
+    return shifted, arith.addf(math.fma(arith.mulf(r, r), _poly(EXP_POLY, r), r), _f(x, 1.0))
+
+
+def exp(x: ir.Value) -> ir.Value:
+    """e^x = 2^n * e^r with |r| <= ln 2 / 2 (`_reduced`); 2^n applied in two halves so that results in the
+    subnormal range round once and results past the f32 range overflow to inf: the first half goes into e^r's
+    exponent field (e^r is in [0.7, 1.42] and that half at least -76: a normal number)."""
+    i32 = ir.IntegerType.get_signless(32)
+    # The clamp keeps n in [-151, 128].
+    shifted, p = _reduced(x, -104.0)
     k = arith.subi(arith.bitcast(i32, shifted), _i(ROUNDING_BITS))
     half = arith.shrsi(k, _i(1))
     scaled = arith.bitcast(x.type, arith.addi(arith.bitcast(i32, p), arith.shli(half, _i(23))))
@@ -115,12 +120,7 @@ def exp_approximate(x: ir.Value) -> ir.Value:
     once, so that results under 2^-126 flush to zero (n = -127 builds a zero scale) and n = 128 (x > 88.37)
     overflows to inf. Sigmoid's e^-|x| takes it: 5 vector instructions fewer than `exp`."""
     i32 = ir.IntegerType.get_signless(32)
-    clamped = at_most(at_least(x, _f(x, -88.0)), _f(x, 88.8))
-    shifted = math.fma(clamped, _f(x, LOG2E), _f(x, ROUNDING))
-    n = arith.subf(shifted, _f(x, ROUNDING))
-    r = math.fma(n, _f(x, -LN2_HI), clamped)
-    r = math.fma(n, _f(x, -LN2_LO), r)
-    p = arith.addf(math.fma(arith.mulf(r, r), _poly(EXP_POLY, r), r), _f(x, 1.0))
+    shifted, p = _reduced(x, -88.0)
     # The sum's bits are ROUNDING_BITS + n, whose ROUNDING_BITS part the shift by 23 pushes out: (n + 127) << 23.
     scale = arith.bitcast(x.type, arith.shli(arith.addi(arith.bitcast(i32, shifted), _i(127)), _i(23)))
     return arith.mulf(p, scale)
