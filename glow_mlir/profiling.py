@@ -21,6 +21,7 @@ generated code reads too.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import json
 import os
 import threading
@@ -247,7 +248,15 @@ class Profiler:
             for model in self._models:
                 model.recording = False
         now = datetime.now()
-        name = f"{self.prefix}_{now:%Y-%m-%d_%H-%M-%S}_{now.microsecond // 1000:03d}.json"
+        stem = f"{self.prefix}_{now:%Y-%m-%d_%H-%M-%S}_{now.microsecond // 1000:03d}"
+        # Sessions ending in the same millisecond (a split model's stages) each keep a file: "_1", "_2", ...
+        for copy in itertools.count():
+            name = f"{stem}_{copy}.json" if copy else f"{stem}.json"
+            try:
+                with open(Path(folder) / name, "x") as file:
+                    file.write("[\n" + ",\n".join(json.dumps(e) for e in events) + "\n]\n")
+                break
+            except FileExistsError:
+                continue
         path = Path(folder) / name
-        path.write_text("[\n" + ",\n".join(json.dumps(e) for e in events) + "\n]\n")
         return str(path) if Path(folder) != Path(".") else name

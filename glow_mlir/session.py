@@ -425,6 +425,10 @@ class InferenceSession:
             return names[0]
         with self._lock:
             profiler, self._profiler = self._profiler, None
+            nested = [c for c in self._compiled.values() if isinstance(c, InferenceSession)]
+        # A specialization split at an If branch's data-dependent op profiles its runs in its own session.
+        for session in nested:
+            session.end_profiling()
         return profiler.end() if profiler is not None else ""
 
     def profiled_models(self) -> list[ProfiledModel]:

@@ -4,6 +4,7 @@ against onnxruntime, counts of zero included."""
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -345,6 +346,24 @@ def test_an_if_whose_taken_branch_holds_non_max_suppression(boxes_static: bool) 
     NonMaxSuppression in it: no box above the threshold (the then branch), some, all."""
     scores = [np.float32([0.9, 0.1, 0.8, 0.7, 0.2, 0.95]), np.full(6, 0.1, np.float32), np.full(6, 0.9, np.float32)]
     _compare(_detector_tail(boxes_static), [{"boxes": _boxes(k), "scores": s} for k, s in enumerate(scores)])
+
+
+def test_a_taken_branch_split_is_profiled_and_its_trace_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session that runs the inlined branch in stages profiles them: profiled_models() lists both stages'
+    models with their runs, and end_profiling() writes their traces too."""
+    monkeypatch.chdir(tmp_path)
+    options = glow_mlir.SessionOptions()
+    options.enable_profiling = True
+    session = glow_mlir.InferenceSession(_detector_tail(True).SerializeToString(), options)
+    session.run(None, {"boxes": _boxes(0), "scores": np.float32([0.9, 0.1, 0.8, 0.7, 0.2, 0.95])})
+    models = session.profiled_models()
+    assert len(models) == 2 and all(len(m.runs) == 1 for m in models)
+    session.end_profiling()
+    # The session's own (it compiled no model: the branch's session did) and one per stage of the branch's
+    # session, ending in the same millisecond more often than not: each file keeps a name of its own.
+    traces = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
+    assert len(traces) == 3
+    assert any(e["cat"] == "Node" and "NonMaxSuppression" in e["args"]["nodes"][0] for t in traces for e in t)
 
 
 def test_glow_run_runs_a_model_with_non_max_suppression_in_a_taken_branch(tmp_path: Path) -> None:
