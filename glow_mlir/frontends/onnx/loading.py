@@ -8,6 +8,7 @@ their schema's attribute and arity rules, unnamed or doubly defined values.
 
 from __future__ import annotations
 
+import heapq
 import os
 from collections.abc import Iterator
 
@@ -49,12 +50,86 @@ def load(model: onnx.ModelProto | bytes | str | os.PathLike[str]) -> onnx.ModelP
     else:
         raise TypeError(f"expected an onnx.ModelProto, bytes or a path, got {type(model).__name__}")
     _check_text(proto, "model")
+    if not _sorted(proto.graph):
+        if proto is model:  # the caller's: sorted in a copy
+            proto = onnx.ModelProto()
+            proto.CopyFrom(model)
+        _sort(proto.graph)
     _check_schemas(proto)
     _check_values(proto.graph)
     try:
         return infer_shapes(proto, owned=proto is not model)
     except (onnx.shape_inference.InferenceError, ValueError) as e:
         raise MalformedModelError(f"ONNX shape inference failed: {_first_line(e)}") from None
+
+
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    return [g for a in node.attribute for g in ([a.g] if a.HasField("g") else list(a.graphs))]
+
+
+def _reads(node: onnx.NodeProto) -> set[str]:
+    """The names `node` reads: its inputs and those its subgraphs' nodes read (values of the outer scope)."""
+    names = set(node.input)
+    for sub in _subgraphs(node):
+        for inner in sub.node:
+            names |= _reads(inner)
+    return names
+
+
+def _order(graph: onnx.GraphProto) -> list[int] | None:
+    """The order of `graph`'s nodes in which each comes after the nodes producing what it reads, keeping the
+    given order among nodes ready together (Kahn's algorithm); None where some node waits forever (a cycle)."""
+    producer: dict[str, int] = {}
+    for i, node in enumerate(graph.node):
+        for name in filter(None, node.output):
+            producer.setdefault(name, i)
+    # What each node waits for: the producers of what it reads, but itself (graph inputs have none).
+    waits = [{producer[v] for v in _reads(n) if producer.get(v, i) != i} for i, n in enumerate(graph.node)]
+    readers: dict[int, list[int]] = {}
+    for i, deps in enumerate(waits):
+        for d in deps:
+            readers.setdefault(d, []).append(i)
+    left = [len(deps) for deps in waits]
+    ready = [i for i, count in enumerate(left) if not count]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for r in readers.get(i, []):
+            left[r] -= 1
+            if not left[r]:
+                heapq.heappush(ready, r)
+    return order if len(order) == len(graph.node) else None
+
+
+def _sorted(graph: onnx.GraphProto) -> bool:
+    """Whether every node of `graph` and of its subgraphs comes after the nodes producing what it reads."""
+    produced: set[str] = set()
+    later = {name for node in graph.node for name in node.output}
+    for node in graph.node:
+        if any(v in later and v not in produced for v in _reads(node) - set(node.output)):
+            return False
+        produced.update(node.output)
+    return all(_sorted(sub) for node in graph.node for sub in _subgraphs(node))
+
+
+def _sort(graph: onnx.GraphProto) -> None:
+    """Sorts `graph`'s nodes and its subgraphs' (`_order`): converters append nodes after those that read
+    them (onnxruntime's float16 converter, keep_io_types: the input casts after the first convolution), and
+    onnxruntime sorts such a graph and runs it. A graph with a cycle keeps its order: the import names the
+    node whose input is never produced."""
+    order = _order(graph)
+    if order is not None and order != list(range(len(graph.node))):
+        nodes = [graph.node[i] for i in order]
+        copies = [onnx.NodeProto() for _ in nodes]
+        for copy, node in zip(copies, nodes, strict=True):
+            copy.CopyFrom(node)
+        del graph.node[:]
+        graph.node.extend(copies)
+    for node in graph.node:
+        for sub in _subgraphs(node):
+            _sort(sub)
 
 
 # The text fields of a tensor, and those holding messages that may have text.

@@ -44,6 +44,35 @@ def test_small_cnn_matches_onnxruntime() -> None:
     check(small_cnn(), {"x": rand(2, 3, 8, 8)}, rtol=1e-4)
 
 
+def test_a_graph_out_of_order_is_sorted_as_onnxruntime_sorts_it() -> None:
+    """onnxruntime's float16 converter (keep_io_types) appends the input's Cast after the convolution that reads
+    it; onnxruntime sorts the graph and runs it, and so does the import, the caller's model left as it is. An
+    If reading a value produced after it (in its branch) moves after the producer. A branch's own nodes are
+    sorted too (onnxruntime refuses such a branch)."""
+    then_nodes = [helper.make_node("Neg", ["s"], ["d"]), helper.make_node("Relu", ["d"], ["t_out"])]
+    then = helper.make_graph(then_nodes, "then", [], [helper.make_tensor_value_info("t_out", onnx.TensorProto.FLOAT,
+                                                                                            None)])  # fmt: skip
+    other = helper.make_graph([helper.make_node("Identity", ["s"], ["e_out"])], "else", [],
+                              [helper.make_tensor_value_info("e_out", onnx.TensorProto.FLOAT, None)])  # fmt: skip
+    nodes = [
+        helper.make_node("Conv", ["x16", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("If", ["flag"], ["picked"], then_branch=then, else_branch=other, name="if"),
+        helper.make_node("Cast", ["c"], ["y"], to=onnx.TensorProto.FLOAT, name="out_cast"),
+        helper.make_node("Sigmoid", ["y"], ["s"], name="sig"),
+        helper.make_node("Cast", ["x"], ["x16"], to=onnx.TensorProto.FLOAT16, name="in_cast"),
+    ]
+    init = {"w": rand(4, 3, 3, 3).astype(np.float16), "b": rand(4).astype(np.float16), "flag": np.array(True)}
+    m = model(nodes, {"x": rand(1, 3, 6, 6)}, ["y", "picked"], init)
+    before = m.SerializeToString()
+    check(m, {"x": rand(1, 3, 6, 6)}, rtol=2e-3, atol=2e-3)
+    assert m.SerializeToString() == before
+    assert [n.name for n in load(m).graph.node] == ["in_cast", "conv", "out_cast", "sig", "if"]
+    then.node.reverse()
+    next(a for a in m.graph.node[1].attribute if a.name == "then_branch").g.CopyFrom(then)
+    branch = next(a.g for a in load(m).graph.node[4].attribute if a.name == "then_branch")
+    assert [n.op_type for n in branch.node] == ["Neg", "Relu"]
+
+
 def test_shape_inference_gets_no_weights(monkeypatch: pytest.MonkeyPatch) -> None:
     """onnx's shape inference copies the model to C++ and back: large initializers reach it without their data
     (inference.infer_shapes), a shape read from a small one still folds, and the model imports whole."""
