@@ -18,9 +18,9 @@ Like Glow's `lower()`, every rule replaces one node by a small graph of simpler 
 - every op computing a bfloat16 or float16 result -> the same op on f32, between conversions (`widen_half`):
   the half types are storage types here, as the CPU backend has no arithmetic on them but its bf16 products
   (an fp16 ResNet-18 ran its f16 max pool as scalar loops, 31 % of the model, and its convolutions at 0.4x
-  their f32 speed). Each f16 op's result is rounded to f16 as the model states it (onnxruntime and ONNX's
-  reference round every op's f16 result; an attention computed without those roundings differed from both by
-  an f16 step). A chain of bf16 ops passes its f32 values on, so a value is rounded to bf16 once, where it
+  their f32 speed). Each f16 op's result is rounded to f16 as the model states it (ONNX's reference rounds
+  every op's f16 result: the backend suite's fp16 attention cases differ by an f16 step without those roundings;
+  onnxruntime's CPU provider rounds once where an f32 chain ends, docs/QUANTIZATION.md). A chain of bf16 ops passes its f32 values on, so a value is rounded to bf16 once, where it
   leaves the chain (a graph output, a convert_to, an op of another result type, a native product's factor):
   rounding each step loses bits with every op, and every partial sum of a matmul or softmax (about log2(terms)
   bits). The exceptions are the products a backend computes natively
