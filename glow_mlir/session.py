@@ -181,8 +181,11 @@ class InferenceSession:
         self._fixed_shapes = resolve(self._specs, {}) if is_dynamic(declared) and not self._dynamic else None
         graph = self._model.graph
         initializers = {t.name for t in graph.initializer}
-        self._overridable = {i.name for i in graph.input if i.name in initializers}
-        self._inputs = frozenset(i.name for i in graph.input)
+        # Before IR version 4 every initializer had to be listed as a graph input too (opset 7/8 exports), so
+        # the listing overrides nothing: those stay constants, as onnxruntime takes them (not inputs either).
+        constant = initializers if self._model.ir_version < 4 else set()
+        self._overridable = {i.name for i in graph.input if i.name in initializers} - constant
+        self._inputs = frozenset(i.name for i in graph.input if i.name not in constant)
         unknown = sorted(set(value_inputs) - self._inputs)
         if unknown:
             raise ValueError(f"value_inputs: no graph input named {', '.join(map(repr, unknown))}")

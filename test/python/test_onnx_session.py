@@ -13,6 +13,7 @@ import pytest
 from onnx import helper, numpy_helper
 from onnx_check import model, rand
 
+from glow_mlir.errors import FeedError
 from glow_mlir.session import InferenceSession
 
 
@@ -82,6 +83,13 @@ def test_feeding_an_initializer_recompiles_with_it_as_input() -> None:
     np.testing.assert_allclose(session.run(None, {"x": x, "w": other})[0], x @ other, rtol=1e-5)
     # Both variants stay compiled.
     np.testing.assert_allclose(session.run(None, {"x": x})[0], x @ w, rtol=1e-5)
+    # Before IR version 4 every initializer is listed as an input (opset 7/8 exports): none is overridable, and
+    # a feed of one is refused, as onnxruntime refuses it.
+    m.ir_version = 3
+    session = InferenceSession(m)
+    assert [i.name for i in session.get_inputs()] == ["x"] and session.get_overridable_initializers() == []
+    with pytest.raises(FeedError, match="input 'w': expected no such input"):
+        session.run(None, {"x": x, "w": other})
 
 
 def test_session_static_inputs() -> None:
