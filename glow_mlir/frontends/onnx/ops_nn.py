@@ -1,5 +1,5 @@
-"""Neural-network ONNX ops: convolutions, Gemm/MatMul, normalizations, Softmax, Dropout (pooling is in
-ops_pool.py; the window helpers here serve both).
+"""Neural-network ONNX ops: convolutions, Gemm/MatMul, normalizations, Softmax (pooling is in ops_pool.py; the
+window helpers here serve both; Dropout, a draw in training mode, is in ops_random.py).
 
 glow's window ops are 2-D NCHW, so 1-D ones are lifted to 2-D with a unit height. What a glow op cannot
 express directly is composed: ConvTranspose's output_padding / output_shape cells beyond the full scatter
@@ -526,17 +526,3 @@ def softmax(ctx: NodeContext) -> list[Value]:
 @handles("LogSoftmax")
 def log_softmax(ctx: NodeContext) -> list[Value]:
     return [_along_last(ctx, ctx.input(0), "log_softmax")]
-
-
-@handles("Dropout")
-def dropout(ctx: NodeContext) -> list[Value]:
-    x = ctx.input(0)
-    training = ctx.const(2, "training_mode")
-    if training is not None and bool(np.asarray(training)):
-        raise ctx.unsupported("training_mode", "only inference (training_mode false) is supported")
-    if ctx.outputs_wanted() < 2:
-        return [x]
-    # Inference keeps every element. Opset 12 defines the mask as all true; before it the mask (of the
-    # input's type before opset 10) is all zeros, as onnxruntime gives it.
-    mask_type = np.dtype(np.bool_) if ctx.opset >= 10 else dtype(x)
-    return [x, ctx.full(shape(x), 1 if ctx.opset >= 12 else 0, mask_type)]

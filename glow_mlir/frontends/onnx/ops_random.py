@@ -8,7 +8,10 @@ GLOW_MLIR_RANDOM_SEED fixes it). Numbers are not onnxruntime's: its generator is
 
 The draws are graph ops even when the Like ops' inputs are known at compile time: a random op is never folded.
 Bernoulli is `uniform < p`; Multinomial picks, per batch row and sample, the class whose cumulative share of
-exp(x - max x) first exceeds a uniform number times their total.
+exp(x - max x) first exceeds a uniform number times their total. Dropout is its input at inference, and in
+training mode (opset 12's training_mode input true: a model exported with torch.onnx.TrainingMode.TRAINING)
+the spec's draw: mask = uniform >= ratio, output = x * mask / (1 - ratio) (onnxruntime without graph
+optimizations draws so; its optimizer removes the node, which a training-mode model states it does not mean).
 """
 
 from __future__ import annotations
@@ -129,3 +132,28 @@ def multinomial(ctx: NodeContext) -> list[Value]:
     # A target rounded up to the total would count every class.
     last = ctx.full([batch, samples], classes - 1, np.dtype(np.int64))
     return [ctx.convert(ctx.g.min(counts, last), ONNX_TO_NUMPY[code])]
+
+
+@handles("Dropout")
+def dropout(ctx: NodeContext) -> list[Value]:
+    x = ctx.input(0)
+    training = ctx.const(2, "training_mode")
+    if training is not None and bool(np.asarray(training)) and 0 not in shape(x):
+        ratio = ctx.const(1, "ratio")
+        ratio = 0.5 if ratio is None else float(np.asarray(ratio))
+        if not 0 <= ratio < 1:
+            raise ctx.invalid(f"ratio {ratio} must be in [0, 1)")
+        if dtype(x) not in FLOAT_TYPES:
+            raise ctx.unsupported("input", f"of type {dtype(x)}: dropout draws for float16, float and double")
+        if ratio:
+            u = _unit(ctx, shape(x), dtype(x))
+            kept = ctx.g.cmp_lte(ctx.scalar_like(u, ratio), u)
+            scale = ctx.scalar_like(x, 1 / (1 - ratio))
+            y = ctx.g.mul(ctx.g.mul(x, ctx.convert(kept, dtype(x))), scale)
+            return [y, kept] if ctx.outputs_wanted() > 1 else [y]
+    if ctx.outputs_wanted() < 2:
+        return [x]
+    # Inference keeps every element (and so does a ratio of 0). Opset 12 defines the mask as all true; before
+    # it the mask (of the input's type before opset 10) is all zeros, as onnxruntime gives it.
+    mask_type = np.dtype(np.bool_) if ctx.opset >= 10 else dtype(x)
+    return [x, ctx.full(shape(x), 1 if ctx.opset >= 12 else 0, mask_type)]

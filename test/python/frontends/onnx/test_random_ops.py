@@ -126,6 +126,23 @@ def test_bernoulli_frequency(dtype: int | None) -> None:
     assert not np.array_equal(y, second["y"])
 
 
+@pytest.mark.parametrize("ratio", [0.3, 0.0])
+def test_dropout_in_training_mode_draws_its_mask(ratio: float) -> None:
+    """A training-mode Dropout (torch.onnx.TrainingMode.TRAINING exports) keeps each element with probability
+    1 - ratio, scaled by 1 / (1 - ratio), and returns the mask; each run draws another. A ratio of 0 keeps all."""
+    ratio_node = helper.make_node("Constant", [], ["r"], value=helper.make_tensor("r", TensorProto.FLOAT, [], [ratio]))
+    train = helper.make_node("Constant", [], ["t"], value=helper.make_tensor("t", TensorProto.BOOL, [], [True]))
+    node = helper.make_node("Dropout", ["x", "r", "t"], ["y", "mask"], seed=4)
+    graph, compiled = _compile(_model([ratio_node, train, node], {"x": (TensorProto.FLOAT, [200, 500])},
+                                      ["y", "mask"]))  # fmt: skip
+    x = np.random.default_rng(0).uniform(1, 2, (200, 500)).astype(np.float32)
+    first, second = _runs(graph, compiled, {"x": x}, 2, computed=("y",))
+    mask = first["mask"]
+    assert mask.dtype == np.bool_ and abs(mask.mean() - (1 - ratio)) < 0.005
+    np.testing.assert_allclose(first["y"], np.where(mask, x / np.float32(1 - ratio), 0), rtol=1e-6)
+    assert np.array_equal(mask, second["mask"]) == (ratio == 0)
+
+
 @pytest.mark.parametrize("dtype", [None, TensorProto.INT64])
 def test_multinomial_frequency(dtype: int | None) -> None:
     extra = {} if dtype is None else {"dtype": dtype}
