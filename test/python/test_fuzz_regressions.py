@@ -287,6 +287,19 @@ def test_a_window_of_zero_stride_dilation_or_size_is_named(op: str, attrs: dict[
         import_model(model)
 
 
+def test_a_fold_larger_than_memory_is_refused_naming_the_node() -> None:
+    # Found as MemoryError (numpy asked for 256 GiB) folding a broadcast of constants to a mutated shape.
+    shape = numpy_helper.from_array(np.array([2**31 - 1, 2, 2, 8], np.int64), "shape")
+    one = numpy_helper.from_array(np.array([1.0], np.float32), "one")
+    nodes = [helper.make_node("Expand", ["one", "shape"], ["big"], name="grow"),
+             helper.make_node("Add", ["x", "big"], ["y"], name="add")]  # fmt: skip
+    model = _model(nodes, [_x([1, 1, 1, 8])], ["y"])
+    model.graph.initializer.extend([shape, one])
+    with pytest.raises(ModelImportError, match=r"node 'grow': broadcast of constants gives a float32\[2147483647, "
+                                               r"2, 2, 8\] \(256.0 GiB\), more than half"):
+        import_model(model)
+
+
 def test_glow_opt_refuses_a_loop_attribute_of_another_element_type(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -121,6 +121,9 @@ def _sort(graph: onnx.GraphProto) -> None:
     node whose input is never produced."""
     order = _order(graph)
     if order is not None and order != list(range(len(graph.node))):
+        # An unnamed node keeps the name its place in the file gives it (`node_names`), which errors quote.
+        for i, node in enumerate(graph.node):
+            node.name = node.name or f"{node.op_type}_{i}"
         nodes = [graph.node[i] for i in order]
         copies = [onnx.NodeProto() for _ in nodes]
         for copy, node in zip(copies, nodes, strict=True):

@@ -15,6 +15,8 @@ builder methods through `NodeContext.g`, an `Emitter`, which
 from __future__ import annotations
 
 import functools
+import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,6 +31,7 @@ from glow_mlir.ops import transposed
 from glow_mlir.errors import (
     InvalidNodeError,
     MalformedModelError,
+    ModelImportError,
     StaticInputRequired,
     UnsupportedAttributeError,
 )
@@ -38,6 +41,9 @@ if TYPE_CHECKING:
     from glow_mlir.frontends.onnx.importer import Importer
 
 Value = Tensor | np.ndarray
+# The largest constant a fold may compute: half the physical memory (a fuzzed Expand to a 2^31 x 32 shape asked
+# numpy for 256 GiB; a smaller excess is not refused by the allocator but by the kernel's OOM killer).
+_FOLD_LIMIT = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 
 # ONNX element types glow has, as numpy dtypes (ml_dtypes' for those numpy lacks; strings, complex numbers
 # and float6 are refused). The float8/float4/int4/int2 formats only go through Cast, CastLike and ops_quant.py.
@@ -135,7 +141,13 @@ class Emitter:
 
         args, kwargs = _replace(args, kwargs, constant)
         result = getattr(scratch, method)(*args, **kwargs)
+        size = math.prod(result.shape) * result.dtype.itemsize
+        if size > _FOLD_LIMIT:
+            raise ModelImportError(f"node '{self._node}': {method} of constants gives a {result.dtype.name}"
+                                   f"{list(result.shape)} ({size / 2**30:.1f} GiB), more than half of this "
+                                   "machine's memory")
         return _evaluate(result.value, known)
+
 
 
 def _evaluate(value: ir.Value, known: dict[ir.Value, np.ndarray]) -> np.ndarray:

@@ -67,6 +67,9 @@ def test_a_graph_out_of_order_is_sorted_as_onnxruntime_sorts_it() -> None:
     check(m, {"x": rand(1, 3, 6, 6)}, rtol=2e-3, atol=2e-3)
     assert m.SerializeToString() == before
     assert [n.name for n in load(m).graph.node] == ["in_cast", "conv", "out_cast", "sig", "if"]
+    # An unnamed node keeps the name of its place in the file: "Sigmoid_3", not its place once sorted.
+    m.graph.node[3].name = ""
+    assert [n.name for n in load(m).graph.node] == ["in_cast", "conv", "out_cast", "Sigmoid_3", "if"]
     then.node.reverse()
     next(a for a in m.graph.node[1].attribute if a.name == "then_branch").g.CopyFrom(then)
     branch = next(a.g for a in load(m).graph.node[4].attribute if a.name == "then_branch")
