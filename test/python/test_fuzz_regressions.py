@@ -300,6 +300,15 @@ def test_a_fold_larger_than_memory_is_refused_naming_the_node() -> None:
         import_model(model)
 
 
+def test_an_unsqueeze_naming_an_axis_twice_is_named() -> None:
+    # Found as StopIteration in Unsqueeze's handler (axes [0, -3] of a rank-1 input: both the first axis of three).
+    axes = numpy_helper.from_array(np.array([0, -3], np.int64), "axes")
+    model = _model([helper.make_node("Unsqueeze", ["x", "axes"], ["y"], name="unsq")], [_x([3])], ["y"])
+    model.graph.initializer.append(axes)
+    with pytest.raises(InvalidNodeError, match=r"node 'unsq' \(Unsqueeze\): axes \[0, 0\] name an axis twice"):
+        import_model(model)
+
+
 def test_glow_opt_refuses_a_loop_attribute_of_another_element_type(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

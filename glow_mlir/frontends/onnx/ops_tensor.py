@@ -127,7 +127,10 @@ def unsqueeze(ctx: NodeContext) -> list[Value]:
     if not axes:
         raise ctx.invalid("axes are required")
     out_rank = rank(x) + len(axes)
-    axes = {normalize_axis(a, out_rank, ctx) for a in axes}
+    listed = [normalize_axis(a, out_rank, ctx) for a in axes]
+    axes = set(listed)
+    if len(axes) != len(listed):
+        raise ctx.invalid(f"axes {listed} name an axis twice")
     dims = iter(shape(x))
     return [ctx.reshape(x, [1 if i in axes else next(dims) for i in range(out_rank)])]
 
