@@ -222,7 +222,10 @@ def test_ab_takes_any_onnx_file(tmp_path: Path) -> None:
     assert "tiny" in result.stdout
 
 
-@pytest.mark.parametrize("module", sorted(p.stem for p in (ROOT / "bench").glob("*.py") if "def main(" in p.read_text()))
+BENCH_COMMANDS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if "def main(" in p.read_text())
+
+
+@pytest.mark.parametrize("module", BENCH_COMMANDS)
 def test_every_bench_command_prints_its_help(module: str) -> None:
     """`--help` formats every option's help string: a bare % in one (bench.layers' "% of peak") made argparse
     raise a TypeError instead of printing the usage."""

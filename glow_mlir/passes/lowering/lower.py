@@ -20,14 +20,15 @@ Like Glow's `lower()`, every rule replaces one node by a small graph of simpler 
   (an fp16 ResNet-18 ran its f16 max pool as scalar loops, 31 % of the model, and its convolutions at 0.4x
   their f32 speed). Each f16 op's result is rounded to f16 as the model states it (ONNX's reference rounds
   every op's f16 result: the backend suite's fp16 attention cases differ by an f16 step without those roundings;
-  onnxruntime's CPU provider rounds once where an f32 chain ends, docs/QUANTIZATION.md). A chain of bf16 ops passes its f32 values on, so a value is rounded to bf16 once, where it
-  leaves the chain (a graph output, a convert_to, an op of another result type, a native product's factor):
-  rounding each step loses bits with every op, and every partial sum of a matmul or softmax (about log2(terms)
-  bits). The exceptions are the products a backend computes natively
-  (`Backend.native_bf16`; the CPU backend's: matmul, fully_connected and group-1 NHWC convolutions with
-  constant weights, where its vdpbf16ps kernels beat f32, backends/cpu/bf16_recipes.py): they take their
-  bf16 factors as they are and give an f32 result (a bias in f32); the f32 chain before one is rounded at
-  that factor, the one after starts from its f32 sums (docs/QUANTIZATION.md, "Native bf16 products")
+  onnxruntime's CPU provider rounds once where an f32 chain ends, docs/QUANTIZATION.md). A chain of bf16 ops
+  passes its f32 values on, so a value is rounded to bf16 once, where it leaves the chain (a graph output, a
+  convert_to, an op of another result type, a native product's factor): rounding each step loses bits with
+  every op, and every partial sum of a matmul or softmax (about log2(terms) bits). The exceptions are the
+  products a backend computes natively (`Backend.native_bf16`; the CPU backend's: matmul, fully_connected and
+  group-1 NHWC convolutions with constant weights, where its vdpbf16ps kernels beat f32,
+  backends/cpu/bf16_recipes.py): they take their bf16 factors as they are and give an f32 result (a bias in
+  f32); the f32 chain before one is rounded at that factor, the one after starts from its f32 sums
+  (docs/QUANTIZATION.md, "Native bf16 products")
 
 A backend may keep any op whole (Glow's `shouldLower`): `lower(module, should_lower)` asks it per op. Every
 op a rule creates carries the location of the op it replaces, so later errors still name the model node.

@@ -348,7 +348,8 @@ def test_an_if_whose_taken_branch_holds_non_max_suppression(boxes_static: bool) 
     _compare(_detector_tail(boxes_static), [{"boxes": _boxes(k), "scores": s} for k, s in enumerate(scores)])
 
 
-def test_a_taken_branch_split_is_profiled_and_its_trace_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_taken_branch_split_is_profiled_and_its_trace_written(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The session that runs the inlined branch in stages profiles them: profiled_models() lists both stages'
     models with their runs, and end_profiling() writes their traces too."""
     monkeypatch.chdir(tmp_path)
