@@ -1,5 +1,6 @@
 // glow-quant-fold-convert-pairs removes convert_to(convert_to(x: T -> W) -> T) where W holds every value of T
-// (int8 -> f32 -> int8, f16 -> f32 -> f16, bf16 -> f32 -> bf16), and keeps a narrowing round trip.
+// (int8 -> f32 -> int8, f16 -> f32 -> f16, bf16 -> f32 -> bf16), and keeps a narrowing round trip but of a
+// float that is an integer in the integer type's range (a QuantizeLinear's clamp of a rounded value).
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-quant-fold-convert-pairs)' | FileCheck %s
 
 // CHECK-LABEL: func.func @exact
@@ -36,4 +37,35 @@ func.func @lossy(%x: tensor<4xf32> {glow.name = "x"}, %i: tensor<4xi32> {glow.na
   %2 = "glow.convert_to"(%i) : (tensor<4xi32>) -> tensor<4xf32>
   %3 = "glow.convert_to"(%2) : (tensor<4xf32>) -> tensor<4xi32>
   return %1, %3 : tensor<4xf32>, tensor<4xi32>
+}
+
+// A QuantizeLinear (round, zero point, clamp to int8) read straight back by a DequantizeLinear: the clamped
+// float is an int8 value, so f32 -> i8 -> f32 goes. Not so for a clamp past int8's range or of an unrounded value.
+// CHECK-LABEL: func.func @quantized
+// CHECK:         %[[Q:.*]] = "glow.min"
+// CHECK:         %[[WIDE:.*]] = "glow.min"
+// CHECK:         %[[FRACTION:.*]] = "glow.min"
+// CHECK-NOT:     "glow.convert_to"(%[[Q]])
+// CHECK:         "glow.convert_to"(%[[WIDE]]) : (tensor<4xf32>) -> tensor<4xi8>
+// CHECK:         "glow.convert_to"(%[[FRACTION]]) : (tensor<4xf32>) -> tensor<4xi8>
+// CHECK:         return %[[Q]],
+func.func @quantized(%x: tensor<4xf32> {glow.name = "x"}) -> (tensor<4xf32> {glow.name = "a"}, tensor<4xf32> {glow.name = "b"}, tensor<4xf32> {glow.name = "c"}) {
+  %r = "glow.round"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %z = "glow.splat"() {value = -3.0 : f32} : () -> tensor<4xf32>
+  %s = "glow.add"(%r, %z) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %lo = "glow.splat"() {value = -128.0 : f32} : () -> tensor<4xf32>
+  %hi = "glow.splat"() {value = 127.0 : f32} : () -> tensor<4xf32>
+  %big = "glow.splat"() {value = 300.0 : f32} : () -> tensor<4xf32>
+  %m = "glow.max"(%s, %lo) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %q = "glow.min"(%m, %hi) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %wide = "glow.min"(%m, %big) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %mx = "glow.max"(%x, %lo) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %fraction = "glow.min"(%mx, %hi) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %0 = "glow.convert_to"(%q) : (tensor<4xf32>) -> tensor<4xi8>
+  %1 = "glow.convert_to"(%0) : (tensor<4xi8>) -> tensor<4xf32>
+  %2 = "glow.convert_to"(%wide) : (tensor<4xf32>) -> tensor<4xi8>
+  %3 = "glow.convert_to"(%2) : (tensor<4xi8>) -> tensor<4xf32>
+  %4 = "glow.convert_to"(%fraction) : (tensor<4xf32>) -> tensor<4xi8>
+  %5 = "glow.convert_to"(%4) : (tensor<4xi8>) -> tensor<4xf32>
+  return %1, %3, %5 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
