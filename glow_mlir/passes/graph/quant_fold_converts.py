@@ -34,6 +34,9 @@ def widens_exactly(narrow: np.dtype, wide: np.dtype) -> bool:
         return wide in (np.dtype(np.float32), np.dtype(np.float64))
     if wide == _BF16 or narrow == np.bool_:
         return False
+    if np.issubdtype(narrow, np.integer) and np.issubdtype(wide, np.floating):
+        # numpy calls int64 -> float64 safe; a float holds the integers of its significand's bits only.
+        return np.iinfo(narrow).bits - (np.iinfo(narrow).min < 0) <= np.finfo(wide).nmant + 1
     return bool(np.can_cast(narrow, wide, casting="safe"))
 
 

@@ -28,15 +28,18 @@ func.func @shared(%q: tensor<4xi8> {glow.name = "q"}) -> (tensor<4xi8> {glow.nam
   return %1, %0 : tensor<4xi8>, tensor<4xf32>
 }
 
-// Narrowing first loses values: f32 -> f16 -> f32 and i32 -> f32 -> i32 are kept.
+// Narrowing first loses values: f32 -> f16 -> f32, i32 -> f32 -> i32 and i64 -> f64 -> i64 (53 bits of
+// significand; numpy calls that cast safe) are kept.
 // CHECK-LABEL: func.func @lossy
-// CHECK-COUNT-4: glow.convert_to
-func.func @lossy(%x: tensor<4xf32> {glow.name = "x"}, %i: tensor<4xi32> {glow.name = "i"}) -> (tensor<4xf32> {glow.name = "a"}, tensor<4xi32> {glow.name = "b"}) {
+// CHECK-COUNT-6: glow.convert_to
+func.func @lossy(%x: tensor<4xf32> {glow.name = "x"}, %i: tensor<4xi32> {glow.name = "i"}, %l: tensor<4xi64> {glow.name = "l"}) -> (tensor<4xf32> {glow.name = "a"}, tensor<4xi32> {glow.name = "b"}, tensor<4xi64> {glow.name = "c"}) {
   %0 = "glow.convert_to"(%x) : (tensor<4xf32>) -> tensor<4xf16>
   %1 = "glow.convert_to"(%0) : (tensor<4xf16>) -> tensor<4xf32>
   %2 = "glow.convert_to"(%i) : (tensor<4xi32>) -> tensor<4xf32>
   %3 = "glow.convert_to"(%2) : (tensor<4xf32>) -> tensor<4xi32>
-  return %1, %3 : tensor<4xf32>, tensor<4xi32>
+  %4 = "glow.convert_to"(%l) : (tensor<4xi64>) -> tensor<4xf64>
+  %5 = "glow.convert_to"(%4) : (tensor<4xf64>) -> tensor<4xi64>
+  return %1, %3, %5 : tensor<4xf32>, tensor<4xi32>, tensor<4xi64>
 }
 
 // A QuantizeLinear (round, zero point, clamp to int8) read straight back by a DequantizeLinear: the clamped
