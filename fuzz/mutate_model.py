@@ -218,7 +218,9 @@ def dims(model: onnx.ModelProto, rng: np.random.Generator) -> str:
         shape.dim.add().dim_value = int(rng.integers(0, 4))
     else:
         info.type.tensor_type.ClearField("shape")
-    return f"value '{info.name}' now of shape {onnx.helper.printable_type(info.type)}"
+    dims = [d.dim_param or d.dim_value for d in shape.dim] if info.type.tensor_type.HasField("shape") else None
+    # printable_type would name the element type, which another mutation may have made no type's (-3).
+    return f"value '{info.name}' now of shape {dims}"
 
 
 def cycle(model: onnx.ModelProto, rng: np.random.Generator) -> str:

@@ -10,6 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
+from onnx import TensorProto, helper
+
 from glow_mlir.errors import InvalidNodeError
 
 # The fuzzer is a top-level package of the repository, beside bench/.
@@ -17,7 +20,7 @@ ROOT = str(Path(__file__).resolve().parents[2])
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from fuzz import campaign
+from fuzz import campaign, mutate_model
 from fuzz.targets import FAILING, TARGETS, _refused, run
 
 CI_SEED = 2026
@@ -43,3 +46,13 @@ def test_an_escaped_exception_is_a_failure() -> None:
 def test_a_refusal_must_name_what_it_refuses() -> None:
     assert _refused(InvalidNodeError("node 'conv1' (Conv): bad pads"), {"conv1"}).status == "refused"
     assert _refused(InvalidNodeError("bad pads"), {"conv1"}).status == "unnamed"
+
+
+def test_the_dims_mutator_describes_a_value_of_no_element_type() -> None:
+    # Seed 2437 stopped the campaign ("the fuzzer itself failed"): another mutation had set an element type of
+    # -3, and describing the new shape through onnx's printable_type raised on it.
+    value = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    value.type.tensor_type.elem_type = -3
+    model = helper.make_model(helper.make_graph([], "g", [value], []))
+    for seed in range(8):
+        assert mutate_model.dims(model, np.random.default_rng(seed)).startswith("value 'x' now of shape")
