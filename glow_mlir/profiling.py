@@ -251,12 +251,13 @@ class Profiler:
         stem = f"{self.prefix}_{now:%Y-%m-%d_%H-%M-%S}_{now.microsecond // 1000:03d}"
         # Sessions ending in the same millisecond (a split model's stages) each keep a file: "_1", "_2", ...
         for copy in itertools.count():
+            # The prefix may hold a folder of its own: the name is returned as written.
             name = f"{stem}_{copy}.json" if copy else f"{stem}.json"
+            path = Path(folder) / name
             try:
-                with open(Path(folder) / name, "x") as file:
+                with open(path, "x") as file:
                     file.write("[\n" + ",\n".join(json.dumps(e) for e in events) + "\n]\n")
                 break
             except FileExistsError:
-                continue
-        path = Path(folder) / name
+                pass
         return str(path) if Path(folder) != Path(".") else name

@@ -428,9 +428,8 @@ class InferenceSession:
             return names[0]
         with self._lock:
             profiler, self._profiler = self._profiler, None
-            nested = [c for c in self._compiled.values() if isinstance(c, InferenceSession)]
         # A specialization split at an If branch's data-dependent op profiles its runs in its own session.
-        for session in nested:
+        for session in self._branch_sessions():
             session.end_profiling()
         return profiler.end() if profiler is not None else ""
 
@@ -442,8 +441,12 @@ class InferenceSession:
             return [model for stage in self._stages if stage is not None for model in stage.profiled_models()]
         with self._lock:
             own = self._profiler.models if self._profiler is not None else []
-            nested = [c for c in self._compiled.values() if isinstance(c, InferenceSession)]
-        return [*own, *(model for session in nested for model in session.profiled_models())]
+        return [*own, *(model for session in self._branch_sessions() for model in session.profiled_models())]
+
+    def _branch_sessions(self) -> list[InferenceSession]:
+        """The sessions that run specializations split at an If branch's data-dependent op (`_branch_session`)."""
+        with self._lock:
+            return [c for c in self._compiled.values() if isinstance(c, InferenceSession)]
 
     @property
     def report(self) -> dict[str, Any]:

@@ -283,10 +283,14 @@ def run(args: argparse.Namespace) -> None:
     if args.stats:
         print(stats_table({**model.report, "import_seconds": imported - start}))
     if isinstance(model, ProfiledModel):
-        op_types = {node.name: node.op_type for node in proto.graph.node}
-        rows, total_ms = summarize(model.kernels, model.runs, op_types)
-        print(profile_table(rows, total_ms, len(model.runs), top=args.profile))
+        print(_kernel_table(model, proto, args.profile))
     print(f"latency: median {statistics.median(latencies) * 1e3:.3f} ms over {args.iterations} run(s)")
+
+
+def _kernel_table(model: ProfiledModel, proto: onnx.ModelProto, top: int) -> str:
+    """The `top` slowest kernels of `model`'s profiled runs, named after `proto`'s nodes (--profile)."""
+    rows, total_ms = summarize(model.kernels, model.runs, {node.name: node.op_type for node in proto.graph.node})
+    return profile_table(rows, total_ms, len(model.runs), top=top)
 
 
 def _run_and_report(args: argparse.Namespace, run: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]],
@@ -333,12 +337,10 @@ def _run_stages(args: argparse.Namespace, proto: onnx.ModelProto, inputs: Sequen
     if args.stats:
         for index, report in enumerate(session.report["stages"]):
             print(f"stage {index + 1}:\n" + stats_table(report))
-    op_types = {node.name: node.op_type for node in proto.graph.node}
     for index, model in enumerate(session.profiled_models(), 1):
-        rows, total_ms = summarize(model.kernels, model.runs, op_types)
         print(f"compiled stage {index} ({', '.join(b.name for b in model.abi.inputs)} -> "
               f"{', '.join(b.name for b in model.abi.outputs)}):")
-        print(profile_table(rows, total_ms, len(model.runs), top=args.profile))
+        print(_kernel_table(model, proto, args.profile))
     print(f"latency: median {statistics.median(latencies) * 1e3:.3f} ms over {args.iterations} run(s) (the first "
           "compiles the later stages)")
 

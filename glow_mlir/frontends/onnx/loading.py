@@ -50,7 +50,7 @@ def load(model: onnx.ModelProto | bytes | str | os.PathLike[str]) -> onnx.ModelP
     else:
         raise TypeError(f"expected an onnx.ModelProto, bytes or a path, got {type(model).__name__}")
     _check_text(proto, "model")
-    if not _sorted(proto.graph):
+    if not _in_order(proto.graph):
         if proto is model:  # the caller's: sorted in a copy
             proto = onnx.ModelProto()
             proto.CopyFrom(model)
@@ -63,17 +63,29 @@ def load(model: onnx.ModelProto | bytes | str | os.PathLike[str]) -> onnx.ModelP
         raise MalformedModelError(f"ONNX shape inference failed: {_first_line(e)}") from None
 
 
-def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+def subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    """The graphs of `node`'s attributes (If branches, Loop and Scan bodies)."""
     return [g for a in node.attribute for g in ([a.g] if a.HasField("g") else list(a.graphs))]
 
 
-def _reads(node: onnx.NodeProto) -> set[str]:
-    """The names `node` reads: its inputs and those its subgraphs' nodes read (values of the outer scope)."""
-    names = set(node.input)
-    for sub in _subgraphs(node):
-        for inner in sub.node:
-            names |= _reads(inner)
-    return names
+def uses(node: onnx.NodeProto) -> list[str]:
+    """The values `node` reads: its inputs, and the outer-scope values its subgraphs read (If branches, Loop and
+    Scan bodies)."""
+    found = [v for v in node.input if v]
+    for sub in subgraphs(node):
+        found += _outer_values(sub)
+    return found
+
+
+def _outer_values(graph: onnx.GraphProto) -> list[str]:
+    """The values a subgraph reads from enclosing scopes: read by its nodes (or theirs) and not defined in it."""
+    defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    found = []
+    for node in graph.node:
+        found += [v for v in uses(node) if v not in defined]
+        defined.update(o for o in node.output if o)
+    found += [o.name for o in graph.output if o.name not in defined]
+    return found
 
 
 def _order(graph: onnx.GraphProto) -> list[int] | None:
@@ -84,7 +96,7 @@ def _order(graph: onnx.GraphProto) -> list[int] | None:
         for name in filter(None, node.output):
             producer.setdefault(name, i)
     # What each node waits for: the producers of what it reads, but itself (graph inputs have none).
-    waits = [{producer[v] for v in _reads(n) if producer.get(v, i) != i} for i, n in enumerate(graph.node)]
+    waits = [{producer[v] for v in uses(n) if producer.get(v, i) != i} for i, n in enumerate(graph.node)]
     readers: dict[int, list[int]] = {}
     for i, deps in enumerate(waits):
         for d in deps:
@@ -103,15 +115,11 @@ def _order(graph: onnx.GraphProto) -> list[int] | None:
     return order if len(order) == len(graph.node) else None
 
 
-def _sorted(graph: onnx.GraphProto) -> bool:
-    """Whether every node of `graph` and of its subgraphs comes after the nodes producing what it reads."""
-    produced: set[str] = set()
-    later = {name for node in graph.node for name in node.output}
-    for node in graph.node:
-        if any(v in later and v not in produced for v in _reads(node) - set(node.output)):
-            return False
-        produced.update(node.output)
-    return all(_sorted(sub) for node in graph.node for sub in _subgraphs(node))
+def _in_order(graph: onnx.GraphProto) -> bool:
+    """Whether sorting would leave `graph` and its subgraphs as they are (`_order`: sorted, or a cycle)."""
+    order = _order(graph)
+    return (order is None or order == list(range(len(graph.node)))) and all(
+        _in_order(sub) for node in graph.node for sub in subgraphs(node))
 
 
 def _sort(graph: onnx.GraphProto) -> None:
@@ -131,7 +139,7 @@ def _sort(graph: onnx.GraphProto) -> None:
         del graph.node[:]
         graph.node.extend(copies)
     for node in graph.node:
-        for sub in _subgraphs(node):
+        for sub in subgraphs(node):
             _sort(sub)
 
 
@@ -236,6 +244,5 @@ def walk(graph: onnx.GraphProto, names: list[str]) -> Iterator[tuple[onnx.NodePr
     """Every node of `graph` with its name, and those of its subgraphs (If branches, Loop bodies, ...)."""
     for node, name in zip(graph.node, names):
         yield node, name
-        for attribute in node.attribute:
-            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
-                yield from walk(sub, node_names(sub, f"{name}/"))
+        for sub in subgraphs(node):
+            yield from walk(sub, node_names(sub, f"{name}/"))

@@ -149,7 +149,6 @@ class Emitter:
         return _evaluate(result.value, known)
 
 
-
 def _evaluate(value: ir.Value, known: dict[ir.Value, np.ndarray]) -> np.ndarray:
     """The array of `value`: builder methods may make several ops, so evaluate its producers first."""
     if value not in known:

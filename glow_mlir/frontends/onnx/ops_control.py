@@ -38,6 +38,7 @@ from mlir.dialects import func
 from glow_mlir import ops
 from glow_mlir.builder import Tensor
 from glow_mlir.errors import StaticInputRequired, UnsupportedAttributeError
+from glow_mlir.frontends.onnx.loading import subgraphs
 from glow_mlir.frontends.onnx.node import (
     ONNX_TO_NUMPY,
     NodeContext,
@@ -66,11 +67,7 @@ def check_unroll(ctx: NodeContext, count: int, body_nodes: int, what: str) -> No
 
 def count_nodes(graph: onnx.GraphProto) -> int:
     """The nodes of `graph`, those of its nested subgraphs included."""
-    nested = sum(
-        count_nodes(sub)
-        for node in graph.node for a in node.attribute for sub in ([a.g] if a.HasField("g") else list(a.graphs))
-    )
-    return len(graph.node) + nested
+    return len(graph.node) + sum(count_nodes(sub) for node in graph.node for sub in subgraphs(node))
 
 
 def take(ctx: NodeContext, x: Value, axis: int, index: int) -> Value:

@@ -39,7 +39,7 @@ import numpy as np
 import onnx
 
 from glow_mlir.frontends.onnx.importer import compile_time_values
-from glow_mlir.frontends.onnx.loading import DEFAULT_DOMAINS, load, node_names
+from glow_mlir.frontends.onnx.loading import DEFAULT_DOMAINS, load, node_names, subgraphs, uses
 from glow_mlir.frontends.onnx.ops_bounded import BOUNDED, padded_axes
 from glow_mlir.frontends.onnx.registry import GLOW_DOMAIN
 
@@ -257,11 +257,8 @@ def inline_taken(model: onnx.ModelProto, taken: Mapping[str, str]) -> onnx.Model
 
 def _holds_data_dependent(node: onnx.NodeProto) -> bool:
     """Whether a subgraph of `node` (at any depth) holds an op that has a bounded form."""
-    for attribute in node.attribute:
-        for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
-            if any((n.op_type in BOUNDED and n.domain in DEFAULT_DOMAINS) or _holds_data_dependent(n) for n in sub.node):
-                return True
-    return False
+    return any((n.op_type in BOUNDED and n.domain in DEFAULT_DOMAINS) or _holds_data_dependent(n)
+               for sub in subgraphs(node) for n in sub.node)  # fmt: skip
 
 
 def _bounded(node: onnx.NodeProto, name: str, ranks: Mapping[str, int]) -> tuple[Cut, onnx.NodeProto]:
@@ -279,27 +276,6 @@ def _bounded(node: onnx.NodeProto, name: str, ranks: Mapping[str, int]) -> tuple
     del bounded.output[:]
     bounded.output.extend([padded for _, padded, _ in results] + [cut.count])
     return cut, bounded
-
-
-def uses(node: onnx.NodeProto) -> list[str]:
-    """The values `node` reads: its inputs, and the outer-scope values its subgraphs read (If branches, Loop and
-    Scan bodies)."""
-    found = [v for v in node.input if v]
-    for attribute in node.attribute:
-        for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
-            found += _outer_values(sub)
-    return found
-
-
-def _outer_values(graph: onnx.GraphProto) -> list[str]:
-    """The values a subgraph reads from enclosing scopes: read by its nodes (or theirs) and not defined in it."""
-    defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
-    found = []
-    for node in graph.node:
-        found += [v for v in uses(node) if v not in defined]
-        defined.update(o for o in node.output if o)
-    found += [o.name for o in graph.output if o.name not in defined]
-    return found
 
 
 def _known_closure(nodes: list[onnx.NodeProto], producer: Mapping[str, onnx.NodeProto], known: set[str],

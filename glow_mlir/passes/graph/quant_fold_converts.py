@@ -61,20 +61,21 @@ def _clamped_into(value: ir.Value, target: np.dtype) -> bool:
     and within integer type `target`'s range: every element is a value of `target`."""
     info = np.iinfo(target)
 
-    def split(op: ir.Operation | None) -> tuple[ir.Value, float] | None:
-        """(the other operand, the bound) of a min or max with one uniform operand in the range."""
+    def clamped(op: ir.Operation | None) -> ir.Value | None:
+        """The operand that min or max `op` bounds by a uniform operand within the range, else None."""
         if op is None or op.name not in ("glow.min", "glow.max"):
             return None
         a, b = op.operands
         for other, bound in ((a, g.uniform_value(b)), (b, g.uniform_value(a))):
             if isinstance(bound, (int, float)) and info.min <= bound <= info.max:
-                return other, bound
+                return other
         return None
 
-    outer = split(g.producer(value))
-    inner = None if outer is None else split(g.producer(outer[0]))
-    kinds = {g.producer(value).name, g.producer(outer[0]).name} if inner is not None else set()
-    return kinds == {"glow.min", "glow.max"} and _integral(inner[0])
+    outer = g.producer(value)
+    middle = clamped(outer)
+    inner = None if middle is None else g.producer(middle)
+    source = clamped(inner)
+    return source is not None and {outer.name, inner.name} == {"glow.min", "glow.max"} and _integral(source)
 
 
 def _fold(op: ir.Operation) -> ir.Value | None:
