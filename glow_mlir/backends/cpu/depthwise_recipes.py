@@ -1,6 +1,7 @@
-"""The CPU backend's f32 depthwise convolution kernel, for glow-cpu-schedule (schedule.py): the recipe of
-`linalg.depthwise_conv_2d_nhwc_hwc` (lowerings.py), which replaces the op with vector code written here (no
-transform steps), with the bias and activation of a CPU convolution in its registers.
+"""The CPU backend's f32 depthwise convolution kernels, for glow-cpu-schedule (schedule.py): what the recipe of
+`linalg.depthwise_conv_2d_nhwc_hwc` (lowerings.py; depthwise_ring.py, which picks among them) replaces the op
+with, vector code written here (no transform steps), with the bias and activation of a CPU convolution in its
+registers.
 
 A depthwise convolution does KH x KW multiply-adds per output element and per input element read, so it is bound
 by how often each loaded vector is used, and by where its data comes from, more than by the FMA ports. The
@@ -43,14 +44,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, scf, vector
 
-from glow_mlir.backends.cpu.conv_recipes import (
-    LANES,
-    dense_window,
-    epilogue,
-    epilogue_alone,
-    static_f32,
-    window_of,
-)
+from glow_mlir.backends.cpu.conv_recipes import LANES
 from glow_mlir.backends.cpu.depthwise_tiles import (
     Interior,
     TileShape,
@@ -61,11 +55,9 @@ from glow_mlir.backends.cpu.depthwise_tiles import (
 )
 from glow_mlir.backends.cpu.recipes import (
     L2_BYTES,
-    Recipe,
     collapse_dims,
     constant_data,
     packed_global,
-    recipe,
     static_shape,
 )
 from glow_mlir.backends.cpu.vector_body import lanes_mask, load, store, yielded, zeros
@@ -80,30 +72,6 @@ STATIC_EDGE_TILES = 2
 # across all channels, a row's 3 input rows of 384 channels (74 KB on 14x14) outgrew L1; block by block across all
 # rows, a 112x112 map streamed from memory once per block.
 BAND_BYTES = 512 * 1024
-
-
-@recipe("linalg.depthwise_conv_2d_nhwc_hwc")
-def depthwise_recipe(op: ir.Operation) -> Recipe | None:
-    """A depthwise convolution (loops n, oh, ow, c, kh, kw) with the bias and activation of a CPU convolution,
-    as one vector kernel (module docstring); with non-static or non-f32 operands, the linalg loops, and the bias
-    and activation as elementwise kernels."""
-    bias_op, activation_op = epilogue(op)
-    if not static_f32(op):
-        return epilogue_alone(bias_op, activation_op)
-    x, filter_, y = op.operands
-    bias = bias_op.operands[0] if bias_op is not None else None
-    window = dense_window(window_of(op))
-    interior = Interior.of(op)
-    if FlatDepthwise.fits(x, filter_, bias, y, window["strides"]):
-        root = FlatDepthwise(op, x, filter_, bias, y, window["strides"], window["dilations"], activation_op).emit()
-    else:
-        kernel = DepthwiseKernel(x, filter_, bias, y, window["strides"], window["dilations"], activation_op,
-                                 interior)  # fmt: skip
-        root = kernel.emit()
-    for done in (activation_op, op, bias_op):
-        if done is not None:
-            done.erase()
-    return Recipe.of(root, lambda _: None)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,9 +7,10 @@ The depthwise convolution runs channel block by channel block (the depthwise ker
 map's, computed by the 1x1 convolution for that block's channels only, into a ring of the rows that one band of
 output rows reads (M = (R - 1) x SH + KH of them, the padding columns zero, padding rows written as zeros): per
 band of R output rows, the R x SH rows the band reads that the last band did not are computed, then the band's
-depthwise tiles (depthwise_recipes.DepthwiseTile, reading the ring through a row map) run on them. Every
-expanded element is computed once; the ring (at most RING_BYTES) stays in L1 between its 1x1 producer and its
-depthwise readers, where the unfused depthwise kernel read the whole expanded map from L2 or memory.
+depthwise tiles (depthwise_recipes.DepthwiseTile, reading the ring through a row map: depthwise_ring.RingBands)
+run on them. Every expanded element is computed once; the ring (at most RING_BYTES) stays in L1 between its 1x1
+producer and its depthwise readers, where the unfused depthwise kernel read the whole expanded map from L2 or
+memory.
 
 Each (channel block, image) is a call of a helper function (outline.define_helper) whose ring is an alloca of
 its own: the loop over them is parallel and glow-cpu-parallelize splits it across threads. The 1x1
@@ -33,12 +34,12 @@ from glow_mlir.backends.cpu.conv_recipes import LANES, REGISTERS, dense_window, 
 from glow_mlir.backends.cpu.depthwise_recipes import (
     ChannelBlocks,
     DepthwiseKernel,
-    DepthwiseTile,
     channel_blocks,
     each_tile,
     for_loop,
     register_lanes,
 )
+from glow_mlir.backends.cpu.depthwise_ring import RING_BYTES, RingBands, ring_rows
 from glow_mlir.backends.cpu.depthwise_tiles import Interior, held_filter, tile_shape
 from glow_mlir.backends.cpu.lowerings import EXPANSION_ATTR
 from glow_mlir.backends.cpu.outline import define_helper
@@ -49,9 +50,6 @@ from glow_mlir.codegen.builders import index
 from glow_mlir.passes.ir.utils import producer, users
 
 DEPTHWISE = "linalg.depthwise_conv_2d_nhwc_hwc"
-# The most bytes of one block's ring of expanded rows: with the 1x1 convolution's input row and filter slice,
-# within L1 (48 KB on Zen 5 and Sapphire Rapids).
-RING_BYTES = 32 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,11 +169,11 @@ class _Fused:
         while rows > 1 and self.ring_bytes(rows, self.ring_vectors) > RING_BYTES:
             rows -= 1
         self.rows = rows
-        self.ring_rows = (rows - 1) * self.sh + self.window
+        self.ring_rows = ring_rows(rows, self.sh, self.window)
         self.f32 = ir.F32Type.get()
 
     def ring_bytes(self, rows: int, vectors: int) -> int:
-        return ((rows - 1) * self.sh + self.window) * self.wp * LANES * vectors * 4
+        return ring_rows(rows, self.sh, self.window) * self.wp * LANES * vectors * 4
 
     def emit(self) -> list[ir.Operation]:
         """The kernel's root loops, one per group of channel blocks: over its blocks and the images, each a
@@ -237,8 +235,9 @@ def _parts(widths: Sequence[int]) -> list[_Part]:
     return [_Part(v * LANES, register_lanes(width), width) for v, width in enumerate(widths)]
 
 
-class _Block:
-    """The body of one (channel block, image) call: its ring, the 1x1 rows into it and the depthwise bands."""
+class _Block(RingBands):
+    """The body of one (channel block, image) call: its ring, the 1x1 rows into it (`fill`) and the depthwise
+    bands (depthwise_ring.RingBands)."""
 
     def __init__(self, k: _Fused, parts: Sequence[_Part], widths: Sequence[int], x: ir.Value, w: ir.Value,
                  bias: ir.Value | None, filter_: ir.Value, dw_bias: ir.Value | None, y: ir.Value) -> None:  # fmt: skip
@@ -248,78 +247,18 @@ class _Block:
         # Built here, in the helper: a value of the caller's cannot cross into it.
         self.masks = [lanes_mask(p.width, p.lanes) for p in parts]
         ring_type = ir.MemRefType.get([1, k.ring_rows, k.wp, self.lanes], k.f32)
-        self.ring = memref.alloca(ring_type, [], [], alignment=64)
+        ring = memref.alloca(ring_type, [], [], alignment=64)
         # The ring's padding columns and rows are zeros: its tiles skip the taps that read them.
         interior = Interior(*k.g.pads, k.h, k.w)
-        self.depthwise = DepthwiseKernel(self.ring, filter_, dw_bias, y, k.g.strides, k.g.dilations,
-                                         k.g.activation, interior)  # fmt: skip
-        # The depthwise tiles' blocks within the ring's channels, as runs of blocks of equal widths: (first
-        # vector, blocks, widths). A run is one loop: its tiles' code once, not once per block.
-        step = k.vectors
-        self.runs: list[tuple[int, int, tuple[int, ...]]] = []
-        for v in range(0, len(widths), step):
-            block = tuple(widths[v : v + step])
-            if self.runs and self.runs[-1][2] == block:
-                first, count, _ = self.runs[-1]
-                self.runs[-1] = (first, count + 1, block)
-            else:
-                self.runs.append((v, 1, block))
+        depthwise = DepthwiseKernel(ring, filter_, dw_bias, y, k.g.strides, k.g.dilations, k.g.activation, interior)
+        super().__init__(depthwise, ring, k.rows, widths, k.vectors)
         # The 1x1 tile: a run of a row's pixels by the block's vectors of accumulators.
         self.pixels = row_tile(k.w, min(MAX_PIXELS, (REGISTERS - len(parts) - 1) // len(parts)))
 
     def emit(self) -> None:
-        """The bands of output rows, each computing the expanded rows it reads that no earlier band did (the
-        first band also the rows before: its whole window), then its depthwise tiles. One loop over all bands,
-        so that the 1x1 row's code is emitted once (four copies of it, carried rows unrolled and a last band of
-        its own, took EfficientNet-B0's compile from 4.7 to 8.0 s); the depthwise tiles of a shorter last band
-        are a variant of their own."""
-        k = self.k
+        """The ring's padding columns, then the bands."""
         self._zero_columns()
-        bands = -(-k.oh // k.rows)
-        last = k.oh - (bands - 1) * k.rows
-        end_of_map = (k.oh - 1) * k.sh + k.window
-        with for_loop(0, bands, 1) as band:
-            top = arith.muli(band, index(k.rows * k.sh))
-            first = arith.select(arith.cmpi(arith.CmpIPredicate.eq, band, index(0)), index(0),
-                                 arith.addi(top, index(k.window - k.sh)))  # fmt: skip
-            end = arith.minui(arith.addi(top, index((k.rows - 1) * k.sh + k.window)), index(end_of_map))
-            loop = scf.ForOp(first, end, index(1))
-            with ir.InsertionPoint(loop.body):
-                self._row(loop.induction_variable)
-                scf.YieldOp([])
-            if last == k.rows:
-                self._tiles(band, k.rows)
-            else:
-                shorter = arith.cmpi(arith.CmpIPredicate.eq, band, index(bands - 1))
-                branch = scf.IfOp(shorter, [], has_else=True)
-                with ir.InsertionPoint(branch.then_block):
-                    self._tiles(band, last)
-                    scf.YieldOp([])
-                with ir.InsertionPoint(branch.else_block):
-                    self._tiles(band, k.rows)
-                    scf.YieldOp([])
-
-    def _tiles(self, band: ir.Value, rows: int) -> None:
-        """The depthwise tiles of output rows band x R .. + rows, reading the ring."""
-        k = self.k
-        y0 = arith.muli(band, index(k.rows))
-        zero = index(0)
-        for first, blocks, widths in self.runs:
-            shape = self.depthwise.shape(rows, len(widths))
-            step = LANES * len(widths)
-            with for_loop(first * LANES, (first * LANES) + blocks * step, step) as c0:
-
-                def tile_rows(y: ir.Value, count: int, c0: ir.Value = c0, widths: Sequence[int] = widths,
-                              pixels: int = shape.pixels) -> None:  # fmt: skip
-                    tile = DepthwiseTile(self.depthwise, zero, arith.addi(y0, y), count, c0, widths,
-                                         source_row=self._slot)  # fmt: skip
-                    self.depthwise.pixel_tiles(pixels, tile.emit, tile.filter is not None)
-
-                each_tile(rows, shape.rows, tile_rows)
-
-    def _slot(self, row: ir.Value) -> ir.Value:
-        """The ring row that holds padded row `row`."""
-        return arith.remui(row, index(self.k.ring_rows))
+        super().emit()
 
     def _zero_columns(self) -> None:
         """The padding columns of every ring row, zero for the whole call."""
@@ -336,12 +275,12 @@ class _Block:
         for part, t in zip(self.parts, self.types, strict=True):
             vector.store(zeros(t), self.ring, [index(0), slot, column, index(part.offset)])
 
-    def _row(self, row: ir.Value) -> None:
+    def fill(self, row: ir.Value) -> None:
         """Padded row `row` of the expanded map into its ring row: the 1x1 convolution of input row row - top,
         or zeros for a padding row."""
         k = self.k
         top = k.g.pads[0]
-        slot = self._slot(row)
+        slot = self.slot(row)
         inside = arith.andi(arith.cmpi(arith.CmpIPredicate.uge, row, index(top)),
                             arith.cmpi(arith.CmpIPredicate.ult, row, index(top + k.h)))  # fmt: skip
         branch = scf.IfOp(inside, [], has_else=True)

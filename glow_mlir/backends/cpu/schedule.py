@@ -29,7 +29,7 @@ from glow_mlir import ops
 # mark_pool_starts).
 from glow_mlir.backends.cpu import (  # noqa: F401
     conv_recipes,
-    depthwise_recipes,
+    depthwise_ring,
     gather_recipes,
     grouped_recipes,
     matmul_recipes,
