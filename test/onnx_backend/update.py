@@ -28,6 +28,8 @@ import onnx  # noqa: E402
 
 from onnx_backend import cases, runner  # noqa: E402
 
+from glow_mlir.frontends.onnx import contrib  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 SUPPORTED_OPS = REPO / "docs" / "SupportedOps.md"
 # How many distinct failure reasons an op's row lists, and how long each may be.
@@ -90,6 +92,21 @@ def _reasons(outcomes: list[cases.Outcome]) -> str:
     return "; ".join(shown)
 
 
+def contrib_ops_markdown() -> list[str]:
+    """The section on onnxruntime's contrib ops (frontends/onnx/contrib.py), which the backend suite has none of:
+    each op and the first sentence of its body's docstring."""
+    out = ["", "## onnxruntime's contrib ops", "",
+           "Ops that onnxruntime's graph optimizer writes into the models it saves (`optimized_model_filepath`, the",
+           "default EXTENDED level, and onnxruntime.transformers' optimizer), imported as the default-domain ops they",
+           "fuse (glow_mlir/frontends/onnx/contrib.py; tested against onnxruntime's kernels in",
+           "test/python/frontends/onnx/test_onnx_contrib.py). Others of its domains are refused by name.", "",
+           "| op | imported as |", "|---|---|"]  # fmt: skip
+    for (domain, op), fn in sorted(contrib.BODIES.items(), key=lambda item: item[0][1].lower()):
+        summary = " ".join((fn.__doc__ or "").split()).split(". ")[0].rstrip(".")
+        out.append(f"| {domain + '.' if domain else ''}{op} | {_cell(summary)} |")
+    return out
+
+
 def supported_ops_markdown(outcomes: dict[str, cases.Outcome], infos: dict[str, cases.CaseInfo]) -> str:
     """docs/SupportedOps.md for a full run: totals per kind, node cases per op, each model case."""
     out = [
@@ -141,6 +158,7 @@ def supported_ops_markdown(outcomes: dict[str, cases.Outcome], infos: dict[str, 
             f"| {op} | {len(passing)} / {len(group)}{only_expanded} | {', '.join(sorted(passing_types))} | "
             f"{', '.join(sorted(failing_types))} | {_reasons(group)} |"
         )
+    out += contrib_ops_markdown()
     for kind in cases.DATA_KINDS:
         out += ["", f"## {kind} cases", "", "| case | status | ops | reason |", "|---|---|---|---|"]
         for o in outcomes.values():

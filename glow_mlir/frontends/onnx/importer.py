@@ -53,7 +53,7 @@ from glow_mlir.errors import (
 )
 
 # Importing the handler modules fills the registry.
-from glow_mlir.frontends.onnx import functions
+from glow_mlir.frontends.onnx import contrib, functions
 from glow_mlir.frontends.onnx import (  # noqa: F401
     ops_attention,
     ops_bounded,
@@ -251,10 +251,11 @@ class Importer:
             (_qualified(node), self._node_opset(node), name)
             for node, name in walk(self.model.graph, self.node_names)
             if (node.domain not in DEFAULT_DOMAINS
-                and not (node.domain == GLOW_DOMAIN and node.op_type in GLOW_HANDLERS))
+                and not (node.domain == GLOW_DOMAIN and node.op_type in GLOW_HANDLERS) and not contrib.has_body(node))
             or (node.op_type in DATA_DEPENDENT and name in main and not all(not v or v in known for v in node.input))
             or (node.domain in DEFAULT_DOMAINS and node.op_type not in HANDLERS
-                and node.op_type not in DATA_DEPENDENT and not functions.has_body(node, self._node_opset(node)))
+                and node.op_type not in DATA_DEPENDENT and not functions.has_body(node, self._node_opset(node))
+                and not contrib.has_body(node))
         ]
         if unsupported:
             staged = any(op in DATA_DEPENDENT for op, _, _ in unsupported)
@@ -376,10 +377,12 @@ class Importer:
             self.env, self._depends = saved
 
     def _import_function(self, node: onnx.NodeProto, name: str, inputs: Sequence[Item | None]) -> None:
-        """Imports `node` as its ONNX function body (functions.py), each body node under the opset the body
-        is written for, named `<name>/<body node>`."""
+        """Imports `node` as its ONNX function body (functions.py), or an onnxruntime contrib op as its body of
+        default-domain ops (contrib.py), each body node under the opset the body is written for, named
+        `<name>/<body node>`."""
         assert self.opset is not None
-        body, body_opset = functions.expand(node, name, self.opset, [_type_of(v) for v in inputs])
+        expand = contrib.expand if contrib.has_body(node) else functions.expand
+        body, body_opset = expand(node, name, self.opset, [_type_of(v) for v in inputs])
         saved = self.opset
         self.opset = body_opset
         try:
@@ -415,7 +418,9 @@ class Importer:
         if handle is None:
             # ONNX may define the op as a function of others (a node of a function body is checked here, not
             # in _check_ops, since context-dependent bodies exist only once their input types are known).
-            if node.domain not in DEFAULT_DOMAINS or self.opset is None or not functions.has_body(node, self.opset):
+            known = contrib.has_body(node) or (node.domain in DEFAULT_DOMAINS and self.opset is not None
+                                               and functions.has_body(node, self.opset))  # fmt: skip
+            if not known or self.opset is None:
                 raise UnsupportedModelError([(_qualified(node), self._node_opset(node), name)])
             self._import_function(node, name, inputs)
             return

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from glow_mlir.frontends.onnx.loading import DEFAULT_DOMAINS
 from glow_mlir.frontends.onnx.node import GLOW_DOMAIN, NodeContext, Value
 
 Handler = Callable[[NodeContext], Sequence[Value]]
@@ -35,6 +36,8 @@ def handles_glow(*op_types: str) -> Callable[[Handler], Handler]:
 
 
 def handler(domain: str, op_type: str) -> Handler | None:
-    """The handler of a node of `domain` (GLOW_DOMAIN's table, else the ONNX ops'; the caller checks that the
-    domain is a default one), or None."""
-    return (GLOW_HANDLERS if domain == GLOW_DOMAIN else HANDLERS).get(op_type)
+    """The handler of a node of `domain` (GLOW_DOMAIN's table, the ONNX ops' for a default domain), or None
+    (another domain's op of the same name, such as onnxruntime's com.microsoft.Gelu, is not the ONNX op)."""
+    if domain == GLOW_DOMAIN:
+        return GLOW_HANDLERS.get(op_type)
+    return HANDLERS.get(op_type) if domain in DEFAULT_DOMAINS else None

@@ -1,0 +1,285 @@
+"""onnxruntime's contrib ops that its graph optimizer writes into the models it saves, imported as bodies of
+default-domain ops, the way functions.py imports an ONNX op that its schema defines as a function.
+
+A user who saves a session's optimized graph (`SessionOptions.optimized_model_filepath`, at the default
+ORT_ENABLE_EXTENDED level, or onnxruntime.transformers' optimizer) gets a model of fused ops of domain
+com.microsoft: each of the 22 zoo models of bench/'s broad set did (Conv + activation as FusedConv, MatMul + Transpose + scale
+as FusedMatMul, the GELU forms, SiLU as QuickGelu, Add + LayerNormalization as SkipLayerNormalization, RMS norms
+as SimplifiedLayerNormalization, which onnxruntime puts in the default domain). Each is written here as the
+default-domain ops it fuses (`BODIES`), which the importer imports with their usual checks, and which glow's own
+graph passes fuse again as they fuse them in the original model. The semantics are onnxruntime's CPU kernels',
+checked against them (test_onnx_contrib.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from glow_mlir.errors import InvalidNodeError, UnsupportedModelError
+
+CONTRIB_DOMAIN = "com.microsoft"
+# The default-domain opset the bodies are written for: Gelu's (20), ReduceMean's axes as an input (18).
+BODY_OPSET = 20
+
+
+class Body:
+    """The default-domain nodes that stand for one contrib node (`node`, named `name` in the model), built by
+    a function of BODIES: its inputs, their types and its attributes, and `add` for each new node."""
+
+    def __init__(self, node: onnx.NodeProto, name: str, opset: int,
+                 input_types: Sequence[onnx.TypeProto | None]) -> None:  # fmt: skip
+        self.node, self.name, self.opset, self.types = node, name, opset, list(input_types)
+        self.attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        self.nodes: list[onnx.NodeProto] = []
+        self.count = 0
+
+    def input(self, i: int) -> str:
+        """The name of input `i`, '' where absent."""
+        return self.node.input[i] if i < len(self.node.input) else ""
+
+    def rank(self, i: int) -> int:
+        t = self.types[i]
+        assert t is not None, "the importer gives every tensor input its type"
+        return len(t.tensor_type.shape.dim)
+
+    def dtype(self, i: int) -> np.dtype:
+        t = self.types[i]
+        assert t is not None
+        return helper.tensor_dtype_to_np_dtype(t.tensor_type.elem_type)
+
+    def attr(self, key: str, default: object = None) -> object:
+        return self.attrs.get(key, default)
+
+    def wanted(self, i: int) -> bool:
+        """Whether the model uses output `i`."""
+        return i < len(self.node.output) and bool(self.node.output[i])
+
+    def output(self, i: int) -> str:
+        """The name of output `i` where the model uses it, else a fresh one."""
+        return self.node.output[i] if self.wanted(i) else self.fresh(f"output{i}")
+
+    def fresh(self, stem: str) -> str:
+        """A value name of its own, in the node's scope."""
+        self.count += 1
+        return f"{self.name}/{stem}_{self.count}"
+
+    def add(self, op_type: str, inputs: Sequence[str], outputs: int | Sequence[str] = 1, **attrs: object) -> str:
+        """A new node; its first output's name (fresh names for `outputs` outputs, or the given ones)."""
+        names = [self.fresh(op_type) for _ in range(outputs)] if isinstance(outputs, int) else list(outputs)
+        self.nodes.append(helper.make_node(op_type, list(inputs), names, name=f"{op_type}_{len(self.nodes)}",
+                                           **attrs))  # fmt: skip
+        return names[0]
+
+    def constant(self, value: float | Sequence[int] | np.ndarray, dtype: np.dtype | type) -> str:
+        return self.add("Constant", [], value=numpy_helper.from_array(np.asarray(value, dtype)))
+
+    def refuse(self, detail: str) -> UnsupportedModelError:
+        return UnsupportedModelError([(f"{CONTRIB_DOMAIN}.{self.node.op_type}", 1, self.name)], detail)
+
+
+BodyFn = Callable[[Body], None]
+# (domain, op type) -> the function that writes the op's body.
+BODIES: dict[tuple[str, str], BodyFn] = {}
+
+
+def body(*op_types: str, domain: str = CONTRIB_DOMAIN) -> Callable[[BodyFn], BodyFn]:
+    def register(fn: BodyFn) -> BodyFn:
+        for op in op_types:
+            BODIES[(domain, op)] = fn
+        return fn
+
+    return register
+
+
+def has_body(node: onnx.NodeProto) -> bool:
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    return (domain, node.op_type) in BODIES
+
+
+def expand(node: onnx.NodeProto, name: str, opset: int,
+           input_types: Sequence[onnx.TypeProto | None]) -> tuple[list[onnx.NodeProto], int]:  # fmt: skip
+    """The body of contrib node `node` (named `name`), and the default-domain opset it is written for."""
+    b = Body(node, name, opset, input_types)
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    BODIES[(domain, node.op_type)](b)
+    return b.nodes, BODY_OPSET
+
+
+# Products.
+
+
+def _transposed(b: Body, value: str, rank: int, batch: bool, last: bool) -> str:
+    """`value` of `rank` with its first dim moved behind the batch dims (`batch`, onnxruntime's transBatch:
+    [M, B1, .., K] read as [B1, .., M, K]), then its last two swapped (`last`)."""
+    if rank < 2 or not (batch or last):
+        return value
+    perm = list(range(rank))
+    if batch and rank > 2:
+        perm = [*range(1, rank - 1), 0, rank - 1]
+    if last:
+        perm[-2], perm[-1] = perm[-1], perm[-2]
+    return b.add("Transpose", [value], perm=perm) if perm != list(range(rank)) else value
+
+
+@body("FusedMatMul", "TransposeMatMul")
+def fused_matmul(b: Body) -> None:
+    """alpha * op(A) @ op(B): each operand's last two dims swapped (transA, transB) after its first dim is moved
+    behind its batch dims (transBatchA, transBatchB)."""
+    batch = bool(b.attr("transBatchA", 0)) or bool(b.attr("transBatchB", 0))
+    if batch and not (b.rank(0) == b.rank(1) and b.rank(0) > 2):
+        raise InvalidNodeError(f"node '{b.name}' ({CONTRIB_DOMAIN}.FusedMatMul): transBatchA and transBatchB take "
+                               f"operands of one rank, 3 or more; got ranks {b.rank(0)} and {b.rank(1)}")
+    a = _transposed(b, b.input(0), b.rank(0), bool(b.attr("transBatchA", 0)), bool(b.attr("transA", 0)))
+    w = _transposed(b, b.input(1), b.rank(1), bool(b.attr("transBatchB", 0)), bool(b.attr("transB", 0)))
+    alpha = float(b.attr("alpha", 1.0))
+    if alpha == 1.0:
+        b.add("MatMul", [a, w], [b.output(0)])
+        return
+    product = b.add("MatMul", [a, w])
+    b.add("Mul", [product, b.constant(alpha, b.dtype(0))], [b.output(0)])
+
+
+def _activation(b: Body, x: str, name: str, params: Sequence[float], out: str) -> None:
+    """Activation `name` of onnxruntime's fused ops (MLAS's: Relu, Tanh, Sigmoid, LeakyRelu, Clip,
+    HardSigmoid) on x, into `out`."""
+    if name in ("Relu", "Tanh", "Sigmoid"):
+        b.add(name, [x], [out])
+    elif name == "LeakyRelu":
+        b.add("LeakyRelu", [x], [out], alpha=float(params[0]) if params else 0.01)
+    elif name == "HardSigmoid":
+        alpha, beta = (list(params) + [0.2, 0.5][len(params):])[:2]
+        b.add("HardSigmoid", [x], [out], alpha=float(alpha), beta=float(beta))
+    elif name == "Clip":
+        if len(params) != 2:
+            raise b.refuse(f"a Clip activation takes 2 activation_params (min, max), got {len(params)}")
+        dtype = b.dtype(0)
+        b.add("Clip", [x, b.constant(params[0], dtype), b.constant(params[1], dtype)], [out])
+    else:
+        raise b.refuse(f"activation '{name}' is not one of onnxruntime's fused activations")
+
+
+def _without(b: Body, *names: str) -> dict[str, object]:
+    return {key: value for key, value in b.attrs.items() if key not in names}
+
+
+@body("FusedConv")
+def fused_conv(b: Body) -> None:
+    """activation(Conv(X, W, B) + Z): the Conv's attributes, `activation` and its `activation_params`."""
+    inputs = [b.input(0), b.input(1), *([b.input(2)] if b.input(2) else [])]
+    conv = b.add("Conv", inputs, **_without(b, "activation", "activation_params"))
+    if b.input(3):
+        conv = b.add("Add", [conv, b.input(3)])
+    activation = b.attr("activation", "")
+    name = activation.decode() if isinstance(activation, bytes) else str(activation)
+    if not name:
+        b.add("Identity", [conv], [b.output(0)])
+        return
+    _activation(b, conv, name, list(b.attr("activation_params", [])), b.output(0))
+
+
+@body("FusedGemm")
+def fused_gemm(b: Body) -> None:
+    """activation(Gemm(A, B, C)): the Gemm's attributes, `activation` and its activation_alpha/beta."""
+    inputs = [b.input(i) for i in range(3) if b.input(i)]
+    names = ("activation", "activation_alpha", "activation_beta", "activation_gamma")
+    gemm = b.add("Gemm", inputs, **_without(b, *names))
+    activation = b.attr("activation", b"")
+    name = activation.decode() if isinstance(activation, bytes) else str(activation)
+    params = [b.attr(k) for k in ("activation_alpha", "activation_beta") if b.attr(k) is not None]
+    _activation(b, gemm, name, [float(p) for p in params], b.output(0))
+
+
+# GELU and SiLU forms.
+
+
+@body("Gelu")
+def gelu(b: Body) -> None:
+    """x / 2 * (1 + erf(x / sqrt 2))."""
+    b.add("Gelu", [b.input(0)], [b.output(0)])
+
+
+@body("BiasGelu")
+def bias_gelu(b: Body) -> None:
+    """Gelu(A + B)."""
+    b.add("Gelu", [b.add("Add", [b.input(0), b.input(1)])], [b.output(0)])
+
+
+@body("FastGelu")
+def fast_gelu(b: Body) -> None:
+    """GELU's tanh form of X (+ bias)."""
+    x = b.add("Add", [b.input(0), b.input(1)]) if b.input(1) else b.input(0)
+    b.add("Gelu", [x], [b.output(0)], approximate="tanh")
+
+
+@body("QuickGelu")
+def quick_gelu(b: Body) -> None:
+    """x * sigmoid(alpha * x) (alpha 1.702; 1 for SiLU, as onnxruntime fuses it)."""
+    alpha = float(b.attr("alpha", 1.702))
+    x = b.input(0)
+    scaled = x if alpha == 1.0 else b.add("Mul", [x, b.constant(alpha, b.dtype(0))])
+    b.add("Mul", [x, b.add("Sigmoid", [scaled])], [b.output(0)])
+
+
+# Normalizations.
+
+
+def _skip_sum(b: Body, bias_input: int) -> str:
+    """input + skip (+ bias), into output 3 (input_skip_bias_sum) where the model uses it."""
+    total = b.add("Add", [b.input(0), b.input(1)])
+    if b.input(bias_input):
+        total = b.add("Add", [total, b.input(bias_input)])
+    if b.wanted(3):
+        b.add("Identity", [total], [b.output(3)])
+    return total
+
+
+@body("SkipLayerNormalization")
+def skip_layer_normalization(b: Body) -> None:
+    """LayerNormalization(input + skip + bias) over the last axis, times gamma plus beta; the mean, the
+    inverse standard deviation and the sum as its other outputs."""
+    total = _skip_sum(b, 4)
+    inputs = [total, b.input(2), *([b.input(3)] if b.input(3) else [])]
+    b.add("LayerNormalization", inputs, [b.output(0), b.output(1), b.output(2)], axis=-1,
+          epsilon=float(b.attr("epsilon", 1e-12)))  # fmt: skip
+
+
+def _rms(b: Body, x: str, scale: str, axis: int, rank: int, epsilon: float, dtype: np.dtype, out: str,
+         inv_std: str | None) -> None:  # fmt: skip
+    """x (of `dtype`) / sqrt(mean(x^2 over axis..last) + epsilon) * scale into `out`; the inverse into
+    `inv_std`."""
+    first = axis % rank
+    mean = b.add("ReduceMean", [b.add("Mul", [x, x]), b.constant(list(range(first, rank)), np.int64)], keepdims=1)
+    shifted = b.add("Add", [mean, b.constant(epsilon, dtype)])
+    inverse = b.add("Reciprocal", [b.add("Sqrt", [shifted])], [inv_std] if inv_std else 1)
+    b.add("Mul", [b.add("Mul", [x, inverse]), scale], [out])
+
+
+@body("SkipSimplifiedLayerNormalization")
+def skip_simplified_layer_normalization(b: Body) -> None:
+    """The RMS norm of input + skip + bias over the last axis, times gamma; the inverse root mean square and
+    the sum as its other outputs."""
+    if b.wanted(1):
+        raise b.refuse("output 1 (mean) is not computed by an RMS norm")
+    total = _skip_sum(b, 3)
+    _rms(b, total, b.input(2), -1, b.rank(0), float(b.attr("epsilon", 1e-12)), b.dtype(0), b.output(0),
+         b.output(2) if b.wanted(2) else None)  # fmt: skip
+
+
+@body("SimplifiedLayerNormalization", domain="")
+def simplified_layer_normalization(b: Body) -> None:
+    """X / sqrt(mean(X^2 over axis..last) + epsilon) * scale, the inverse as output 1; a float16 X computed in
+    float32 (stash_type 1) and rounded once."""
+    x, scale = b.input(0), b.input(1)
+    half = b.dtype(0) == np.float16 and int(b.attr("stash_type", 1)) == 1
+    if half:
+        x = b.add("Cast", [x], to=onnx.TensorProto.FLOAT)
+        scale = b.add("Cast", [scale], to=onnx.TensorProto.FLOAT)
+    out = b.fresh("y") if half else b.output(0)
+    _rms(b, x, scale, int(b.attr("axis", -1)), b.rank(0), float(b.attr("epsilon", 1e-5)),
+         np.dtype(np.float32) if half else b.dtype(0), out, b.output(1) if b.wanted(1) else None)  # fmt: skip
+    if half:
+        b.add("Cast", [out], [b.output(0)], to=onnx.TensorProto.FLOAT16)

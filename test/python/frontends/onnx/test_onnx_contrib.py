@@ -1,0 +1,234 @@
+"""onnxruntime's contrib ops (frontends/onnx/contrib.py) against onnxruntime's own kernels: every op with its
+attribute and optional-input variants, and a model that onnxruntime's optimizer fused and saved itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import helper, numpy_helper
+
+import glow_mlir
+from glow_mlir.errors import InvalidNodeError, UnsupportedModelError
+from glow_mlir.frontends.onnx import import_model
+from glow_mlir.frontends.onnx.contrib import BODIES, CONTRIB_DOMAIN
+
+rng = np.random.default_rng(0)
+MS = CONTRIB_DOMAIN
+
+
+def _model(nodes: list[onnx.NodeProto], inputs: dict[str, np.ndarray], outputs: list[str],
+           initializers: dict[str, np.ndarray] | None = None) -> onnx.ModelProto:  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "contrib",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in inputs.items()],
+        [helper.make_empty_tensor_value_info(n) for n in outputs],
+        [numpy_helper.from_array(a, n) for n, a in (initializers or {}).items()],
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+
+
+def _check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], rtol: float = 1e-5, atol: float = 1e-5) -> None:
+    """glow-mlir's outputs are onnxruntime's, in shape, dtype and value."""
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    with glow_mlir.compile(import_model(model)) as compiled:
+        got = compiled.run(feeds)
+    for out, expected in zip(model.graph.output, want, strict=True):
+        assert got[out.name].shape == expected.shape and got[out.name].dtype == expected.dtype, out.name
+        np.testing.assert_allclose(got[out.name], expected, rtol=rtol, atol=atol, err_msg=out.name)
+
+
+def _node(op: str, inputs: dict[str, np.ndarray], consts: dict[str, np.ndarray] | None = None, outputs: int = 1,
+          order: list[str] | None = None, domain: str = MS, **attrs: object) -> None:  # fmt: skip
+    """One contrib node on fed `inputs` and constant `consts` (in `order`; '' an omitted optional input)."""
+    consts = consts or {}
+    names = order if order is not None else [*inputs, *consts]
+    out = [f"y{i}" for i in range(outputs)]
+    node = helper.make_node(op, names, out, name=f"{op}_node", domain=domain, **attrs)
+    _check(_model([node], inputs, out, consts), inputs)
+
+
+def r(*dims: int) -> np.ndarray:
+    return rng.standard_normal(dims).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "attrs"),
+    [
+        ((3, 4), (4, 5), {}),
+        ((3, 4), (5, 4), {"transB": 1, "alpha": 0.125}),
+        ((2, 4, 3), (2, 4, 5), {"transA": 1}),
+        ((2, 3, 4), (4, 5), {"alpha": -2.0}),  # a batch of rows times one matrix
+        ((3, 2, 4), (2, 4, 5), {"transBatchA": 1}),  # A [M, B, K] read as [B, M, K]
+        ((2, 3, 4), (5, 2, 4), {"transBatchB": 1, "transB": 1}),  # B [N, B, K] read as [B, K, N]
+        ((4, 2, 2, 3), (2, 2, 4, 5), {"transBatchA": 1, "transA": 1, "alpha": 0.5}),  # rank 4
+    ],
+)
+def test_fused_matmul(a: tuple[int, ...], b: tuple[int, ...], attrs: dict[str, object]) -> None:
+    _node("FusedMatMul", {"a": r(*a)}, {"b": r(*b)}, **attrs)
+
+
+def test_fused_matmul_batch_transpose_needs_equal_ranks() -> None:
+    """As onnxruntime: transBatch takes two operands of one rank, 3 or more."""
+    node = helper.make_node("FusedMatMul", ["a", "b"], ["y"], name="fm", domain=MS, transBatchA=1)
+    with pytest.raises(InvalidNodeError, match=r"node 'fm'.*ranks 3 and 2"):
+        import_model(_model([node], {"a": r(2, 3, 4)}, ["y"], {"b": r(4, 5)}))
+
+
+@pytest.mark.parametrize(
+    ("activation", "params", "z", "bias"),
+    [
+        ("Relu", None, False, True),
+        ("Tanh", None, True, True),  # Z added before the activation
+        ("Sigmoid", None, False, False),
+        ("LeakyRelu", [0.2], False, True),
+        ("Clip", [0.0, 6.0], True, False),
+        ("HardSigmoid", [0.25, 0.4], False, True),
+        ("", None, True, True),  # no activation: Conv + Z
+    ],
+)
+def test_fused_conv(activation: str, params: list[float] | None, z: bool, bias: bool) -> None:
+    attrs: dict[str, object] = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [1, 1], "group": 2}
+    if activation:
+        attrs["activation"] = activation
+    if params is not None:
+        attrs["activation_params"] = params
+    consts = {"w": r(6, 2, 3, 3), "b": r(6) if bias else None}
+    inputs = {"x": r(1, 4, 7, 7), **({"z": r(1, 6, 7, 7)} if z else {})}
+    order = ["x", "w", "b" if bias else "", *(["z"] if z else [])]
+    _node("FusedConv", inputs, {k: v for k, v in consts.items() if v is not None}, order=order, **attrs)
+
+
+def test_fused_conv_unknown_activation_is_refused() -> None:
+    node = helper.make_node("FusedConv", ["x", "w"], ["y"], name="fc", domain=MS, kernel_shape=[1, 1],
+                            activation="Mish")  # fmt: skip
+    model = _model([node], {"x": r(1, 2, 3, 3)}, ["y"], {"w": r(2, 2, 1, 1)})
+    with pytest.raises(UnsupportedModelError, match=r"com\.microsoft\.FusedConv.*'fc'|activation 'Mish'"):
+        import_model(model)
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [{"activation": "Relu"}, {"activation": "LeakyRelu", "activation_alpha": 0.1, "transB": 1, "alpha": 0.5},
+     {"activation": "Sigmoid", "beta": 2.0}],
+)
+def test_fused_gemm(attrs: dict[str, object]) -> None:
+    w = r(5, 4) if attrs.get("transB") else r(4, 5)
+    _node("FusedGemm", {"a": r(3, 4)}, {"w": w, "c": r(5)}, **attrs)
+
+
+def test_gelu_forms() -> None:
+    x, bias = r(2, 3, 8), r(8)
+    _node("Gelu", {"x": x})
+    _node("BiasGelu", {"x": x}, {"bias": bias})
+    _node("FastGelu", {"x": x})
+    _node("FastGelu", {"x": x}, {"bias": bias})
+
+
+@pytest.mark.parametrize("alpha", [None, 1.0, -0.5])
+def test_quick_gelu(alpha: float | None) -> None:
+    _node("QuickGelu", {"x": r(2, 16)}, **({} if alpha is None else {"alpha": alpha}))
+
+
+@pytest.mark.parametrize(("beta", "bias", "outputs"), [(True, True, 4), (False, False, 1), (True, False, 3)])
+def test_skip_layer_normalization(beta: bool, bias: bool, outputs: int) -> None:
+    """Output 0 the normalized sum, 1 its mean, 2 its inverse standard deviation, 3 the sum."""
+    consts = {"gamma": r(8), **({"beta": r(8)} if beta else {}), **({"bias": r(8)} if bias else {})}
+    order = ["x", "skip", "gamma", "beta" if beta else "", *(["bias"] if bias else [])]
+    while not order[-1]:
+        order.pop()
+    _node("SkipLayerNormalization", {"x": r(2, 3, 8), "skip": r(2, 3, 8)}, consts, outputs=outputs, order=order,
+          epsilon=1e-5)  # fmt: skip
+
+
+def test_skip_layer_normalization_default_epsilon() -> None:
+    x = (r(1, 2, 4) * 1e-4).astype(np.float32)  # a variance near the default epsilon (1e-12)
+    _node("SkipLayerNormalization", {"x": x, "skip": np.zeros_like(x)}, {"gamma": r(4)})
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_skip_simplified_layer_normalization(bias: bool) -> None:
+    node = helper.make_node("SkipSimplifiedLayerNormalization", ["x", "skip", "gamma", *(["bias"] if bias else [])],
+                            ["y", "", "inv", "sum"], domain=MS, epsilon=1e-6)  # fmt: skip
+    inits = {"gamma": r(8), **({"bias": r(8)} if bias else {})}
+    feeds = {"x": r(2, 3, 8), "skip": r(2, 3, 8)}
+    _check(_model([node], feeds, ["y", "inv", "sum"], inits), feeds)
+
+
+@pytest.mark.parametrize(("axis", "dtype"), [(-1, np.float32), (1, np.float32), (-1, np.float16)])
+def test_simplified_layer_normalization(axis: int, dtype: type) -> None:
+    """onnxruntime's RMS norm, in the default domain; float16 computed in float32 (stash_type 1)."""
+    x, scale = r(2, 3, 8).astype(dtype), r(*(3, 8)[axis % 3 - 1 :]).astype(dtype)
+    node = helper.make_node("SimplifiedLayerNormalization", ["x", "scale"], ["y", "inv"], axis=axis, epsilon=1e-6)
+    feeds = {"x": x}
+    model = _model([node], feeds, ["y", "inv"], {"scale": scale})
+    tolerance = 2e-3 if dtype == np.float16 else 1e-5
+    _check(model, feeds, rtol=tolerance, atol=tolerance)
+
+
+def test_unknown_contrib_op_is_refused_by_name() -> None:
+    node = helper.make_node("Attention", ["x", "w", "b"], ["y"], name="attn", domain=MS, num_heads=2)
+    model = _model([node], {"x": r(1, 4, 8)}, ["y"], {"w": r(8, 24), "b": r(24)})
+    with pytest.raises(UnsupportedModelError, match=r"com\.microsoft\.Attention \(opset 1\) at node 'attn'"):
+        import_model(model)
+
+
+def test_same_name_in_another_domain_is_not_the_onnx_op() -> None:
+    """A custom domain's Relu is no ONNX Relu: refused, not imported as one."""
+    node = helper.make_node("Relu", ["x"], ["y"], name="custom_relu", domain="org.example")
+    model = _model([node], {"x": r(3)}, ["y"])
+    model.opset_import.append(helper.make_opsetid("org.example", 1))
+    with pytest.raises(UnsupportedModelError, match=r"org\.example\.Relu"):
+        import_model(model)
+
+
+def test_model_onnxruntime_optimized_itself(tmp_path: Path) -> None:
+    """A small CNN + transformer block as onnxruntime's EXTENDED optimizer saves it (its fused contrib ops), run
+    as onnxruntime runs the saved model."""
+    d = 16
+    inits = {"w1": r(8, 3, 3, 3) * 0.3, "b1": r(8), "w2": r(32, d) * 0.1, "wq": r(d, d) * 0.2,
+             "wk": r(d, d) * 0.2, "wf": r(d, d) * 0.2, "bf": r(d), "g": r(d), "beta": r(d), "scale": np.float32(0.25),
+             "shape": np.array([1, 4, 32], np.int64), "half": np.float32(0.5), "one": np.float32(1.0),
+             "sqrt2": np.float32(np.sqrt(2))}  # fmt: skip
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c"], ["cr"]),
+        helper.make_node("Reshape", ["cr", "shape"], ["flat"]),
+        helper.make_node("MatMul", ["flat", "w2"], ["h"]),  # [1, 4, d]: 4 tokens
+        helper.make_node("MatMul", ["h", "wq"], ["q"]),
+        helper.make_node("MatMul", ["h", "wk"], ["k"]),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["s"]),
+        helper.make_node("Mul", ["s", "scale"], ["ss"]),  # Transpose + MatMul + scale: FusedMatMul
+        helper.make_node("MatMul", ["ss", "h"], ["hs"]),
+        helper.make_node("MatMul", ["hs", "wf"], ["f"]),
+        helper.make_node("Add", ["f", "bf"], ["fb"]),
+        helper.make_node("Div", ["fb", "sqrt2"], ["e0"]),  # GELU by erf: com.microsoft.Gelu / BiasGelu
+        helper.make_node("Erf", ["e0"], ["e1"]),
+        helper.make_node("Add", ["e1", "one"], ["e2"]),
+        helper.make_node("Mul", ["fb", "e2"], ["e3"]),
+        helper.make_node("Mul", ["e3", "half"], ["gelu"]),
+        helper.make_node("Add", ["gelu", "h"], ["res"]),  # Add + LayerNormalization: SkipLayerNormalization
+        helper.make_node("LayerNormalization", ["res", "g", "beta"], ["y"], axis=-1, epsilon=1e-5),
+    ]
+    feeds = {"x": r(1, 3, 8, 8)}
+    source = tmp_path / "source.onnx"
+    onnx.save(_model(nodes, feeds, ["y"], inits), source)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+    optimized = onnx.load(options.optimized_model_filepath)
+    fused = {n.op_type for n in optimized.graph.node if n.domain == MS}
+    assert {"FusedConv", "FusedMatMul", "SkipLayerNormalization"} <= fused and fused & {"Gelu", "BiasGelu"}
+    _check(optimized, feeds)
+
+
+def test_every_body_is_tested() -> None:
+    """Each op of contrib.BODIES appears in a test of this file."""
+    text = Path(__file__).read_text()
+    assert all(f'"{op}"' in text for _, op in BODIES if op != "TransposeMatMul")
