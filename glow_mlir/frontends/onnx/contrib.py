@@ -3,12 +3,13 @@ default-domain ops, the way functions.py imports an ONNX op that its schema defi
 
 A user who saves a session's optimized graph (`SessionOptions.optimized_model_filepath`, at the default
 ORT_ENABLE_EXTENDED level, or onnxruntime.transformers' optimizer) gets a model of fused ops of domain
-com.microsoft: each of the 22 zoo models of bench/'s broad set did (Conv + activation as FusedConv, MatMul + Transpose + scale
-as FusedMatMul, the GELU forms, SiLU as QuickGelu, Add + LayerNormalization as SkipLayerNormalization, RMS norms
-as SimplifiedLayerNormalization, which onnxruntime puts in the default domain). Each is written here as the
-default-domain ops it fuses (`BODIES`), which the importer imports with their usual checks, and which glow's own
-graph passes fuse again as they fuse them in the original model. The semantics are onnxruntime's CPU kernels',
-checked against them (test_onnx_contrib.py).
+com.microsoft: each of the 22 zoo models of bench/'s broad set did (Conv + activation as FusedConv, MatMul +
+Transpose + scale as FusedMatMul, the GELU forms, SiLU as QuickGelu, Add + LayerNormalization as
+SkipLayerNormalization, RMS norms as SimplifiedLayerNormalization, which onnxruntime puts in the default domain);
+onnxruntime.transformers' and optimum's optimizers also fuse a BERT's self-attention (Attention) and its
+embeddings (EmbedLayerNormalization). Each is written here as the default-domain ops it fuses (`BODIES`), which
+the importer imports with their usual checks, and which glow's own graph passes fuse again as they fuse them in
+the original model. The semantics are onnxruntime's CPU kernels', checked against them (test_onnx_contrib.py).
 """
 
 from __future__ import annotations
@@ -283,3 +284,113 @@ def simplified_layer_normalization(b: Body) -> None:
          np.dtype(np.float32) if half else b.dtype(0), out, b.output(1) if b.wanted(1) else None)  # fmt: skip
     if half:
         b.add("Cast", [out], [b.output(0)], to=onnx.TensorProto.FLOAT16)
+
+
+# BERT-class blocks of onnxruntime.transformers' optimizer (and optimum's O2+).
+
+
+@body("EmbedLayerNormalization")
+def embed_layer_normalization(b: Body) -> None:
+    """LayerNormalization(word[ids] + position[position_ids or 0..S-1] + segment[segment_ids]); output 1 the
+    number of nonzero mask entries of each row (int32), output 2 the sum before the norm."""
+    ids = b.input(0)
+    batch, sequence = (d.dim_value for d in b.types[0].tensor_type.shape.dim)
+    total = b.add("Gather", [b.input(2), ids])
+    if b.input(8):
+        positions = b.input(8)
+    else:
+        positions = b.constant(np.arange(sequence, dtype=np.int64)[None], np.int64)
+    total = b.add("Add", [total, b.add("Gather", [b.input(3), positions])])
+    if b.input(1) and b.input(4):
+        total = b.add("Add", [total, b.add("Gather", [b.input(4), b.input(1)])])
+    if b.wanted(2):
+        b.add("Identity", [total], [b.output(2)])
+    b.add("LayerNormalization", [total, b.input(5), b.input(6)], [b.output(0)], axis=-1,
+          epsilon=float(b.attr("epsilon", 1e-12)))  # fmt: skip
+    if b.wanted(1):
+        if b.input(7):
+            nonzero = b.add("Cast", [b.add("Not", [b.add("Equal", [b.input(7), b.constant(0, b.dtype(7))])])],
+                            to=onnx.TensorProto.INT32)  # fmt: skip
+            b.add("ReduceSum", [nonzero, b.constant([1], np.int64)], [b.output(1)], keepdims=0)
+        else:
+            b.add("Identity", [b.constant(np.zeros(batch, np.int32), np.int32)], [b.output(1)])
+
+
+def _heads(b: Body, x: str, batch: int, sequence: int, heads: int, size: int, perm: list[int]) -> str:
+    """[B, S, N x size] as [B, N, S, size] permuted by `perm` (of [B, S, N, size])."""
+    shaped = b.add("Reshape", [x, b.constant([batch, sequence, heads, size], np.int64)])
+    return b.add("Transpose", [shaped], perm=perm)
+
+
+def _key_mask(b: Body, mask: str, rank: int, length: int, batch: int, sequence: int, keys: int) -> str:
+    """Where `mask_index` (onnxruntime's forms) masks a key, as booleans [B, 1, 1 or S, keys]. 1-D of B: each
+    row's valid length (keys from it on masked); 1-D of 2B: ends then starts; 2-D [B, keys] or 3-D
+    [B, S, keys]: a zero entry masks its key."""
+    if rank == 1:
+        positions = b.constant(np.arange(keys, dtype=np.int32)[None], np.int32)
+        as_column = b.constant([batch, 1], np.int64)
+        bounds = b.add("Cast", [mask], to=onnx.TensorProto.INT32)
+        if length == batch:
+            masked = b.add("Not", [b.add("Less", [positions, b.add("Reshape", [bounds, as_column])])])
+        elif length == 2 * batch:
+            ends, starts = (b.add("Reshape", [b.add("Slice", [bounds, b.constant([s], np.int64),
+                                                              b.constant([s + batch], np.int64)]), as_column])
+                            for s in (0, batch))  # fmt: skip
+            masked = b.add("Or", [b.add("Not", [b.add("Less", [positions, ends])]), b.add("Less", [positions, starts])])
+        else:
+            raise b.refuse(f"a 1-D mask_index of {length} entries is neither B ({batch}) nor 2B")
+        return b.add("Reshape", [masked, b.constant([batch, 1, 1, keys], np.int64)])
+    if rank not in (2, 3):
+        raise b.refuse(f"a {rank}-D mask_index is not supported (1-D, 2-D and 3-D are)")
+    masked = b.add("Equal", [mask, b.constant(0, b.dtype(3))])
+    rows = 1 if rank == 2 else sequence
+    return b.add("Reshape", [masked, b.constant([batch, 1, rows, keys], np.int64)])
+
+
+@body("Attention")
+def attention(b: Body) -> None:
+    """Multi-head self-attention of X [B, S, H] with packed weights [H, Hq + Hk + Hv] and bias:
+    softmax(Q K^T * scale + masks) V per head, heads joined, as onnxruntime's CPU kernel computes it: a key
+    masked by mask_index (`_key_mask`) gets mask_filter_value added, attention_bias is added, and with
+    unidirectional=1 each query weighs the keys up to its own only. No past state (input 4, output 1) and no
+    rotary embedding."""
+    if b.input(4) or b.wanted(1) or b.input(6):
+        raise b.refuse("past and present key/value state is not supported")
+    if int(b.attr("do_rotary", 0)):
+        raise b.refuse("do_rotary=1 is not supported")
+    heads = int(b.attr("num_heads"))
+    batch, sequence, _ = (d.dim_value for d in b.types[0].tensor_type.shape.dim)
+    width = b.types[1].tensor_type.shape.dim[1].dim_value
+    sizes = [int(s) for s in b.attr("qkv_hidden_sizes", [])] or [width // 3] * 3
+    if sum(sizes) != width or sizes[0] != sizes[1] or any(s % heads for s in sizes):
+        raise b.refuse(f"qkv_hidden_sizes {sizes} do not split the weights' {width} columns into {heads} heads")
+    dtype = b.dtype(0)
+    qkv = b.add("MatMul", [b.input(0), b.input(1)])
+    if b.input(2):
+        qkv = b.add("Add", [qkv, b.input(2)])
+    q, k, v = (b.fresh(part) for part in "qkv")
+    b.add("Split", [qkv, b.constant(sizes, np.int64)], [q, k, v], axis=-1)
+    head = sizes[0] // heads
+    q = _heads(b, q, batch, sequence, heads, head, [0, 2, 1, 3])
+    k = _heads(b, k, batch, sequence, heads, head, [0, 2, 3, 1])
+    v = _heads(b, v, batch, sequence, heads, sizes[2] // heads, [0, 2, 1, 3])
+    scale = float(b.attr("scale", 0.0)) or 1 / np.sqrt(head)
+    scores = b.add("Mul", [b.add("MatMul", [q, k]), b.constant(scale, dtype)])
+    if b.input(3):
+        dims = [d.dim_value for d in b.types[3].tensor_type.shape.dim]
+        # [1, 1] or [B, 1]: onnxruntime's dummy mask, no mask at all.
+        if not (len(dims) == 2 and dims[1] == 1 and sequence > 1):
+            masked = _key_mask(b, b.input(3), len(dims), dims[0], batch, sequence, sequence)
+            fill = float(b.attr("mask_filter_value", -10000.0))
+            added = b.add("Where", [masked, b.constant(fill, dtype), b.constant(0.0, dtype)])
+            scores = b.add("Add", [scores, added])
+    if b.input(5):
+        scores = b.add("Add", [scores, b.input(5)])
+    if int(b.attr("unidirectional", 0)):
+        # onnxruntime's causal softmax runs over the keys up to the query's own: the later ones weigh nothing, even
+        # where the key mask masks all the earlier ones (-inf here; key 0 always stays).
+        causal = b.constant(np.triu(np.ones((sequence, sequence), bool), 1), np.bool_)
+        scores = b.add("Where", [causal, b.constant(-np.inf, dtype), scores])
+    context = b.add("MatMul", [b.add("Softmax", [scores], axis=-1), v])
+    joined = b.add("Transpose", [context], perm=[0, 2, 1, 3])
+    b.add("Reshape", [joined, b.constant([batch, sequence, sizes[2]], np.int64)], [b.output(0)])

@@ -24,7 +24,8 @@ def _model(nodes: list[onnx.NodeProto], inputs: dict[str, np.ndarray], outputs: 
            initializers: dict[str, np.ndarray] | None = None) -> onnx.ModelProto:  # fmt: skip
     graph = helper.make_graph(
         nodes, "contrib",
-        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in inputs.items()],
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+         for n, a in inputs.items()],
         [helper.make_empty_tensor_value_info(n) for n in outputs],
         [numpy_helper.from_array(a, n) for n, a in (initializers or {}).items()],
     )
@@ -170,10 +171,74 @@ def test_simplified_layer_normalization(axis: int, dtype: type) -> None:
     _check(model, feeds, rtol=tolerance, atol=tolerance)
 
 
+MASKS = {
+    "none": None,
+    "lengths": np.array([5, 3], np.int32),  # 1-D of B: each row's valid length
+    "ends_starts": np.array([5, 4, 1, 0], np.int32),  # 1-D of 2B: ends, then starts (left padding)
+    "raw": np.array([[1, 1, 1, 1, 0, 0], [1, 0, 1, 1, 1, 1]], np.int32),  # 2-D [B, keys]
+    "rows": (rng.random((2, 6, 6)) < 0.8).astype(np.int32),  # 3-D [B, S, keys]
+    "dummy": np.ones((2, 1), np.int32),  # [B, 1]: no mask
+}
+
+
+@pytest.mark.parametrize(
+    ("mask", "attrs", "sizes", "bias"),
+    [
+        ("none", {}, None, False),
+        ("lengths", {}, None, False),
+        ("ends_starts", {"unidirectional": 1}, None, False),
+        ("raw", {"scale": 0.3, "mask_filter_value": -1e4}, None, True),
+        ("rows", {}, [16, 16, 8], False),  # values of another width than queries and keys
+        ("none", {"unidirectional": 1}, None, True),  # causal, an attention bias
+        ("dummy", {}, None, False),
+    ],
+)
+def test_attention(mask: str, attrs: dict[str, object], sizes: list[int] | None, bias: bool) -> None:
+    """onnxruntime.transformers' fused self-attention (4 heads, batch 2, 6 tokens) with each mask_index form."""
+    widths = sizes or [16, 16, 16]
+    consts: dict[str, np.ndarray] = {"w": r(12, sum(widths)) * 0.5, "b": r(sum(widths))}
+    order = ["x", "w", "b"]
+    if MASKS[mask] is not None:
+        consts["mask"] = MASKS[mask]
+        order.append("mask")
+    if bias:
+        consts["bias"] = r(2, 4, 6, 6)
+        order += [""] * (5 - len(order)) + ["bias"]
+    extra = {"qkv_hidden_sizes": sizes} if sizes else {}
+    _node("Attention", {"x": r(2, 6, 12)}, consts, order=order, num_heads=4, **attrs, **extra)
+
+
+def test_attention_with_past_state_is_refused() -> None:
+    node = helper.make_node("Attention", ["x", "w", "b"], ["y", "present"], name="attn", domain=MS, num_heads=2)
+    model = _model([node], {"x": r(1, 4, 8)}, ["y", "present"], {"w": r(8, 24), "b": r(24)})
+    with pytest.raises(UnsupportedModelError, match=r"com\.microsoft\.Attention \(opset 1\) at node 'attn'.*|past"):
+        import_model(model)
+
+
+@pytest.mark.parametrize(("segments", "mask", "positions", "outputs"),
+                         [(True, True, False, 3), (False, False, False, 2), (True, False, True, 2)])  # fmt: skip
+def test_embed_layer_normalization(segments: bool, mask: bool, positions: bool, outputs: int) -> None:
+    """Word + position (+ segment) embeddings, layer-normalized; output 1 each row's count of unmasked tokens."""
+    ids = rng.integers(0, 20, (2, 7)).astype(np.int32)
+    feeds = {"ids": ids, **({"segments": rng.integers(0, 2, (2, 7)).astype(np.int32)} if segments else {})}
+    consts = {"word": r(20, 8), "position": r(10, 8), **({"segment": r(2, 8)} if segments else {}),
+              "gamma": r(8), "beta": r(8)}  # fmt: skip
+    if mask:
+        consts["mask"] = np.array([[1] * 7, [1] * 4 + [0] * 3], np.int32)
+    if positions:
+        consts["position_ids"] = rng.integers(0, 10, (2, 7)).astype(np.int32)
+    order = ["ids", "segments" if segments else "", "word", "position", "segment" if segments else "", "gamma",
+             "beta", "mask" if mask else "", *(["position_ids"] if positions else [])]  # fmt: skip
+    while not order[-1]:
+        order.pop()
+    _node("EmbedLayerNormalization", feeds, consts, outputs=outputs, order=order, epsilon=1e-5)
+
+
 def test_unknown_contrib_op_is_refused_by_name() -> None:
-    node = helper.make_node("Attention", ["x", "w", "b"], ["y"], name="attn", domain=MS, num_heads=2)
-    model = _model([node], {"x": r(1, 4, 8)}, ["y"], {"w": r(8, 24), "b": r(24)})
-    with pytest.raises(UnsupportedModelError, match=r"com\.microsoft\.Attention \(opset 1\) at node 'attn'"):
+    node = helper.make_node("GroupQueryAttention", ["q", "k", "v"], ["y"], name="gqa", domain=MS, num_heads=2,
+                            kv_num_heads=1)  # fmt: skip
+    model = _model([node], {"q": r(1, 4, 8)}, ["y"], {"k": r(1, 4, 4), "v": r(1, 4, 4)})
+    with pytest.raises(UnsupportedModelError, match=r"com\.microsoft\.GroupQueryAttention \(opset 1\) at node 'gqa'"):
         import_model(model)
 
 
