@@ -65,38 +65,23 @@ from glow_mlir.backends.cpu.int8_residual import (
     quantize_pass,
     quantized_input,
 )
+from glow_mlir.backends.cpu.int8_match import (
+    channels,
+    int8_weights,
+    layout_source,
+    moved,
+    other,
+    packed,
+    reshaped,
+    runtime_scalar,
+    sole_user,
+    through,
+)
 from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.graph.cse import cse_function
 from glow_mlir.passes.graph.sink_transpose import transpose_to
 from glow_mlir.passes.registry import register
-
-
-def _channels(value: ir.Value, axis: int) -> np.ndarray | None:
-    """The f32 vector that `value` repeats along every dim but `axis`, when it is a constant or a broadcast of
-    one aligned at `axis`; else None."""
-    n = ops.shape(value)[axis]
-    op = g.producer(value)
-    if op is not None and op.name == "glow.broadcast" and ops.shape(op.operands[0]) == (n,):
-        if ir.IntegerAttr(op.attributes["axis"]).value == axis:
-            small = g.constant_array(op.operands[0])
-            return None if small is None else small.astype(np.float32)
-    array = g.constant_array(value)
-    if array is None:
-        return None
-    line = np.moveaxis(array, axis, -1).reshape(-1, n)
-    return line[0].astype(np.float32) if (line == line[:1]).all() else None
-
-
-def _sole_user(value: ir.Value, name: str) -> ir.Operation | None:
-    """The one op that uses `value`, when it is a `name`."""
-    users = g.users(value)
-    return users[0] if len(users) == 1 and users[0].name == name else None
-
-
-def _other(op: ir.Operation, value: ir.Value) -> ir.Value:
-    """The operand of binary `op` that is not `value`."""
-    return op.operands[1] if op.operands[0] == value else op.operands[0]
 
 
 # How many float32 ulps either side of max|w| / 127 the recovered per-channel scales may lie.
@@ -138,47 +123,46 @@ def integer_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray] |
     return np.moveaxis(q.reshape(np.moveaxis(w, axis, 0).shape), 0, axis), scales
 
 
-def _int8_weights(value: ir.Value) -> np.ndarray | None:
-    """The constant `value` as int8, when every element is an integer in int8's range."""
-    w = g.constant_array(value)
-    if w is None or w.min(initial=0) < -128 or w.max(initial=0) > 127 or (w != np.round(w)).any():
-        return None
-    return w.astype(np.int8)
-
-
 def _requantization(product: ir.Value, axis: int) -> tuple[ir.Operation, np.ndarray, np.ndarray] | None:
-    """(last op, multiplier, bias) of the requantization after integer `product`: an optional convert_to f32
-    (required from i32), a mul by a per-channel constant and an optional add of one (channels along `axis`),
-    each the only user of the one before; bias is 0 without the add."""
+    """(last op, multiplier, bias) of the requantization after integer `product`: reshapes that keep the last dim
+    (a matmul's batch folded back, `axis` then the last), an optional convert_to f32 (required from i32), a mul
+    by a per-channel constant and an optional add of one (channels along `axis`), each the only user of the one
+    before; bias is 0 without the add."""
     current = product
-    widen = _sole_user(current, "glow.convert_to")
+    while (reshape := sole_user(current, "glow.reshape")) is not None and \
+            ops.shape(reshape.results[0])[-1:] == ops.shape(current)[-1:] and axis == len(ops.shape(current)) - 1:
+        current = reshape.results[0]
+        axis = len(ops.shape(current)) - 1
+    widen = sole_user(current, "glow.convert_to")
     if widen is not None and g.dtype(widen.results[0]) == np.float32:
         current = widen.results[0]
     elif g.dtype(product) != np.float32:
         return None
-    scale = _sole_user(current, "glow.mul")
-    multiplier = None if scale is None else _channels(_other(scale, current), axis)
+    scale = sole_user(current, "glow.mul")
+    multiplier = None if scale is None else channels(other(scale, current), axis)
     if multiplier is None:
         return None
     last, bias = scale, np.zeros_like(multiplier)
-    add = _sole_user(scale.results[0], "glow.add")
+    add = sole_user(scale.results[0], "glow.add")
     if add is not None:
-        added = _channels(_other(add, scale.results[0]), axis)
+        added = channels(other(add, scale.results[0]), axis)
         if added is not None:
             last, bias = add, added
     return last, multiplier, bias
 
 
-def _vectors(w: np.ndarray, q: ir.Value, zero: int, multiplier: np.ndarray, bias: np.ndarray) -> list[ir.Value]:
-    """The correction, multiplier and bias operands of weights `w` [K, N] for activation `q`, as constants."""
+def _vectors(w: np.ndarray, q: ir.Value, zero: int, multiplier: np.ndarray, bias: np.ndarray,
+             accumulated: np.ndarray | None = None) -> list[ir.Value]:  # fmt: skip
+    """The correction, multiplier and bias operands of weights `w` [K, N] for activation `q`, as constants; an
+    integer bias added to the accumulator (`accumulated`) is taken off the correction, which the kernel
+    subtracts."""
     added = offset(g.dtype(q))
-    arrays = [(correction(w, zero, added), ir.IntegerType.get_signless(32)), (multiplier, ir.F32Type.get()),
+    corrected = correction(w, zero, added)
+    if accumulated is not None:
+        corrected = (corrected.astype(np.int64) - accumulated).astype(np.int32)
+    arrays = [(corrected, ir.IntegerType.get_signless(32)), (multiplier, ir.F32Type.get()),
               (bias, ir.F32Type.get())]  # fmt: skip
     return [g.materialize(a, ops.tensor_type(a.shape, elt), prefer_splat=False) for a, elt in arrays]
-
-
-def _packed(packed: np.ndarray) -> ir.Value:
-    return g.materialize(packed, ops.tensor_type(packed.shape, ir.IntegerType.get_signless(8)), prefer_splat=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,23 +176,31 @@ class _Product:
     multiplier: np.ndarray
     bias: np.ndarray
     last: ir.Operation
+    # An integer bias inside the accumulation, before the multiplier (QLinearConv's int32 bias), or None.
+    accumulated: np.ndarray | None = None
 
 
 def _from_quantizer(op: ir.Operation, axis: int) -> _Product | None:
     """The quantizer's form (module docstring) at product `op`, its channels along result `axis`; a
-    convolution's own bias must be zero (the quantizer adds the bias after the multiplier)."""
-    # The activation first: float models stop here, before their weights are read.
-    quantized = quantized_input(op.operands[0])
+    convolution's own bias is either zero (the quantizer adds the bias after the multiplier) or integers that
+    the int32 accumulation takes exactly (ONNX's QLinearConv: float32(acc + bias) x multiplier)."""
+    # The activation first: float models stop here, before their weights are read. A matmul's activation may come
+    # through reshapes and transposes (MatMul's batch dims folded into its rows, attention's heads): the kernel
+    # reads q moved the same (`moved`).
+    quantized = quantized_input(layout_source(op.operands[0]) if op.name == "glow.matmul" else op.operands[0])
     if quantized is None:
         return None
-    w, found = _int8_weights(op.operands[1]), _requantization(op.results[0], axis)
+    w, found = int8_weights(op.operands[1]), _requantization(op.results[0], axis)
     if w is None or found is None:
         return None
+    accumulated = None
     if len(op.operands) > 2:
         bias = g.constant_array(op.operands[2])
-        if bias is None or bias.any():
+        if bias is None or (bias != np.round(bias)).any() or np.abs(bias).max(initial=0) >= 2**31:
             return None
-    return _Product(*quantized, w, found[1], found[2], found[0])
+        if bias.any():
+            accumulated = bias.astype(np.int64)
+    return _Product(*quantized, w, found[1], found[2], found[0], accumulated)
 
 
 def _from_qdq(op: ir.Operation, weight_axis: int) -> _Product | None:
@@ -272,21 +264,6 @@ def _unsigned(found: _Product) -> _Product:
     return dataclasses.replace(found, q=q, zero=zero)
 
 
-def _through(value: ir.Value, name: str) -> ir.Value:
-    """`value` before any chain of `name` ops (reshapes, broadcasts) that produce it."""
-    op = g.producer(value)
-    while op is not None and op.name == name:
-        value = op.operands[0]
-        op = g.producer(value)
-    return value
-
-
-def _runtime_scalar(value: ir.Value) -> ir.Value | None:
-    """The rank-0 value that `value` broadcasts (or is), when no constant defines it."""
-    value = _through(_through(value, "glow.broadcast"), "glow.reshape")
-    return value if ops.shape(value) == () and g.constant_array(value) is None else None
-
-
 @dataclasses.dataclass(frozen=True)
 class _Dynamic:
     """A matched dynamically quantized product: activation q (as the matmul reads it, [M, K]), its run-time
@@ -306,7 +283,7 @@ def _dynamic_scale(value: ir.Value, n: int) -> tuple[ir.Value, np.ndarray] | Non
     """(s, m) when `value` broadcasts s * m with s a run-time rank-0 f32 and m a constant scalar or [n]
     vector (onnxruntime's Mul(input scale, weight scale)), or s alone (m 1); an [n] product must be broadcast
     along the result's last dim, its channels."""
-    below = _through(value, "glow.broadcast")
+    below = through(value, "glow.broadcast")
     if ops.shape(below) not in ((), (n,)):
         return None
     if ops.shape(below) == (n,) and n > 1:
@@ -316,10 +293,10 @@ def _dynamic_scale(value: ir.Value, n: int) -> tuple[ir.Value, np.ndarray] | Non
             return None
     op = g.producer(below)
     if op is None or op.name != "glow.mul":
-        alone = _runtime_scalar(value)
+        alone = runtime_scalar(value)
         return None if alone is None or g.dtype(alone) != np.float32 else (alone, np.ones(n, np.float32))
     for runtime, constant in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
-        s, m = _runtime_scalar(runtime), g.constant_array(_through(constant, "glow.broadcast"))
+        s, m = runtime_scalar(runtime), g.constant_array(through(constant, "glow.broadcast"))
         if s is not None and g.dtype(s) == np.float32 and m is not None and m.size in (1, n) and m.dtype == np.float32:
             return s, np.broadcast_to(m.reshape(-1), (n,)).astype(np.float32)
     return None
@@ -330,29 +307,29 @@ def _from_dynamic(op: ir.Operation) -> _Dynamic | None:
     ONNX importer writes them, or quantize(dynamic=True)): matmul(reshape*(sub(convert_to(q : i8 or ui8 ->
     i32), broadcast(zero : i32, rank 0))), W int8 constant) -> reshape* -> convert_to f32 -> mul(., broadcast(
     s [* m])) -> [add a per-channel constant]."""
-    centred = g.producer(_through(op.operands[0], "glow.reshape"))
+    centred = g.producer(through(op.operands[0], "glow.reshape"))
     if centred is None or centred.name != "glow.sub":
         return None
-    widen, zero = g.producer(centred.operands[0]), _runtime_scalar(centred.operands[1])
+    widen, zero = g.producer(centred.operands[0]), runtime_scalar(centred.operands[1])
     if widen is None or widen.name != "glow.convert_to" or g.dtype(widen.operands[0]) not in BYTES or zero is None:
         return None
-    w = _int8_weights(op.operands[1])
+    w = int8_weights(op.operands[1])
     if w is None or g.dtype(zero) != np.int32:
         return None
     current = op.results[0]
-    while (reshape := _sole_user(current, "glow.reshape")) is not None:
+    while (reshape := sole_user(current, "glow.reshape")) is not None:
         current = reshape.results[0]
-    to_float = _sole_user(current, "glow.convert_to")
+    to_float = sole_user(current, "glow.convert_to")
     if to_float is None or g.dtype(to_float.results[0]) != np.float32:
         return None
     current = to_float.results[0]
-    scale = _sole_user(current, "glow.mul")
-    found = None if scale is None else _dynamic_scale(_other(scale, current), w.shape[1])
+    scale = sole_user(current, "glow.mul")
+    found = None if scale is None else _dynamic_scale(other(scale, current), w.shape[1])
     if found is None:
         return None
     last, bias, axis = scale, np.zeros(w.shape[1], np.float32), len(ops.shape(current)) - 1
-    add = _sole_user(scale.results[0], "glow.add")
-    if add is not None and (added := _channels(_other(add, scale.results[0]), axis)) is not None:
+    add = sole_user(scale.results[0], "glow.add")
+    if add is not None and (added := channels(other(add, scale.results[0]), axis)) is not None:
         last, bias = add, added
     return _Dynamic(widen.operands[0], zero, found[0], w, found[1], bias, last)
 
@@ -367,17 +344,15 @@ def int8_dynamic_matmul(op: ir.Operation) -> ir.Value | None:
     with ir.InsertionPoint(found.last), found.last.location:
         q = found.q
         if ops.shape(q) != ops.shape(op.operands[0]):
-            q = g.make("glow.reshape", [q], ops.tensor_type(ops.shape(op.operands[0]), ops.element_type(q)),
-                       {"dims": ops.i64_array(list(ops.shape(op.operands[0])))})  # fmt: skip
+            q = reshaped(q, ops.shape(op.operands[0]))
         vectors = [g.materialize(a, ops.tensor_type(a.shape, elt), prefer_splat=False) for a, elt in
                    ((colsum(found.weights), ir.IntegerType.get_signless(32)), (found.multiplier, ir.F32Type.get()),
                     (found.bias, ir.F32Type.get()))]  # fmt: skip
-        operands = [q, _packed(pack_weights(found.weights)), *vectors, found.zero, found.scale]
+        operands = [q, packed(pack_weights(found.weights)), *vectors, found.zero, found.scale]
         result = ops.tensor_type([m, n], ir.F32Type.get())
         product = g.make("glow.cpu_int8_matmul_dynamic", operands, result, output_attributes())
         if ops.shape(found.last.results[0]) != (m, n):
-            dims = list(ops.shape(found.last.results[0]))
-            product = g.make("glow.reshape", [product], found.last.results[0].type, {"dims": ops.i64_array(dims)})
+            product = reshaped(product, ops.shape(found.last.results[0]))
     g.replace(found.last, product)
     return product
 
@@ -396,9 +371,14 @@ def int8_matmul(op: ir.Operation) -> ir.Value | None:
         return None
     found = _unsigned(found)
     with ir.InsertionPoint(found.last), found.last.location:
-        operands = [found.q, _packed(pack_weights(found.weights)),
-                    *_vectors(found.weights, found.q, found.zero, found.multiplier, found.bias)]  # fmt: skip
-        product = g.make("glow.cpu_int8_matmul", operands, found.last.results[0].type, output_attributes())
+        q = moved(found.q, op.operands[0]) if op.name == "glow.matmul" else found.q
+        operands = [q, packed(pack_weights(found.weights)),
+                    *_vectors(found.weights, q, found.zero, found.multiplier, found.bias, found.accumulated)]
+        m, n = ops.shape(op.results[0])
+        product = g.make("glow.cpu_int8_matmul", operands, ops.tensor_type([m, n], ir.F32Type.get()),
+                         output_attributes())  # fmt: skip
+        if ops.shape(found.last.results[0]) != (m, n):
+            product = reshaped(product, ops.shape(found.last.results[0]))
     g.replace(found.last, product)
     return product
 
@@ -431,6 +411,8 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
         return None
     found = _unsigned(found)
     q, zero = found.q, found.zero
+    if grouped and found.accumulated is not None:
+        return None  # the depthwise kernel has no integer bias (such a layer's f32 convolution is exact)
     with ir.InsertionPoint(found.last), found.last.location:
         if grouped:
             conv = depthwise(transpose_to(q, TO_NHWC), zero, found.weights, found.multiplier, found.bias, op)
@@ -440,8 +422,8 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
             n, _, oh, ow = ops.shape(op.results[0])
             result = ops.tensor_type([n, oh, ow, gemm.shape[1]], ir.F32Type.get())
             attrs = {a: op.attributes[a] for a in ("kernels", "strides")} | output_attributes()
-            vectors = _vectors(gemm, q, zero, found.multiplier, found.bias)
-            conv = g.make("glow.cpu_int8_conv_nhwc", [x, _packed(pack_weights(gemm)), *vectors], result, attrs)
+            vectors = _vectors(gemm, q, zero, found.multiplier, found.bias, found.accumulated)
+            conv = g.make("glow.cpu_int8_conv_nhwc", [x, packed(pack_weights(gemm)), *vectors], result, attrs)
         product = transpose_to(conv, TO_NCHW)
     g.replace(found.last, product)
     return product
@@ -471,13 +453,13 @@ def _activation(value: ir.Value) -> tuple[bool, float, ir.Value, ir.Operation | 
     """(relu, cap, the activation's result, its last op) for the activation that alone uses `value`: a relu
     (glow.relu, or max(value, 0)), capped when min(., c > 0) follows max (Clip(0, c): relu6); (False, 0,
     value, None) for none."""
-    relu = _sole_user(value, "glow.relu")
+    relu = sole_user(value, "glow.relu")
     if relu is not None:
         return True, 0.0, relu.results[0], relu
-    floor = _sole_user(value, "glow.max")
+    floor = sole_user(value, "glow.max")
     if floor is None or floor.operands[0] != value or g.uniform_value(floor.operands[1]) != 0:
         return False, 0.0, value, None
-    cap = _sole_user(floor.results[0], "glow.min")
+    cap = sole_user(floor.results[0], "glow.min")
     bound = None if cap is None or cap.operands[0] != floor.results[0] else g.uniform_value(cap.operands[1])
     if bound is None or not bound > 0:
         return True, 0.0, floor.results[0], floor
@@ -493,12 +475,12 @@ def _output(op: ir.Operation) -> _Output | None:
     if g.dtype(value) != np.float32:
         return None
     if op.name in NHWC_INT8_OPS:
-        back = _sole_user(value, "glow.transpose")
+        back = sole_user(value, "glow.transpose")
         if back is None:
             return None
         value = back.results[0]
     relu, clip, value, activation = _activation(value)
-    divide = _sole_user(value, "glow.div")
+    divide = sole_user(value, "glow.div")
     found = None if divide is None or divide.operands[0] != value else quantization(divide)
     if found is not None:
         return _Output(relu, clip, *found)

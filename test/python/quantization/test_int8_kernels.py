@@ -248,3 +248,40 @@ def test_the_epilogue_drops_only_a_relu_or_cap_that_changes_no_byte(clip: float,
     kept = np.maximum(y, np.float32(0)) if relu else y
     kept = np.minimum(kept, np.float32(clip)) if cap else kept
     np.testing.assert_array_equal(int8_ops.quantized(kept, scale, zero), int8_ops.quantized(full, scale, zero))
+
+
+@needs_vnni
+def test_onnx_qlinear_ops_run_the_int8_kernels() -> None:
+    """ONNX's QLinearConv (an int32 bias, filters whose sums need float64 to be exact in a float convolution) and
+    QLinearMatMul of a [B, S, K] activation, as onnxruntime's QOperator format writes them: vpdpbusd kernels, the
+    outputs onnxruntime's bit for bit."""
+    import onnxruntime as ort
+    from onnx import helper, numpy_helper
+
+    local = np.random.default_rng(3)
+    inits = {
+        "xs": np.float32(0.02), "xz": np.array(128, np.uint8),
+        "w": local.integers(-127, 128, (16, 32, 3, 3)).astype(np.int8),
+        "ws": (local.random(16) * 0.002 + 0.001).astype(np.float32), "wz": np.zeros(16, np.int8),
+        "cs": np.float32(0.5), "cz": np.array(100, np.uint8), "bias": local.integers(-3000, 3000, 16).astype(np.int32),
+        "ms": np.float32(0.01), "m": local.integers(-127, 128, (16, 24)).astype(np.int8), "mz": np.array(0, np.int8),
+        "ys": np.float32(0.3), "yz": np.array(90, np.uint8), "shape": np.array([1, 25, 16], np.int64),
+        "perm_shape": np.array([1, 16, 25], np.int64),
+    }  # fmt: skip
+    nodes = [
+        helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "cs", "cz", "bias"], ["c"],
+                         kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Reshape", ["c", "perm_shape"], ["flat"]),
+        helper.make_node("Transpose", ["flat"], ["rows"], perm=[0, 2, 1]),  # [1, 25 tokens, 16]
+        helper.make_node("QLinearMatMul", ["rows", "cs", "cz", "m", "ms", "mz", "ys", "yz"], ["y"]),
+    ]  # fmt: skip
+    graph = helper.make_graph(nodes, "qlinear", [helper.make_tensor_value_info("x", 2, [1, 32, 5, 5])],
+                              [helper.make_empty_tensor_value_info("y")],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items() if k != "shape"])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = local.integers(0, 256, (1, 32, 5, 5)).astype(np.uint8)
+    [want] = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    with glow_mlir.compile(glow_mlir.import_onnx(model), keep_ir=True, cache=False) as compiled:
+        text = compiled.ir("glow-cpu-int8")
+        assert "glow.cpu_int8_conv_nhwc" in text and "glow.cpu_int8_matmul" in text and "glow.matmul" not in text
+        np.testing.assert_array_equal(compiled.run({"x": x})["y"], want)

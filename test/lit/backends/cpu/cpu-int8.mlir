@@ -34,6 +34,48 @@ func.func @fc(%q: tensor<4x3xi8> {glow.name = "q"}) -> (tensor<4x2xf32> {glow.na
   return %y : tensor<4x2xf32>
 }
 
+// MatMul's batch dims folded into its rows (ONNX's QLinearMatMul of a [B, S, K] activation): q is reshaped as
+// the matmul read it, the product back as the requantization reads it.
+// CHECK-LABEL: func.func @rows
+// CHECK-NOT: glow.matmul
+// CHECK: %[[Q:.*]] = "glow.reshape"(%arg0) {dims = array<i64: 4, 3>} : (tensor<1x4x3xi8>) -> tensor<4x3xi8>
+// CHECK: %[[P:.*]] = "glow.cpu_int8_matmul"(%[[Q]], {{.*}}) {{.*}} -> tensor<4x2xf32>
+// CHECK: %[[Y:.*]] = "glow.reshape"(%[[P]]) {dims = array<i64: 1, 4, 2>}
+// CHECK: return %[[Y]]
+func.func @rows(%q: tensor<1x4x3xi8> {glow.name = "q"}) -> (tensor<1x4x2xf32> {glow.name = "y"}) {
+  %wide = "glow.convert_to"(%q) : (tensor<1x4x3xi8>) -> tensor<1x4x3xi32>
+  %z = "glow.splat"() {value = -3 : i64} : () -> tensor<1x4x3xi32>
+  %centred = "glow.sub"(%wide, %z) : (tensor<1x4x3xi32>, tensor<1x4x3xi32>) -> tensor<1x4x3xi32>
+  %flat = "glow.reshape"(%centred) {dims = array<i64: 4, 3>} : (tensor<1x4x3xi32>) -> tensor<4x3xi32>
+  %w = "glow.constant"() {value = dense<[[1, 2], [3, 4], [5, 6]]> : tensor<3x2xi32>} : () -> tensor<3x2xi32>
+  %acc = "glow.matmul"(%flat, %w) : (tensor<4x3xi32>, tensor<3x2xi32>) -> tensor<4x2xi32>
+  %back = "glow.reshape"(%acc) {dims = array<i64: 1, 4, 2>} : (tensor<4x2xi32>) -> tensor<1x4x2xi32>
+  %f = "glow.convert_to"(%back) : (tensor<1x4x2xi32>) -> tensor<1x4x2xf32>
+  %m = "glow.constant"() {value = dense<[0.5, 0.25]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %mb = "glow.broadcast"(%m) {axis = 2 : i64} : (tensor<2xf32>) -> tensor<1x4x2xf32>
+  %y = "glow.mul"(%f, %mb) : (tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  return %y : tensor<1x4x2xf32>
+}
+
+// An integer bias inside the accumulation (ONNX's QLinearConv: float32(acc + bias) x multiplier) is taken off the
+// correction the kernel subtracts: zero point 3 times the filters' column sums (3, 7), minus the bias (5, -7).
+// CHECK-LABEL: func.func @conv_bias
+// CHECK: %[[C:.*]] = "glow.constant"() {value = dense<[4, 28]> : tensor<2xi32>}
+// CHECK: "glow.cpu_int8_conv_nhwc"({{.*}}, %[[C]], {{.*}})
+// CHECK-NOT: glow.convolution
+func.func @conv_bias(%x: tensor<1x2x2x2xui8> {glow.name = "x"}) -> (tensor<1x2x2x2xf32> {glow.name = "y"}) {
+  %wide = "glow.convert_to"(%x) : (tensor<1x2x2x2xui8>) -> tensor<1x2x2x2xf32>
+  %z = "glow.splat"() {value = 3.0 : f32} : () -> tensor<1x2x2x2xf32>
+  %centred = "glow.sub"(%wide, %z) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %w = "glow.constant"() {value = dense<[[[[1.0]], [[2.0]]], [[[3.0]], [[4.0]]]]> : tensor<2x2x1x1xf32>} : () -> tensor<2x2x1x1xf32>
+  %b = "glow.constant"() {value = dense<[5.0, -7.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %acc = "glow.convolution"(%centred, %w, %b) {dilation = array<i64: 1, 1>, group = 1 : i64, kernels = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  %m = "glow.constant"() {value = dense<[0.5, 0.25]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %mb = "glow.broadcast"(%m) {axis = 1 : i64} : (tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  %y = "glow.mul"(%acc, %mb) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  return %y : tensor<1x2x2x2xf32>
+}
+
 // CHECK-LABEL: func.func @wide_weights
 // CHECK-NOT: glow.cpu_int8_matmul
 // CHECK: "glow.matmul"
