@@ -88,10 +88,18 @@ def _pool_geometry(
 @handles("MaxPool", "AveragePool", "LpPool")
 def pool(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
-    n = spatial_dims(ctx, x, most=3)
-    if not is_float(x):
-        # ONNX allows 8-bit integer MaxPool; glow's pools are float ops (their padding is -inf).
+    if is_float(x):
+        return _pool(ctx, x)
+    if ctx.op_type != "MaxPool" or dtype(x) not in (np.int8, np.uint8):
         raise UnsupportedTypeError(f"node '{ctx.name}' ({ctx.op_type}) input 0", dtype(x).name)
+    # ONNX's 8-bit integer MaxPool (onnxruntime's QOperator models pool their int8 maps): glow's pools are float
+    # ops (their padding is -inf); 8-bit values are exact in f32 and the max of exact values is one of them.
+    y, *indices = _pool(ctx, ctx.convert(x, np.dtype(np.float32)))
+    return [ctx.convert(y, dtype(x)), *indices]
+
+
+def _pool(ctx: NodeContext, x: Value) -> list[Value]:
+    n = spatial_dims(ctx, x, most=3)
     kernel = list(ctx.attr("kernel_shape"))
     strides, dilations = window_attrs(ctx, n, kernel)
     window = _pool_geometry(ctx, shape(x)[2:], kernel, strides, dilations)

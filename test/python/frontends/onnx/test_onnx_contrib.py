@@ -234,6 +234,171 @@ def test_embed_layer_normalization(segments: bool, mask: bool, positions: bool, 
     _node("EmbedLayerNormalization", feeds, consts, outputs=outputs, order=order, epsilon=1e-5)
 
 
+# Quantized ops: onnxruntime's QOperator kernels round in fixed point here and there (QLinearMul, its LUT
+# Softmax), a float op quantized once may land one step away.
+
+
+def _quantized_check(node: onnx.NodeProto, feeds: dict[str, np.ndarray], inits: dict[str, np.ndarray],
+                     steps: int = 1) -> None:  # fmt: skip
+    """glow-mlir's quantized output within `steps` quantization steps of onnxruntime's (its float output within
+    1e-5 where the op has no output scale)."""
+    model = _model([node], feeds, ["y"], inits)
+    [want] = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    with glow_mlir.compile(import_model(model)) as compiled:
+        got = compiled.run(feeds)["y"]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if want.dtype == np.float32:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    else:
+        assert np.abs(got.astype(np.int64) - want).max() <= steps
+
+
+def _q(dtype: type, *dims: int) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, int(info.max) + 1, dims).astype(dtype)
+
+
+QTYPES = [np.uint8, np.int8]
+
+
+@pytest.mark.parametrize("dtype", QTYPES)
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+def test_qlinear_binary(op: str, dtype: type) -> None:
+    zero = (lambda v: np.array(v, dtype))
+    inits = {"as": np.float32(0.05), "az": zero(3), "bs": np.float32(0.02),
+             "bz": zero(100 if dtype == np.uint8 else -2),
+             "cs": np.float32(0.07), "cz": zero(5), "b": _q(dtype, 16)}  # fmt: skip
+    node = helper.make_node(op, ["a", "as", "az", "b", "bs", "bz", "cs", "cz"], ["y"], domain=MS)
+    _quantized_check(node, {"a": _q(dtype, 3, 16)}, inits)  # B broadcast along the rows
+
+
+@pytest.mark.parametrize("dtype", QTYPES)
+@pytest.mark.parametrize(("op", "attrs", "dims"), [
+    ("QLinearSigmoid", {}, (4, 32)),
+    ("QLinearLeakyRelu", {"alpha": 0.1}, (4, 32)),
+    ("QLinearSoftmax", {"axis": -1, "opset": 13}, (4, 32)),
+    ("QLinearGlobalAveragePool", {}, (1, 8, 5, 5)),
+    ("QLinearGlobalAveragePool", {"channels_last": 1}, (1, 5, 5, 8)),
+    ("QLinearAveragePool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, (1, 4, 7, 7)),
+])  # fmt: skip
+def test_qlinear_unary(op: str, attrs: dict[str, object], dims: tuple[int, ...], dtype: type) -> None:
+    info = np.iinfo(dtype)
+    softmax = op == "QLinearSoftmax"
+    inits = {"xs": np.float32(0.05), "xz": np.array(3, dtype), "ys": np.float32(1 / 256 if softmax else 0.03),
+             "yz": np.array(info.min if softmax else 2, dtype)}  # fmt: skip
+    node = helper.make_node(op, ["x", "xs", "xz", "ys", "yz"], ["y"], domain=MS, **attrs)
+    _quantized_check(node, {"x": _q(dtype, *dims)}, inits)
+
+
+def test_qlinear_concat() -> None:
+    inits = {"ys": np.float32(0.04), "yz": np.array(128, np.uint8), "s0": np.float32(0.02),
+             "z0": np.array(120, np.uint8),
+             "b": _q(np.uint8, 2, 3, 4), "s1": np.float32(0.05), "z1": np.array(131, np.uint8)}  # fmt: skip
+    node = helper.make_node("QLinearConcat", ["ys", "yz", "a", "s0", "z0", "b", "s1", "z1"], ["y"], domain=MS, axis=1)
+    _quantized_check(node, {"a": _q(np.uint8, 2, 5, 4)}, inits)
+
+
+@pytest.mark.parametrize(("per_column", "trans_b", "bias", "quantized"),
+                         [(False, 0, True, True), (True, 1, True, False), (True, 0, False, True),
+                          (False, 1, False, False)])  # fmt: skip
+def test_qgemm(per_column: bool, trans_b: int, bias: bool, quantized: bool) -> None:
+    """uint8 A times int8 B (per tensor or per output column), an int32 bias at A's x B's scale, output quantized
+    or float."""
+    w = _q(np.int8, *((16, 32) if trans_b else (32, 16)))
+    scale = (rng.random(16) * 0.01 + 0.001).astype(np.float32) if per_column else np.float32(0.004)
+    inits = {"as": np.float32(0.02), "az": np.array(128, np.uint8), "w": w, "bs": scale,
+             "bz": np.zeros(16 if per_column else (), np.int8)}  # fmt: skip
+    inputs = ["a", "as", "az", "w", "bs", "bz", "c" if bias else ""]
+    if bias:
+        inits["c"] = rng.integers(-500, 500, 16).astype(np.int32)
+    if quantized:
+        inits |= {"ys": np.float32(0.05), "yz": np.array(120, np.uint8)}
+        inputs += ["ys", "yz"]
+    while not inputs[-1]:
+        inputs.pop()
+    node = helper.make_node("QGemm", inputs, ["y"], domain=MS, transB=trans_b, alpha=0.5)
+    _quantized_check(node, {"a": _q(np.uint8, 5, 32)}, inits)
+
+
+@pytest.mark.parametrize(("per_column", "zero_point", "bias"), [(False, False, True), (True, True, False)])
+def test_dynamic_quantize_matmul(per_column: bool, zero_point: bool, bias: bool) -> None:
+    """quantize_dynamic's MatMuls as onnxruntime fuses them: A quantized at run time, int8 B."""
+    scale = (rng.random(8) * 0.01 + 0.001).astype(np.float32) if per_column else np.float32(0.01)
+    inits = {"w": _q(np.int8, 12, 8), "bs": scale}
+    inputs = ["a", "w", "bs", "bz" if zero_point else "", "bias" if bias else ""]
+    if zero_point:
+        inits["bz"] = rng.integers(-3, 4, 8 if per_column else ()).astype(np.int8)
+    if bias:
+        inits["bias"] = r(8)
+    while not inputs[-1]:
+        inputs.pop()
+    node = helper.make_node("DynamicQuantizeMatMul", inputs, ["y"], domain=MS)
+    _quantized_check(node, {"a": r(2, 3, 12)}, inits)
+
+
+def test_matmul_integer_to_float() -> None:
+    inits = {"w": _q(np.int8, 12, 8), "as": np.float32(0.03), "bs": (rng.random(8) * 0.01).astype(np.float32),
+             "az": np.array(7, np.uint8), "bias": r(8)}  # fmt: skip
+    node = helper.make_node("MatMulIntegerToFloat", ["a", "w", "as", "bs", "az", "", "bias"], ["y"], domain=MS)
+    _quantized_check(node, {"a": _q(np.uint8, 4, 12)}, inits)
+
+
+def test_quantized_cnn_as_onnxruntime_quantizes_it(tmp_path: Path) -> None:
+    """A small CNN through onnxruntime's quantize_static in its QOperator format (QLinearConv, an int8 MaxPool,
+    QLinearAdd, QLinearGlobalAveragePool, QGemm), and that model saved optimized: glow-mlir's output as close to
+    the float model's as onnxruntime's."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    own = np.random.default_rng(7)  # the bound below compares two errors: data of its own, whatever ran before
+
+    def r(*dims: int) -> np.ndarray:
+        return own.standard_normal(dims).astype(np.float32)
+
+    inits = {"w1": r(8, 3, 3, 3) * 0.4, "b1": r(8), "w2": r(8, 8, 3, 3) * 0.2, "b2": r(8), "fc": r(4, 8) * 0.5,
+             "fb": r(4)}  # fmt: skip
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p", "w2", "b2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "p"], ["sum"]),
+        helper.make_node("GlobalAveragePool", ["sum"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc", "fb"], ["y"], transB=1),
+    ]
+    feeds = {"x": r(1, 3, 8, 8)}
+    source = tmp_path / "float.onnx"
+    float_model = _model(nodes, feeds, ["y"], inits)
+    float_model.opset_import.pop()  # the default domain only, as exporters write it
+    onnx.save(float_model, source)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.batches = iter([{"x": r(1, 3, 8, 8)} for _ in range(8)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.batches, None)
+
+    quantized = tmp_path / "quantized.onnx"
+    quantize_static(str(source), str(quantized), Reader(), quant_format=QuantFormat.QOperator)
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(str(quantized), options, providers=["CPUExecutionProvider"])
+    ops = {n.op_type for n in onnx.load(quantized).graph.node}
+    assert {"QLinearConv", "MaxPool", "QLinearAdd", "QLinearGlobalAveragePool", "QGemm"} <= ops
+    # Saved at the EXTENDED level: its 8-bit maps NHWC (com.microsoft's QLinearConv channels_last, NhwcMaxPool).
+    fused = {n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node if n.domain == MS}
+    assert {"QLinearConv", "NhwcMaxPool", "QLinearAdd", "QLinearGlobalAveragePool", "QGemm"} <= fused
+    for path in (quantized, Path(options.optimized_model_filepath)):
+        model = onnx.load(path)
+        [want] = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+        [exact] = ort.InferenceSession(float_model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"]).run(None, feeds)  # fmt: skip
+        with glow_mlir.compile(import_model(model)) as compiled:
+            got = compiled.run(feeds)["y"]
+        assert np.abs(got - exact).max() <= 1.5 * np.abs(want - exact).max() + 1e-6
+
+
 def test_unknown_contrib_op_is_refused_by_name() -> None:
     node = helper.make_node("GroupQueryAttention", ["q", "k", "v"], ["y"], name="gqa", domain=MS, num_heads=2,
                             kv_num_heads=1)  # fmt: skip

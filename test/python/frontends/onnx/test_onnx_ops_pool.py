@@ -76,6 +76,21 @@ def test_max_pool_indices(storage_order: int, shape: tuple[int, ...], attrs: dic
     check_node("MaxPool", {"x": x}, {**attrs, "storage_order": storage_order}, opset=12, outputs=2, spec=spec)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize(("shape", "attrs", "outputs"), [
+    ((1, 3, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, 1),  # ResNet's stem pool
+    ((2, 2, 6, 5), {"kernel_shape": [2, 2], "ceil_mode": 1, "strides": [2, 2]}, 2),  # with Indices
+    ((1, 2, 9), {"kernel_shape": [3], "dilations": [2]}, 1),
+])  # fmt: skip
+def test_max_pool_of_8_bit_integers(dtype: type, shape: tuple[int, ...], attrs: dict[str, object],
+                                    outputs: int) -> None:  # fmt: skip
+    """ONNX's int8 / uint8 MaxPool (onnxruntime's QOperator models pool their quantized maps), extremes included."""
+    info = np.iinfo(dtype)
+    x = rand(*shape, low=info.min, high=info.max, dtype=dtype)
+    x.flat[:2] = [info.min, info.max]
+    check_node("MaxPool", {"x": x}, attrs, opset=12, outputs=outputs)
+
+
 @pytest.mark.parametrize("shape,attrs,output_shape", [
     ((2, 3, 8, 10), {"kernel_shape": [2, 2], "strides": [2, 2]}, None),  # SegNet's encoder and decoder
     ((1, 4, 9, 9), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, None),
