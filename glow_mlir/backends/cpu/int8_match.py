@@ -8,7 +8,9 @@ import numpy as np
 from mlir import ir
 
 from glow_mlir import ops
+from glow_mlir.backends.cpu.ops import TO_NHWC
 from glow_mlir.passes.graph import utils as g
+from glow_mlir.passes.graph.sink_transpose import transpose_to
 
 
 def channels(value: ir.Value, axis: int) -> np.ndarray | None:
@@ -97,3 +99,20 @@ def reshaped(value: ir.Value, dims: tuple[int, ...]) -> ir.Value:
     """`value` reshaped to `dims`, at the insertion point."""
     return g.make("glow.reshape", [value], ops.tensor_type(list(dims), ops.element_type(value)),
                   {"dims": ops.i64_array(list(dims))})  # fmt: skip
+
+
+def padded(q: ir.Value, zero: int | ir.Value, op: ir.Operation) -> ir.Value:
+    """Activation `q` (NCHW) transposed to NHWC and, when glow.convolution `op` pads, inserted into a canvas of its
+    zero point (an int, or a rank-0 value of q's type known at run time), whose centred value is 0 as the float
+    convolution's padding; at the current insertion point."""
+    x = transpose_to(q, TO_NHWC)
+    top, left, bottom, right = (int(v) for v in ir.DenseI64ArrayAttr(op.attributes["pads"]))
+    if not (top or left or bottom or right):
+        return x
+    b, h, wd, c = ops.shape(x)
+    padded_type = ops.tensor_type([b, h + top + bottom, wd + left + right, c], ops.element_type(q))
+    if isinstance(zero, int):
+        canvas = g.materialize(np.full(ops.shape(padded_type), zero, g.dtype(q)), padded_type)
+    else:
+        canvas = g.make("glow.broadcast", [zero], padded_type, {"axis": ops.i64(4)})
+    return g.make("glow.insert_tensor", [canvas, x], padded_type, {"start": ops.i64_array([0, top, left, 0])})

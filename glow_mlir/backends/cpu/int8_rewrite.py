@@ -16,10 +16,11 @@ two ways int8 products reach the graph (docs/QUANTIZATION.md):
   exactly (or the product stays float), and the multiplier is s times those scales. The integer product
   then differs from the float one by float rounding only, which is how onnxruntime computes such a model
   too once it fuses it into QLinearConv / QLinearMatMul;
-- dynamic quantization (onnxruntime's quantize_dynamic: DynamicQuantizeLinear + MatMulInteger, or
-  quantize(dynamic=True)) writes the i32 matmul of the first form with a run-time zero point and a run-time
+- dynamic quantization (onnxruntime's quantize_dynamic: DynamicQuantizeLinear + MatMulInteger or ConvInteger,
+  or quantize(dynamic=True)) writes the product of the first form with a run-time zero point and a run-time
   scale (rank-0 values computed from the activation's min/max), reshapes around it for 3-D activations:
-  `_from_dynamic` makes it cpu_int8_matmul_dynamic, which takes both as operands, bit for bit; and the full
+  int8_dynamic.py makes a matmul cpu_int8_matmul_dynamic, which takes both as operands, and a convolution
+  cpu_int8_conv_nhwc with its correction, multiplier and padding formed from them, bit for bit; and the full
   min/max reductions that compute them become row reductions (`row_extreme`).
 
 These are patterns on the existing ops, so the reference interpreter, glow-verify and every graph pass keep
@@ -45,9 +46,7 @@ from mlir import ir
 from glow_mlir import ops
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.int8_ops import (
-    BYTES,
     SIGNED_OFFSET,
-    colsum,
     conv_weights,
     correction,
     offset,
@@ -55,6 +54,7 @@ from glow_mlir.backends.cpu.int8_ops import (
     pack_weights,
 )
 from glow_mlir.backends.cpu.int8_depthwise import DEPTHWISE, depthwise, is_depthwise
+from glow_mlir.backends.cpu.int8_dynamic import int8_dynamic_convolution, int8_dynamic_matmul
 from glow_mlir.backends.cpu.int8_pool import int8_max_pool
 from glow_mlir.backends.cpu.int8_residual import (
     CONV,
@@ -72,10 +72,9 @@ from glow_mlir.backends.cpu.int8_match import (
     moved,
     other,
     packed,
+    padded,
     reshaped,
-    runtime_scalar,
     sole_user,
-    through,
 )
 from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC
 from glow_mlir.passes.graph import utils as g
@@ -264,99 +263,6 @@ def _unsigned(found: _Product) -> _Product:
     return dataclasses.replace(found, q=q, zero=zero)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Dynamic:
-    """A matched dynamically quantized product: activation q (as the matmul reads it, [M, K]), its run-time
-    zero point (i32) and scale (f32), both rank-0, the int8 weights [K, N], the constant per-channel factor
-    of the scale and the bias, and the op whose result the rewrite replaces."""
-
-    q: ir.Value
-    zero: ir.Value
-    scale: ir.Value
-    weights: np.ndarray
-    multiplier: np.ndarray
-    bias: np.ndarray
-    last: ir.Operation
-
-
-def _dynamic_scale(value: ir.Value, n: int) -> tuple[ir.Value, np.ndarray] | None:
-    """(s, m) when `value` broadcasts s * m with s a run-time rank-0 f32 and m a constant scalar or [n]
-    vector (onnxruntime's Mul(input scale, weight scale)), or s alone (m 1); an [n] product must be broadcast
-    along the result's last dim, its channels."""
-    below = through(value, "glow.broadcast")
-    if ops.shape(below) not in ((), (n,)):
-        return None
-    if ops.shape(below) == (n,) and n > 1:
-        top = g.producer(value)
-        last_axis = len(ops.shape(value)) - 1
-        if top is None or top.operands[0] != below or ir.IntegerAttr(top.attributes["axis"]).value != last_axis:
-            return None
-    op = g.producer(below)
-    if op is None or op.name != "glow.mul":
-        alone = runtime_scalar(value)
-        return None if alone is None or g.dtype(alone) != np.float32 else (alone, np.ones(n, np.float32))
-    for runtime, constant in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
-        s, m = runtime_scalar(runtime), g.constant_array(through(constant, "glow.broadcast"))
-        if s is not None and g.dtype(s) == np.float32 and m is not None and m.size in (1, n) and m.dtype == np.float32:
-            return s, np.broadcast_to(m.reshape(-1), (n,)).astype(np.float32)
-    return None
-
-
-def _from_dynamic(op: ir.Operation) -> _Dynamic | None:
-    """A dynamically quantized product at i32 glow.matmul `op` (DynamicQuantizeLinear + MatMulInteger as the
-    ONNX importer writes them, or quantize(dynamic=True)): matmul(reshape*(sub(convert_to(q : i8 or ui8 ->
-    i32), broadcast(zero : i32, rank 0))), W int8 constant) -> reshape* -> convert_to f32 -> mul(., broadcast(
-    s [* m])) -> [add a per-channel constant]."""
-    centred = g.producer(through(op.operands[0], "glow.reshape"))
-    if centred is None or centred.name != "glow.sub":
-        return None
-    widen, zero = g.producer(centred.operands[0]), runtime_scalar(centred.operands[1])
-    if widen is None or widen.name != "glow.convert_to" or g.dtype(widen.operands[0]) not in BYTES or zero is None:
-        return None
-    w = int8_weights(op.operands[1])
-    if w is None or g.dtype(zero) != np.int32:
-        return None
-    current = op.results[0]
-    while (reshape := sole_user(current, "glow.reshape")) is not None:
-        current = reshape.results[0]
-    to_float = sole_user(current, "glow.convert_to")
-    if to_float is None or g.dtype(to_float.results[0]) != np.float32:
-        return None
-    current = to_float.results[0]
-    scale = sole_user(current, "glow.mul")
-    found = None if scale is None else _dynamic_scale(other(scale, current), w.shape[1])
-    if found is None:
-        return None
-    last, bias, axis = scale, np.zeros(w.shape[1], np.float32), len(ops.shape(current)) - 1
-    add = sole_user(scale.results[0], "glow.add")
-    if add is not None and (added := channels(other(add, scale.results[0]), axis)) is not None:
-        last, bias = add, added
-    return _Dynamic(widen.operands[0], zero, found[0], w, found[1], bias, last)
-
-
-def int8_dynamic_matmul(op: ir.Operation) -> ir.Value | None:
-    """The cpu_int8_matmul_dynamic replacing the dynamically quantized product at i32 glow.matmul `op`
-    (`_from_dynamic`), reshaped back to the replaced result's shape; None when there is none."""
-    found = _from_dynamic(op)
-    if found is None:
-        return None
-    m, n = ops.shape(op.results[0])
-    with ir.InsertionPoint(found.last), found.last.location:
-        q = found.q
-        if ops.shape(q) != ops.shape(op.operands[0]):
-            q = reshaped(q, ops.shape(op.operands[0]))
-        vectors = [g.materialize(a, ops.tensor_type(a.shape, elt), prefer_splat=False) for a, elt in
-                   ((colsum(found.weights), ir.IntegerType.get_signless(32)), (found.multiplier, ir.F32Type.get()),
-                    (found.bias, ir.F32Type.get()))]  # fmt: skip
-        operands = [q, packed(pack_weights(found.weights)), *vectors, found.zero, found.scale]
-        result = ops.tensor_type([m, n], ir.F32Type.get())
-        product = g.make("glow.cpu_int8_matmul_dynamic", operands, result, output_attributes())
-        if ops.shape(found.last.results[0]) != (m, n):
-            product = reshaped(product, ops.shape(found.last.results[0]))
-    g.replace(found.last, product)
-    return product
-
-
 def int8_matmul(op: ir.Operation) -> ir.Value | None:
     """The cpu_int8_matmul replacing the int8 product at glow.matmul or glow.fully_connected `op` (the
     quantizer's i32 form or an imported QDQ one), built before the op it replaces; None when there is none
@@ -383,19 +289,6 @@ def int8_matmul(op: ir.Operation) -> ir.Value | None:
     return product
 
 
-def _padded(q: ir.Value, zero: int, op: ir.Operation) -> ir.Value:
-    """Activation `q` (NCHW) transposed to NHWC and, when glow.convolution `op` pads, inserted into a canvas of its
-    zero point, whose centred value is 0 as the float convolution's padding; at the current insertion point."""
-    x = transpose_to(q, TO_NHWC)
-    top, left, bottom, right = (int(v) for v in ir.DenseI64ArrayAttr(op.attributes["pads"]))
-    if not (top or left or bottom or right):
-        return x
-    b, h, wd, c = ops.shape(x)
-    padded = ops.tensor_type([b, h + top + bottom, wd + left + right, c], ops.element_type(q))
-    canvas = g.materialize(np.full(ops.shape(padded), zero, g.dtype(q)), padded)
-    return g.make("glow.insert_tensor", [canvas, x], padded, {"start": ops.i64_array([0, top, left, 0])})
-
-
 def int8_convolution(op: ir.Operation) -> ir.Value | None:
     """The int8 convolution at glow.convolution `op` (the quantizer's form, centred integers in f32 or f64, or an
     imported QDQ one) as transpose(cpu_int8_conv_nhwc(padded transpose(q))) when it has group 1 and no dilation,
@@ -408,7 +301,7 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
         return None
     found = _from_quantizer(op, 1) or _from_qdq(op, 0)
     if found is None:
-        return None
+        return None if grouped else int8_dynamic_convolution(op)
     found = _unsigned(found)
     q, zero = found.q, found.zero
     if grouped and found.accumulated is not None:
@@ -417,7 +310,7 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
         if grouped:
             conv = depthwise(transpose_to(q, TO_NHWC), zero, found.weights, found.multiplier, found.bias, op)
         else:
-            x = _padded(q, zero, op)
+            x = padded(q, zero, op)
             gemm = conv_weights(found.weights)
             n, _, oh, ow = ops.shape(op.results[0])
             result = ops.tensor_type([n, oh, ow, gemm.shape[1]], ir.F32Type.get())

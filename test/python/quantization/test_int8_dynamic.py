@@ -113,3 +113,39 @@ def test_grouped_convolutions_stay_float() -> None:
     # the dilated one the second depthwise one's requantized result; the others read centred integers.
     assert inputs == ["%arg0", "convolution", "sub", "sub", "add", "sub"]
     assert "glow.round" in text
+
+
+@needs_vnni
+@pytest.mark.parametrize("weight_type", ["QInt8", "QUInt8"])
+def test_onnxruntime_dynamic_cnn_runs_the_int8_convolution(tmp_path, weight_type: str) -> None:  # noqa: ANN001
+    """onnxruntime's quantize_dynamic of a CNN (DynamicQuantizeLinear + ConvInteger, strided, padded and not):
+    each convolution on vpdpbusd with its zero point's correction, multiplier and padding formed at run time,
+    the output onnxruntime's bit for bit."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper, numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    local = np.random.default_rng(5)
+    inits = {"w1": local.standard_normal((16, 3, 3, 3)).astype(np.float32),
+             "b1": local.standard_normal(16).astype(np.float32),
+             "w2": (local.standard_normal((8, 16, 1, 1)) * 0.3).astype(np.float32)}  # fmt: skip
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                              strides=[2, 2]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Conv", ["r", "w2"], ["y"], kernel_shape=[1, 1])]  # fmt: skip
+    graph = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", 1, [1, 3, 9, 9])],
+                              [helper.make_tensor_value_info("y", 1, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])  # fmt: skip
+    source, quantized = tmp_path / "float.onnx", tmp_path / "dynamic.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source)
+    quantize_dynamic(str(source), str(quantized), weight_type=getattr(QuantType, weight_type))
+    session = ort.InferenceSession(str(quantized), providers=["CPUExecutionProvider"])
+    with glow_mlir.compile(glow_mlir.import_onnx(str(quantized)), keep_ir=True, cache=False) as compiled:
+        text = compiled.ir("glow-cpu-int8")
+        # uint8 weights less their zero point may leave int8's range: such a convolution keeps its float64 form.
+        if weight_type == "QInt8":
+            assert text.count("glow.cpu_int8_conv_nhwc") == 2 and "glow.convolution" not in text
+        for seed in range(2):
+            x = np.random.default_rng(seed).standard_normal((1, 3, 9, 9)).astype(np.float32)
+            np.testing.assert_array_equal(compiled.run({"x": x})["y"], session.run(None, {"x": x})[0])

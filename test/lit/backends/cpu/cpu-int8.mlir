@@ -170,6 +170,39 @@ func.func @dynamic(%q: tensor<1x4x3xui8> {glow.name = "q"}, %z: tensor<ui8> {glo
   return %y : tensor<1x4x2xf32>
 }
 
+// A dynamically quantized convolution (onnxruntime's quantize_dynamic of a CNN: DynamicQuantizeLinear + ConvInteger):
+// the correction z x colsum(W) (column sums 3, 7) and the multiplier s x 0.5 formed at run time, the padding a canvas
+// of z.
+// CHECK-LABEL: func.func @dynamic_conv
+// CHECK-NOT: glow.convolution
+// CHECK: %[[Z:.*]] = "glow.convert_to"(%arg1) : (tensor<ui8>) -> tensor<i32>
+// CHECK: %[[ZV:.*]] = "glow.broadcast"(%[[Z]]) {axis = 1 : i64} : (tensor<i32>) -> tensor<2xi32>
+// CHECK: %[[SUMS:.*]] = "glow.constant"() {value = dense<[3, 7]> : tensor<2xi32>}
+// CHECK: %[[C:.*]] = "glow.mul"(%[[ZV]], %[[SUMS]])
+// CHECK: %[[SV:.*]] = "glow.broadcast"(%arg2) {axis = 1 : i64} : (tensor<f32>) -> tensor<2xf32>
+// CHECK: %[[M:.*]] = "glow.mul"(%[[SV]], {{.*}})
+// CHECK: %[[CANVAS:.*]] = "glow.broadcast"(%arg1) {axis = 4 : i64} : (tensor<ui8>) -> tensor<1x4x4x2xui8>
+// CHECK: %[[X:.*]] = "glow.insert_tensor"(%[[CANVAS]], {{.*}})
+// CHECK: "glow.cpu_int8_conv_nhwc"(%[[X]], {{.*}}, %[[C]], %[[M]], {{.*}})
+// KERNEL-LABEL: func.func @dynamic_conv
+// KERNEL: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+func.func @dynamic_conv(%x: tensor<1x2x2x2xui8> {glow.name = "x"}, %z: tensor<ui8> {glow.name = "z"}, %s: tensor<f32> {glow.name = "s"}) -> (tensor<1x2x2x2xf32> {glow.name = "y"}) {
+  %wide = "glow.convert_to"(%x) : (tensor<1x2x2x2xui8>) -> tensor<1x2x2x2xf64>
+  %zf = "glow.convert_to"(%z) : (tensor<ui8>) -> tensor<f64>
+  %zb = "glow.broadcast"(%zf) {axis = 4 : i64} : (tensor<f64>) -> tensor<1x2x2x2xf64>
+  %centred = "glow.sub"(%wide, %zb) : (tensor<1x2x2x2xf64>, tensor<1x2x2x2xf64>) -> tensor<1x2x2x2xf64>
+  %w = "glow.constant"() {value = dense<[[[[1.0]], [[2.0]]], [[[3.0]], [[4.0]]]]> : tensor<2x2x1x1xf64>} : () -> tensor<2x2x1x1xf64>
+  %b = "glow.constant"() {value = dense<0.0> : tensor<2xf64>} : () -> tensor<2xf64>
+  %acc = "glow.convolution"(%centred, %w, %b) {dilation = array<i64: 1, 1>, group = 1 : i64, kernels = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x2x2xf64>, tensor<2x2x1x1xf64>, tensor<2xf64>) -> tensor<1x2x2x2xf64>
+  %i = "glow.convert_to"(%acc) : (tensor<1x2x2x2xf64>) -> tensor<1x2x2x2xi32>
+  %f = "glow.convert_to"(%i) : (tensor<1x2x2x2xi32>) -> tensor<1x2x2x2xf32>
+  %ws = "glow.constant"() {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %m = "glow.mul"(%s, %ws) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %mb = "glow.broadcast"(%m) {axis = 4 : i64} : (tensor<f32>) -> tensor<1x2x2x2xf32>
+  %y = "glow.mul"(%f, %mb) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  return %y : tensor<1x2x2x2xf32>
+}
+
 // A dynamic quantization's range, a min or max over every axis, becomes the same reduction of the flat view
 // along its one row (the CPU backend's vectorized row reduction); a reduction keeping an axis stays.
 // CHECK-LABEL: func.func @extremes
