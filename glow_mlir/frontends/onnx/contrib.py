@@ -32,9 +32,8 @@ class Body:
     """The default-domain nodes that stand for one contrib node (`node`, named `name` in the model), built by
     a function of BODIES: its inputs, their types and its attributes, and `add` for each new node."""
 
-    def __init__(self, node: onnx.NodeProto, name: str, opset: int,
-                 input_types: Sequence[onnx.TypeProto | None]) -> None:  # fmt: skip
-        self.node, self.name, self.opset, self.types = node, name, opset, list(input_types)
+    def __init__(self, node: onnx.NodeProto, name: str, input_types: Sequence[onnx.TypeProto | None]) -> None:
+        self.node, self.name, self.types = node, name, list(input_types)
         self.attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         self.nodes: list[onnx.NodeProto] = []
         self.count = 0
@@ -80,7 +79,8 @@ class Body:
         return self.add("Constant", [], value=numpy_helper.from_array(np.asarray(value, dtype)))
 
     def refuse(self, detail: str) -> UnsupportedModelError:
-        return UnsupportedModelError([(f"{CONTRIB_DOMAIN}.{self.node.op_type}", 1, self.name)], detail)
+        op = f"{self.node.domain}.{self.node.op_type}" if self.node.domain else self.node.op_type
+        return UnsupportedModelError([(op, 1, self.name)], detail)
 
 
 BodyFn = Callable[[Body], None]
@@ -97,17 +97,20 @@ def body(*op_types: str, domain: str = CONTRIB_DOMAIN) -> Callable[[BodyFn], Bod
     return register
 
 
+def _key(node: onnx.NodeProto) -> tuple[str, str]:
+    return ("" if node.domain == "ai.onnx" else node.domain, node.op_type)
+
+
 def has_body(node: onnx.NodeProto) -> bool:
-    domain = "" if node.domain == "ai.onnx" else node.domain
-    return (domain, node.op_type) in BODIES
+    return _key(node) in BODIES
 
 
 def expand(node: onnx.NodeProto, name: str, opset: int,
            input_types: Sequence[onnx.TypeProto | None]) -> tuple[list[onnx.NodeProto], int]:  # fmt: skip
-    """The body of contrib node `node` (named `name`), and the default-domain opset it is written for."""
-    b = Body(node, name, opset, input_types)
-    domain = "" if node.domain == "ai.onnx" else node.domain
-    BODIES[(domain, node.op_type)](b)
+    """The body of contrib node `node` (named `name`), and the default-domain opset it is written for (the
+    model's `opset` does not matter: functions.expand's signature)."""
+    b = Body(node, name, input_types)
+    BODIES[_key(node)](b)
     return b.nodes, BODY_OPSET
 
 
