@@ -310,6 +310,8 @@ def col2im(ctx: NodeContext) -> list[Value]:
 @float16_in_float32
 def gemm(ctx: NodeContext) -> list[Value]:
     a, b, c = ctx.input(0), ctx.input(1), ctx.optional(2)
+    if rank(a) != 2 or rank(b) != 2:
+        raise ctx.invalid(f"A and B must be matrices, got shapes {list(shape(a))} and {list(shape(b))}")
     if ctx.attr("transA", 0):
         a = ctx.transpose(a, [1, 0])
     if ctx.attr("transB", 0):

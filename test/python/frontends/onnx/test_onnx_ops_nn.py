@@ -7,6 +7,7 @@ import pytest
 from onnx import helper
 from onnx_check import check, check_node, model, rand
 
+from glow_mlir.errors import InvalidNodeError
 from glow_mlir.frontends.onnx import import_model
 
 # Conv.
@@ -338,6 +339,13 @@ def test_gemm(attrs: dict[str, object], c_shape: tuple[int, ...] | None) -> None
 
 def test_gemm_runtime_operands() -> None:
     check_node("Gemm", {"a": rand(3, 4), "b": rand(5, 4), "c": rand(5)}, {"transB": 1, "alpha": 0.5})
+
+
+def test_gemm_of_a_vector_is_refused() -> None:
+    """Gemm takes matrices; a 1-D B (fuzz seed 2439, graph-2620) is refused naming the node, not an IndexError."""
+    m = model([helper.make_node("Gemm", ["a", "b"], ["y"], name="g")], {"a": rand(2, 10), "b": rand(10)}, ["y"])
+    with pytest.raises(InvalidNodeError, match=r"node 'g' \(Gemm\).*\[2, 10\] and \[10\]"):
+        import_model(m)
 
 
 @pytest.mark.parametrize("shapes", [
