@@ -176,16 +176,22 @@ def _centered(ctx: NodeContext, v: Value, zero: Value | None, axis: int, what: s
     return ctx.g.sub(v_wide, _spread(ctx, ctx.convert(zero, wide), shape(v), axis, 0, f"{what}'s zero point"))
 
 
-def _integer_matmul(ctx: NodeContext, a: Value, a_zero: Value | None, b: Value, b_zero: Value | None) -> Value:
-    """(a - a_zero) x (b - b_zero) in int32 with MatMul's batching; a's zero point is per row (of a's last
-    two dims), b's per column."""
-    lhs = _centered(ctx, a, a_zero, -2 if rank(a) > 1 else 0, "A", I32)
-    rhs = _centered(ctx, b, b_zero, -1, "B", I32)
-    return ops_nn.matmul(dataclasses.replace(ctx, inputs=[lhs, rhs]))[0]
-
-
 # float32 holds every integer below 2^24 exactly, and every multiple of 1/4 below 2^22.
 F32_INTEGERS = 2**24
+
+
+def _integer_matmul(ctx: NodeContext, a: Value, a_zero: Value | None, b: Value, b_zero: Value | None) -> Value:
+    """(a - a_zero) x (b - b_zero) in int32 with MatMul's batching; a's zero point is per row (of a's last
+    two dims), b's per column. A product of two run-time operands (attention's Q K^T and P V in a QOperator
+    model) whose every sum is an integer below 2^24 (255 x 255 per term, K terms: K <= 258) is computed in
+    float32, exactly, by the backend's float kernels (the int32 batched product ran as a loop nest: ViT-tiny's
+    attention took half its time); one with constant weights stays int32, the form glow-cpu-int8 takes."""
+    exact = not isinstance(b, np.ndarray) and 255 * 255 * shape(a)[-1] < F32_INTEGERS
+    wide = F32 if exact else I32
+    lhs = _centered(ctx, a, a_zero, -2 if rank(a) > 1 else 0, "A", wide)
+    rhs = _centered(ctx, b, b_zero, -1, "B", wide)
+    product = ops_nn.matmul(dataclasses.replace(ctx, inputs=[lhs, rhs]))[0]
+    return ctx.convert(product, I32) if exact else product
 
 
 def _accumulator(ctx: NodeContext, w: Value, w_zero: Value | None, bias: Value | None) -> np.dtype:

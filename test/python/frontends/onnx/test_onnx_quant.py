@@ -307,6 +307,22 @@ def test_qlinear_matmul_per_column_scale() -> None:
     run("QLinearMatMul", _requant_inputs(U8, (6, 16), (16, 4), per_column=True), opset=21)
 
 
+@pytest.mark.parametrize(("k", "in_float"), [(64, True), (258, True), (259, False)])
+def test_product_of_two_activations_is_float_where_exact(k: int, in_float: bool) -> None:
+    """Attention's QLinearMatMul of two run-time operands: in float32 (the backend's vectorized batched product)
+    while 255 x 255 x K < 2^24 keeps every sum exact, else int32; equal to onnxruntime either way (extremes
+    included: the largest sums)."""
+    feeds = _requant_inputs(U8, (2, 3, k), (2, k, 5), per_column=False)
+    feeds["a"][0, 0], feeds["b"][0, :, 0], feeds["za"], feeds["zb"] = 255, 255, np.array(0, U8), np.array(0, U8)
+    run("QLinearMatMul", feeds, opset=10)
+    graph = import_model(helper.make_model(helper.make_graph(
+        [helper.make_node("QLinearMatMul", list(feeds), ["y"])], "q",
+        [helper.make_tensor_value_info(n, NUMPY_TO_ONNX[a.dtype], a.shape) for n, a in feeds.items()],
+        [helper.make_empty_tensor_value_info("y")]), opset_imports=[helper.make_opsetid("", 10)]))  # fmt: skip
+    products = [line for line in str(graph.module).splitlines() if "glow.batch_matmul" in line]
+    assert len(products) == 1 and ("-> tensor<2x3x5xf32>" in products[0]) == in_float
+
+
 @pytest.mark.parametrize("t", [U8, I8])
 @pytest.mark.parametrize("per_channel", [False, True])
 @pytest.mark.parametrize("bias", [False, True])
