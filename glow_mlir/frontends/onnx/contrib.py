@@ -6,8 +6,8 @@ ORT_ENABLE_EXTENDED level, or onnxruntime.transformers' optimizer) gets a model 
 com.microsoft: each of the 22 zoo models of bench/'s broad set did (Conv + activation as FusedConv, MatMul +
 Transpose + scale as FusedMatMul, the GELU forms, SiLU as QuickGelu, Add + LayerNormalization as
 SkipLayerNormalization, RMS norms as SimplifiedLayerNormalization, which onnxruntime puts in the default domain);
-onnxruntime.transformers' and optimum's optimizers also fuse a BERT's self-attention (Attention) and its
-embeddings (EmbedLayerNormalization), and its quantizer's QOperator format writes quantized ops of the domain
+onnxruntime.transformers' and optimum's optimizers also fuse a BERT's self-attention (Attention; or
+MultiHeadAttention, the projections apart) and its embeddings (EmbedLayerNormalization), and its quantizer's QOperator format writes quantized ops of the domain
 (QLinearAdd, QGemm, ...; docs/QUANTIZATION.md). Each is written here as the default-domain ops it stands for
 (`BODIES`), which the importer imports with their usual checks, and which glow's own graph passes fuse again as
 they fuse them in the original model. The semantics are onnxruntime's CPU kernels', checked against them
@@ -326,78 +326,116 @@ def _heads(b: Body, x: str, batch: int, sequence: int, heads: int, size: int, pe
     return b.add("Transpose", [shaped], perm=perm)
 
 
-def _key_mask(b: Body, mask: str, rank: int, length: int, batch: int, sequence: int, keys: int) -> str:
-    """Where `mask_index` (onnxruntime's forms) masks a key, as booleans [B, 1, 1 or S, keys]. 1-D of B: each
-    row's valid length (keys from it on masked); 1-D of 2B: ends then starts; 2-D [B, keys] or 3-D
+def _dims(b: Body, i: int) -> list[int]:
+    t = b.types[i]
+    assert t is not None
+    return [d.dim_value for d in t.tensor_type.shape.dim]
+
+
+def _key_mask(b: Body, mask: int, batch: int, sequence: int, keys: int) -> str:
+    """Where input `mask` (onnxruntime's mask_index forms) masks a key, as booleans [B, 1, 1 or S, keys]. 1-D of
+    B: each row's valid length (keys from it on masked); 1-D of 2B: ends then starts; 2-D [B, keys] or 3-D
     [B, S, keys]: a zero entry masks its key."""
-    if rank == 1:
+    dims, name = _dims(b, mask), b.input(mask)
+    if len(dims) == 1:
         positions = b.constant(np.arange(keys, dtype=np.int32)[None], np.int32)
         as_column = b.constant([batch, 1], np.int64)
-        bounds = b.add("Cast", [mask], to=onnx.TensorProto.INT32)
-        if length == batch:
+        bounds = b.add("Cast", [name], to=onnx.TensorProto.INT32)
+        if dims[0] == batch:
             masked = b.add("Not", [b.add("Less", [positions, b.add("Reshape", [bounds, as_column])])])
-        elif length == 2 * batch:
+        elif dims[0] == 2 * batch:
             ends, starts = (b.add("Reshape", [b.add("Slice", [bounds, b.constant([s], np.int64),
                                                               b.constant([s + batch], np.int64)]), as_column])
                             for s in (0, batch))  # fmt: skip
             masked = b.add("Or", [b.add("Not", [b.add("Less", [positions, ends])]), b.add("Less", [positions, starts])])
         else:
-            raise b.refuse(f"a 1-D mask_index of {length} entries is neither B ({batch}) nor 2B")
+            raise b.refuse(f"a 1-D mask of {dims[0]} entries is neither B ({batch}) nor 2B")
         return b.add("Reshape", [masked, b.constant([batch, 1, 1, keys], np.int64)])
-    if rank not in (2, 3):
-        raise b.refuse(f"a {rank}-D mask_index is not supported (1-D, 2-D and 3-D are)")
-    masked = b.add("Equal", [mask, b.constant(0, b.dtype(3))])
-    rows = 1 if rank == 2 else sequence
+    if len(dims) not in (2, 3):
+        raise b.refuse(f"a {len(dims)}-D mask is not supported (1-D, 2-D and 3-D are)")
+    masked = b.add("Equal", [name, b.constant(0, b.dtype(mask))])
+    rows = 1 if len(dims) == 2 else sequence
     return b.add("Reshape", [masked, b.constant([batch, 1, rows, keys], np.int64)])
 
 
-@body("Attention")
-def attention(b: Body) -> None:
-    """Multi-head self-attention of X [B, S, H] with packed weights [H, Hq + Hk + Hv] and bias:
-    softmax(Q K^T * scale + masks) V per head, heads joined, as onnxruntime's CPU kernel computes it: a key
-    masked by mask_index (`_key_mask`) gets mask_filter_value added, attention_bias is added, and with
-    unidirectional=1 each query weighs the keys up to its own only. No past state (input 4, output 1) and no
-    rotary embedding."""
-    if b.input(4) or b.wanted(1) or b.input(6):
-        raise b.refuse("past and present key/value state is not supported")
-    if int(b.attr("do_rotary", 0)):
-        raise b.refuse("do_rotary=1 is not supported")
-    heads = int(b.attr("num_heads"))
-    batch, sequence, _ = (d.dim_value for d in b.types[0].tensor_type.shape.dim)
-    width = b.types[1].tensor_type.shape.dim[1].dim_value
-    sizes = [int(s) for s in b.attr("qkv_hidden_sizes", [])] or [width // 3] * 3
-    if sum(sizes) != width or sizes[0] != sizes[1] or any(s % heads for s in sizes):
-        raise b.refuse(f"qkv_hidden_sizes {sizes} do not split the weights' {width} columns into {heads} heads")
+def _attend(b: Body, q: str, k: str, v: str, lengths: tuple[int, int, int], sizes: tuple[int, int, int],
+            mask: int, bias: int) -> None:  # fmt: skip
+    """Output 0: softmax(Q K^T * scale + masks) V per head, heads joined, for q [B, S, Hq], k [B, L, Hq],
+    v [B, L, Hv] (`lengths` B, S, L; `sizes` heads, Hq, Hv), as onnxruntime's CPU kernels compute it: a key
+    masked by input `mask` (`_key_mask`) gets mask_filter_value added, input `bias` (attention_bias) is added,
+    and with unidirectional=1 each query weighs the keys up to its own only."""
+    (batch, sequence, keys), (heads, width, values) = lengths, sizes
+    if width % heads or values % heads:
+        raise b.refuse(f"{heads} heads do not split widths {width} and {values}")
     dtype = b.dtype(0)
-    qkv = b.add("MatMul", [b.input(0), b.input(1)])
-    if b.input(2):
-        qkv = b.add("Add", [qkv, b.input(2)])
-    q, k, v = (b.fresh(part) for part in "qkv")
-    b.add("Split", [qkv, b.constant(sizes, np.int64)], [q, k, v], axis=-1)
-    head = sizes[0] // heads
+    head = width // heads
     q = _heads(b, q, batch, sequence, heads, head, [0, 2, 1, 3])
-    k = _heads(b, k, batch, sequence, heads, head, [0, 2, 3, 1])
-    v = _heads(b, v, batch, sequence, heads, sizes[2] // heads, [0, 2, 1, 3])
+    k = _heads(b, k, batch, keys, heads, head, [0, 2, 3, 1])
+    v = _heads(b, v, batch, keys, heads, values // heads, [0, 2, 1, 3])
     scale = float(b.attr("scale", 0.0)) or 1 / np.sqrt(head)
     scores = b.add("Mul", [b.add("MatMul", [q, k]), b.constant(scale, dtype)])
-    if b.input(3):
-        dims = [d.dim_value for d in b.types[3].tensor_type.shape.dim]
+    if b.input(mask):
+        dims = _dims(b, mask)
         # [1, 1] or [B, 1]: onnxruntime's dummy mask, no mask at all.
-        if not (len(dims) == 2 and dims[1] == 1 and sequence > 1):
-            masked = _key_mask(b, b.input(3), len(dims), dims[0], batch, sequence, sequence)
+        if not (len(dims) == 2 and dims[1] == 1 and keys > 1):
+            masked = _key_mask(b, mask, batch, sequence, keys)
             fill = float(b.attr("mask_filter_value", -10000.0))
             added = b.add("Where", [masked, b.constant(fill, dtype), b.constant(0.0, dtype)])
             scores = b.add("Add", [scores, added])
-    if b.input(5):
-        scores = b.add("Add", [scores, b.input(5)])
+    if b.input(bias):
+        scores = b.add("Add", [scores, b.input(bias)])
     if int(b.attr("unidirectional", 0)):
+        if keys != sequence:
+            raise b.refuse(f"unidirectional=1 over {keys} keys for {sequence} queries (past state) is not supported")
         # onnxruntime's causal softmax runs over the keys up to the query's own: the later ones weigh nothing, even
         # where the key mask masks all the earlier ones (-inf here; key 0 always stays).
         causal = b.constant(np.triu(np.ones((sequence, sequence), bool), 1), np.bool_)
         scores = b.add("Where", [causal, b.constant(-np.inf, dtype), scores])
     context = b.add("MatMul", [b.add("Softmax", [scores], axis=-1), v])
     joined = b.add("Transpose", [context], perm=[0, 2, 1, 3])
-    b.add("Reshape", [joined, b.constant([batch, sequence, sizes[2]], np.int64)], [b.output(0)])
+    b.add("Reshape", [joined, b.constant([batch, sequence, values], np.int64)], [b.output(0)])
+
+
+@body("Attention")
+def attention(b: Body) -> None:
+    """Multi-head self-attention of X [B, S, H] with packed weights [H, Hq + Hk + Hv] and bias (`_attend`); the
+    mask (mask_index) input 3, attention_bias input 5. No past state (input 4, output 1) and no rotary
+    embedding."""
+    if b.input(4) or b.wanted(1) or b.input(6):
+        raise b.refuse("past and present key/value state is not supported")
+    if int(b.attr("do_rotary", 0)):
+        raise b.refuse("do_rotary=1 is not supported")
+    heads = int(b.attr("num_heads"))
+    batch, sequence, _ = _dims(b, 0)
+    width = _dims(b, 1)[1]
+    sizes = [int(s) for s in b.attr("qkv_hidden_sizes", [])] or [width // 3] * 3
+    if sum(sizes) != width or sizes[0] != sizes[1]:
+        raise b.refuse(f"qkv_hidden_sizes {sizes} do not split the weights' {width} columns")
+    qkv = b.add("MatMul", [b.input(0), b.input(1)])
+    if b.input(2):
+        qkv = b.add("Add", [qkv, b.input(2)])
+    q, k, v = (b.fresh(part) for part in "qkv")
+    b.add("Split", [qkv, b.constant(sizes, np.int64)], [q, k, v], axis=-1)
+    _attend(b, q, k, v, (batch, sequence, sequence), (heads, sizes[0], sizes[2]), 3, 5)
+
+
+@body("MultiHeadAttention")
+def multi_head_attention(b: Body) -> None:
+    """Multi-head attention of query [B, S, Hq] over key [B, L, Hq] and value [B, L, Hv] (`_attend`), their bias
+    [Hq + Hq + Hv] added first; key_padding_mask input 4, attention_bias input 5. Packed query/key/value forms,
+    past state and its cache (inputs 6-9, outputs 1-3) are not supported."""
+    if any(b.input(i) for i in range(6, 10)) or any(b.wanted(i) for i in (1, 2, 3)):
+        raise b.refuse("past and present key/value state is not supported")
+    if not (b.input(1) and b.input(2)) or b.rank(0) != 3 or b.rank(1) != 3 or b.rank(2) != 3:
+        raise b.refuse("packed query/key/value forms are not supported (query, key and value of rank 3 are)")
+    heads = int(b.attr("num_heads"))
+    (batch, sequence, width), keys, values = _dims(b, 0), _dims(b, 1)[1], _dims(b, 2)[2]
+    q, k, v = b.input(0), b.input(1), b.input(2)
+    if b.input(3):
+        parts = [b.fresh(part) for part in "qkv"]
+        b.add("Split", [b.input(3), b.constant([width, width, values], np.int64)], parts, axis=0)
+        q, k, v = (b.add("Add", [x, bias]) for x, bias in zip((q, k, v), parts, strict=True))
+    _attend(b, q, k, v, (batch, sequence, keys), (heads, width, values), 4, 5)
 
 
 # Quantized ops of onnxruntime's QOperator format (quantize_static(..., quant_format=QuantFormat.QOperator)), as

@@ -208,10 +208,46 @@ def test_attention(mask: str, attrs: dict[str, object], sizes: list[int] | None,
     _node("Attention", {"x": r(2, 6, 12)}, consts, order=order, num_heads=4, **attrs, **extra)
 
 
+@pytest.mark.parametrize(
+    ("keys", "values", "mask", "attrs", "bias", "attention_bias"),
+    [
+        (6, 16, None, {}, True, False),  # self-attention, the projections' bias
+        (6, 16, "raw", {"unidirectional": 1}, False, False),  # 2-D key padding mask, causal
+        (9, 8, "lengths", {"scale": 0.2}, True, True),  # cross-attention: 9 keys, values 8 wide, key lengths
+    ],
+)
+def test_multi_head_attention(keys: int, values: int, mask: str | None, attrs: dict[str, object], bias: bool,
+                              attention_bias: bool) -> None:  # fmt: skip
+    """onnxruntime.transformers' MultiHeadAttention (4 heads, batch 2, 6 queries): separate query, key and value."""
+    feeds = {"q": r(2, 6, 16), "k": r(2, keys, 16), "v": r(2, keys, values)}
+    consts: dict[str, np.ndarray] = {}
+    order = ["q", "k", "v", "bias" if bias else ""]
+    if bias:
+        consts["bias"] = r(32 + values)
+    if mask is not None:
+        consts["mask"] = (np.array([5, 3], np.int32) if mask == "lengths" else
+                          np.array([[1] * keys, [1] * (keys - 2) + [0, 0]], np.int32))  # fmt: skip
+        order += ["mask"]
+    if attention_bias:
+        consts["ab"] = r(2, 4, 6, keys)
+        order += [""] * (5 - len(order)) + ["ab"]
+    while not order[-1]:
+        order.pop()
+    _node("MultiHeadAttention", feeds, consts, order=order, num_heads=4, **attrs)
+
+
 def test_attention_with_past_state_is_refused() -> None:
     node = helper.make_node("Attention", ["x", "w", "b"], ["y", "present"], name="attn", domain=MS, num_heads=2)
     model = _model([node], {"x": r(1, 4, 8)}, ["y", "present"], {"w": r(8, 24), "b": r(24)})
     with pytest.raises(UnsupportedModelError, match=r"com\.microsoft\.Attention \(opset 1\) at node 'attn'.*|past"):
+        import_model(model)
+
+
+def test_multi_head_attention_with_present_state_is_refused() -> None:
+    node = helper.make_node("MultiHeadAttention", ["q", "k", "v"], ["y", "present_key"], name="mha", domain=MS,
+                            num_heads=2)  # fmt: skip
+    model = _model([node], {"q": r(1, 4, 8)}, ["y", "present_key"], {"k": r(1, 4, 8), "v": r(1, 4, 8)})
+    with pytest.raises(UnsupportedModelError, match=r"com\.microsoft\.MultiHeadAttention .* at node 'mha'"):
         import_model(model)
 
 
