@@ -398,9 +398,9 @@ def _attend(b: Body, q: str, k: str, v: str, lengths: tuple[int, int, int], size
 
 @body("Attention")
 def attention(b: Body) -> None:
-    """Multi-head self-attention of X [B, S, H] with packed weights [H, Hq + Hk + Hv] and bias (`_attend`); the
-    mask (mask_index) input 3, attention_bias input 5. No past state (input 4, output 1) and no rotary
-    embedding."""
+    """Multi-head self-attention of X [B, S, H] with packed weights [H, Hq + Hk + Hv] and bias: softmax(Q K^T *
+    scale + masks) V per head, as onnxruntime computes it (`_attend`), mask_index input 3, attention_bias input
+    5. No past state (input 4, output 1) and no rotary embedding."""
     if b.input(4) or b.wanted(1) or b.input(6):
         raise b.refuse("past and present key/value state is not supported")
     if int(b.attr("do_rotary", 0)):
@@ -421,9 +421,10 @@ def attention(b: Body) -> None:
 
 @body("MultiHeadAttention")
 def multi_head_attention(b: Body) -> None:
-    """Multi-head attention of query [B, S, Hq] over key [B, L, Hq] and value [B, L, Hv] (`_attend`), their bias
-    [Hq + Hq + Hv] added first; key_padding_mask input 4, attention_bias input 5. Packed query/key/value forms,
-    past state and its cache (inputs 6-9, outputs 1-3) are not supported."""
+    """Multi-head attention of query [B, S, Hq] over key [B, L, Hq] and value [B, L, Hv], their bias [Hq + Hq +
+    Hv] added first: softmax(Q K^T * scale + masks) V per head (`_attend`), key_padding_mask input 4,
+    attention_bias input 5. Packed query/key/value forms, past state and its cache (inputs 6-9, outputs 1-3) are
+    not supported."""
     if any(b.input(i) for i in range(6, 10)) or any(b.wanted(i) for i in (1, 2, 3)):
         raise b.refuse("past and present key/value state is not supported")
     if not (b.input(1) and b.input(2)) or b.rank(0) != 3 or b.rank(1) != 3 or b.rank(2) != 3:
