@@ -125,8 +125,9 @@ class DepthwiseKernel:
         # one; blocks of fewer vectors (the channels left) get tiles of their own shape.
         self.vectors = 2 if self.c >= 2 * LANES and held_filter(2, self.kh, self.kw) else 1
         input_row = static_shape(x)[2] * self.c * 4
-        window = (self.kh - 1) * self.dh + 1
-        fits = [b for b in range(1, self.oh + 1) if ((b - 1) * self.sh + window) * input_row <= BAND_BYTES]
+        # The input rows one output row's window spans.
+        self.window = (self.kh - 1) * self.dh + 1
+        fits = [b for b in range(1, self.oh + 1) if ((b - 1) * self.sh + self.window) * input_row <= BAND_BYTES]
         self.band = max(fits, default=1)
         self.streamed = (math.prod(static_shape(x)) + math.prod(static_shape(y))) * 4 > L2_BYTES
         # The tiles' rows come from a band's rows (the whole map's where streamed).

@@ -97,8 +97,7 @@ class RingBands:
                  vectors: int) -> None:  # fmt: skip
         self.depthwise, self.ring, self.rows = depthwise, ring, rows
         k = depthwise
-        self.window = (k.kh - 1) * k.dh + 1
-        self.ring_rows = ring_rows(rows, k.sh, self.window)
+        self.ring_rows = ring_rows(rows, k.sh, k.window)
         self.runs = runs(widths, vectors)
 
     def fill(self, row: ir.Value) -> None:
@@ -116,11 +115,11 @@ class RingBands:
         k, rows = self.depthwise, self.rows
         bands = -(-k.oh // rows)
         last = k.oh - (bands - 1) * rows
-        end_of_map = (k.oh - 1) * k.sh + self.window
+        end_of_map = (k.oh - 1) * k.sh + k.window
         with for_loop(0, bands, 1) as band:
             top = arith.muli(band, index(rows * k.sh))
             first = arith.select(arith.cmpi(arith.CmpIPredicate.eq, band, index(0)), index(0),
-                                 arith.addi(top, index(self.window - k.sh)))  # fmt: skip
+                                 arith.addi(top, index(k.window - k.sh)))  # fmt: skip
             end = arith.minui(arith.addi(top, index(self.ring_rows)), index(end_of_map))
             loop = scf.ForOp(first, end, index(1))
             with ir.InsertionPoint(loop.body):
@@ -181,10 +180,10 @@ def ring_band(kernel: DepthwiseKernel, vectors: int) -> int:
     (depthwise_tiles.tile_shape over the whole map), fewer while the ring outgrows RING_BYTES; 0 where even one
     row's ring does."""
     k = kernel
-    window, wp = (k.kh - 1) * k.dh + 1, static_shape(k.x)[2]
+    wp = static_shape(k.x)[2]
     tile = tile_shape((k.oh, k.ow), min(vectors, k.vectors), (k.kh, k.kw), (k.sh, k.sw), (k.dh, k.dw), k.interior)
     rows = tile.rows
-    while rows and ring_rows(rows, k.sh, window) * wp * LANES * vectors * 4 > RING_BYTES:
+    while rows and ring_rows(rows, k.sh, k.window) * wp * LANES * vectors * 4 > RING_BYTES:
         rows -= 1
     return rows
 
@@ -239,7 +238,7 @@ def copied_ring(op: ir.Operation, kernel: DepthwiseKernel) -> list[ir.Operation]
                 def body(arguments: list[ir.Value], rows: int = rows, lanes: int = lanes,
                          widths: tuple[int, ...] = blocks.widths) -> None:  # fmt: skip
                     x, filter_, y, *bias = arguments
-                    count = ring_rows(rows, k.sh, (k.kh - 1) * k.dh + 1)
+                    count = ring_rows(rows, k.sh, k.window)
                     ring_type = ir.MemRefType.get([1, count, wp, lanes], ir.F32Type.get())
                     ring = memref.alloca(ring_type, [], [], alignment=64)
                     depthwise = DepthwiseKernel(ring, filter_, bias[0] if bias else None, y, (k.sh, k.sw),
