@@ -67,19 +67,41 @@ def _dynamic_scale(value: ir.Value, n: int, axis: int = -1) -> tuple[ir.Value, n
     return None
 
 
-def _from_dynamic(op: ir.Operation) -> _Dynamic | None:
-    """A dynamically quantized product at i32 glow.matmul `op` (DynamicQuantizeLinear + MatMulInteger as the
-    ONNX importer writes them, or quantize(dynamic=True)): matmul(reshape*(sub(convert_to(q : i8 or ui8 ->
-    i32), broadcast(zero : i32, rank 0))), W int8 constant) -> reshape* -> convert_to f32 -> mul(., broadcast(
-    s [* m])) -> [add a per-channel constant]."""
-    centred = g.producer(through(op.operands[0], "glow.reshape"))
+def _activation(value: ir.Value) -> tuple[ir.Value, ir.Value] | None:
+    """(q, zero) when `value` is sub(convert_to(q : i8 or ui8), broadcast(zero)) with a run-time rank-0 zero
+    point (the product's activation as the ONNX importer centres it)."""
+    centred = g.producer(value)
     if centred is None or centred.name != "glow.sub":
         return None
     widen, zero = g.producer(centred.operands[0]), runtime_scalar(centred.operands[1])
     if widen is None or widen.name != "glow.convert_to" or g.dtype(widen.operands[0]) not in BYTES or zero is None:
         return None
+    return widen.operands[0], zero
+
+
+def _dequantization(current: ir.Value, n: int, axis: int) -> tuple[ir.Operation, ir.Value, np.ndarray,
+                                                                     np.ndarray] | None:  # fmt: skip
+    """(last op, s, m, bias) of mul(current, broadcast(s [* m])) -> [add a per-channel constant] after the f32
+    product `current`, its `n` channels along `axis` (`_dynamic_scale`); bias 0 without the add."""
+    scale = sole_user(current, "glow.mul")
+    found = None if scale is None else _dynamic_scale(other(scale, current), n, axis)
+    if found is None:
+        return None
+    last, bias = scale, np.zeros(n, np.float32)
+    add = sole_user(scale.results[0], "glow.add")
+    if add is not None and (added := channels(other(add, scale.results[0]), axis)) is not None:
+        last, bias = add, added
+    return last, found[0], found[1], bias
+
+
+def _from_dynamic(op: ir.Operation) -> _Dynamic | None:
+    """A dynamically quantized product at i32 glow.matmul `op` (DynamicQuantizeLinear + MatMulInteger as the
+    ONNX importer writes them, or quantize(dynamic=True)): matmul(reshape*(sub(convert_to(q : i8 or ui8 ->
+    i32), broadcast(zero : i32, rank 0))), W int8 constant) -> reshape* -> convert_to f32 -> mul(., broadcast(
+    s [* m])) -> [add a per-channel constant]."""
+    activation = _activation(through(op.operands[0], "glow.reshape"))
     w = int8_weights(op.operands[1])
-    if w is None or g.dtype(zero) != np.int32:
+    if activation is None or w is None or g.dtype(activation[1]) != np.int32:
         return None
     current = op.results[0]
     while (reshape := sole_user(current, "glow.reshape")) is not None:
@@ -88,15 +110,11 @@ def _from_dynamic(op: ir.Operation) -> _Dynamic | None:
     if to_float is None or g.dtype(to_float.results[0]) != np.float32:
         return None
     current = to_float.results[0]
-    scale = sole_user(current, "glow.mul")
-    found = None if scale is None else _dynamic_scale(other(scale, current), w.shape[1])
+    found = _dequantization(current, w.shape[1], len(ops.shape(current)) - 1)
     if found is None:
         return None
-    last, bias, axis = scale, np.zeros(w.shape[1], np.float32), len(ops.shape(current)) - 1
-    add = sole_user(scale.results[0], "glow.add")
-    if add is not None and (added := channels(other(add, scale.results[0]), axis)) is not None:
-        last, bias = add, added
-    return _Dynamic(widen.operands[0], zero, found[0], w, found[1], bias, last)
+    last, scale, multiplier, bias = found
+    return _Dynamic(*activation, scale, w, multiplier, bias, last)
 
 
 def int8_dynamic_matmul(op: ir.Operation) -> ir.Value | None:
@@ -137,13 +155,10 @@ def int8_dynamic_convolution(op: ir.Operation) -> ir.Value | None:
     if ir.IntegerAttr(op.attributes["group"]).value != 1 or \
             any(d != 1 for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])):  # fmt: skip
         return None
-    centred = g.producer(op.operands[0])
-    if centred is None or centred.name != "glow.sub":
+    activation = _activation(op.operands[0])
+    if activation is None:
         return None
-    widen, zero = g.producer(centred.operands[0]), runtime_scalar(centred.operands[1])
-    if widen is None or widen.name != "glow.convert_to" or g.dtype(widen.operands[0]) not in BYTES or zero is None:
-        return None
-    q = widen.operands[0]
+    q, zero = activation
     # The zero point as q's own 8-bit value (the importer widens it as it widens q), for the canvas.
     narrow = g.producer(zero)
     if narrow is None or narrow.name != "glow.convert_to" or g.dtype(narrow.operands[0]) != g.dtype(q):
@@ -160,14 +175,10 @@ def int8_dynamic_convolution(op: ir.Operation) -> ir.Value | None:
     if g.dtype(current) != np.float32:
         return None
     o = w.shape[0]
-    scale = sole_user(current, "glow.mul")
-    found = None if scale is None else _dynamic_scale(other(scale, current), o, 1)
+    found = _dequantization(current, o, 1)
     if found is None:
         return None
-    last, added = scale, np.zeros(o, np.float32)
-    add = sole_user(scale.results[0], "glow.add")
-    if add is not None and (vector := channels(other(add, scale.results[0]), 1)) is not None:
-        last, added = add, vector
+    last, scale, factor, added = found
     gemm = conv_weights(w)
     with ir.InsertionPoint(last), last.location:
         i32, f32 = ir.IntegerType.get_signless(32), ir.F32Type.get()
@@ -184,7 +195,7 @@ def int8_dynamic_convolution(op: ir.Operation) -> ir.Value | None:
         if offset(g.dtype(q)):
             shift = constant((offset(g.dtype(q)) * sums).astype(np.int32), i32)
             correction = g.make("glow.add", [correction, shift], ops.tensor_type([o], i32))
-        multiplier = times(_vector(found[0], o), found[1], f32)
+        multiplier = times(_vector(scale, o), factor, f32)
         x = padded(q, narrow.operands[0], op)
         n, _, oh, ow = ops.shape(op.results[0])
         result = ops.tensor_type([n, oh, ow, gemm.shape[1]], f32)
