@@ -418,9 +418,8 @@ class Importer:
         if handle is None:
             # ONNX may define the op as a function of others (a node of a function body is checked here, not
             # in _check_ops, since context-dependent bodies exist only once their input types are known).
-            known = contrib.has_body(node) or (node.domain in DEFAULT_DOMAINS and self.opset is not None
-                                               and functions.has_body(node, self.opset))  # fmt: skip
-            if not known or self.opset is None:
+            if self.opset is None or not (contrib.has_body(node) or (node.domain in DEFAULT_DOMAINS
+                                                                     and functions.has_body(node, self.opset))):
                 raise UnsupportedModelError([(_qualified(node), self._node_opset(node), name)])
             self._import_function(node, name, inputs)
             return
