@@ -48,6 +48,7 @@ from glow_mlir.backends.cpu.conv_recipes import LANES
 from glow_mlir.backends.cpu.depthwise_tiles import (
     Interior,
     TileShape,
+    aliased,
     held_filter,
     skips_columns,
     tile_shape,
@@ -122,8 +123,13 @@ class DepthwiseKernel:
         self.skip_columns = interior is not None and skips_columns(self.ow, window_, strides_, dilations_, interior)
         # Two channel vectors per tile where the channels and a 3x3 filter's registers allow (one loaded input
         # column then covers a whole 128-byte pixel of 32 channels: 1.2-1.45x on MobileNetV2's 3x3 layers), else
-        # one; blocks of fewer vectors (the channels left) get tiles of their own shape.
-        self.vectors = 2 if self.c >= 2 * LANES and held_filter(2, self.kh, self.kw) else 1
+        # one; blocks of fewer vectors (the channels left) get tiles of their own shape. Strided, a loaded vector
+        # feeds fewer outputs, and the 4 x 4 tiles of one vector reuse each twice as often as the 2 x 2 of two
+        # (3x3 stride 2 on 28x28 of 48 to 240 channels 1.2-1.5x, the others 0.98-1.12x), but where a block's
+        # vectors fall into 2 of L1's sets (`aliased`) a pixel's two vectors span twice the sets (512 channels on
+        # 14x14 0.88x with one).
+        strided = (self.sh > 1 or self.sw > 1) and not aliased(self.c, 2)
+        self.vectors = 2 if self.c >= 2 * LANES and held_filter(2, self.kh, self.kw) and not strided else 1
         input_row = static_shape(x)[2] * self.c * 4
         # The input rows one output row's window spans.
         self.window = (self.kh - 1) * self.dh + 1

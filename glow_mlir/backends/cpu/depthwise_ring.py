@@ -43,7 +43,7 @@ from glow_mlir.backends.cpu.depthwise_recipes import (
     for_loop,
     register_lanes,
 )
-from glow_mlir.backends.cpu.depthwise_tiles import Interior, held_filter, tile_shape
+from glow_mlir.backends.cpu.depthwise_tiles import Interior, aliased, held_filter, tile_shape
 from glow_mlir.backends.cpu.outline import define_helper
 from glow_mlir.backends.cpu.recipes import (
     Kernel,
@@ -60,8 +60,6 @@ from glow_mlir.codegen.builders import index
 # The most bytes of one block's ring: with the filter slice and the output tiles' lines, within L1 (48 KB on Zen 5
 # and Sapphire Rapids).
 RING_BYTES = 32 * 1024
-# Bytes after which L1's set indices repeat: 64 sets of 64-byte lines (48 KB 12-way on Zen 5, Sapphire Rapids).
-L1_SET_PERIOD = 4096
 # Channel vectors per copied ring: a pixel's 4 lines in 4 sets for the copy (than rings of the tiles' 2 vectors,
 # 1024 and 2048 channels on 7x7 ran 1.13-1.14x faster, 512 on 14x14 1.09x; 1024 on 14x14 1.09x slower).
 RING_VECTORS = 4
@@ -186,12 +184,6 @@ def ring_band(kernel: DepthwiseKernel, vectors: int) -> int:
     while rows and ring_rows(rows, k.sh, k.window) * wp * LANES * vectors * 4 > RING_BYTES:
         rows -= 1
     return rows
-
-
-def aliased(c: int, sets: int) -> bool:
-    """Whether a channel block's vectors along a row of C-channel pixels (or a filter's taps) fall into at most
-    `sets` of L1's (module docstring): C x 4 bytes a multiple of L1_SET_PERIOD / sets."""
-    return c * 4 % (L1_SET_PERIOD // sets) == 0
 
 
 def padded_filter(op: ir.Operation, filter_: ir.Value) -> ir.Value:

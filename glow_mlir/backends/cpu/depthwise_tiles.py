@@ -26,11 +26,19 @@ FMAS_IN_FLIGHT = 8
 # dead columns, where that skips at least this share of the row's multiply-adds (a 7x7 window on a 7x7 map reads
 # zeros with a quarter of its taps along a row, on 28x28 with 6 %; `skips_columns`).
 MIN_DEAD_COLUMNS = 0.1
+# Bytes after which L1's set indices repeat: 64 sets of 64-byte lines (48 KB 12-way on Zen 5, Sapphire Rapids).
+L1_SET_PERIOD = 4096
 
 
 def held_filter(vectors: int, kh: int, kw: int) -> bool:
     """Whether a KH x KW filter's vectors for `vectors` channel vectors stay in registers across a row of tiles."""
     return vectors * kh * kw <= HELD_FILTER_VECTORS
+
+
+def aliased(c: int, sets: int) -> bool:
+    """Whether a channel block's vectors along a row of C-channel pixels (or a filter's taps) fall into at most
+    `sets` of L1's (depthwise_ring.py): C x 4 bytes a multiple of L1_SET_PERIOD / sets."""
+    return c * 4 % (L1_SET_PERIOD // sets) == 0
 
 
 def window_readers(outputs: int, stride: int, taps: int, dilation: int) -> dict[int, list[tuple[int, int]]]:

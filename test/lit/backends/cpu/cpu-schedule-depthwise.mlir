@@ -68,6 +68,18 @@
 // CHECK-COUNT-14:      arith.cmpf uge
 // CHECK-LABEL: func.func @large_window(
 // CHECK:         call @__glow_kernel2(
+// @strided (3x3 stride 2 over 29x29x96): blocks of one register, not two: a loaded vector feeds fewer outputs
+// of a strided window, and one register's tiles (3 rows x 5 pixels) reuse each more than two registers' 2 x 2.
+// CHECK-LABEL: func.func private @__glow_kernel3(
+// CHECK-SAME:    memref<1x29x29x96xf32>
+// CHECK:         scf.for %{{.*}} = %c0 to %c96 step %c16 {
+// CHECK:           scf.for %{{.*}} = %c0 to %c12 step %c3 {
+// @strided_aliased (512 channels: a block's vectors along a row fall into 2 of L1's sets): blocks of two
+// registers, whose pixels span twice the sets, in 2 x 2 tiles.
+// CHECK-LABEL: func.func private @__glow_kernel4(
+// CHECK-SAME:    memref<1x15x15x512xf32>
+// CHECK:         scf.for %{{.*}} = %c0 to %c512 step %c32 {
+// CHECK:           scf.for %{{.*}} = %c0 to %c6 step %c2 {
 
 module {
   memref.global "private" constant @b88 : memref<88xf32> = dense<2.500000e-01> {alignment = 64 : i64}
@@ -90,6 +102,16 @@ module {
     %0 = memref.get_global @w5 : memref<5x5x1x32xf32>
     %1 = memref.get_global @b5 : memref<32xf32>
     "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %0, %1) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 32 : i64, kernels = array<i64: 5, 5>, roles = ["out", "in", "in", "in"], strides = array<i64: 1, 1>} : (memref<1x14x14x32xf32>, memref<1x18x18x32xf32>, memref<5x5x1x32xf32>, memref<32xf32>) -> ()
+    return
+  }
+  func.func @strided(%arg0: memref<1x29x29x96xf32> {glow.name = "x"}, %arg1: memref<1x14x14x96xf32> {glow.name = "y", glow.output}) {
+    %0 = memref.get_global @w96 : memref<3x3x1x96xf32>
+    %1 = memref.get_global @b96 : memref<96xf32>
+    "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %0, %1) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 96 : i64, kernels = array<i64: 3, 3>, roles = ["out", "in", "in", "in"], strides = array<i64: 2, 2>} : (memref<1x14x14x96xf32>, memref<1x29x29x96xf32>, memref<3x3x1x96xf32>, memref<96xf32>) -> ()
+    return
+  }
+  func.func @strided_aliased(%arg0: memref<1x15x15x512xf32> {glow.name = "x"}, %arg1: memref<1x7x7x512xf32> {glow.name = "y", glow.output}, %w: memref<3x3x1x512xf32> {glow.name = "w"}, %b: memref<512xf32> {glow.name = "b"}) {
+    "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %w, %b) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 512 : i64, kernels = array<i64: 3, 3>, roles = ["out", "in", "in", "in"], strides = array<i64: 2, 2>} : (memref<1x7x7x512xf32>, memref<1x15x15x512xf32>, memref<3x3x1x512xf32>, memref<512xf32>) -> ()
     return
   }
 }

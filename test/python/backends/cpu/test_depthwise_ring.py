@@ -13,7 +13,8 @@ import pytest
 from onnx import ModelProto, helper
 
 import glow_mlir
-from glow_mlir.backends.cpu.depthwise_ring import aliased, runs
+from glow_mlir.backends.cpu.depthwise_ring import runs
+from glow_mlir.backends.cpu.depthwise_tiles import aliased
 from glow_mlir.frontends.onnx import import_model
 import onnx_check
 
