@@ -37,6 +37,8 @@ class Body:
         self.attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         self.nodes: list[onnx.NodeProto] = []
         self.count = 0
+        # The default-domain opset the body's nodes are imported under: BODY_OPSET unless a body needs a newer op.
+        self.opset = BODY_OPSET
 
     def input(self, i: int) -> str:
         """The name of input `i`, '' where absent."""
@@ -111,7 +113,7 @@ def expand(node: onnx.NodeProto, name: str, opset: int,
     model's `opset` does not matter: functions.expand's signature)."""
     b = Body(node, name, input_types)
     BODIES[_key(node)](b)
-    return b.nodes, BODY_OPSET
+    return b.nodes, b.opset
 
 
 # Products.

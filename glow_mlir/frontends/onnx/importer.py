@@ -55,6 +55,7 @@ from glow_mlir.errors import (
 # Importing the handler modules fills the registry.
 from glow_mlir.frontends.onnx import contrib, functions
 from glow_mlir.frontends.onnx import (  # noqa: F401
+    contrib_decoder,
     ops_attention,
     ops_bounded,
     ops_control,

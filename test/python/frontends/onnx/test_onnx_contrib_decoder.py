@@ -1,0 +1,145 @@
+"""onnxruntime's contrib ops of decoder language models (frontends/onnx/contrib_decoder.py) against onnxruntime's
+own kernels: RotaryEmbedding in its layouts and position forms, MatMulNBits at each width, with and without its
+zero points and bias."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import helper, numpy_helper
+
+import glow_mlir
+from glow_mlir.errors import UnsupportedModelError
+from glow_mlir.frontends.onnx import import_model
+from glow_mlir.frontends.onnx.contrib import CONTRIB_DOMAIN
+
+rng = np.random.default_rng(0)
+
+
+def _check(node: onnx.NodeProto, feeds: dict[str, np.ndarray], consts: dict[str, np.ndarray], atol: float = 1e-5,
+           want: np.ndarray | None = None) -> None:  # fmt: skip
+    """glow-mlir's output of the one-node model is onnxruntime's (or `want`), in shape, dtype and value."""
+    graph = helper.make_graph(
+        [node], "decoder",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in feeds.items()],
+        [helper.make_empty_tensor_value_info("y")],
+        [numpy_helper.from_array(a, n) for n, a in consts.items()],
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid(CONTRIB_DOMAIN, 1)]
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=8)
+    if want is None:
+        [want] = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    with glow_mlir.compile(import_model(model)) as compiled:
+        got = compiled.run(feeds)["y"]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=atol)
+
+
+def r(*dims: int) -> np.ndarray:
+    return rng.standard_normal(dims).astype(np.float32)
+
+
+@pytest.mark.parametrize("layout", ["BSH", "BNSH"])
+@pytest.mark.parametrize("interleaved", [0, 1])
+@pytest.mark.parametrize("rotary_dim", [0, 4])
+@pytest.mark.parametrize("positions", ["ids", "offset"])
+def test_rotary_embedding(layout: str, interleaved: int, rotary_dim: int, positions: str) -> None:
+    """Each layout, both pairings of a head's halves, a partial rotary dim, position ids [B, S] and a start offset
+    [1] (a KV-cached step's positions)."""
+    batch, heads, sequence, size = 2, 3, 5, 8
+    x = r(batch, sequence, heads * size) if layout == "BSH" else r(batch, heads, sequence, size)
+    half = (rotary_dim or size) // 2
+    position = rng.integers(0, 11, (batch, sequence)) if positions == "ids" else np.array([4])
+    attrs = {"interleaved": interleaved, "num_heads": heads}
+    if rotary_dim:
+        attrs["rotary_embedding_dim"] = rotary_dim
+    node = helper.make_node("RotaryEmbedding", ["x", "p", "cos", "sin"], ["y"], domain=CONTRIB_DOMAIN, **attrs)
+    _check(node, {"x": x, "p": position.astype(np.int64)}, {"cos": r(16, half), "sin": r(16, half)})
+
+
+def test_rotary_embedding_scale_is_ignored() -> None:
+    """onnxruntime's CPU kernel leaves its `scale` attribute unused, and so does the body."""
+    node = helper.make_node("RotaryEmbedding", ["x", "p", "cos", "sin"], ["y"], domain=CONTRIB_DOMAIN, scale=2.0)
+    _check(node, {"x": r(1, 2, 4, 6), "p": np.array([[0, 1, 2, 3]], np.int64)}, {"cos": r(8, 3), "sin": r(8, 3)})
+
+
+def _packed(values: np.ndarray, bits: int) -> np.ndarray:
+    """Unsigned `bits`-wide values [..., M] packed into bytes along the last axis, lowest bits first."""
+    per_byte = 8 // bits
+    padded = np.pad(values, [(0, 0)] * (values.ndim - 1) + [(0, -values.shape[-1] % per_byte)])
+    groups = padded.reshape(*values.shape[:-1], -1, per_byte).astype(np.uint16)
+    return (groups << (np.arange(per_byte) * bits)).sum(-1).astype(np.uint8)
+
+
+@pytest.mark.parametrize("bits", [2, 4, 8])
+@pytest.mark.parametrize("zero_points", ["absent", "packed", "float"])
+@pytest.mark.parametrize(("k", "block"), [(64, 16), (80, 32)])  # 80: a last block of K half empty
+def test_matmul_nbits(bits: int, zero_points: str, k: int, block: int) -> None:
+    """Against onnxruntime, but for 8 bits with float zero points, which its CPU kernel refuses: against the
+    schema's (q - zero) x scale."""
+    n, blocks = 24, -(-k // block)
+    levels = 1 << bits
+    q = rng.integers(0, levels, (n, blocks, block))
+    scales = (r(n, blocks) * 0.1).astype(np.float32)
+    zero = rng.integers(0, levels, (n, blocks))
+    consts = {"b": _packed(q, bits), "scales": scales}
+    names = ["a", "b", "scales"]
+    if zero_points == "packed":
+        consts["zero"] = _packed(zero, bits)
+    elif zero_points == "float":
+        consts["zero"] = zero.astype(np.float32)
+    if zero_points != "absent":
+        names.append("zero")
+    a = r(2, 3, k)
+    want = None
+    if bits == 8 and zero_points == "float":
+        w = ((q - zero[..., None]) * scales[..., None]).reshape(n, -1)[:, :k]
+        want = (a @ w.T).astype(np.float32)
+    node = helper.make_node("MatMulNBits", names, ["y"], domain=CONTRIB_DOMAIN, K=k, N=n, bits=bits,
+                            block_size=block)  # fmt: skip
+    _check(node, {"a": a}, consts, atol=1e-4, want=want)
+
+
+def test_matmul_nbits_bias() -> None:
+    """Input 5, after an omitted g_idx."""
+    q = rng.integers(0, 16, (8, 2, 16))
+    consts = {"b": _packed(q, 4), "scales": r(8, 2), "bias": r(8)}
+    node = helper.make_node("MatMulNBits", ["a", "b", "scales", "", "", "bias"], ["y"], domain=CONTRIB_DOMAIN, K=32,
+                            N=8, bits=4, block_size=16)  # fmt: skip
+    _check(node, {"a": r(5, 32)}, consts)
+
+
+def test_matmul_nbits_refuses_other_widths() -> None:
+    node = helper.make_node("MatMulNBits", ["a", "b", "scales"], ["y"], name="mm3", domain=CONTRIB_DOMAIN, K=16, N=4,
+                            bits=3, block_size=16)  # fmt: skip
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, [2, 16])],
+        [helper.make_empty_tensor_value_info("y")],
+        [numpy_helper.from_array(np.zeros((4, 1, 6), np.uint8), "b"), numpy_helper.from_array(r(4, 1), "scales")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(CONTRIB_DOMAIN, 1)])
+    with pytest.raises(UnsupportedModelError, match=r"(?s)bits 3: onnxruntime packs 2, 4 or 8.*MatMulNBits.*node .mm3."):
+        import_model(model)
+
+
+def test_model_quantized_by_onnxruntime() -> None:
+    """An MLP whose MatMuls onnxruntime's MatMulNBitsQuantizer made 4-bit (its packing, its zero points)."""
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    weights = {"w1": r(64, 96) * 0.1, "w2": r(96, 32) * 0.1}
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Relu", ["h"], ["g"]),
+             helper.make_node("MatMul", ["g", "w2"], ["y"])]  # fmt: skip
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4, 64])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4, 32])],
+                              [numpy_helper.from_array(w, n) for n, w in weights.items()])  # fmt: skip
+    quantizer = MatMulNBitsQuantizer(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+                                     block_size=32, is_symmetric=False)  # fmt: skip
+    quantizer.process()
+    model = quantizer.model.model
+    assert [n.op_type for n in model.graph.node].count("MatMulNBits") == 2
+    feeds = {"x": r(4, 64)}
+    [want] = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    with glow_mlir.compile(import_model(model)) as compiled:
+        np.testing.assert_allclose(compiled.run(feeds)["y"], want, rtol=1e-5, atol=1e-5)
