@@ -205,8 +205,9 @@ def _from_quantizer(op: ir.Operation, axis: int) -> _Product | None:
 def _from_qdq(op: ir.Operation, weight_axis: int) -> _Product | None:
     """An imported QDQ product at `op`: a per-tensor DequantizeLinear input, float weights that are int8 steps
     of one scale per output channel (`integer_weights`, along `weight_axis`) and a constant bias or none. The
-    multiplier is float32(input scale * weight scale); op's float result is replaced."""
-    dequantized = dequantized_input(op.operands[0])
+    multiplier is float32(input scale * weight scale); op's float result is replaced. A matmul's input may come
+    through reshapes and transposes (a [B, S, K] activation's rows), as in `_from_quantizer`."""
+    dequantized = dequantized_input(layout_source(op.operands[0]) if op.name == "glow.matmul" else op.operands[0])
     if dequantized is None or g.dtype(op.results[0]) != np.float32:
         return None
     w = g.constant_array(op.operands[1])

@@ -176,6 +176,37 @@ def test_imported_qdq_model_runs_the_int8_kernels(tmp_path, activations: str) ->
             assert diff <= step * (1 + 1e-5), f"seed {seed}: {diff / step:.2f} output steps"
 
 
+class _TokenMlp(torch.nn.Module):
+    """Linear -> relu -> linear over [1, S, K] tokens: a transformer's MLP, whose matmuls read their activation's
+    rows through a reshape."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(32, 48), torch.nn.Linear(48, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+@needs_vnni
+def test_imported_qdq_token_matmuls_run_the_int8_kernel(tmp_path) -> None:  # noqa: ANN001
+    """quantize_static's QDQ MLP over [1, 6, 32] tokens: both matmuls run vpdpbusd (their dequantized input
+    reaches them through a reshape), within one output step of onnxruntime."""
+    import onnxruntime as ort
+
+    torch.manual_seed(0)
+    shape = (1, 6, 32)
+    quantized, step = quantize_static(_TokenMlp(), shape, tmp_path, rng)
+    session = ort.InferenceSession(quantized, providers=["CPUExecutionProvider"])
+    with glow_mlir.compile(glow_mlir.import_onnx(quantized), keep_ir=True, cache=False) as compiled:
+        text = compiled.ir("glow-cpu-int8")
+        assert text.count("glow.cpu_int8_matmul") == 2 and "glow.matmul" not in text
+        for seed in range(3):
+            x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+            diff = np.abs(compiled.run({"x": x})["y"] - session.run(None, {"x": x})[0]).max()
+            assert diff <= step * (1 + 1e-5), f"seed {seed}: {diff / step:.2f} output steps"
+
+
 @needs_vnni
 @pytest.mark.parametrize("schema", ["asymmetric", "symmetric"])
 def test_relu_and_next_quantization_fuse_into_the_epilogue(schema: str) -> None:

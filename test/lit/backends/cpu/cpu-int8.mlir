@@ -107,6 +107,24 @@ func.func @qdq(%q: tensor<4x3xui8> {glow.name = "q"}) -> (tensor<4x2xf32> {glow.
   return %y : tensor<4x2xf32>
 }
 
+// The same product of a [1, 4, 3] activation whose rows the matmul reads through a reshape (a transformer's
+// [B, S, K] tokens): q is reshaped as the matmul read it.
+// CHECK-LABEL: func.func @qdq_rows
+// CHECK-NOT: glow.matmul
+// CHECK: %[[Q:.*]] = "glow.reshape"(%arg0) {dims = array<i64: 4, 3>} : (tensor<1x4x3xui8>) -> tensor<4x3xui8>
+// CHECK: "glow.cpu_int8_matmul"(%[[Q]], {{.*}}) {{.*}} -> tensor<4x2xf32>
+func.func @qdq_rows(%q: tensor<1x4x3xui8> {glow.name = "q"}) -> (tensor<4x2xf32> {glow.name = "y"}) {
+  %wide = "glow.convert_to"(%q) : (tensor<1x4x3xui8>) -> tensor<1x4x3xf32>
+  %z = "glow.splat"() {value = 3.0 : f32} : () -> tensor<1x4x3xf32>
+  %centred = "glow.sub"(%wide, %z) : (tensor<1x4x3xf32>, tensor<1x4x3xf32>) -> tensor<1x4x3xf32>
+  %s = "glow.splat"() {value = 0.5 : f32} : () -> tensor<1x4x3xf32>
+  %x = "glow.mul"(%centred, %s) : (tensor<1x4x3xf32>, tensor<1x4x3xf32>) -> tensor<1x4x3xf32>
+  %flat = "glow.reshape"(%x) {dims = array<i64: 4, 3>} : (tensor<1x4x3xf32>) -> tensor<4x3xf32>
+  %w = "glow.constant"() {value = dense<[[2.0, 31.75], [-2.0, 1.0], [254.0, 0.0]]> : tensor<3x2xf32>} : () -> tensor<3x2xf32>
+  %y = "glow.matmul"(%flat, %w) : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  return %y : tensor<4x2xf32>
+}
+
 // A product whose result only feeds a relu and a uint8 QuantizeLinear (scale 0.25, zero point 130) computes
 // that activation in its epilogue: one op with a uint8 result, the relu and the quantization chain gone.
 // CHECK-LABEL: func.func @fused
