@@ -342,3 +342,18 @@ def test_a_split_models_bounded_op_checks_its_attribute_types_and_names_the_node
     with pytest.raises(InvalidNodeError, match=rf"node '{op}_0' \({op}\): attribute 'axis' must be of type INT, "
                                                rf"got {got}"):  # fmt: skip
         glow_mlir.InferenceSession(model.SerializeToString())
+
+
+def test_shape_inference_out_of_memory_is_a_typed_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fuzz seed 2441: an input of 2^31 int64 elements read as a shape made onnx's data propagation raise
+    MemoryError (std::bad_alloc). Not reproduced here: a machine with that much memory would fill it first."""
+
+    def exhausted(*_: object, **__: object) -> None:
+        raise MemoryError("std::bad_alloc")
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", exhausted)
+    axes = numpy_helper.from_array(np.array([0], np.int64), "axes")
+    model = _model([helper.make_node("Unsqueeze", ["n", "axes"], ["y"])], [_x([2147483647], "n", TensorProto.INT64)],
+                   ["y"], [axes])  # fmt: skip
+    with pytest.raises(ModelImportError, match="ran out of memory; its largest graph input 'n' has 2147483647"):
+        import_model(model)

@@ -9,6 +9,7 @@ their schema's attribute and arity rules, unnamed or doubly defined values.
 from __future__ import annotations
 
 import heapq
+import math
 import os
 from collections.abc import Iterator
 
@@ -61,6 +62,13 @@ def load(model: onnx.ModelProto | bytes | str | os.PathLike[str]) -> onnx.ModelP
         return infer_shapes(proto, owned=proto is not model)
     except (onnx.shape_inference.InferenceError, ValueError) as e:
         raise MalformedModelError(f"ONNX shape inference failed: {_first_line(e)}") from None
+    except MemoryError:
+        # onnx's data propagation materializes the values of shape-like tensors: a graph input of 2^31 int64
+        # elements read as a shape (fuzz seed 2441) exhausts memory in its C++ library.
+        sizes = {v.name: math.prod(d.dim_value for d in v.type.tensor_type.shape.dim) for v in proto.graph.input}
+        largest = max(sizes, key=sizes.__getitem__, default=None)
+        detail = f"; its largest graph input '{largest}' has {sizes[largest]} elements" if largest else ""
+        raise ModelImportError(f"ONNX shape inference ran out of memory{detail}") from None
 
 
 def subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
