@@ -49,6 +49,12 @@ class Body:
         assert t is not None, "the importer gives every tensor input its type"
         return len(t.tensor_type.shape.dim)
 
+    def dims(self, i: int) -> list[int]:
+        """The static dims of input `i`."""
+        t = self.types[i]
+        assert t is not None
+        return [d.dim_value for d in t.tensor_type.shape.dim]
+
     def dtype(self, i: int) -> np.dtype:
         t = self.types[i]
         assert t is not None
@@ -322,23 +328,17 @@ def embed_layer_normalization(b: Body) -> None:
             b.add("Identity", [b.constant(np.zeros(batch, np.int32), np.int32)], [b.output(1)])
 
 
-def _heads(b: Body, x: str, batch: int, sequence: int, heads: int, size: int, perm: list[int]) -> str:
+def split_heads(b: Body, x: str, batch: int, sequence: int, heads: int, size: int, perm: list[int]) -> str:
     """[B, S, N x size] as [B, N, S, size] permuted by `perm` (of [B, S, N, size])."""
     shaped = b.add("Reshape", [x, b.constant([batch, sequence, heads, size], np.int64)])
     return b.add("Transpose", [shaped], perm=perm)
-
-
-def _dims(b: Body, i: int) -> list[int]:
-    t = b.types[i]
-    assert t is not None
-    return [d.dim_value for d in t.tensor_type.shape.dim]
 
 
 def _key_mask(b: Body, mask: int, batch: int, sequence: int, keys: int) -> str:
     """Where input `mask` (onnxruntime's mask_index forms) masks a key, as booleans [B, 1, 1 or S, keys]. 1-D of
     B: each row's valid length (keys from it on masked); 1-D of 2B: ends then starts; 2-D [B, keys] or 3-D
     [B, S, keys]: a zero entry masks its key."""
-    dims, name = _dims(b, mask), b.input(mask)
+    dims, name = b.dims(mask), b.input(mask)
     if len(dims) == 1:
         positions = b.constant(np.arange(keys, dtype=np.int32)[None], np.int32)
         as_column = b.constant([batch, 1], np.int64)
@@ -371,13 +371,13 @@ def _attend(b: Body, q: str, k: str, v: str, lengths: tuple[int, int, int], size
         raise b.refuse(f"{heads} heads do not split widths {width} and {values}")
     dtype = b.dtype(0)
     head = width // heads
-    q = _heads(b, q, batch, sequence, heads, head, [0, 2, 1, 3])
-    k = _heads(b, k, batch, keys, heads, head, [0, 2, 3, 1])
-    v = _heads(b, v, batch, keys, heads, values // heads, [0, 2, 1, 3])
+    q = split_heads(b, q, batch, sequence, heads, head, [0, 2, 1, 3])
+    k = split_heads(b, k, batch, keys, heads, head, [0, 2, 3, 1])
+    v = split_heads(b, v, batch, keys, heads, values // heads, [0, 2, 1, 3])
     scale = float(b.attr("scale", 0.0)) or 1 / np.sqrt(head)
     scores = b.add("Mul", [b.add("MatMul", [q, k]), b.constant(scale, dtype)])
     if b.input(mask):
-        dims = _dims(b, mask)
+        dims = b.dims(mask)
         # [1, 1] or [B, 1]: onnxruntime's dummy mask, no mask at all.
         if not (len(dims) == 2 and dims[1] == 1 and keys > 1):
             masked = _key_mask(b, mask, batch, sequence, keys)
@@ -408,8 +408,8 @@ def attention(b: Body) -> None:
     if int(b.attr("do_rotary", 0)):
         raise b.refuse("do_rotary=1 is not supported")
     heads = int(b.attr("num_heads"))
-    batch, sequence, _ = _dims(b, 0)
-    width = _dims(b, 1)[1]
+    batch, sequence, _ = b.dims(0)
+    width = b.dims(1)[1]
     sizes = [int(s) for s in b.attr("qkv_hidden_sizes", [])] or [width // 3] * 3
     if sum(sizes) != width or sizes[0] != sizes[1]:
         raise b.refuse(f"qkv_hidden_sizes {sizes} do not split the weights' {width} columns")
@@ -432,7 +432,7 @@ def multi_head_attention(b: Body) -> None:
     if not (b.input(1) and b.input(2)) or b.rank(0) != 3 or b.rank(1) != 3 or b.rank(2) != 3:
         raise b.refuse("packed query/key/value forms are not supported (query, key and value of rank 3 are)")
     heads = int(b.attr("num_heads"))
-    (batch, sequence, width), keys, values = _dims(b, 0), _dims(b, 1)[1], _dims(b, 2)[2]
+    (batch, sequence, width), keys, values = b.dims(0), b.dims(1)[1], b.dims(2)[2]
     q, k, v = b.input(0), b.input(1), b.input(2)
     if b.input(3):
         parts = [b.fresh(part) for part in "qkv"]

@@ -11,15 +11,21 @@ join.
   a float W at compile time and the product runs as a float MatMul; the result is onnxruntime's at its default
   accuracy_level (A not quantized).
 
-GroupQueryAttention, which these models carry with their KV cache, is refused by name (registry.handler: no
-handler of another domain)."""
+- GroupQueryAttention is their attention over a KV cache: queries of N heads over keys and values of kv_num_heads
+  heads (N / kv_num_heads queries share each), the step's keys and values written into the cache, causal, with
+  rotary embedding (do_rotary), a local window, a softcap and an attention bias. Its cache holds
+  max(total_sequence_length, past length) rows, a shape set by a value: with total_sequence_length computed
+  from shapes (onnxruntime-genai's models take it from the attention mask's shape) it folds; fed as a graph
+  input, InferenceSession compiles per value (StaticInputRequired). Each batch row's cached length (seqlens_k +
+  1) is read at run time, where it places the step's rows and masks the keys, so ragged batches and a cache
+  shared between past and present (a buffer of the longest length) work as onnxruntime's do."""
 
 from __future__ import annotations
 
 import numpy as np
 import onnx
 
-from glow_mlir.frontends.onnx.contrib import Body, body
+from glow_mlir.frontends.onnx.contrib import Body, body, split_heads
 
 # The default-domain opset of a body holding ONNX's RotaryEmbedding, defined (as a function) since opset 23.
 ROTARY_OPSET = 23
@@ -33,10 +39,10 @@ def rotary_embedding(b: Body) -> None:
     if int(b.attr("is_packed_batching", 0)):
         raise b.refuse("is_packed_batching (ragged batches) is not supported")
     b.opset = ROTARY_OPSET
-    dims = [d.dim_value for d in b.types[0].tensor_type.shape.dim]
+    dims = b.dims(0)
     batch, sequence = (dims[0], dims[2]) if len(dims) == 4 else (dims[0], dims[1])
     positions = b.input(1)
-    if [d.dim_value for d in b.types[1].tensor_type.shape.dim] == [1]:
+    if b.dims(1) == [1]:
         offsets = b.add("Add", [positions, b.constant(np.arange(sequence), np.int64)])
         positions = b.add("Expand", [offsets, b.constant([batch, sequence], np.int64)])
     attrs = {key: int(b.attr(key, 0)) for key in ("interleaved", "num_heads", "rotary_embedding_dim")}
@@ -69,7 +75,7 @@ def matmul_nbits(b: Body) -> None:
         raise b.refuse("weights prepacked for an execution provider's layout")
     if b.input(4):
         raise b.refuse("g_idx (deprecated) is not supported")
-    if b.rank(0) < 1 or b.types[0].tensor_type.shape.dim[-1].dim_value != k:
+    if b.rank(0) < 1 or b.dims(0)[-1] != k:
         raise b.refuse(f"A's last dim is not K = {k}")
     blocks = -(-k // block)
     dtype = b.dtype(0)
@@ -93,3 +99,145 @@ def matmul_nbits(b: Body) -> None:
         b.add("MatMul", product, [b.output(0)])
         return
     b.add("Add", [b.add("MatMul", product), b.input(5)], [b.output(0)])
+
+
+# GroupQueryAttention's inputs and what the body takes of them: inputs 11 on (head_sink, quantized caches' scales,
+# Qwen3's Q/K norms, right-padded query chunks) and its other modes are refused by name.
+GQA_REFUSED_INPUTS = {11: "head_sink", 12: "k_scale", 13: "v_scale", 14: "q_norm_weight", 15: "k_norm_weight",
+                      16: "query_seqlens"}  # fmt: skip
+GQA_REFUSED_FLAGS = ("smooth_softmax", "sliding_window_cache", "qk_output")
+
+
+def _row(b: Body, values: list[str]) -> str:
+    """The int64 values (each [1]) as one [n] tensor."""
+    return b.add("Concat", values, axis=0) if len(values) > 1 else values[0]
+
+
+@body("GroupQueryAttention")
+def group_query_attention(b: Body) -> None:
+    """Causal attention of query [B, S, N x h] over the cache after this step (module docstring): outputs the
+    attention [B, S, N x h] and present_key / present_value [B, kv_num_heads, max(total, past), h], the step's
+    rows at each batch row's seqlens_k + 1 - S (0 for a first prompt, S == total_sequence_length)."""
+    for i, name in GQA_REFUSED_INPUTS.items():
+        if b.input(i):
+            raise b.refuse(f"input {i} ({name}) is not supported")
+    for flag in GQA_REFUSED_FLAGS:
+        if int(b.attr(flag, 0)):
+            raise b.refuse(f"{flag}={b.attr(flag)} is not supported")
+    for quant in ("k_quant_type", "v_quant_type"):
+        kind = b.attr(quant, b"NONE")
+        if (kind.decode() if isinstance(kind, bytes) else str(kind)) != "NONE":
+            raise b.refuse(f"a quantized KV cache ({quant}) is not supported")
+    if b.wanted(3):
+        raise b.refuse("output 3 (output_qk) is not supported")
+    heads, kv_heads = int(b.attr("num_heads", 0)), int(b.attr("kv_num_heads", 0))
+    batch, sequence, width = b.dims(0)
+    packed = not b.input(1)
+    if heads <= 0 or kv_heads <= 0 or heads % kv_heads or width % (heads + 2 * kv_heads if packed else heads):
+        raise b.refuse(f"num_heads {heads} and kv_num_heads {kv_heads} do not split the query's {width} features")
+    size = width // (heads + 2 * kv_heads) if packed else width // heads
+    group = heads // kv_heads
+    past = b.dims(3)[2] if b.input(3) else 0
+    dtype, i64 = b.dtype(0), np.int64
+    if packed:
+        b.add("Split", [b.input(0), b.constant([heads * size, kv_heads * size, kv_heads * size], i64)], 3, axis=2)
+        q, k, v = b.nodes[-1].output
+    else:
+        q, k, v = b.input(0), b.input(1), b.input(2)
+
+    # Per batch row: its cached length after the step and the position of its first new row.
+    total = b.add("Cast", [b.add("Reshape", [b.input(6), b.constant([1], i64)])], to=onnx.TensorProto.INT64)
+    lengths = b.add("Add", [b.add("Cast", [b.input(5)], to=onnx.TensorProto.INT64), b.constant(1, i64)])
+    first = b.add("Equal", [total, b.constant([sequence], i64)])
+    start = b.add("Where", [first, b.constant(0, i64), b.add("Sub", [lengths, b.constant(sequence, i64)])])
+    positions = b.add("Add", [b.add("Unsqueeze", [start, b.constant([1], i64)]), b.constant(np.arange(sequence), i64)])
+    if b.attr("do_rotary", 0):
+        rotary_positions = positions
+        if b.input(9):
+            # position_ids, but for a first prompt their first element followed by the next S - 1, in every
+            # batch row (as onnxruntime's kernel reads them).
+            corner = b.add("Slice", [b.input(9), b.constant([0, 0], i64), b.constant([1, 1], i64)])
+            counted = b.add("Add", [corner, b.constant(np.arange(sequence), i64)])
+            rotary_positions = b.add("Where", [first, counted, b.input(9)])
+        q, k = (_rotated(b, value, n, size, rotary_positions) for value, n in ((q, heads), (k, kv_heads)))
+
+    # The cache after the step: max(total, past) rows (a shape set by total's value), the step's rows at
+    # [start, start + S) of each batch row, the past (padded with zeros) elsewhere.
+    rows = b.add("Max", [total, b.constant([past], i64)])
+    keys = b.add("Sub", [b.add("CumSum", [b.add("ConstantOfShape", [rows], value=onnx.helper.make_tensor(
+        "one", onnx.TensorProto.INT64, [1], [1])), b.constant(0, i64)]), b.constant(1, i64)])  # fmt: skip
+    offset = b.add("Sub", [b.add("Unsqueeze", [keys, b.constant([0], i64)]),
+                           b.add("Unsqueeze", [start, b.constant([1], i64)])])  # fmt: skip
+    inside = b.add("And", [b.add("GreaterOrEqual", [offset, b.constant(0, i64)]),
+                           b.add("Less", [offset, b.constant(sequence, i64)])])  # fmt: skip
+    inside = b.add("Unsqueeze", [inside, b.constant([1, 3], i64)])
+    index = b.add("Unsqueeze", [b.add("Clip", [offset, b.constant(0, i64), b.constant(sequence - 1, i64)]),
+                                b.constant([1, 3], i64)])  # fmt: skip
+    cache_shape = _row(b, [b.constant([batch, kv_heads], i64), rows, b.constant([size], i64)])
+    index = b.add("Expand", [index, cache_shape])
+    present = []
+    for new, past_input, out in ((k, 3, 1), (v, 4, 2)):
+        step = split_heads(b, new, batch, sequence, kv_heads, size, [0, 2, 1, 3])
+        if past:
+            pads = _row(b, [b.constant([0, 0, 0, 0, 0, 0], i64), b.add("Sub", [rows, b.constant([past], i64)]),
+                            b.constant([0], i64)])  # fmt: skip
+            base = b.add("Pad", [b.input(past_input), pads])
+        else:
+            base = b.add("ConstantOfShape", [cache_shape], value=onnx.helper.make_tensor(
+                "zero", onnx.helper.np_dtype_to_tensor_dtype(dtype), [1], [0]))  # fmt: skip
+        written = b.add("GatherElements", [step, index], axis=2)
+        present.append(b.add("Where", [inside, written, base], [b.output(out)]))
+
+    # Scores of each query head against its group's keys: [B, kv_heads, group, S, rows].
+    queries = b.add("Reshape", [split_heads(b, q, batch, sequence, heads, size, [0, 2, 1, 3]),
+                                b.constant([batch, kv_heads, group, sequence, size], i64)])  # fmt: skip
+    cached_keys = b.add("Transpose", [b.add("Unsqueeze", [present[0], b.constant([2], i64)])], perm=[0, 1, 2, 4, 3])
+    scale = float(b.attr("scale", 0.0)) or 1 / np.sqrt(size)
+    scores = b.add("Mul", [b.add("MatMul", [queries, cached_keys]), b.constant(scale, dtype)])
+    softcap = float(b.attr("softcap", 0.0))
+    if softcap > 0:
+        capped = b.add("Tanh", [b.add("Div", [scores, b.constant(softcap, dtype)])])
+        scores = b.add("Mul", [capped, b.constant(softcap, dtype)])
+    if b.input(10):
+        scores = b.add("Add", [scores, _grouped_bias(b, rows, total, kv_heads, group, sequence)])
+    # A key counts where it is cached (key < length), not after the query (key <= position), and within
+    # local_window_size of it; a query that sees none (a padded prompt's rows, whose output onnxruntime leaves
+    # unspecified) weighs all equally rather than dividing by zero.
+    key_row = b.add("Unsqueeze", [keys, b.constant([0, 1], i64)])
+    query_at = b.add("Unsqueeze", [positions, b.constant([2], i64)])
+    visible = b.add("And", [b.add("Less", [key_row, b.add("Unsqueeze", [lengths, b.constant([1, 2], i64)])]),
+                            b.add("LessOrEqual", [key_row, query_at])])  # fmt: skip
+    window = int(b.attr("local_window_size", -1))
+    if window > 0:
+        earliest = b.add("Sub", [query_at, b.constant(window, i64)])
+        visible = b.add("And", [visible, b.add("Greater", [key_row, earliest])])
+    visible = b.add("Unsqueeze", [visible, b.constant([1, 2], i64)])
+    scores = b.add("Where", [visible, scores, b.constant(np.finfo(dtype).min, dtype)])
+    cached_values = b.add("Unsqueeze", [present[1], b.constant([2], i64)])
+    context = b.add("MatMul", [b.add("Softmax", [scores], axis=-1), cached_values])
+    context = b.add("Reshape", [context, b.constant([batch, heads, sequence, size], i64)])
+    joined = b.add("Transpose", [context], perm=[0, 2, 1, 3])
+    b.add("Reshape", [joined, b.constant([batch, sequence, heads * size], i64)], [b.output(0)])
+
+
+def _rotated(b: Body, x: str, heads: int, size: int, positions: str) -> str:
+    """ONNX's RotaryEmbedding of x [B, S, heads x size] at `positions` [B, S] with inputs cos_cache and sin_cache
+    (7, 8; [max positions, rotary dim / 2]) and rotary_interleaved."""
+    b.opset = ROTARY_OPSET
+    rotary = 2 * b.dims(7)[1]
+    attrs = {"num_heads": heads, "interleaved": int(b.attr("rotary_interleaved", 0))}
+    if rotary != size:
+        attrs["rotary_embedding_dim"] = rotary
+    return b.add("RotaryEmbedding", [x, b.input(7), b.input(8), positions], **attrs)
+
+
+def _grouped_bias(b: Body, rows: str, total: str, kv_heads: int, group: int, sequence: int) -> str:
+    """attention_bias (input 10: [B or 1, N or 1, S, total]) as the scores' [B or 1, kv_heads or 1, group or 1, S,
+    rows]: its columns past total (a shared cache's rows beyond the longest) padded with zeros."""
+    dims = b.dims(10)
+    i64 = np.int64
+    pads = _row(b, [b.constant([0, 0, 0, 0, 0, 0, 0], i64), b.add("Sub", [rows, total])])
+    padded = b.add("Pad", [b.input(10), pads])
+    split = [kv_heads, group] if dims[1] > 1 else [1, 1]
+    shape = _row(b, [b.constant([dims[0], *split, sequence], i64), rows])
+    return b.add("Reshape", [padded, shape])

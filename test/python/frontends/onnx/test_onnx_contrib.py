@@ -436,10 +436,11 @@ def test_quantized_cnn_as_onnxruntime_quantizes_it(tmp_path: Path) -> None:
 
 
 def test_unknown_contrib_op_is_refused_by_name() -> None:
-    node = helper.make_node("GroupQueryAttention", ["q", "k", "v"], ["y"], name="gqa", domain=MS, num_heads=2,
-                            kv_num_heads=1)  # fmt: skip
-    model = _model([node], {"q": r(1, 4, 8)}, ["y"], {"k": r(1, 4, 4), "v": r(1, 4, 4)})
-    with pytest.raises(UnsupportedModelError, match=r"com\.microsoft\.GroupQueryAttention \(opset 1\) at node 'gqa'"):
+    node = helper.make_node("PackedAttention", ["x", "w", "b", "token_offset", "cumulative_sequence_length"], ["y"],
+                            name="packed", domain=MS, num_heads=2)  # fmt: skip
+    offsets = {"token_offset": np.zeros((1, 4), np.int32), "cumulative_sequence_length": np.array([0, 4], np.int32)}
+    model = _model([node], {"x": r(4, 8)}, ["y"], {"w": r(8, 24), "b": r(24), **offsets})
+    with pytest.raises(UnsupportedModelError, match=r"com\.microsoft\.PackedAttention \(opset 1\) at node 'packed'"):
         import_model(model)
 
 

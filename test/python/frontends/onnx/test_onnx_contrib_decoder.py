@@ -119,8 +119,9 @@ def test_matmul_nbits_refuses_other_widths() -> None:
         [helper.make_empty_tensor_value_info("y")],
         [numpy_helper.from_array(np.zeros((4, 1, 6), np.uint8), "b"), numpy_helper.from_array(r(4, 1), "scales")],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(CONTRIB_DOMAIN, 1)])
-    with pytest.raises(UnsupportedModelError, match=r"(?s)bits 3: onnxruntime packs 2, 4 or 8.*MatMulNBits.*node .mm3."):
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid(CONTRIB_DOMAIN, 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    with pytest.raises(UnsupportedModelError, match=r"(?s)bits 3: onnxruntime packs 2, 4 or 8.*MatMulNBits.*'mm3'"):
         import_model(model)
 
 
@@ -143,3 +144,129 @@ def test_model_quantized_by_onnxruntime() -> None:
     [want] = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
     with glow_mlir.compile(import_model(model)) as compiled:
         np.testing.assert_allclose(compiled.run(feeds)["y"], want, rtol=1e-5, atol=1e-5)
+
+
+def _gqa(feeds: dict[str, np.ndarray], order: list[str], **attrs: object) -> None:
+    """One GroupQueryAttention node on `feeds` (inputs in `order`, '' where omitted) against onnxruntime's kernel:
+    the output, and each present cache's rows up to the batch row's length (onnxruntime leaves the rest as they
+    happen to be)."""
+    node = helper.make_node("GroupQueryAttention", order, ["y", "present_key", "present_value"],
+                            domain=CONTRIB_DOMAIN, **attrs)  # fmt: skip
+    graph = helper.make_graph(
+        [node], "gqa",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in feeds.items()],
+        [helper.make_empty_tensor_value_info(n) for n in ("y", "present_key", "present_value")],
+    )
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid(CONTRIB_DOMAIN, 1)]
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=10)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    session = glow_mlir.InferenceSession(model.SerializeToString())
+    got = session.run(None, feeds)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+    for g, w in zip(got[1:], want[1:], strict=True):
+        assert g.shape == w.shape
+        for row, length in enumerate(feeds["seqlens_k"] + 1):
+            np.testing.assert_allclose(g[row, :, :length], w[row, :, :length], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("batch", "sequence", "past", "lengths", "total"),
+    [
+        (2, 5, 0, [5, 5], 5),  # a first prompt
+        (2, 5, 0, [5, 3], 5),  # a right-padded batch of prompts
+        (2, 1, 6, [7, 7], 7),  # a decoding step, past and present apart
+        (2, 1, 6, [7, 4], 7),  # ragged rows: each writes its step at its own length
+        (2, 1, 16, [7, 4], 7),  # past and present one buffer of the longest length
+        (1, 3, 6, [9], 9),  # a chunk of 3 tokens after 6
+    ],
+)
+@pytest.mark.parametrize("rotary", [False, True])
+def test_group_query_attention(batch: int, sequence: int, past: int, lengths: list[int], total: int,
+                               rotary: bool) -> None:  # fmt: skip
+    heads, kv_heads, size = 4, 2, 16
+    feeds = {"query": r(batch, sequence, heads * size), "key": r(batch, sequence, kv_heads * size),
+             "value": r(batch, sequence, kv_heads * size)}  # fmt: skip
+    order = ["query", "key", "value", "", ""]
+    if past:
+        feeds |= {"past_key": r(batch, kv_heads, past, size), "past_value": r(batch, kv_heads, past, size)}
+        order[3:5] = ["past_key", "past_value"]
+    feeds |= {"seqlens_k": np.array(lengths, np.int32) - 1, "total_sequence_length": np.array(total, np.int32)}
+    order += ["seqlens_k", "total_sequence_length"]
+    if rotary:
+        feeds |= {"cos_cache": r(32, size // 2), "sin_cache": r(32, size // 2)}
+        order += ["cos_cache", "sin_cache"]
+    _gqa(feeds, order, num_heads=heads, kv_num_heads=kv_heads, do_rotary=int(rotary))
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"rotary_interleaved": 1, "do_rotary": 1},
+        {"softcap": 2.0},
+        {"local_window_size": 3},
+        {"scale": 0.3},
+    ],
+)
+def test_group_query_attention_attributes(attrs: dict[str, object]) -> None:
+    feeds = {"query": r(2, 6, 64), "key": r(2, 6, 32), "value": r(2, 6, 32), "seqlens_k": np.array([5, 3], np.int32),
+             "total_sequence_length": np.array(6, np.int32), "cos_cache": r(16, 8), "sin_cache": r(16, 8)}  # fmt: skip
+    order = ["query", "key", "value", "", "", "seqlens_k", "total_sequence_length", "cos_cache", "sin_cache"]
+    _gqa(feeds, order, num_heads=4, kv_num_heads=2, **attrs)
+
+
+def test_group_query_attention_packed_qkv_and_bias() -> None:
+    """Query, key and value packed in one input [B, S, (N + 2 kv) h], and an attention bias [1, N, S, total]."""
+    feeds = {"qkv": r(2, 5, 128), "seqlens_k": np.array([4, 4], np.int32),
+             "total_sequence_length": np.array(5, np.int32), "bias": r(1, 4, 5, 5)}  # fmt: skip
+    order = ["qkv", "", "", "", "", "seqlens_k", "total_sequence_length", "", "", "", "bias"]
+    _gqa(feeds, order, num_heads=4, kv_num_heads=2)
+
+
+@pytest.mark.parametrize(
+    ("batch", "sequence", "past", "lengths", "total"), [(2, 4, 0, [4, 4], 4), (2, 1, 5, [6, 3], 6), (1, 3, 5, [8], 8)]
+)
+def test_group_query_attention_position_ids(batch: int, sequence: int, past: int, lengths: list[int],
+                                            total: int) -> None:  # fmt: skip
+    """Rotary positions given as input 9 rather than taken from the cache lengths: as given, but for a first
+    prompt, whose positions onnxruntime counts on from the first one's."""
+    feeds = {"query": r(batch, sequence, 64), "key": r(batch, sequence, 32), "value": r(batch, sequence, 32)}
+    order = ["query", "key", "value", "", ""]
+    if past:
+        feeds |= {"past_key": r(batch, 2, past, 16), "past_value": r(batch, 2, past, 16)}
+        order[3:5] = ["past_key", "past_value"]
+    feeds |= {"seqlens_k": np.array(lengths, np.int32) - 1, "total_sequence_length": np.array(total, np.int32),
+              "cos_cache": r(16, 8), "sin_cache": r(16, 8),
+              "position_ids": rng.integers(0, 8, (batch, sequence)).astype(np.int64)}  # fmt: skip
+    order += ["seqlens_k", "total_sequence_length", "cos_cache", "sin_cache", "position_ids"]
+    _gqa(feeds, order, num_heads=4, kv_num_heads=2, do_rotary=1)
+
+
+def test_group_query_attention_partial_rotary() -> None:
+    """A rotary dim of half the head (cos_cache [positions, 8] for heads of 32): the rest passes unrotated."""
+    feeds = {"query": r(1, 4, 128), "key": r(1, 4, 64), "value": r(1, 4, 64), "seqlens_k": np.array([3], np.int32),
+             "total_sequence_length": np.array(4, np.int32), "cos_cache": r(16, 8), "sin_cache": r(16, 8)}  # fmt: skip
+    order = ["query", "key", "value", "", "", "seqlens_k", "total_sequence_length", "cos_cache", "sin_cache"]
+    _gqa(feeds, order, num_heads=4, kv_num_heads=2, do_rotary=1)
+
+
+@pytest.mark.parametrize(("extra", "attrs", "message"), [
+    ("head_sink", {}, "input 11 \\(head_sink\\)"),
+    ("", {"smooth_softmax": 1}, "smooth_softmax=1"),
+])
+def test_group_query_attention_refuses_what_it_does_not_compute(extra: str, attrs: dict[str, object],
+                                                                 message: str) -> None:  # fmt: skip
+    order = ["q", "k", "v", "", "", "seqlens_k", "total", "", "", "", "", extra]
+    node = helper.make_node("GroupQueryAttention", order, ["y", "pk", "pv"], name="gqa", domain=CONTRIB_DOMAIN,
+                            num_heads=2, kv_num_heads=1, **attrs)  # fmt: skip
+    inputs = [helper.make_tensor_value_info("q", onnx.TensorProto.FLOAT, [1, 2, 32]),
+              helper.make_tensor_value_info("k", onnx.TensorProto.FLOAT, [1, 2, 16]),
+              helper.make_tensor_value_info("v", onnx.TensorProto.FLOAT, [1, 2, 16]),
+              helper.make_tensor_value_info("seqlens_k", onnx.TensorProto.INT32, [1]),
+              helper.make_tensor_value_info("total", onnx.TensorProto.INT32, [])]  # fmt: skip
+    if extra:
+        inputs.append(helper.make_tensor_value_info(extra, onnx.TensorProto.FLOAT, [2]))
+    graph = helper.make_graph([node], "g", inputs, [helper.make_empty_tensor_value_info(n) for n in ("y", "pk", "pv")])
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid(CONTRIB_DOMAIN, 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    with pytest.raises(UnsupportedModelError, match=f"(?s){message}.*GroupQueryAttention.*node 'gqa'"):
+        import_model(model, static_inputs={"total": np.array(2, np.int32)})
