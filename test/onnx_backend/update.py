@@ -99,7 +99,7 @@ def contrib_ops_markdown() -> list[str]:
            "Ops that onnxruntime's graph optimizer writes into the models it saves (`optimized_model_filepath`, the",
            "default EXTENDED level, and onnxruntime.transformers' optimizer) and its quantizer's QOperator format,",
            "and the ops of decoder language models' exports (onnxruntime-genai, Olive), imported as the",
-           "default-domain ops they stand for (glow_mlir/frontends/onnx/contrib.py and contrib_decoder.py; tested",
+           "default-domain ops they stand for (glow_mlir/frontends/onnx/contrib*.py; tested",
            "against onnxruntime's kernels in test/python/frontends/onnx/test_onnx_contrib*.py). Others of its",
            "domains are refused by name.", "",
            "| op | imported as |", "|---|---|"]  # fmt: skip

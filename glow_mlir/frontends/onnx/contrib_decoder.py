@@ -125,8 +125,7 @@ def group_query_attention(b: Body) -> None:
         if int(b.attr(flag, 0)):
             raise b.refuse(f"{flag}={b.attr(flag)} is not supported")
     for quant in ("k_quant_type", "v_quant_type"):
-        kind = b.attr(quant, b"NONE")
-        if (kind.decode() if isinstance(kind, bytes) else str(kind)) != "NONE":
+        if b.text(quant, "NONE") != "NONE":
             raise b.refuse(f"a quantized KV cache ({quant}) is not supported")
     if b.wanted(3):
         raise b.refuse("output 3 (output_qk) is not supported")
