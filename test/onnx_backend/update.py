@@ -96,8 +96,9 @@ def contrib_ops_markdown() -> list[str]:
     """The section on onnxruntime's contrib ops (frontends/onnx/contrib.py), which the backend suite has none of:
     each op and the first sentence of its body's docstring."""
     out = ["", "## onnxruntime's contrib ops", "",
-           "Ops that onnxruntime's graph optimizer writes into the models it saves (`optimized_model_filepath`, the",
-           "default EXTENDED level, and onnxruntime.transformers' optimizer) and its quantizer's QOperator format,",
+           "Ops that onnxruntime's graph optimizer writes into the models it saves (`optimized_model_filepath` at",
+           "the EXTENDED level, at the ALL level its NCHWc ops too, and onnxruntime.transformers' optimizer) and its",
+           "quantizer's QOperator format,",
            "and the ops of decoder language models' exports (onnxruntime-genai, Olive), imported as the",
            "default-domain ops they stand for (glow_mlir/frontends/onnx/contrib*.py; tested",
            "against onnxruntime's kernels in test/python/frontends/onnx/test_onnx_contrib*.py). Others of its",

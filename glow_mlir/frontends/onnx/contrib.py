@@ -12,7 +12,7 @@ as the default-domain ops it stands for (`BODIES`), which the importer imports w
 which glow's own graph passes fuse again as they fuse them in the original model. The semantics are
 onnxruntime's CPU kernels', checked against them (test_onnx_contrib*.py). Other modules join the registry:
 contrib_quant.py (its quantizer's QOperator format), contrib_decoder.py (LLM exports: MatMulNBits,
-GroupQueryAttention, RotaryEmbedding)."""
+GroupQueryAttention, RotaryEmbedding), contrib_nchwc.py (the NCHWc ops of its ORT_ENABLE_ALL saves)."""
 
 from __future__ import annotations
 
@@ -168,8 +168,8 @@ def fused_matmul(b: Body) -> None:
 
 def _activation(b: Body, x: str, name: str, params: Sequence[float], out: str) -> None:
     """Activation `name` of onnxruntime's fused ops (MLAS's: Relu, Tanh, Sigmoid, LeakyRelu, Clip,
-    HardSigmoid) on x, into `out`."""
-    if name in ("Relu", "Tanh", "Sigmoid"):
+    HardSigmoid; HardSwish, which its NCHWc Conv fuses) on x, into `out`."""
+    if name in ("Relu", "Tanh", "Sigmoid", "HardSwish"):
         b.add(name, [x], [out])
     elif name == "LeakyRelu":
         b.add("LeakyRelu", [x], [out], alpha=float(params[0]) if params else 0.01)
@@ -187,7 +187,7 @@ def _activation(b: Body, x: str, name: str, params: Sequence[float], out: str) -
 
 def conv_activated(b: Body, x: str, w: str, bias: str, z: str) -> None:
     """Output 0 = activation(Conv(x, w, bias) + z) (bias and z '' where absent): the node's Conv attributes,
-    `activation` and its `activation_params` (FusedConv's)."""
+    `activation` and its `activation_params` (FusedConv's, and the NCHWc Conv's of contrib_nchwc.py)."""
     conv = b.add("Conv", [x, w, *([bias] if bias else [])], **b.without("activation", "activation_params"))
     if z:
         conv = b.add("Add", [conv, z])

@@ -56,6 +56,7 @@ from glow_mlir.errors import (
 from glow_mlir.frontends.onnx import contrib, functions
 from glow_mlir.frontends.onnx import (  # noqa: F401
     contrib_decoder,
+    contrib_nchwc,
     contrib_quant,
     ops_attention,
     ops_bounded,
