@@ -11,6 +11,8 @@ join.
   a float W at compile time and the product runs as a float MatMul; the result is onnxruntime's at its default
   accuracy_level (A not quantized).
 
+- GatherBlockQuantized gathers rows of a table quantized as MatMulNBits' B is (an int4 embedding table shared
+  with the output projection), dequantized at compile time.
 - GroupQueryAttention is their attention over a KV cache: queries of N heads over keys and values of kv_num_heads
   heads (N / kv_num_heads queries share each), the step's keys and values written into the cache, causal, with
   rotary embedding (do_rotary), a local window, a softcap and an attention bias. Its cache holds
@@ -62,6 +64,28 @@ def _unpacked(b: Body, packed: str, bits: int, rows: int, count: int) -> str:
                            b.constant([1], np.int64)])  # fmt: skip
 
 
+def _dequantized(b: Body, q: str, bits: int, shape: tuple[int, int, int], count: int, dtype: np.dtype) -> str:
+    """q (values of `dtype`, [rows, blocks x block] of `shape` (rows, blocks, block)) dequantized per block:
+    (q - zero) x scale, with input 2 the scales [rows, blocks] and input 3 the zero points (bytes packed as q's
+    were, or of `dtype`; 2^(bits - 1) where absent); the first `count` values of each row, [rows, count]."""
+    (rows, blocks, block), i64 = shape, np.int64
+    to = onnx.helper.np_dtype_to_tensor_dtype(dtype)
+    q = b.add("Reshape", [q, b.constant([rows, blocks, block], i64)])
+    if not b.input(3):
+        zero = b.constant(float(1 << (bits - 1)), dtype)
+    else:
+        zero = b.input(3)
+        if b.dtype(3) == np.uint8:
+            zero = b.add("Cast", [_unpacked(b, zero, bits, rows, blocks)], to=to)
+        zero = b.add("Reshape", [zero, b.constant([rows, blocks, 1], i64)])
+    scales = b.add("Reshape", [b.input(2), b.constant([rows, blocks, 1], i64)])
+    values = b.add("Mul", [b.add("Sub", [q, zero]), scales])
+    values = b.add("Reshape", [values, b.constant([rows, blocks * block], i64)])
+    if blocks * block == count:
+        return values
+    return b.add("Slice", [values, b.constant([0], i64), b.constant([count], i64), b.constant([1], i64)])
+
+
 @body("MatMulNBits")
 def matmul_nbits(b: Body) -> None:
     """A @ W (+ bias, input 5) for W [K, N] = (q - zero_point) x scale per block of block_size along K, q the 2-,
@@ -77,28 +101,50 @@ def matmul_nbits(b: Body) -> None:
         raise b.refuse("g_idx (deprecated) is not supported")
     if b.rank(0) < 1 or b.dims(0)[-1] != k:
         raise b.refuse(f"A's last dim is not K = {k}")
-    blocks = -(-k // block)
-    dtype = b.dtype(0)
-    onnx_type = onnx.helper.np_dtype_to_tensor_dtype(dtype)
-    q = b.add("Cast", [_unpacked(b, b.input(1), bits, n, blocks * block)], to=onnx_type)
-    q = b.add("Reshape", [q, b.constant([n, blocks, block], np.int64)])
-    if not b.input(3):
-        zero = b.constant(float(1 << (bits - 1)), dtype)
-    else:
-        zero = b.input(3)
-        if b.dtype(3) == np.uint8:
-            zero = b.add("Cast", [_unpacked(b, zero, bits, n, blocks)], to=onnx_type)
-        zero = b.add("Reshape", [zero, b.constant([n, blocks, 1], np.int64)])
-    scales = b.add("Reshape", [b.input(2), b.constant([n, blocks, 1], np.int64)])
-    w = b.add("Mul", [b.add("Sub", [q, zero]), scales])
-    w = b.add("Reshape", [w, b.constant([n, blocks * block], np.int64)])
-    if blocks * block != k:
-        w = b.add("Slice", [w, b.constant([0], np.int64), b.constant([k], np.int64), b.constant([1], np.int64)])
+    blocks, dtype = -(-k // block), b.dtype(0)
+    # B's blocks are whole: [N, blocks, block x bits / 8] bytes.
+    to = onnx.helper.np_dtype_to_tensor_dtype(dtype)
+    q = b.add("Cast", [_unpacked(b, b.input(1), bits, n, blocks * block)], to=to)
+    w = _dequantized(b, q, bits, (n, blocks, block), k, dtype)
     product = [b.input(0), b.add("Transpose", [w], perm=[1, 0])]
     if not b.input(5):
         b.add("MatMul", product, [b.output(0)])
         return
     b.add("Add", [b.add("MatMul", product), b.input(5)], [b.output(0)])
+
+
+@body("GatherBlockQuantized")
+def gather_block_quantized(b: Body) -> None:
+    """Gather along gather_axis 0 of data [..., M] dequantized as MatMulNBits' B is: uint8 bytes of 2-, 4- or 8-bit
+    values packed along the last axis (the quantize_axis), in blocks of block_size with a scale each and a zero
+    point (packed likewise, or 2^(bits - 1)); an index outside [-s, s) gives zeros (onnxruntime-genai's int4
+    embedding tables, shared with the output projection)."""
+    bits, block = int(b.attr("bits", 4)), int(b.attr("block_size", 128))
+    dims, rank = b.dims(0), b.rank(0)
+    if b.dtype(0) != np.uint8 or bits not in (2, 4, 8):
+        raise b.refuse(f"data of {b.dtype(0)} at {bits} bits: uint8 bytes of 2-, 4- or 8-bit values are supported")
+    if int(b.attr("gather_axis", 0)) % rank != 0 or int(b.attr("quantize_axis", rank - 1)) % rank != rank - 1:
+        raise b.refuse("gather_axis 0 and the last quantize_axis are supported")
+    rows, count = int(np.prod(dims[:-1])), dims[-1] * 8 // bits
+    blocks = b.dims(2)[-1]
+    i64, dtype = np.int64, b.dtype(2)
+    to = onnx.helper.np_dtype_to_tensor_dtype(dtype)
+    # The data's values are packed without gaps: the last block, where it runs past the row, is padded.
+    q = b.add("Cast", [_unpacked(b, b.input(0), bits, rows, count)], to=to)
+    if blocks * block != count:
+        q = b.add("Pad", [q, b.constant([0, 0, 0, blocks * block - count], i64)])
+    table = _dequantized(b, q, bits, (rows, blocks, block), count, dtype)
+    table = b.add("Reshape", [table, b.constant([*dims[:-1], count], i64)])
+    # onnxruntime's out-of-range index reads zeros: gather at a clamped index, then zero those rows.
+    size = dims[0]
+    indices = b.add("Cast", [b.input(1)], to=onnx.TensorProto.INT64)
+    inside = b.add("And", [b.add("GreaterOrEqual", [indices, b.constant(-size, i64)]),
+                           b.add("Less", [indices, b.constant(size, i64)])])  # fmt: skip
+    clamped = b.add("Clip", [indices, b.constant(-size, i64), b.constant(size - 1, i64)])
+    gathered = b.add("Gather", [table, clamped], axis=0)
+    if rank > 1:
+        inside = b.add("Unsqueeze", [inside, b.constant(list(range(b.rank(1), b.rank(1) + rank - 1)), i64)])
+    b.add("Where", [inside, gathered, b.constant(0.0, dtype)], [b.output(0)])
 
 
 # GroupQueryAttention's inputs and what the body takes of them: inputs 11 on (head_sink, quantized caches' scales,

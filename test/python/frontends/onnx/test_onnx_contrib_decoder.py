@@ -270,3 +270,21 @@ def test_group_query_attention_refuses_what_it_does_not_compute(extra: str, attr
     model = helper.make_model(graph, opset_imports=opsets)
     with pytest.raises(UnsupportedModelError, match=f"(?s){message}.*GroupQueryAttention.*node 'gqa'"):
         import_model(model, static_inputs={"total": np.array(2, np.int32)})
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("zero_points", [False, True])
+def test_gather_block_quantized(bits: int, zero_points: bool) -> None:
+    """A uint8 table of packed `bits`-wide values (blocks of 16 along rows of 40: the last block half empty),
+    gathered at indices of rank 2, a negative one and one out of range (onnxruntime gives zeros)."""
+    rows, width, block = 10, 40, 16
+    blocks = -(-width // block)
+    q = rng.integers(0, 1 << bits, (rows, width))
+    consts = {"data": _packed(q, bits), "scales": r(rows, blocks)}
+    order = ["data", "indices", "scales"]
+    if zero_points:
+        consts["zero"] = _packed(rng.integers(0, 1 << bits, (rows, blocks)), bits)
+        order.append("zero")
+    node = helper.make_node("GatherBlockQuantized", order, ["y"], domain=CONTRIB_DOMAIN, bits=bits, block_size=block,
+                            gather_axis=0, quantize_axis=1)  # fmt: skip
+    _check(node, {"indices": np.array([[0, 9, -3], [4, 12, 1]], np.int64)}, consts)
