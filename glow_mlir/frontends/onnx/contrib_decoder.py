@@ -15,12 +15,13 @@ join.
   with the output projection), dequantized at compile time.
 - GroupQueryAttention is their attention over a KV cache: queries of N heads over keys and values of kv_num_heads
   heads (N / kv_num_heads queries share each), the step's keys and values written into the cache, causal, with
-  rotary embedding (do_rotary), a local window, a softcap and an attention bias. Its cache holds
-  max(total_sequence_length, past length) rows, a shape set by a value: with total_sequence_length computed
-  from shapes (onnxruntime-genai's models take it from the attention mask's shape) it folds; fed as a graph
-  input, InferenceSession compiles per value (StaticInputRequired). Each batch row's cached length (seqlens_k +
-  1) is read at run time, where it places the step's rows and masks the keys, so ragged batches and a cache
-  shared between past and present (a buffer of the longest length) work as onnxruntime's do."""
+  rotary embedding (do_rotary), a local window, a softcap, an attention bias and attention sinks (head_sink,
+  smooth_softmax). Its cache holds max(total_sequence_length, past length) rows, a shape set by a value: with
+  total_sequence_length computed from shapes (onnxruntime-genai's models take it from the attention mask's
+  shape) it folds; fed as a graph input, InferenceSession compiles per value (StaticInputRequired). Each batch
+  row's cached length (seqlens_k + 1) is read at run time, where it places the step's rows and masks the keys,
+  so ragged batches and a cache shared between past and present (a buffer of the longest length) work as
+  onnxruntime's do."""
 
 from __future__ import annotations
 
@@ -147,11 +148,10 @@ def gather_block_quantized(b: Body) -> None:
     b.add("Where", [inside, gathered, b.constant(0.0, dtype)], [b.output(0)])
 
 
-# GroupQueryAttention's inputs and what the body takes of them: inputs 11 on (head_sink, quantized caches' scales,
-# Qwen3's Q/K norms, right-padded query chunks) and its other modes are refused by name.
-GQA_REFUSED_INPUTS = {11: "head_sink", 12: "k_scale", 13: "v_scale", 14: "q_norm_weight", 15: "k_norm_weight",
-                      16: "query_seqlens"}  # fmt: skip
-GQA_REFUSED_FLAGS = ("smooth_softmax", "sliding_window_cache", "qk_output")
+# GroupQueryAttention's inputs and modes the body does not take (quantized caches' scales, Qwen3's Q/K norms,
+# right-padded query chunks, a windowed cache), refused by name.
+GQA_REFUSED_INPUTS = {12: "k_scale", 13: "v_scale", 14: "q_norm_weight", 15: "k_norm_weight", 16: "query_seqlens"}
+GQA_REFUSED_FLAGS = ("sliding_window_cache", "qk_output")
 
 
 def _row(b: Body, values: list[str]) -> str:
@@ -259,10 +259,28 @@ def group_query_attention(b: Body) -> None:
     visible = b.add("Unsqueeze", [visible, b.constant([1, 2], i64)])
     scores = b.add("Where", [visible, scores, b.constant(np.finfo(dtype).min, dtype)])
     cached_values = b.add("Unsqueeze", [present[1], b.constant([2], i64)])
-    context = b.add("MatMul", [b.add("Softmax", [scores], axis=-1), cached_values])
+    context = b.add("MatMul", [_sunk_softmax(b, scores, kv_heads, group, sequence), cached_values])
     context = b.add("Reshape", [context, b.constant([batch, heads, sequence, size], i64)])
     joined = b.add("Transpose", [context], perm=[0, 2, 1, 3])
     b.add("Reshape", [joined, b.constant([batch, sequence, heads * size], i64)], [b.output(0)])
+
+
+def _sunk_softmax(b: Body, scores: str, kv_heads: int, group: int, sequence: int) -> str:
+    """Softmax over the keys of scores [B, kv_heads, group, S, keys], with a sink: a logit of its own in each
+    denominator, head_sink's per head (input 11), or 0 with smooth_softmax (gpt-oss's attention sinks): the
+    softmax of the scores with the sink as one more column, that column dropped."""
+    smooth = int(b.attr("smooth_softmax", 0))
+    if not b.input(11) and not smooth:
+        return b.add("Softmax", [scores], axis=-1)
+    i64 = np.int64
+    if b.input(11):
+        sink = b.add("Reshape", [b.input(11), b.constant([1, kv_heads, group, 1, 1], i64)])
+    else:
+        sink = b.constant(np.zeros((1, 1, 1, 1, 1)), b.dtype(0))
+    leading = b.add("Slice", [b.add("Shape", [scores]), b.constant([0], i64), b.constant([4], i64)])
+    column = b.add("Expand", [sink, _row(b, [leading, b.constant([1], i64)])])
+    weights = b.add("Softmax", [b.add("Concat", [scores, column], axis=-1)], axis=-1)
+    return b.add("Slice", [weights, b.constant([0], i64), b.constant([-1], i64), b.constant([4], i64)])
 
 
 def _rotated(b: Body, x: str, heads: int, size: int, positions: str) -> str:

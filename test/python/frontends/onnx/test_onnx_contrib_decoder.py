@@ -198,6 +198,20 @@ def test_group_query_attention(batch: int, sequence: int, past: int, lengths: li
     _gqa(feeds, order, num_heads=heads, kv_num_heads=kv_heads, do_rotary=int(rotary))
 
 
+@pytest.mark.parametrize("smooth", [False, True])
+def test_group_query_attention_sinks(smooth: bool) -> None:
+    """A sink logit in every softmax denominator: head_sink's per head (input 11, gpt-oss), or 0 with
+    smooth_softmax; a decoding step over a past."""
+    feeds = {"query": r(2, 1, 64), "key": r(2, 1, 32), "value": r(2, 1, 32), "past_key": r(2, 2, 5, 16),
+             "past_value": r(2, 2, 5, 16), "seqlens_k": np.array([5, 3], np.int32),
+             "total_sequence_length": np.array(6, np.int32)}  # fmt: skip
+    order = ["query", "key", "value", "past_key", "past_value", "seqlens_k", "total_sequence_length"]
+    if not smooth:
+        feeds["head_sink"] = r(4)
+        order += ["", "", "", "", "head_sink"]
+    _gqa(feeds, order, num_heads=4, kv_num_heads=2, smooth_softmax=int(smooth))
+
+
 @pytest.mark.parametrize(
     "attrs",
     [
@@ -250,12 +264,12 @@ def test_group_query_attention_partial_rotary() -> None:
 
 
 @pytest.mark.parametrize(("extra", "attrs", "message"), [
-    ("head_sink", {}, "input 11 \\(head_sink\\)"),
-    ("", {"smooth_softmax": 1}, "smooth_softmax=1"),
+    ("k_scale", {}, "input 12 \\(k_scale\\)"),
+    ("", {"sliding_window_cache": 1}, "sliding_window_cache=1"),
 ])
 def test_group_query_attention_refuses_what_it_does_not_compute(extra: str, attrs: dict[str, object],
                                                                  message: str) -> None:  # fmt: skip
-    order = ["q", "k", "v", "", "", "seqlens_k", "total", "", "", "", "", extra]
+    order = ["q", "k", "v", "", "", "seqlens_k", "total", "", "", "", "", "", extra]
     node = helper.make_node("GroupQueryAttention", order, ["y", "pk", "pv"], name="gqa", domain=CONTRIB_DOMAIN,
                             num_heads=2, kv_num_heads=1, **attrs)  # fmt: skip
     inputs = [helper.make_tensor_value_info("q", onnx.TensorProto.FLOAT, [1, 2, 32]),
