@@ -21,7 +21,8 @@ join.
   shape) it folds; fed as a graph input, InferenceSession compiles per value (StaticInputRequired). Each batch
   row's cached length (seqlens_k + 1) is read at run time, where it places the step's rows and masks the keys,
   so ragged batches and a cache shared between past and present (a buffer of the longest length) work as
-  onnxruntime's do."""
+  onnxruntime's do. With sliding_window_cache (Gemma 2's local layers) the cache is the past's C rows, holding
+  each row's latest tokens as onnxruntime evicts them (`_window_cache`)."""
 
 from __future__ import annotations
 
@@ -149,9 +150,9 @@ def gather_block_quantized(b: Body) -> None:
 
 
 # GroupQueryAttention's inputs and modes the body does not take (quantized caches' scales, Qwen3's Q/K norms,
-# right-padded query chunks, a windowed cache), refused by name.
+# right-padded query chunks, the QK output), refused by name.
 GQA_REFUSED_INPUTS = {12: "k_scale", 13: "v_scale", 14: "q_norm_weight", 15: "k_norm_weight", 16: "query_seqlens"}
-GQA_REFUSED_FLAGS = ("sliding_window_cache", "qk_output")
+GQA_REFUSED_FLAGS = ("qk_output",)
 
 
 def _row(b: Body, values: list[str]) -> str:
@@ -163,7 +164,8 @@ def _row(b: Body, values: list[str]) -> str:
 def group_query_attention(b: Body) -> None:
     """Causal attention of query [B, S, N x h] over the cache after this step (module docstring): outputs the
     attention [B, S, N x h] and present_key / present_value [B, kv_num_heads, max(total, past), h], the step's
-    rows at each batch row's seqlens_k + 1 - S (0 for a first prompt, S == total_sequence_length)."""
+    rows at each batch row's seqlens_k + 1 - S (0 for a first prompt, S == total_sequence_length); with
+    sliding_window_cache, of the past's rows, the latest tokens resident."""
     for i, name in GQA_REFUSED_INPUTS.items():
         if b.input(i):
             raise b.refuse(f"input {i} ({name}) is not supported")
@@ -206,51 +208,35 @@ def group_query_attention(b: Body) -> None:
             rotary_positions = b.add("Where", [first, counted, b.input(9)])
         q, k = (_rotated(b, value, n, size, rotary_positions) for value, n in ((q, heads), (k, kv_heads)))
 
-    # The cache after the step: max(total, past) rows (a shape set by total's value), the step's rows at
-    # [start, start + S) of each batch row, the past (padded with zeros) elsewhere.
-    rows = b.add("Max", [total, b.constant([past], i64)])
-    keys = b.add("Sub", [b.add("CumSum", [b.add("ConstantOfShape", [rows], value=onnx.helper.make_tensor(
-        "one", onnx.TensorProto.INT64, [1], [1])), b.constant(0, i64)]), b.constant(1, i64)])  # fmt: skip
-    offset = b.add("Sub", [b.add("Unsqueeze", [keys, b.constant([0], i64)]),
-                           b.add("Unsqueeze", [start, b.constant([1], i64)])])  # fmt: skip
-    inside = b.add("And", [b.add("GreaterOrEqual", [offset, b.constant(0, i64)]),
-                           b.add("Less", [offset, b.constant(sequence, i64)])])  # fmt: skip
-    inside = b.add("Unsqueeze", [inside, b.constant([1, 3], i64)])
-    index = b.add("Unsqueeze", [b.add("Clip", [offset, b.constant(0, i64), b.constant(sequence - 1, i64)]),
-                                b.constant([1, 3], i64)])  # fmt: skip
-    cache_shape = _row(b, [b.constant([batch, kv_heads], i64), rows, b.constant([size], i64)])
-    index = b.add("Expand", [index, cache_shape])
-    present = []
-    for new, past_input, out in ((k, 3, 1), (v, 4, 2)):
-        step = split_heads(b, new, batch, sequence, kv_heads, size, [0, 2, 1, 3])
-        if past:
-            pads = _row(b, [b.constant([0, 0, 0, 0, 0, 0], i64), b.add("Sub", [rows, b.constant([past], i64)]),
-                            b.constant([0], i64)])  # fmt: skip
-            base = b.add("Pad", [b.input(past_input), pads])
-        else:
-            base = b.add("ConstantOfShape", [cache_shape], value=onnx.helper.make_tensor(
-                "zero", onnx.helper.np_dtype_to_tensor_dtype(dtype), [1], [0]))  # fmt: skip
-        written = b.add("GatherElements", [step, index], axis=2)
-        present.append(b.add("Where", [inside, written, base], [b.output(out)]))
+    steps = [split_heads(b, new, batch, sequence, kv_heads, size, [0, 2, 1, 3]) for new in (k, v)]
+    shape = (batch, sequence, kv_heads, size, past)
+    if int(b.attr("sliding_window_cache", 0)):
+        present, attended, key_at, key_valid = _window_cache(b, steps, shape, lengths, start)
+        rows = total = ""
+    else:
+        present, rows, key_at, key_valid = _grown_cache(b, steps, shape, total, lengths, start)
+        attended = present
+    for value, out in zip(present, (1, 2), strict=True):
+        b.add("Identity", [value], [b.output(out)])
 
-    # Scores of each query head against its group's keys: [B, kv_heads, group, S, rows].
+    # Scores of each query head against its group's keys: [B, kv_heads, group, S, keys].
     queries = b.add("Reshape", [split_heads(b, q, batch, sequence, heads, size, [0, 2, 1, 3]),
                                 b.constant([batch, kv_heads, group, sequence, size], i64)])  # fmt: skip
-    cached_keys = b.add("Transpose", [b.add("Unsqueeze", [present[0], b.constant([2], i64)])], perm=[0, 1, 2, 4, 3])
+    attended_keys = b.add("Transpose", [b.add("Unsqueeze", [attended[0], b.constant([2], i64)])], perm=[0, 1, 2, 4, 3])
     scale = float(b.attr("scale", 0.0)) or 1 / np.sqrt(size)
-    scores = b.add("Mul", [b.add("MatMul", [queries, cached_keys]), b.constant(scale, dtype)])
+    scores = b.add("Mul", [b.add("MatMul", [queries, attended_keys]), b.constant(scale, dtype)])
     softcap = float(b.attr("softcap", 0.0))
     if softcap > 0:
         capped = b.add("Tanh", [b.add("Div", [scores, b.constant(softcap, dtype)])])
         scores = b.add("Mul", [capped, b.constant(softcap, dtype)])
     if b.input(10):
         scores = b.add("Add", [scores, _grouped_bias(b, rows, total, kv_heads, group, sequence)])
-    # A key counts where it is cached (key < length), not after the query (key <= position), and within
+    # A key counts where it holds a token (key_valid), not after the query's position, and within
     # local_window_size of it; a query that sees none (a padded prompt's rows, whose output onnxruntime leaves
     # unspecified) weighs all equally rather than dividing by zero.
-    key_row = b.add("Unsqueeze", [keys, b.constant([0, 1], i64)])
+    key_row = b.add("Unsqueeze", [key_at, b.constant([1], i64)])
     query_at = b.add("Unsqueeze", [positions, b.constant([2], i64)])
-    visible = b.add("And", [b.add("Less", [key_row, b.add("Unsqueeze", [lengths, b.constant([1, 2], i64)])]),
+    visible = b.add("And", [b.add("Unsqueeze", [key_valid, b.constant([1], i64)]),
                             b.add("LessOrEqual", [key_row, query_at])])  # fmt: skip
     window = int(b.attr("local_window_size", -1))
     if window > 0:
@@ -258,11 +244,110 @@ def group_query_attention(b: Body) -> None:
         visible = b.add("And", [visible, b.add("Greater", [key_row, earliest])])
     visible = b.add("Unsqueeze", [visible, b.constant([1, 2], i64)])
     scores = b.add("Where", [visible, scores, b.constant(np.finfo(dtype).min, dtype)])
-    cached_values = b.add("Unsqueeze", [present[1], b.constant([2], i64)])
-    context = b.add("MatMul", [_sunk_softmax(b, scores, kv_heads, group, sequence), cached_values])
+    # A cache's rows that hold no token may hold anything (onnxruntime leaves them as they were, NaN included),
+    # and weight 0 times NaN is NaN: their values are zeros.
+    held = b.add("Unsqueeze", [key_valid, b.constant([1, 3], i64)])
+    attended_values = b.add("Where", [held, attended[1], b.constant(0.0, dtype)])
+    attended_values = b.add("Unsqueeze", [attended_values, b.constant([2], i64)])
+    context = b.add("MatMul", [_sunk_softmax(b, scores, kv_heads, group, sequence), attended_values])
     context = b.add("Reshape", [context, b.constant([batch, heads, sequence, size], i64)])
     joined = b.add("Transpose", [context], perm=[0, 2, 1, 3])
     b.add("Reshape", [joined, b.constant([batch, sequence, heads * size], i64)], [b.output(0)])
+
+
+Cache = tuple[list[str], str, str, str]
+
+
+def _counting(b: Body, count: str | int) -> str:
+    """0, 1, ..., count - 1 (int64; `count` a [1] value, which must fold, or an int)."""
+    if isinstance(count, int):
+        return b.constant(np.arange(count), np.int64)
+    ones = b.add("ConstantOfShape", [count], value=onnx.helper.make_tensor("one", onnx.TensorProto.INT64, [1], [1]))
+    return b.add("Sub", [b.add("CumSum", [ones, b.constant(0, np.int64)]), b.constant(1, np.int64)])
+
+
+def _placed(b: Body, step: str, base: str, index: str, taken: str, shape: list[str] | str) -> str:
+    """Where(taken, step gathered along its rows at index, base): per batch row and cache row; index and taken
+    [B, rows], expanded over the heads and the head's values to `shape`."""
+    i64 = np.int64
+    index = b.add("Expand", [b.add("Unsqueeze", [index, b.constant([1, 3], i64)]), shape])
+    taken = b.add("Unsqueeze", [taken, b.constant([1, 3], i64)])
+    return b.add("Where", [taken, b.add("GatherElements", [step, index], axis=2), base])
+
+
+def _grown_cache(b: Body, steps: list[str], shape: tuple[int, int, int, int, int], total: str, lengths: str,
+                 start: str) -> Cache:  # fmt: skip
+    """The cache after the step, max(total, past) rows (a shape set by total's value), the step's rows at
+    [start, start + S) of each batch row, the past (padded with zeros) elsewhere; attention reads it, a key
+    row counting below the batch row's length. (present, rows, key positions [1, rows], key valid [B, rows])."""
+    batch, sequence, kv_heads, size, past = shape
+    i64, dtype = np.int64, b.dtype(0)
+    rows = b.add("Max", [total, b.constant([past], i64)])
+    keys = _counting(b, rows)
+    offset = b.add("Sub", [b.add("Unsqueeze", [keys, b.constant([0], i64)]),
+                           b.add("Unsqueeze", [start, b.constant([1], i64)])])  # fmt: skip
+    inside = b.add("And", [b.add("GreaterOrEqual", [offset, b.constant(0, i64)]),
+                           b.add("Less", [offset, b.constant(sequence, i64)])])  # fmt: skip
+    index = b.add("Clip", [offset, b.constant(0, i64), b.constant(sequence - 1, i64)])
+    cache_shape = _row(b, [b.constant([batch, kv_heads], i64), rows, b.constant([size], i64)])
+    present = []
+    for step, past_input in zip(steps, (3, 4), strict=True):
+        if past:
+            pads = _row(b, [b.constant([0, 0, 0, 0, 0, 0], i64), b.add("Sub", [rows, b.constant([past], i64)]),
+                            b.constant([0], i64)])  # fmt: skip
+            base = b.add("Pad", [b.input(past_input), pads])
+        else:
+            base = b.add("ConstantOfShape", [cache_shape], value=onnx.helper.make_tensor(
+                "zero", onnx.helper.np_dtype_to_tensor_dtype(dtype), [1], [0]))  # fmt: skip
+        present.append(_placed(b, step, base, index, inside, cache_shape))
+    key_at = b.add("Unsqueeze", [keys, b.constant([0], i64)])
+    key_valid = b.add("Less", [key_at, b.add("Unsqueeze", [lengths, b.constant([1], i64)])])
+    return present, rows, key_at, key_valid
+
+
+def _resident(b: Body, tokens: str, capacity: int, window: int) -> str:
+    """How many of a windowed cache's rows hold tokens after `tokens` of them (int64): tokens up to the
+    capacity C, beyond it tokens - G ceil((tokens - C) / G), G = C - W + 1 (onnxruntime evicts G at once)."""
+    i64, g = np.int64, capacity - window + 1
+    over = b.add("Sub", [tokens, b.constant(capacity, i64)])
+    evicted = b.add("Mul", [b.add("Div", [b.add("Add", [over, b.constant(g - 1, i64)]), b.constant(g, i64)]),
+                            b.constant(g, i64)])  # fmt: skip
+    within = b.add("LessOrEqual", [tokens, b.constant(capacity, i64)])
+    return b.add("Where", [within, tokens, b.add("Sub", [tokens, evicted])])
+
+
+def _window_cache(b: Body, steps: list[str], shape: tuple[int, int, int, int, int], lengths: str,
+                  start: str) -> tuple[list[str], list[str], str, str]:  # fmt: skip
+    """sliding_window_cache=1: the past and present hold the latest tokens of a batch row in C rows (past's
+    length), row i of L resident ones holding position T - L + i (`_resident`); attention reads the past's
+    resident rows and the step's rows (a step may evict keys its own queries still read). (present, the
+    attended keys and values, key positions [B, C + S], key valid [B, C + S])."""
+    batch, sequence, kv_heads, size, capacity = shape
+    window = int(b.attr("local_window_size", -1))
+    if not capacity or window <= 0 or window > capacity or b.input(10):
+        raise b.refuse("sliding_window_cache takes a past of at least local_window_size rows and no attention_bias")
+    i64 = np.int64
+    now, before = _resident(b, lengths, capacity, window), _resident(b, start, capacity, window)
+    rows = b.add("Unsqueeze", [_counting(b, capacity), b.constant([0], i64)])
+    column = b.add("Unsqueeze", [lengths, b.constant([1], i64)])
+    position = b.add("Add", [b.add("Sub", [column, b.add("Unsqueeze", [now, b.constant([1], i64)])]), rows])
+    first = b.add("Unsqueeze", [start, b.constant([1], i64)])
+    oldest = b.add("Sub", [first, b.add("Unsqueeze", [before, b.constant([1], i64)])])
+    from_step = b.add("GreaterOrEqual", [position, first])
+    step_index = b.add("Clip", [b.add("Sub", [position, first]), b.constant(0, i64), b.constant(sequence - 1, i64)])
+    past_index = b.add("Clip", [b.add("Sub", [position, oldest]), b.constant(0, i64), b.constant(capacity - 1, i64)])
+    held = b.add("Less", [rows, b.add("Unsqueeze", [now, b.constant([1], i64)])])
+    cache_shape = b.constant([batch, kv_heads, capacity, size], i64)
+    present, attended = [], []
+    for step, past_input in zip(steps, (3, 4), strict=True):
+        moved = _placed(b, b.input(past_input), b.input(past_input), past_index, held, cache_shape)
+        present.append(_placed(b, step, moved, step_index, b.add("And", [held, from_step]), cache_shape))
+        attended.append(b.add("Concat", [b.input(past_input), step], axis=2))
+    step_at = b.add("Add", [first, b.constant(np.arange(sequence)[None], i64)])
+    key_at = b.add("Concat", [b.add("Add", [oldest, rows]), step_at], axis=1)
+    past_valid = b.add("Less", [rows, b.add("Unsqueeze", [before, b.constant([1], i64)])])
+    key_valid = b.add("Concat", [past_valid, b.add("Less", [step_at, column])], axis=1)
+    return present, attended, key_at, key_valid
 
 
 def _sunk_softmax(b: Body, scores: str, kv_heads: int, group: int, sequence: int) -> str:

@@ -146,10 +146,11 @@ def test_model_quantized_by_onnxruntime() -> None:
         np.testing.assert_allclose(compiled.run(feeds)["y"], want, rtol=1e-5, atol=1e-5)
 
 
-def _gqa(feeds: dict[str, np.ndarray], order: list[str], **attrs: object) -> None:
+def _gqa(feeds: dict[str, np.ndarray], order: list[str], resident: int | None = None,
+         **attrs: object) -> list[np.ndarray]:  # fmt: skip
     """One GroupQueryAttention node on `feeds` (inputs in `order`, '' where omitted) against onnxruntime's kernel:
-    the output, and each present cache's rows up to the batch row's length (onnxruntime leaves the rest as they
-    happen to be)."""
+    the output, and each present cache's rows that hold tokens (`resident`, else up to each batch row's length;
+    onnxruntime leaves the rest as they happen to be). onnxruntime's outputs."""
     node = helper.make_node("GroupQueryAttention", order, ["y", "present_key", "present_value"],
                             domain=CONTRIB_DOMAIN, **attrs)  # fmt: skip
     graph = helper.make_graph(
@@ -166,7 +167,9 @@ def _gqa(feeds: dict[str, np.ndarray], order: list[str], **attrs: object) -> Non
     for g, w in zip(got[1:], want[1:], strict=True):
         assert g.shape == w.shape
         for row, length in enumerate(feeds["seqlens_k"] + 1):
-            np.testing.assert_allclose(g[row, :, :length], w[row, :, :length], rtol=1e-5, atol=1e-5)
+            held = length if resident is None else resident
+            np.testing.assert_allclose(g[row, :, :held], w[row, :, :held], rtol=1e-5, atol=1e-5)
+    return want
 
 
 @pytest.mark.parametrize(
@@ -265,7 +268,7 @@ def test_group_query_attention_partial_rotary() -> None:
 
 @pytest.mark.parametrize(("extra", "attrs", "message"), [
     ("k_scale", {}, "input 12 \\(k_scale\\)"),
-    ("", {"sliding_window_cache": 1}, "sliding_window_cache=1"),
+    ("", {"sliding_window_cache": 1, "local_window_size": 2}, "sliding_window_cache takes a past"),
 ])
 def test_group_query_attention_refuses_what_it_does_not_compute(extra: str, attrs: dict[str, object],
                                                                  message: str) -> None:  # fmt: skip
@@ -302,3 +305,21 @@ def test_gather_block_quantized(bits: int, zero_points: bool) -> None:
     node = helper.make_node("GatherBlockQuantized", order, ["y"], domain=CONTRIB_DOMAIN, bits=bits, block_size=block,
                             gather_axis=0, quantize_axis=1)  # fmt: skip
     _check(node, {"indices": np.array([[0, 9, -3], [4, 12, 1]], np.int64)}, consts)
+
+
+@pytest.mark.parametrize(("capacity", "window"), [(6, 4), (4, 4)])
+def test_group_query_attention_windowed_cache(capacity: int, window: int) -> None:
+    """sliding_window_cache: a prompt of 3 tokens, a chunk of 3 (whose first queries read keys it evicts), then
+    decoding steps on onnxruntime's returned cache past its capacity (evicting capacity - window + 1 rows at
+    once); each step's output and resident rows as onnxruntime's."""
+    attrs = {"num_heads": 4, "kv_num_heads": 2, "local_window_size": window, "sliding_window_cache": 1}
+    past_key, past_value = r(1, 2, capacity, 16), r(1, 2, capacity, 16)
+    gap = capacity - window + 1
+    tokens = 0
+    for sequence in (3, 3, 1, 1, 1, 1, 1):
+        tokens += sequence
+        feeds = {"query": r(1, sequence, 64), "key": r(1, sequence, 32), "value": r(1, sequence, 32),
+                 "past_key": past_key, "past_value": past_value, "seqlens_k": np.array([tokens - 1], np.int32),
+                 "total_sequence_length": np.array(tokens, np.int32)}  # fmt: skip
+        resident = tokens if tokens <= capacity else tokens - gap * -(-(tokens - capacity) // gap)
+        _, past_key, past_value = _gqa(feeds, list(feeds), resident, **attrs)
