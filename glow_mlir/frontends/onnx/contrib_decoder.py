@@ -54,16 +54,17 @@ def rotary_embedding(b: Body) -> None:
           **{key: value for key, value in attrs.items() if value})  # fmt: skip
 
 
-def _unpacked(b: Body, packed: str, bits: int, rows: int, count: int) -> str:
-    """The `bits`-wide unsigned values packed in the bytes of `packed` (lowest bits first), as [rows, count]:
-    each byte shifted right by 0, bits, 2 bits, ... and masked, the first `count` values of each row."""
+def _unpacked(b: Body, packed: str, bits: int, rows: int, count: int, dtype: np.dtype) -> str:
+    """The `bits`-wide unsigned values packed in the bytes of `packed` (lowest bits first), as [rows, count] of
+    `dtype`: each byte shifted right by 0, bits, 2 bits, ... and masked, the first `count` values of each row."""
     per_byte = 8 // bits
     flat = b.add("Reshape", [packed, b.constant([rows, -1, 1], np.int64)])
     shifted = b.add("BitShift", [flat, b.constant(np.arange(per_byte) * bits, np.uint8)], direction="RIGHT")
     values = b.add("BitwiseAnd", [shifted, b.constant((1 << bits) - 1, np.uint8)])
     values = b.add("Reshape", [values, b.constant([rows, -1], np.int64)])
-    return b.add("Slice", [values, b.constant([0], np.int64), b.constant([count], np.int64),
-                           b.constant([1], np.int64)])  # fmt: skip
+    first = b.add("Slice", [values, b.constant([0], np.int64), b.constant([count], np.int64),
+                            b.constant([1], np.int64)])  # fmt: skip
+    return b.add("Cast", [first], to=onnx.helper.np_dtype_to_tensor_dtype(dtype))
 
 
 def _dequantized(b: Body, q: str, bits: int, shape: tuple[int, int, int], count: int, dtype: np.dtype) -> str:
@@ -71,14 +72,13 @@ def _dequantized(b: Body, q: str, bits: int, shape: tuple[int, int, int], count:
     (q - zero) x scale, with input 2 the scales [rows, blocks] and input 3 the zero points (bytes packed as q's
     were, or of `dtype`; 2^(bits - 1) where absent); the first `count` values of each row, [rows, count]."""
     (rows, blocks, block), i64 = shape, np.int64
-    to = onnx.helper.np_dtype_to_tensor_dtype(dtype)
     q = b.add("Reshape", [q, b.constant([rows, blocks, block], i64)])
     if not b.input(3):
         zero = b.constant(float(1 << (bits - 1)), dtype)
     else:
         zero = b.input(3)
         if b.dtype(3) == np.uint8:
-            zero = b.add("Cast", [_unpacked(b, zero, bits, rows, blocks)], to=to)
+            zero = _unpacked(b, zero, bits, rows, blocks, dtype)
         zero = b.add("Reshape", [zero, b.constant([rows, blocks, 1], i64)])
     scales = b.add("Reshape", [b.input(2), b.constant([rows, blocks, 1], i64)])
     values = b.add("Mul", [b.add("Sub", [q, zero]), scales])
@@ -105,8 +105,7 @@ def matmul_nbits(b: Body) -> None:
         raise b.refuse(f"A's last dim is not K = {k}")
     blocks, dtype = -(-k // block), b.dtype(0)
     # B's blocks are whole: [N, blocks, block x bits / 8] bytes.
-    to = onnx.helper.np_dtype_to_tensor_dtype(dtype)
-    q = b.add("Cast", [_unpacked(b, b.input(1), bits, n, blocks * block)], to=to)
+    q = _unpacked(b, b.input(1), bits, n, blocks * block, dtype)
     w = _dequantized(b, q, bits, (n, blocks, block), k, dtype)
     product = [b.input(0), b.add("Transpose", [w], perm=[1, 0])]
     if not b.input(5):
@@ -130,9 +129,8 @@ def gather_block_quantized(b: Body) -> None:
     rows, count = int(np.prod(dims[:-1])), dims[-1] * 8 // bits
     blocks = b.dims(2)[-1]
     i64, dtype = np.int64, b.dtype(2)
-    to = onnx.helper.np_dtype_to_tensor_dtype(dtype)
     # The data's values are packed without gaps: the last block, where it runs past the row, is padded.
-    q = b.add("Cast", [_unpacked(b, b.input(0), bits, rows, count)], to=to)
+    q = _unpacked(b, b.input(0), bits, rows, count, dtype)
     if blocks * block != count:
         q = b.add("Pad", [q, b.constant([0, 0, 0, blocks * block - count], i64)])
     table = _dequantized(b, q, bits, (rows, blocks, block), count, dtype)
@@ -210,9 +208,10 @@ def group_query_attention(b: Body) -> None:
 
     steps = [split_heads(b, new, batch, sequence, kv_heads, size, [0, 2, 1, 3]) for new in (k, v)]
     shape = (batch, sequence, kv_heads, size, past)
+    # The grown cache's length, which attention_bias is padded to (a windowed cache refuses the bias).
+    rows: str | None = None
     if int(b.attr("sliding_window_cache", 0)):
         present, attended, key_at, key_valid = _window_cache(b, steps, shape, lengths, start)
-        rows = total = ""
     else:
         present, rows, key_at, key_valid = _grown_cache(b, steps, shape, total, lengths, start)
         attended = present
@@ -230,6 +229,7 @@ def group_query_attention(b: Body) -> None:
         capped = b.add("Tanh", [b.add("Div", [scores, b.constant(softcap, dtype)])])
         scores = b.add("Mul", [capped, b.constant(softcap, dtype)])
     if b.input(10):
+        assert rows is not None
         scores = b.add("Add", [scores, _grouped_bias(b, rows, total, kv_heads, group, sequence)])
     # A key counts where it holds a token (key_valid), not after the query's position, and within
     # local_window_size of it; a query that sees none (a padded prompt's rows, whose output onnxruntime leaves
@@ -249,13 +249,10 @@ def group_query_attention(b: Body) -> None:
     held = b.add("Unsqueeze", [key_valid, b.constant([1, 3], i64)])
     attended_values = b.add("Where", [held, attended[1], b.constant(0.0, dtype)])
     attended_values = b.add("Unsqueeze", [attended_values, b.constant([2], i64)])
-    context = b.add("MatMul", [_sunk_softmax(b, scores, kv_heads, group, sequence), attended_values])
+    context = b.add("MatMul", [_sunk_softmax(b, scores, kv_heads, group), attended_values])
     context = b.add("Reshape", [context, b.constant([batch, heads, sequence, size], i64)])
     joined = b.add("Transpose", [context], perm=[0, 2, 1, 3])
     b.add("Reshape", [joined, b.constant([batch, sequence, heads * size], i64)], [b.output(0)])
-
-
-Cache = tuple[list[str], str, str, str]
 
 
 def _counting(b: Body, count: str | int) -> str:
@@ -276,7 +273,7 @@ def _placed(b: Body, step: str, base: str, index: str, taken: str, shape: list[s
 
 
 def _grown_cache(b: Body, steps: list[str], shape: tuple[int, int, int, int, int], total: str, lengths: str,
-                 start: str) -> Cache:  # fmt: skip
+                 start: str) -> tuple[list[str], str, str, str]:  # fmt: skip
     """The cache after the step, max(total, past) rows (a shape set by total's value), the step's rows at
     [start, start + S) of each batch row, the past (padded with zeros) elsewhere; attention reads it, a key
     row counting below the batch row's length. (present, rows, key positions [1, rows], key valid [B, rows])."""
@@ -350,7 +347,7 @@ def _window_cache(b: Body, steps: list[str], shape: tuple[int, int, int, int, in
     return present, attended, key_at, key_valid
 
 
-def _sunk_softmax(b: Body, scores: str, kv_heads: int, group: int, sequence: int) -> str:
+def _sunk_softmax(b: Body, scores: str, kv_heads: int, group: int) -> str:
     """Softmax over the keys of scores [B, kv_heads, group, S, keys], with a sink: a logit of its own in each
     denominator, head_sink's per head (input 11), or 0 with smooth_softmax (gpt-oss's attention sinks): the
     softmax of the scores with the sink as one more column, that column dropped."""

@@ -51,15 +51,12 @@ def _channels(b: Body, x: str, dims: list[int], want: int, axis: int = 1) -> str
 @body("ReorderInput", domain=NCHWC_DOMAIN)
 def reorder_input(b: Body) -> None:
     """X (NCHW, or NHWC where channels_last) as NCHW with its channels padded with zeros to this host's block."""
-    dims = b.dims(0)
-    x, channels = b.input(0), dims[1]
+    dims, x = b.dims(0), b.input(0)
     if int(b.attr("channels_last", 0)):
-        rank = len(dims)
-        x = b.add("Transpose", [x], perm=[0, rank - 1, *range(1, rank - 1)])
-        channels = dims[-1]
+        perm = [0, len(dims) - 1, *range(1, len(dims) - 1)]
+        x, dims = b.add("Transpose", [x], perm=perm), [dims[i] for i in perm]
     block = host_block()
-    shape = [dims[0], channels, *(dims[1:-1] if int(b.attr("channels_last", 0)) else dims[2:])]
-    b.add("Identity", [_channels(b, x, shape, -(-channels // block) * block)], [b.output(0)])
+    b.add("Identity", [_channels(b, x, dims, -(-dims[1] // block) * block)], [b.output(0)])
 
 
 @body("ReorderOutput", domain=NCHWC_DOMAIN)

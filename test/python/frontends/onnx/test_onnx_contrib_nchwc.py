@@ -97,3 +97,16 @@ def test_global_max_pool(tmp_path) -> None:  # noqa: ANN001
     nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1] * 4), helper.make_node("Relu", ["a"], ["r"]),
              helper.make_node("GlobalMaxPool", ["r"], ["y"])]  # fmt: skip
     _check(nodes, [1, 3, 8, 8], {"w1": w(16, 3, 3, 3)}, tmp_path, {"Conv", "GlobalMaxPool"})
+
+
+def test_channels_last_reorders(tmp_path) -> None:  # noqa: ANN001
+    """An NHWC input transposed into a layer, and its output transposed back: onnxruntime folds both transposes
+    into the reorders (channels_last=1)."""
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 3, 1, 2]),
+             helper.make_node("Conv", ["t", "w1"], ["a"], pads=[1] * 4), helper.make_node("Relu", ["a"], ["r"]),
+             helper.make_node("Transpose", ["r"], ["y"], perm=[0, 2, 3, 1])]  # fmt: skip
+    _, saved = _saved(nodes, [1, 9, 9, 24], {"w1": w(40, 24, 3, 3)}, tmp_path)
+    layouts = {n.op_type: helper.get_attribute_value(a) for n in saved.graph.node if n.domain == NCHWC_DOMAIN
+               for a in n.attribute if a.name == "channels_last"}  # fmt: skip
+    assert layouts == {"ReorderInput": 1, "ReorderOutput": 1}, layouts
+    _check(nodes, [1, 9, 9, 24], {"w1": w(40, 24, 3, 3)}, tmp_path, {"Conv", "ReorderInput", "ReorderOutput"})
