@@ -134,8 +134,11 @@ class Emitter:
         known: dict[ir.Value, np.ndarray] = {}
 
         def constant(array: np.ndarray) -> Tensor:
+            # The scratch op needs only the operand's type: a splat stands for the array, which `known`
+            # holds. A glow.constant would copy the array into the context (hashed and kept until the
+            # import ends): an int4 LLM's dequantized weights cost seconds and gigabytes so.
             self._importer.check_array(array, f"node '{self._node}'")
-            t = scratch.constant(array)
+            t = scratch.splat(array.shape, 0, array.dtype)
             known[t.value] = array
             return t
 

@@ -194,6 +194,33 @@ def test_constant_weights_are_folded_and_shared() -> None:
     check(m, {"x": rand(2, 3)})
 
 
+def test_folding_copies_only_the_result_into_the_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A dequantized weight (an int4 LLM's MatMulNBits, a QDQ model's DequantizeLinear) folds through a chain
+    # of ops; only its last array becomes a glow.constant: the folds' operands are placeholders, not copies
+    # of each intermediate array into the MLIR context (seconds and gigabytes on an LLM's weights).
+    copied: list[tuple[int, ...]] = []
+    real = glow_mlir.builder.Graph.constant
+
+    def spy(self, array: np.ndarray, name: str | None = None):  # noqa: ANN001, ANN202
+        copied.append(array.shape)
+        return real(self, array, name)
+
+    monkeypatch.setattr(glow_mlir.builder.Graph, "constant", spy)
+    nodes = [
+        helper.make_node("Cast", ["q"], ["qf"], to=onnx.TensorProto.FLOAT),
+        helper.make_node("Sub", ["qf", "zero"], ["centered"]),
+        helper.make_node("Mul", ["centered", "scale"], ["w"]),
+        helper.make_node("Transpose", ["w"], ["wt"], perm=[1, 0]),
+        helper.make_node("MatMul", ["x", "wt"], ["y"]),
+    ]
+    q = np.random.default_rng(0).integers(0, 16, (48, 32)).astype(np.uint8)
+    init = {"q": q, "zero": np.array(8, np.float32), "scale": np.array(0.25, np.float32)}
+    m = model(nodes, {"x": rand(2, 32)}, ["y"], init)
+    import_model(m)
+    assert [shape for shape in copied if len(shape) == 2] == [(32, 48)]
+    check(m, {"x": rand(2, 32)})
+
+
 def test_static_inputs_bind_shape_deciding_inputs() -> None:
     reshape = helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")
     m = model([reshape], {"x": rand(2, 6), "shape": np.array([3, 4], np.int64)}, ["y"])
