@@ -134,7 +134,8 @@ class Graph:
         self._scope = ir.Location.unknown(context=self.context)
         self._counters: defaultdict[str, int] = defaultdict(int)
         self._inputs: list[str] = []
-        self._outputs: list[tuple[str, Tensor]] = []
+        # Values, not Tensors (which refer to their graph: a cycle, holding the context until a full collection).
+        self._outputs: list[tuple[str, ir.Value]] = []
         # The func.return that reading `module` adds (later ops go before it), kept: finding it by the block's last
         # op counted the block's ops at every op added, quadratic (MobileNetV5-300M's 8000 ops: 0.4 s of import).
         self._return: ir.Operation | None = None
@@ -164,7 +165,7 @@ class Graph:
         """Makes `value` a function result named `name`."""
         if any(name == existing for existing, _ in self._outputs):
             raise ValueError(f"duplicate output name '{name}'")
-        self._outputs.append((name, self._tensor(value, f"output '{name}'")))
+        self._outputs.append((name, self._tensor(value, f"output '{name}'").value))
 
     @property
     def module(self) -> ir.Module:
@@ -175,10 +176,10 @@ class Graph:
             if self._return is not None:
                 self._return.erase()
             with ir.InsertionPoint(self._block):
-                self._return = func.ReturnOp([t.value for _, t in self._outputs]).operation
+                self._return = func.ReturnOp([v for _, v in self._outputs]).operation
             self._func.attributes["function_type"] = ir.TypeAttr.get(
                 ir.FunctionType.get(
-                    [a.type for a in self._block.arguments], [t.value.type for _, t in self._outputs]
+                    [a.type for a in self._block.arguments], [v.type for _, v in self._outputs]
                 )
             )
             self._func.arg_attrs = ir.ArrayAttr.get([_named(n) for n in self._inputs])

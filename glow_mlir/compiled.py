@@ -98,6 +98,11 @@ class CompiledModel(LoadedModel):
         ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)(packed)
         return seed
 
+    @property
+    def weight_bytes(self) -> int:
+        """The bytes of the weights kept out of the code (glow-cpu-external-weights) that the model holds."""
+        return sum(data.nbytes for data in self._weights.values())
+
     def ir(self, stage: str) -> str:
         """The module text after the last run of pipeline element `stage` (compiled with keep_ir=True)."""
         if stage not in self._stages:

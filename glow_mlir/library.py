@@ -16,6 +16,7 @@ Of the package it imports only glow_mlir.errors and glow_mlir.cache, free of MLI
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -178,6 +179,13 @@ def open_entry(folder: Path) -> tuple[LoadedModel, dict[str, Any]]:
     return LoadedModel(abi, entry_point(library, abi)), meta
 
 
+@functools.cache
+def _pointer_array(count: int) -> type[ctypes.Array[ctypes.c_void_p]]:
+    """ctypes' array type of `count` pointers, made once: each is a class, which a reference cycle would keep
+    until a full garbage collection after its model is gone."""
+    return ctypes.c_void_p * count
+
+
 class _RunSlot:
     """What one run of a model writes besides its outputs: its own arena (allocated once, 64-byte aligned as
     glow-allocate assumed) and memref descriptors built once, of which a run only changes the data pointers."""
@@ -195,7 +203,7 @@ class _RunSlot:
         point(descriptors[-1], self.arena)
         # The packed-call convention: one pointer per argument, each to a pointer to its descriptor.
         self._pointers = [ctypes.pointer(d) for d in descriptors]
-        self.packed = (ctypes.c_void_p * len(buffers))(*[ctypes.addressof(p) for p in self._pointers])
+        self.packed = _pointer_array(len(buffers))(*[ctypes.addressof(p) for p in self._pointers])
 
 
 def abi_to_json(abi: Abi) -> dict[str, Any]:

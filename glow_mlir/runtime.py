@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import io
 import logging
@@ -46,6 +47,11 @@ __all__ = [
     "llc_path", "read_abi",
 ]  # fmt: skip
 
+# A compile copies a model's weights several times (import's folds, the schedule's packing, the JIT's module) into
+# memory that glibc keeps mapped once freed: 1 GB of an int4 LLM's 2.1 GB after its compile (330 MB of float
+# weights). A model with at least this many bytes of weights gives the free heap back at the end of its compile
+# (`_release_free_heap`: 60 ms there).
+RELEASE_WEIGHT_BYTES = 64 * 2**20
 # The pipeline element after which the ABI is read; what follows it lowers the function to LLVM.
 ABI_STAGE = "glow-allocate"
 # The last element on the `glow` dialect: after it, the module is the optimized, scheduled graph.
@@ -235,8 +241,17 @@ def _finish(
     report["stage_seconds"] = stage_seconds(recorder.stats.records, time.perf_counter() - jit_start)
     if recorder.bar is not None:
         recorder.bar.update()
+    if model.weight_bytes >= RELEASE_WEIGHT_BYTES:
+        _release_free_heap()
     report["compile_seconds"] = time.perf_counter() - start
     return model
+
+
+def _release_free_heap() -> None:
+    """Returns the heap's free pages to the system: glibc's malloc_trim; nothing where the C library has none."""
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
 
 
 def stage_seconds(records: Sequence[PassRecord], jit_seconds: float) -> dict[str, float]:

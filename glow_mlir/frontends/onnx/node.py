@@ -174,15 +174,18 @@ def _replace(
     args: tuple[Any, ...], kwargs: dict[str, Any], convert: Callable[[np.ndarray], Tensor]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Arguments with every numpy array (also inside lists, as concat's inputs) converted to a Tensor."""
+    return tuple(_converted(a, convert) for a in args), {k: _converted(v, convert) for k, v in kwargs.items()}
 
-    def one(v: Any) -> Any:
-        if isinstance(v, np.ndarray):
-            return convert(v)
-        if isinstance(v, (list, tuple)) and any(isinstance(e, np.ndarray) for e in v):
-            return [one(e) for e in v]
-        return v
 
-    return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
+def _converted(v: Any, convert: Callable[[np.ndarray], Tensor]) -> Any:
+    # A function of the module, not a recursive closure: such a closure is a reference cycle (it holds its own
+    # cell), which kept `convert`, its Emitter, the Importer and the import's whole MLIR context alive until
+    # the interpreter's next full garbage collection.
+    if isinstance(v, np.ndarray):
+        return convert(v)
+    if isinstance(v, (list, tuple)) and any(isinstance(e, np.ndarray) for e in v):
+        return [_converted(e, convert) for e in v]
+    return v
 
 
 @dataclass

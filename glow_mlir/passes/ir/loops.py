@@ -48,24 +48,27 @@ def bodies_first(functions: Sequence[ir.Operation]) -> list[ir.Operation]:
     by_name = {_symbol(f): f for f in functions}
     done: list[ir.Operation] = []
     seen: set[str] = set()
-
-    def visit(fn: ir.Operation, path: tuple[str, ...]) -> None:
-        name = _symbol(fn)
-        if name in path:
-            raise UnsupportedError(f"loop body @{name} runs itself: {' -> '.join(path + (name,))}")
-        if name in seen:
-            return
-        for loop in loops_in(fn):
-            body = control.Loop.of(loop).body
-            if body not in by_name:
-                raise UnsupportedError(f"{ops.location_text(loop)}: the loop's body @{body} is not in the module")
-            visit(by_name[body], (*path, name))
-        seen.add(name)
-        done.append(fn)
-
     for fn in functions:
-        visit(fn, ())
+        _visit(fn, (), by_name, seen, done)
     return done
+
+
+def _visit(fn: ir.Operation, path: tuple[str, ...], by_name: dict[str, ir.Operation], seen: set[str],
+           done: list[ir.Operation]) -> None:  # fmt: skip
+    """Appends to `done` the loop bodies that `fn` runs (depth first), then `fn`. (A recursive closure would be
+    a reference cycle keeping the module's ops, and so its context, alive until a full garbage collection.)"""
+    name = _symbol(fn)
+    if name in path:
+        raise UnsupportedError(f"loop body @{name} runs itself: {' -> '.join(path + (name,))}")
+    if name in seen:
+        return
+    for loop in loops_in(fn):
+        body = control.Loop.of(loop).body
+        if body not in by_name:
+            raise UnsupportedError(f"{ops.location_text(loop)}: the loop's body @{body} is not in the module")
+        _visit(by_name[body], (*path, name), by_name, seen, done)
+    seen.add(name)
+    done.append(fn)
 
 
 def _parts(loop: ir.Operation) -> tuple[control.Loop, ir.Operation, list[ir.Type]]:

@@ -175,7 +175,8 @@ def test_shape_subgraph_folds_to_constants() -> None:
     ]
     init = {"zero": np.array([0], np.int64), "two": np.array([2], np.int64), "minus_one": np.array([-1], np.int64)}
     m = model(nodes, {"x": rand(2, 3, 4)}, ["y"], init, opset=13)
-    ops = [op.operation.name for op in import_model(m).module.body.operations[0].regions[0].blocks[0].operations]
+    graph = import_model(m)  # kept: its module owns the ops read
+    ops = [op.operation.name for op in graph.module.body.operations[0].regions[0].blocks[0].operations]
     assert ops == ["glow.reshape", "func.return"]
     check(m, {"x": rand(2, 3, 4)})
 
@@ -188,7 +189,8 @@ def test_constant_weights_are_folded_and_shared() -> None:
         helper.make_node("MatMul", ["a", "w"], ["y"]),
     ]
     m = model(nodes, {"x": rand(2, 3)}, ["y"], {"w": rand(4, 3)})
-    ops = [op.operation.name for op in import_model(m).module.body.operations[0].regions[0].blocks[0].operations]
+    graph = import_model(m)  # kept: its module owns the ops read
+    ops = [op.operation.name for op in graph.module.body.operations[0].regions[0].blocks[0].operations]
     assert "glow.transpose" not in ops
     assert ops.count("glow.constant") == 2
     check(m, {"x": rand(2, 3)})

@@ -158,8 +158,9 @@ def test_attention_composition_is_recognisable() -> None:
     fully masked rows where a constant bias has none."""
     inputs = qkv(6, 2)
     node = helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=1)
-    ops = [op for op in (o.operation for o in import_model(model([node], inputs, ["y"], opset=23)).module.body
-                         .operations[0].regions[0].blocks[0].operations) if op.name != "func.return"]
+    graph = import_model(model([node], inputs, ["y"], opset=23))  # kept: its module owns the ops read
+    ops = [op for op in (o.operation for o in graph.module.body.operations[0].regions[0].blocks[0].operations)
+           if op.name != "func.return"]
     names = [op.name for op in ops]
     compute = [n for n in names if n in ("glow.batch_matmul", "glow.add", "glow.softmax", "glow.select")]
     assert compute == ["glow.batch_matmul", "glow.add", "glow.softmax", "glow.batch_matmul"], names
