@@ -357,3 +357,13 @@ def test_shape_inference_out_of_memory_is_a_typed_error(monkeypatch: pytest.Monk
                    ["y"], [axes])  # fmt: skip
     with pytest.raises(ModelImportError, match="ran out of memory; its largest graph input 'n' has 2147483647"):
         import_model(model)
+
+
+@pytest.mark.parametrize("start,limit,delta", [(0.0, 4.0, 0.0), (0, 4, 0), (0.0, np.inf, 1.0), (0.0, 4.0, np.nan)])
+def test_a_range_without_a_finite_count_is_named(start: float, limit: float, delta: float) -> None:
+    # Fuzz seed 2449 (graph 200): a Range whose delta became 0 raised ZeroDivisionError.
+    dtype = np.float32 if isinstance(start, float) else np.int64
+    init = [numpy_helper.from_array(np.array(v, dtype), n) for n, v in zip(("s", "l", "d"), (start, limit, delta))]
+    m = _model([helper.make_node("Range", ["s", "l", "d"], ["y"], name="range")], [], ["y"], init, opset=11)
+    with pytest.raises(InvalidNodeError, match="node 'range'.*(delta is 0|no finite count)"):
+        import_model(m)

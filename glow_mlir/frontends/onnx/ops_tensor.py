@@ -385,7 +385,12 @@ def range_(ctx: NodeContext) -> list[Value]:
     if start is None or limit is None or delta is None:
         raise ctx.invalid("start, limit and delta are required")
     # No glow op makes a sequence, and every input is a compile-time scalar: compute it here.
-    count = max(math.ceil((limit.item() - start.item()) / delta.item()), 0)
+    if delta.item() == 0:
+        raise ctx.invalid("delta is 0: the range never reaches its limit")
+    steps = (float(limit.item()) - float(start.item())) / float(delta.item())
+    if not math.isfinite(steps):
+        raise ctx.invalid(f"start {start.item()}, limit {limit.item()} and delta {delta.item()} give no finite count")
+    count = max(math.ceil(steps), 0)
     return [(start + np.arange(count, dtype=start.dtype) * delta).astype(start.dtype)]
 
 
