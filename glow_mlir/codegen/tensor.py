@@ -149,13 +149,10 @@ def _gather(op: ir.Operation) -> None:
     index_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(axis + i) for i in range(count)])
 
     def body(a: list[ir.Value]) -> ir.Value:
-        # Negative indices count from the end (numpy.take, ONNX Gather).
-        index = a[0]
-        negative = arith.cmpi(arith.CmpIPredicate.slt, index, scalar(index_type, 0))
-        index = arith.select(negative, arith.addi(index, scalar(index_type, data_dims[axis])), index)
+        # Negative indices count from the end (numpy.take, ONNX Gather); out of range, the nearest row.
         outer = [linalg.IndexOp(ops.i64(d)).result for d in range(axis)]
         inner = [linalg.IndexOp(ops.i64(d)).result for d in range(axis + count, rank)]
-        return memref.load(data, [*outer, arith.index_cast(ir.IndexType.get(), index), *inner])
+        return memref.load(data, [*outer, _clamped(a[0], data_dims[axis]), *inner])
 
     gathered = generic([indices], dest, [index_map, identity_map(rank)], body)
     gathered.attributes[GATHER_AXIS_ATTR] = ops.i64(axis)

@@ -1,14 +1,15 @@
 """The CPU backend's gather kernel, for glow-cpu-schedule (schedule.py): the recipe of the linalg.generic that
 codegen/tensor.py makes of a `glow_ir.gather` (marked with its axis, GATHER_AXIS_ATTR), which replaces it with
 vector code written here. The generic reads one element per iteration through its index (a load of the index,
-its sign fixed, a scalar load and store): a nearest-neighbour resize, which ONNX exporters write as gathers
+wrapped and clamped, a scalar load and store): a nearest-neighbour resize, which ONNX exporters write as gathers
 along H and W, ran a style transfer network's 2x up-sampling of 64 channels at 64x64 in 0.28 ms.
 
 Per position of the output's outer dims (scalar loops), its last dim runs in vectors of 16 (the last masked):
 - gathered along an axis before the last, the data's last dim is the output's: each vector is one contiguous
-  load of the data at the gathered index (read once per row of the output) and one store, a row copy (an
+  load of the data at the gathered index (read once per row of the output, clamped into the data as
+  codegen/tensor.py's gathers: a token id past the table reads its last row) and one store, a row copy (an
   embedding lookup, a resize along H, a reflection pad's border rows);
-- gathered along the last axis, each vector's 16 indices are loaded as a vector, their signs fixed, and the
+- gathered along the last axis, each vector's 16 indices are loaded as a vector, their signs fixed, clamped, and the
   data row read by one vector.gather (a resize along W, NCHW).
 f32 data of static shape whose last dims have unit stride; other gathers keep the generic's loops.
 """
@@ -99,7 +100,7 @@ class Gather:
         if not self.along_last:
             # The row's one index, read once.
             raw = memref.load(self.indices, position[self.axis : self.axis + self.count])
-            at = arith.index_cast(ir.IndexType.get(), _from_end(raw, self.size))
+            at = arith.index_cast(ir.IndexType.get(), _in_range(raw, self.size))
             source = [*position[: self.axis], at, *position[self.axis + self.count :]]
         full, tail = divmod(self.out[-1], LANES)
         if full:
@@ -124,7 +125,7 @@ class Gather:
                 raw = vector.maskedload(it, self.indices, at, mask, _splat(it, 0))
             lanes = mask if mask is not None else _all_lanes()
             start = [*position[: self.axis], index(0)]
-            value = vector.gather(self.f32, self.data, start, _from_end(raw, self.size), lanes, zeros(self.f32))
+            value = vector.gather(self.f32, self.data, start, _in_range(raw, self.size), lanes, zeros(self.f32))
         store(value, self.dest, [*position, x0], mask)
 
 
@@ -133,15 +134,18 @@ def _all_lanes() -> ir.Value:
     return vector.constant_mask(ir.VectorType.get([LANES], ir.IntegerType.get_signless(1)), [LANES])
 
 
-def _from_end(value: ir.Value, size: int) -> ir.Value:
-    """An index (a scalar or a vector of them) counted from the end when negative (numpy.take, ONNX Gather)."""
+def _in_range(value: ir.Value, size: int) -> ir.Value:
+    """An index (a scalar or a vector of them) counted from the end when negative (numpy.take, ONNX Gather),
+    then clamped into [0, size), as codegen/tensor.py's gathers: an out-of-range index (a token id past the
+    vocabulary) reads the nearest row instead of memory past the table."""
     t = value.type
     if isinstance(t, ir.VectorType):
-        zero, extent = _splat(t, 0), _splat(t, size)
+        zero, extent, last = _splat(t, 0), _splat(t, size), _splat(t, size - 1)
     else:
-        zero, extent = arith.constant(t, 0), arith.constant(t, size)
+        zero, extent, last = arith.constant(t, 0), arith.constant(t, size), arith.constant(t, size - 1)
     negative = arith.cmpi(arith.CmpIPredicate.slt, value, zero)
-    return arith.select(negative, arith.addi(value, extent), value)
+    wrapped = arith.select(negative, arith.addi(value, extent), value)
+    return arith.minsi(arith.maxsi(wrapped, zero), last)
 
 
 def _splat(t: ir.VectorType, value: int) -> ir.Value:

@@ -112,12 +112,15 @@ func.func @shapes(%x: memref<2x5x3xf32> {glow.name = "x"}, %k: memref<4xi32> {gl
                   %my: memref<2x3xi64> {glow.name = "my", glow.output}, %ay: memref<2x1x4xi64> {glow.name = "ay", glow.output},
                   %by: memref<2x3x3xi64> {glow.name = "by", glow.output}, %cy: memref<1x3x4x4xf32> {glow.name = "cy", glow.output},
                   %arena: memref<0xi8> {glow.arena}) attributes {glow.arena_bytes = 0 : i64} {
-  // Gather reads data at the wrapped index: linalg.index for the other dims, a load for the gathered one.
+  // Gather reads data at the wrapped index clamped into [0, 5) (out of range: the nearest row, never memory past
+  // the buffer): linalg.index for the other dims, a load for the gathered one.
   // CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<4xi32>) outs(%{{.*}} : memref<2x4x3xf32>)
-  // CHECK: arith.cmpi slt
-  // CHECK: arith.select
   // CHECK: linalg.index 0 : index
   // CHECK: linalg.index 2 : index
+  // CHECK: arith.cmpi slt
+  // CHECK: arith.select
+  // CHECK: arith.maxsi
+  // CHECK: arith.minsi
   // CHECK: arith.index_cast %{{.*}} : i32 to index
   // CHECK: memref.load
   "glow_ir.gather"(%gy, %x, %k) {roles = ["out", "in", "in"], axis = 1 : i64} : (memref<2x4x3xf32>, memref<2x5x3xf32>, memref<4xi32>) -> ()

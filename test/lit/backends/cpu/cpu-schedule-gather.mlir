@@ -1,8 +1,9 @@
 // glow-ir-to-linalg lowers a gather to a linalg.generic that loads one element per iteration through its index,
 // marked with its axis; glow-cpu-schedule replaces it with gather_recipes.py's kernel.
-// @rows (axis 1 of [2, 8, 40] by 5 indices): per output row its index loaded once, its sign fixed, and the row
-// of 40 floats copied as two vectors and a masked one.
-// @columns (axis 1, the last, of [4, 10] by 20 indices): per row, vectors of 16 indices, their signs fixed,
+// @rows (axis 1 of [2, 8, 40] by 5 indices): per output row its index loaded once, its sign fixed, clamped into
+// the data (an index out of range reads the nearest row), and the row of 40 floats copied as two vectors and a
+// masked one.
+// @columns (axis 1, the last, of [4, 10] by 20 indices): per row, vectors of 16 indices, their signs fixed, clamped,
 // one vector.gather each; the row's last 4 masked.
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg)' | FileCheck %s --check-prefix=LINALG
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg,glow-cpu-schedule)' | FileCheck %s
@@ -16,6 +17,8 @@
 // CHECK:           scf.for %[[J:.*]] = %c0 to %c5 step %c1 {
 // CHECK:             %[[RAW:.*]] = memref.load %[[I]][%[[J]]] : memref<5xi64>
 // CHECK:             arith.cmpi slt, %[[RAW]]
+// CHECK:             arith.maxsi
+// CHECK:             arith.minsi
 // CHECK:             %[[ROW:.*]] = arith.index_cast
 // CHECK:             scf.for %[[P:.*]] = %c0 to %c32 step %c16 {
 // CHECK:               %[[V:.*]] = vector.load %[[X]][%[[N]], %[[ROW]], %[[P]]] : memref<2x8x40xf32>, vector<16xf32>
@@ -29,6 +32,7 @@
 // CHECK:         scf.for %[[R:.*]] = %c0 to %c4 step %c1 {
 // CHECK:           %[[IV:.*]] = vector.load %[[I]][%c0] : memref<20xi32>, vector<16xi32>
 // CHECK:           arith.cmpi slt, %[[IV]]
+// CHECK:           arith.minsi {{.*}} : vector<16xi32>
 // CHECK:           vector.gather %[[X]][%[[R]], %c0] [%{{.*}}], %{{.*}}, %{{.*}} : memref<4x10xf32>, vector<16xi32>
 // CHECK:           vector.store %{{.*}}, %[[Y]][%[[R]], %c0]
 // CHECK:           vector.maskedload %[[I]][%c16]
