@@ -82,6 +82,14 @@ irdl.dialect @glow {
     irdl.results(result: %result)
   }
 
+  // Elementwise rounding to the nearest f16 (ties to even; beyond 65504: inf), kept in the input's type: the value an f16 store and load give.
+  irdl.operation @round_f16 {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+  }
+
   // Elementwise exp.
   irdl.operation @exp {
     %input = irdl.base "!builtin.tensor"

@@ -81,6 +81,15 @@ irdl.dialect @glow_ir {
     irdl.attributes {"roles" = %roles}
   }
 
+  // dest = round_f16(src), elementwise.
+  irdl.operation @element_round_f16 {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"roles" = %roles}
+  }
+
   // dest = exp(src), elementwise.
   irdl.operation @element_exp {
     %dest = irdl.base "!builtin.memref"

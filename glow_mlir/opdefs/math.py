@@ -117,6 +117,13 @@ unary("relu", "Elementwise relu.", t.NUMBER, ref.unary(lambda x: np.maximum(x, n
 unary("sigmoid", "Elementwise sigmoid.", t.FLOAT, ref.sigmoid, s.sigmoid, instruction="sigmoid", activation=True)
 unary("tanh", "Elementwise tanh.", t.FLOAT, ref.in_float64(np.tanh), math.tanh, instruction="tanh",
       activation=True)
+# An f16 model computes in f32 (glow-lower's widen_half) and rounds each op's result to f16; an op reading that
+# result reads it rounded, in f32: one kernel, fusable into the producing convolution or matmul, where a store
+# to f16 and a load back were two kernels and an f16 buffer between them.
+unary("round_f16", "Elementwise rounding to the nearest f16 (ties to even; beyond 65504: inf), kept in the input's "
+      "type: the value an f16 store and load give.", t.same(("f32", "f64"), "f32 or f64"),
+      ref.unary(lambda x: x.astype(np.float16).astype(x.dtype)),
+      lambda x: arith.extf(x.type, arith.truncf(ir.F16Type.get(), x)), activation=True)
 unary("exp", "Elementwise exp.", t.FLOAT, ref.in_float64(np.exp), math.exp)
 unary("sqrt", "Elementwise sqrt.", t.FLOAT, ref.unary(np.sqrt), math.sqrt)
 unary("log", "Elementwise natural logarithm.", t.FLOAT, ref.in_float64(np.log), math.log)

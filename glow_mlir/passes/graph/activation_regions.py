@@ -106,10 +106,28 @@ def hard_swish_reference(y: np.ndarray, _: list[float] | None = None) -> np.ndar
     return y * np.clip(y / 6.0 + 0.5, 0.0, 1.0)
 
 
+def _round_f16(x: ir.Value) -> ir.Value:
+    return arith.extf(x.type, arith.truncf(ir.F16Type.get(), x))
+
+
+def silu_f16_scalar(x: ir.Value, _: list[float]) -> ir.Value:
+    """An f16 model's SiLU as glow-lower's widen_half computes it: z = round(x), round(z * round(sigmoid(z)))."""
+    z = _round_f16(x)
+    return _round_f16(arith.mulf(z, _round_f16(s.sigmoid(z))))
+
+
+def silu_f16_reference(y: np.ndarray, _: list[float] | None = None) -> np.ndarray:
+    # sigmoid as the interpreter evaluates it (f64, then f32); z * round(sigmoid z) is exact in f32 (11-bit factors).
+    z = np.asarray(y).astype(np.float16).astype(np.float32)
+    sigmoid = (1.0 / (1.0 + np.exp(-z.astype(np.float64)))).astype(np.float32)
+    return (z * sigmoid.astype(np.float16).astype(np.float32)).astype(np.float16).astype(np.float64)
+
+
 define_activation(Activation("gelu_erf", (), gelu_scalar, gelu_reference))
 define_activation(Activation("gelu_tanh", (), gelu_tanh_scalar, gelu_tanh_reference))
 define_activation(Activation("silu", (), silu_scalar, silu_reference))
 define_activation(Activation("hard_swish", (), hard_swish_scalar, hard_swish_reference))
+define_activation(Activation("silu_f16", (), silu_f16_scalar, silu_f16_reference))
 # The form of a region by its one transcendental op (None: none).
 _FORMS = {
     "glow.erf": ("gelu_erf", gelu_reference),
@@ -117,6 +135,11 @@ _FORMS = {
     "glow.sigmoid": ("silu", silu_reference),
     None: ("hard_swish", hard_swish_reference),
 }
+# The forms of regions holding round_f16 (an f16 model's ops, each result rounded: widen_half), which start by
+# rounding y: SiLU (EfficientNet's, YOLO's in fp16). Their results agree with the region's to an f16 step.
+_ROUNDING = "glow.round_f16"
+_F16_FORMS = {"glow.sigmoid": ("silu_f16", silu_f16_reference)}
+_F16_RTOL = 2.0**-10
 
 
 def match_region(y: ir.Value) -> tuple[str, list[float], ir.Operation] | None:
@@ -132,9 +155,15 @@ def match_region(y: ir.Value) -> tuple[str, list[float], ir.Operation] | None:
         kinds = [op.name for op in region if op.name in _TRANSCENDENTAL]
         if len(kinds) > 1:
             continue
-        name, reference = _FORMS[kinds[0] if kinds else None]
+        kind = kinds[0] if kinds else None
+        rounded = any(op.name == _ROUNDING for op in region)
+        if rounded and (kind not in _F16_FORMS or region[0].name != _ROUNDING or region[0].operands[0] != y
+                        or last.name != _ROUNDING):
+            continue
+        name, reference = _F16_FORMS[kind] if rounded else _FORMS[kind]
+        tolerance = _F16_RTOL if rounded else _RTOL
         got = _evaluate(y, region, last)
-        if got is not None and np.allclose(got, reference(_SAMPLES), rtol=_RTOL, atol=_RTOL):
+        if got is not None and np.allclose(got, reference(_SAMPLES), rtol=tolerance, atol=tolerance):
             return name, [], last
     return None
 
@@ -150,7 +179,7 @@ def _closure(y: ir.Value) -> list[ir.Operation] | None:
     while frontier:
         value = frontier.pop()
         for user in g.users(value):
-            if user in inside or user.name not in _ARITHMETIC + _TRANSCENDENTAL:
+            if user in inside or user.name not in (*_ARITHMETIC, *_TRANSCENDENTAL, _ROUNDING):
                 continue
             if user.results[0].type != y.type:
                 continue

@@ -20,7 +20,10 @@ Like Glow's `lower()`, every rule replaces one node by a small graph of simpler 
   (an fp16 ResNet-18 ran its f16 max pool as scalar loops, 31 % of the model, and its convolutions at 0.4x
   their f32 speed). Each f16 op's result is rounded to f16 as the model states it (ONNX's reference rounds
   every op's f16 result: the backend suite's fp16 attention cases differ by an f16 step without those roundings;
-  onnxruntime's CPU provider rounds once where an f32 chain ends, docs/QUANTIZATION.md). A chain of bf16 ops
+  onnxruntime's CPU provider rounds once where an f32 chain ends, docs/QUANTIZATION.md): the next op reads it
+  as `glow.round_f16` of the f32 result, which glow-fuse-activations fuses into a producing convolution or
+  matmul (with an f16 SiLU: "silu_f16"), not as a conversion down and one up (two kernels and an f16 buffer);
+  a value that holds f16 values already (data movement of such values) is read as it is. A chain of bf16 ops
   passes its f32 values on, so a value is rounded to bf16 once, where it leaves the chain (a graph output, a
   convert_to, an op of another result type, a native product's factor): rounding each step loses bits with
   every op, and every partial sum of a matmul or softmax (about log2(terms) bits). The exceptions are the
@@ -44,7 +47,7 @@ from mlir import ir
 from glow_mlir import ops
 from glow_mlir.backends.base import DEFAULT, get_backend, lower_everything
 from glow_mlir.errors import PipelineError
-from glow_mlir.passes.graph.utils import attributes
+from glow_mlir.passes.graph.utils import attributes, producer_named
 from glow_mlir.passes.registry import register
 
 # A rule builds the replacement of `op` at the current insertion point and location and returns the value
@@ -68,17 +71,49 @@ def lower(module: ir.Module, should_lower: Callable[[ir.Operation], bool] = lowe
 
 # Ops that create or convert values, which computing in f32 gains nothing.
 _NOT_WIDENED = frozenset({"glow.constant", "glow.splat", "glow.convert_to"})
+# Ops whose results are values of their operands: f16 values in, f16 values out, which no rounding changes.
+_MOVING = frozenset({
+    "glow.transpose", "glow.reshape", "glow.slice", "glow.concat", "glow.insert_tensor", "glow.broadcast",
+    "glow.gather", "glow.gather_elements", "glow.gather_nd", "glow.select", "glow.max", "glow.min",
+    "glow.max_pool", "glow.cpu_max_pool_nhwc",
+})  # fmt: skip
 
 
 def widen_half(function: ir.Operation, native: Callable[[ir.Operation], bool] = lambda op: False) -> None:
     """Computes every op of bf16 or f16 result in f32: its half operands converted up, the result converted
-    back down. An f16 op reads its operands rounded, as the model computes them; a bf16 operand that is such a
+    back down. An f16 op reads its operands rounded, as the model computes them (round_f16 of the f32 value a
+    down-conversion converts, any f32 -> f16 -> f32 pair becoming one); a bf16 operand that is such a
     down-conversion is read as the f32 value it converts, so a chain of bf16 ops rounds once, at its end (the
-    down-conversions left without uses go to glow-dce). A bf16 product that `native` accepts (the backend's
+    down-conversions left without uses are dropped). A bf16 product that `native` accepts (the backend's
     `native_bf16`) keeps its two bf16 factors, a down-conversion included, and gives f32 (a fully_connected as
     matmul + batched_add, its bias in f32)."""
     f32 = ir.F32Type.get()
     wide_of: dict[ir.Value, ir.Value] = {}  # a down-conversion this pass made -> the f32 value it converts
+    rounded_of: dict[ir.Value, ir.Value] = {}  # an f16 one -> round_f16 of that f32 value, as its readers read it
+    exact: set[ir.Value] = set()  # f32 values that hold f16 values (read without rounding)
+
+    def read(v: ir.Value, half: ir.Type) -> ir.Value:
+        """Half operand v of an op computing `half` in f32: a bf16 chain's f32 value; an f16 value this pass
+        rounded, as round_f16 of its f32 value (the same number as converting it up; the value itself where it
+        holds f16 values already); else converted up."""
+        wide = wide_of.get(v)
+        if wide is not None and isinstance(half, ir.BF16Type):
+            return wide
+        if isinstance(ops.element_type(v), ir.F16Type) and wide is None:
+            wide = _f32_source(v)  # a conversion down that another pass made (the CPU layout's convolutions)
+        if wide is not None and isinstance(ops.element_type(v), ir.F16Type):
+            if wide in exact:
+                return wide
+            if v not in rounded_of:
+                with ir.InsertionPoint(v.owner), v.owner.location:
+                    rounded_of[v] = _make("glow.round_f16", [wide], wide.type)
+                exact.add(rounded_of[v])
+            return rounded_of[v]
+        up = _converted(v, f32)
+        if isinstance(ops.element_type(v), ir.F16Type):
+            exact.add(up)
+        return up
+
     for op in ops.walk_ops(function):
         if op.name in _NOT_WIDENED or len(op.results) != 1 or len(op.regions) > 0:
             continue
@@ -88,9 +123,8 @@ def widen_half(function: ir.Operation, native: Callable[[ir.Operation], bool] = 
         is_native = isinstance(half, ir.BF16Type) and native(op)
         with ir.InsertionPoint(op), op.location:
             operands = [
-                v
-                if (i < 2 and is_native) or not isinstance(ops.element_type(v), (ir.BF16Type, ir.F16Type))
-                else (wide_of.get(v) if isinstance(half, ir.BF16Type) else None) or _converted(v, f32)
+                v if (i < 2 and is_native) or not isinstance(ops.element_type(v), (ir.BF16Type, ir.F16Type))
+                else read(v, half)
                 for i, v in enumerate(op.operands)
             ]
             result = ops.tensor_type(ops.shape(op.results[0]), f32)
@@ -102,8 +136,34 @@ def widen_half(function: ir.Operation, native: Callable[[ir.Operation], bool] = 
                 wide = ops.create(op.name, operands, [result], attributes(op))
             narrow = _converted(wide.results[0], half)
         wide_of[narrow] = wide.results[0]
+        if isinstance(half, ir.F16Type) and op.name in _MOVING and all(
+            v in exact for v in operands if isinstance(ops.element_type(v), ir.FloatType)
+        ):
+            exact.add(wide.results[0])
         op.results[0].replace_all_uses_with(narrow)
         op.erase()
+    # An f16 value converted up that an f32 value was converted down to (another pass's conversions, around
+    # the CPU layout's convolutions): that value rounded, as an op reading it reads it.
+    f16 = ir.F16Type.get()
+    for op in ops.walk_ops(function):
+        if op.name != "glow.convert_to" or not isinstance(ops.element_type(op.results[0]), ir.F32Type):
+            continue
+        source = op.operands[0]
+        if isinstance(ops.element_type(source), ir.F16Type) and (source in wide_of or _f32_source(source)):
+            op.results[0].replace_all_uses_with(read(source, f16))
+            op.erase()
+    # Conversions down that nothing reads any more: left, they would be readers of the f32 values that
+    # glow-fuse-activations fuses only where nothing else reads them.
+    for op in reversed(list(ops.walk_ops(function))):
+        if op.name == "glow.convert_to" and not list(op.results[0].uses):
+            op.erase()
+
+
+def _f32_source(value: ir.Value) -> ir.Value | None:
+    """The f32 value that `value` (f16) is a glow.convert_to of, if it is one."""
+    owner = producer_named(value, "glow.convert_to")
+    source = owner.operands[0] if owner is not None else None
+    return source if source is not None and isinstance(ops.element_type(source), ir.F32Type) else None
 
 
 def _converted(value: ir.Value, elt: ir.Type) -> ir.Value:

@@ -94,6 +94,28 @@ func.func @conv_silu(%x: tensor<1x1x2x2xf32> {glow.name = "x"}) -> (tensor<1x1x2
   return %y : tensor<1x1x2x2xf32>
 }
 
+// An f16 model's SiLU as glow-lower leaves it (each op in f32, each result read rounded: glow.round_f16) ->
+// activation "silu_f16", which rounds where the ops did; a lone rounding after a product -> "round_f16".
+// CHECK-LABEL: func.func @conv_silu_f16
+// CHECK: %[[Y:.*]] = "glow.fused_convolution"(%arg0, {{.*}}) {activation = "silu_f16", activationArgs = array<f32>
+// CHECK-NOT: glow.sigmoid
+// CHECK: %[[Z:.*]] = "glow.fused_convolution"(%[[Y]], {{.*}}) {activation = "round_f16", activationArgs = array<f32>
+// CHECK-NOT: glow.round_f16
+// CHECK: return %[[Z]]
+func.func @conv_silu_f16(%x: tensor<1x1x2x2xf32> {glow.name = "x"}) -> (tensor<1x1x2x2xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<1.0> : tensor<1x1x1x1xf32>} : () -> tensor<1x1x1x1xf32>
+  %b = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1xf32>
+  %c = "glow.convolution"(%x, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %r = "glow.round_f16"(%c) : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %s = "glow.sigmoid"(%r) : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %rs = "glow.round_f16"(%s) : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %m = "glow.mul"(%r, %rs) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %y = "glow.round_f16"(%m) : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %c2 = "glow.convolution"(%y, %w, %b) {kernels = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, dilation = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
+  %z = "glow.round_f16"(%c2) : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %z : tensor<1x1x2x2xf32>
+}
+
 // HardSwish as the ONNX importer writes it: x * min(max(x * 1/6 + 0.5, 0), 1) -> activation "hard_swish"; the same
 // with 0.2 for 1/6 (x * HardSigmoid(x) at its default alpha) is no HardSwish and stays.
 // CHECK-LABEL: func.func @conv_hard_swish

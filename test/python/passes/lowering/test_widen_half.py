@@ -134,6 +134,44 @@ def test_f16_ops_run_in_f32_each_result_rounded() -> None:
     np.testing.assert_array_equal(y, each)
 
 
+def test_round_f16_is_an_f16_store_and_load() -> None:
+    """glow.round_f16, compiled and interpreted: ties to even, overflow to inf, subnormals, NaN, signed zeros."""
+    x = np.concatenate([
+        RNG.standard_normal(200) * 10.0 ** RNG.integers(-8, 6, 200),
+        [1 + 2.0**-11, 1 + 3 * 2.0**-11, 65504.0, 65520.0, 7e4, -7e4, 2.0**-25, 2.0**-24 * 1.5, -0.0, np.inf, np.nan],
+    ]).astype(np.float32)  # fmt: skip
+    g = glow_mlir.Graph("round")
+    g.output("y", g.round_f16(g.input("x", x.shape)))
+    expected = x.astype(np.float16).astype(np.float32)
+    with glow_mlir.compile(g, cache=False) as model:
+        np.testing.assert_array_equal(model.run({"x": x})["y"], expected)
+    np.testing.assert_array_equal(glow_mlir.interpret(g.module, {"x": x})["y"], expected)
+
+
+def test_an_f16_silu_fuses_into_its_convolution_rounding_as_each_op() -> None:
+    """conv -> Sigmoid -> Mul in f16 (EfficientNet's SiLU, fp16): glow-lower reads each result through round_f16,
+    glow-fuse-activations makes the three one convolution ("silu_f16"), and its results are the unfused
+    kernels' (a rounding after each op) bit for bit; a convolution's lone rounding fuses as "round_f16"."""
+    x = RNG.standard_normal((1, 16, 9, 9)).astype(np.float16)
+    w = (RNG.standard_normal((16, 16, 3, 3)) / 5).astype(np.float16)
+    b = (RNG.standard_normal(16) / 5).astype(np.float16)
+    g = glow_mlir.Graph("f16_silu")
+    c = g.convolution(g.input("x", x.shape, "f16"), g.constant(w), g.constant(b), pads=[1, 1, 1, 1])
+    silu = g.mul(c, g.sigmoid(c))
+    g.output("y", g.convolution(silu, g.constant(w), g.constant(b), pads=[1, 1, 1, 1]))
+    results = {}
+    for level in (glow_mlir.GraphOptimizationLevel.ORT_ENABLE_ALL, glow_mlir.GraphOptimizationLevel.ORT_ENABLE_BASIC):
+        with glow_mlir.compile(g, cache=False, keep_ir=True, optimization_level=level) as model:
+            results[level] = model.run({"x": x})["y"]
+            if level == glow_mlir.GraphOptimizationLevel.ORT_ENABLE_ALL:
+                fused = model.ir("glow-fuse-activations")
+    assert 'activation = "silu_f16"' in fused and 'activation = "round_f16"' in fused, fused
+    assert "glow.sigmoid" not in fused and "glow.round_f16" not in fused, fused
+    fast, unfused = results.values()
+    assert fast.dtype == np.float16
+    np.testing.assert_array_equal(fast, unfused)
+
+
 def test_the_product_type_rule_admits_bf16_factors_with_an_f32_result_only() -> None:
     """opdefs/types.py `product`: what glow-verify accepts of matmul / fused_matmul / cpu_conv_nhwc."""
     assert types.NUMBER_PRODUCT(["bf16", "bf16"], "f32") == "f32"
