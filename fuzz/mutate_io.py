@@ -19,7 +19,7 @@ import numpy as np
 T = TypeVar("T")
 FEED_MUTATIONS = (
     "shape", "rank", "dtype", "missing", "extra", "nan", "inf", "empty", "noncontiguous", "fortran", "list",
-    "scalar", "readonly", "object", "byteswap",
+    "scalar", "readonly", "object", "byteswap", "extreme",
 )
 CACHE_MUTATIONS = (
     "truncate_library", "flip_library", "delete_library", "empty_library", "truncate_json", "garbage_json",
@@ -95,6 +95,21 @@ def apply_feed_mutation(
     if kind == "object":
         new[name] = _pick(rng, [None, "text", {"a": 1}, object(), [[1, 2], [3]]])
         return new, False, f"input '{name}' as {type(new[name]).__name__}"
+    if kind == "extreme":
+        # An integer past any bound a model expects of it (a token id past the vocabulary, an index past its
+        # axis, a repeat count): typed errors or clamped reads, never a read or write outside a buffer.
+        if x.dtype.kind not in "iu" or x.size == 0:
+            return new, True, f"input '{name}' unchanged (not integer)"
+        info = np.iinfo(x.dtype)
+        value = _pick(rng, [info.max, info.min, info.max // 2 + 1, 1 << min(31, info.bits - 2), -7, 1000, 65536])
+        y = x.copy()
+        flat = y.reshape(-1)
+        if rng.random() < 0.5:
+            flat[int(rng.integers(y.size))] = max(info.min, min(info.max, value))
+        else:
+            flat[:] = max(info.min, min(info.max, value))
+        new[name] = y
+        return new, False, f"input '{name}' holding {max(info.min, min(info.max, value))}"
     if kind == "byteswap":
         new[name] = x.astype(x.dtype.newbyteorder())
         return new, x.dtype.itemsize == 1, f"input '{name}' in the other byte order"

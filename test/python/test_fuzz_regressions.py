@@ -367,3 +367,16 @@ def test_a_range_without_a_finite_count_is_named(start: float, limit: float, del
     m = _model([helper.make_node("Range", ["s", "l", "d"], ["y"], name="range")], [], ["y"], init, opset=11)
     with pytest.raises(InvalidNodeError, match="node 'range'.*(delta is 0|no finite count)"):
         import_model(m)
+
+
+def test_a_tile_by_an_absurd_count_is_a_typed_error() -> None:
+    # Fuzz seed 2452 (feed 905, the "extreme" mutation): Tile's repeats fed 2^62 built a list of that many
+    # copies (MemoryError); a count whose result is too large to address is refused naming the node.
+    node = helper.make_node("Tile", ["x", "repeats"], ["y"], name="tile")
+    m = _model([node], [_x([2, 3]), _x([2], "repeats", TensorProto.INT64)], ["y"])
+    session = glow_mlir.InferenceSession(m.SerializeToString())
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    tiled = session.run(None, {"x": x, "repeats": np.array([2, 3], np.int64)})[0]
+    np.testing.assert_array_equal(tiled, np.tile(x, (2, 3)))
+    with pytest.raises(InvalidNodeError, match="node 'tile'.*2\\^60"):
+        session.run(None, {"x": x, "repeats": np.array([2**62, 1], np.int64)})

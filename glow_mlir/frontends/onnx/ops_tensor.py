@@ -264,10 +264,13 @@ def tile(ctx: NodeContext) -> list[Value]:
     repeats = ctx.ints(1, "the repeats input")
     if repeats is None or len(repeats) != rank(x) or any(r < 1 for r in repeats):
         raise ctx.invalid(f"repeats {repeats} must be {rank(x)} positive counts")
-    for axis, count in enumerate(repeats):
-        if count > 1:
-            x = ctx.g.concat([x] * count, axis)
-    return [x]
+    # x of dims [d0, d1, ...] as [1, d0, 1, d1, ...] broadcast to [r0, d0, r1, d1, ...]: element (k, j) of each
+    # pair is x's j, so [r0 * d0, r1 * d1, ...] repeats x whole along every axis. One op whatever the counts (a
+    # concat of `count` copies made a list of them: a count of 2^62 was a MemoryError).
+    dims = shape(x)
+    pairs = [n for d in dims for n in (1, d)]
+    tiled = ctx.broadcast_to(ctx.reshape(x, pairs), [n for r, d in zip(repeats, dims) for n in (r, d)])
+    return [ctx.reshape(tiled, [r * d for r, d in zip(repeats, dims)])]
 
 
 @handles("Pad")
