@@ -241,13 +241,7 @@ def constant_data(value: ir.Value) -> np.ndarray | None:
         # builders.reshape: the global's bytes in another shape (a depthwise filter [KH, KW, 1, C] as [KH, KW, C]).
         data = constant_data(owner.operands[0])
         return None if data is None else data.reshape(static_shape(value))
-    if not isinstance(owner, ir.Operation) or owner.name != "memref.get_global":
-        return None
-    name = ir.FlatSymbolRefAttr(owner.attributes["name"]).value
-    glob = _global(owner, name)
-    if glob is None or "constant" not in glob.attributes or "initial_value" not in glob.attributes:
-        return None
-    attr = glob.attributes["initial_value"]
+    attr = _initial_value(value)
     if not isinstance(attr, ir.DenseFPElementsAttr):
         return None
     shape = static_shape(value)
@@ -255,6 +249,30 @@ def constant_data(value: ir.Value) -> np.ndarray | None:
         dtype = ops.numpy_dtype(ir.ShapedType(attr.type).element_type)
         return np.full(shape, ir.FloatAttr(attr.get_splat_value()).value, np.float32).astype(dtype)
     return ops.dense_array(attr, copy=False).reshape(shape)
+
+
+def constant_ints(value: ir.Value) -> np.ndarray | None:
+    """The values of a memref that is a `memref.get_global` of a constant global with a dense integer value."""
+    attr = _initial_value(value)
+    if not isinstance(attr, ir.DenseIntElementsAttr):
+        return None
+    shape = static_shape(value)
+    if attr.is_splat:
+        return np.full(shape, ir.IntegerAttr(attr.get_splat_value()).value, np.int64)
+    return ops.dense_array(attr, copy=False).reshape(shape)
+
+
+def _initial_value(value: ir.Value) -> ir.Attribute | None:
+    """The value of the constant global that `value` is a memref.get_global of, if it is one."""
+    owner = value.owner
+    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+        owner = owner.operation
+    if not isinstance(owner, ir.Operation) or owner.name != "memref.get_global":
+        return None
+    glob = _global(owner, ir.FlatSymbolRefAttr(owner.attributes["name"]).value)
+    if glob is None or "constant" not in glob.attributes or "initial_value" not in glob.attributes:
+        return None
+    return glob.attributes["initial_value"]
 
 
 def _reshapes(cast: ir.Operation) -> bool:
