@@ -698,7 +698,7 @@ irdl.dialect @glow_ir {
     irdl.attributes {"axis" = %axis, "roles" = %roles}
   }
 
-  // dest = numpy.take(data, indices, axis).
+  // dest = numpy.take(data, indices, axis); out-of-range indices read the nearest element (clamped).
   irdl.operation @gather {
     %dest = irdl.base "!builtin.memref"
     %data = irdl.base "!builtin.memref"

@@ -84,7 +84,7 @@ define(OpDef(
     ("data", "indices"), attrs=(("axis", Attr.INT),), shape=lambda o, a, r: shapes.gather(*o, a["axis"]),
     types=t.gather, evaluate=ref.gather,
     ir=IrDef("gather", (("dest", "out"), ("data", "in"), ("indices", "in")), attrs=("axis",), graph="gather",
-             doc="dest = numpy.take(data, indices, axis)."),
+             doc="dest = numpy.take(data, indices, axis); out-of-range indices read the nearest element (clamped)."),
 ))
 define(OpDef(
     "gather_elements",
