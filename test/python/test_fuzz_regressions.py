@@ -380,3 +380,12 @@ def test_a_tile_by_an_absurd_count_is_a_typed_error() -> None:
     np.testing.assert_array_equal(tiled, np.tile(x, (2, 3)))
     with pytest.raises(InvalidNodeError, match="node 'tile'.*2\\^60"):
         session.run(None, {"x": x, "repeats": np.array([2**62, 1], np.int64)})
+
+
+def test_a_shape_input_of_non_finite_floats_is_named() -> None:
+    # Fuzz seed 2454 (graph 2505): a Reshape whose shape input became a float tensor holding inf (a cycle made it
+    # read a Cast's output) raised OverflowError converting it to ints.
+    init = [numpy_helper.from_array(np.array([np.inf, 2], np.float32), "shape")]
+    m = _model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")], [_x([2, 3])], ["y"], init)
+    with pytest.raises(InvalidNodeError, match=r"node 'reshape'.*no integers"):
+        import_model(m)

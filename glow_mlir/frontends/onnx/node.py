@@ -232,7 +232,13 @@ class NodeContext:
 
     def ints(self, i: int, what: str) -> list[int] | None:
         v = self.const(i, what)
-        return None if v is None else [int(x) for x in np.asarray(v).reshape(-1)]
+        if v is None:
+            return None
+        values = np.asarray(v).reshape(-1)
+        if values.dtype.kind in "fc" and not np.isfinite(values).all():
+            raise self.invalid(f"{what} {values[:8].tolist()}{' ...' if values.size > 8 else ''} holds values that "
+                               "are no integers")
+        return [int(x) for x in values]
 
     def has(self, name: str) -> bool:
         return any(a.name == name for a in self.node.attribute)
