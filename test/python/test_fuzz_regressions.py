@@ -389,3 +389,35 @@ def test_a_shape_input_of_non_finite_floats_is_named() -> None:
     m = _model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")], [_x([2, 3])], ["y"], init)
     with pytest.raises(InvalidNodeError, match=r"node 'reshape'.*no integers"):
         import_model(m)
+
+
+def test_a_gather_nd_of_negative_batch_dims_is_refused_before_shape_inference() -> None:
+    # Fuzz seed 2456 (graph 2870): onnx's shape inference segfaulted on GatherND's batch_dims -4.
+    node = helper.make_node("GatherND", ["data", "indices"], ["y"], batch_dims=-4, name="gnd")
+    m = _model([node], [_x([2, 2, 2]), _x([2, 1], "indices", TensorProto.INT64)], ["y"])
+    with pytest.raises(InvalidNodeError, match=r"node 'gnd' \(GatherND\): batch_dims -4"):
+        import_model(m)
+
+
+def test_a_recurrent_weight_of_another_rank_is_named() -> None:
+    # Fuzz seed 2456 (graph 2420): a GRU whose R had lost its dims raised IndexError reading its hidden size.
+    node = helper.make_node("GRU", ["x", "w", "r"], ["y"], hidden_size=2, name="gru")
+    init = [numpy_helper.from_array(np.ones((1, 6, 3), np.float32), "w"),
+            numpy_helper.from_array(np.ones(6, np.float32), "r")]
+    m = _model([node], [_x([4, 1, 3])], ["y"], init)
+    with pytest.raises(InvalidNodeError, match=r"node 'gru' \(GRU\): W \[1, 6, 3\] and R \[6\] must have rank 3"):
+        import_model(m)
+
+
+def test_a_model_that_fails_shape_inference_is_named_as_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Fuzz seed 2456 (protobuf 1036): bits flipped in a string that protobuf's Python parser takes and onnx's C++
+    # one refuses ("Unable to parse proto"): the message named nothing of the input.
+    from glow_mlir.frontends.onnx import loading
+
+    def refuse(*_: object, **__: object) -> None:
+        raise onnx.shape_inference.InferenceError("Unable to parse proto from the given bytes: data is malformed")
+
+    monkeypatch.setattr(loading, "infer_shapes", refuse)
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], [_x([2])], ["y"])
+    with pytest.raises(MalformedModelError, match="the model fails ONNX shape inference: Unable to parse proto"):
+        import_model(m)

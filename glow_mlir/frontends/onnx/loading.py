@@ -61,7 +61,7 @@ def load(model: onnx.ModelProto | bytes | str | os.PathLike[str]) -> onnx.ModelP
     try:
         return infer_shapes(proto, owned=proto is not model)
     except (onnx.shape_inference.InferenceError, ValueError) as e:
-        raise MalformedModelError(f"ONNX shape inference failed: {_first_line(e)}") from None
+        raise MalformedModelError(f"the model fails ONNX shape inference: {_first_line(e)}") from None
     except MemoryError:
         # onnx's data propagation materializes the values of shape-like tensors: a graph input of 2^31 int64
         # elements read as a shape (fuzz seed 2441) exhausts memory in its C++ library.
@@ -194,8 +194,8 @@ def _check_values(graph: onnx.GraphProto) -> None:
 def _check_schemas(proto: onnx.ModelProto) -> None:
     """Refuses, naming it, a node that breaks its schema where onnx's shape inference cannot be trusted to:
     a required attribute missing (a Loop without its body: inference fails with its C++ library's
-    `vector::reserve`), more or fewer inputs or outputs than the op has, or a Split whose outputs differ from
-    its `num_outputs` (inference aborts the process)."""
+    `vector::reserve`), more or fewer inputs or outputs than the op has, a Split whose outputs differ from its
+    `num_outputs` (inference aborts the process), or a GatherND of negative batch_dims (a segmentation fault)."""
     opset = default_opset(proto)
     if opset is None:
         return
@@ -218,6 +218,10 @@ def _check_schemas(proto: onnx.ModelProto) -> None:
         if node.op_type == "Split" and parts is not None and parts.i != len(node.output):
             raise InvalidNodeError(f"node '{name}' (Split): num_outputs is {parts.i} but the node has "
                                    f"{len(node.output)} outputs")
+        batch_dims = present.get("batch_dims")
+        if node.op_type == "GatherND" and batch_dims is not None and batch_dims.i < 0:
+            # onnx's shape inference indexes the shapes by it unchecked: a segmentation fault (fuzz seed 2456).
+            raise InvalidNodeError(f"node '{name}' (GatherND): batch_dims {batch_dims.i} must be 0 or more")
 
 
 def _parse(data: bytes, what: str) -> onnx.ModelProto:

@@ -105,6 +105,8 @@ def recurrent(ctx: NodeContext) -> list[Value]:
     if layout:
         x = ctx.transpose(x, [1, 0, 2])
     seq, batch, _ = shape(x)
+    if len(shape(ctx.input(1))) != 3 or len(shape(ctx.input(2))) != 3:
+        raise ctx.invalid(f"W {list(shape(ctx.input(1)))} and R {list(shape(ctx.input(2)))} must have rank 3")
     hidden = ctx.attr("hidden_size", shape(ctx.input(2))[-1])
     direction = ctx.attr("direction", "forward")
     if direction not in ("forward", "reverse", "bidirectional"):
