@@ -261,19 +261,11 @@ def walk(graph: onnx.GraphProto, names: list[str]) -> Iterator[tuple[onnx.NodePr
 
 
 def last_reads(graph: onnx.GraphProto, kept: set[str]) -> dict[int, list[str]]:
-    """The names each node of `graph` is the last reader of (by index), those in `kept` left out. A node's
-    subgraphs (If branches, Loop bodies) read outer names too: every name they mention counts as its read."""
-
-    def reads(node: onnx.NodeProto) -> Iterator[str]:
-        yield from node.input
-        for attribute in node.attribute:
-            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
-                for inner in sub.node:
-                    yield from reads(inner)
-
+    """The names each node of `graph` is the last reader of (by index, `uses`: its subgraphs' reads of outer
+    values included), those in `kept` left out."""
     last: dict[str, int] = {}
     for index, node in enumerate(graph.node):
-        for value_name in reads(node):
+        for value_name in uses(node):
             last[value_name] = index
     dead: dict[int, list[str]] = {}
     for value_name, index in last.items():
