@@ -77,13 +77,7 @@ from glow_mlir.frontends.onnx import (  # noqa: F401
     ops_tensor,
 )
 from glow_mlir.frontends.onnx.loading import DEFAULT_DOMAINS, default_opset, last_reads, load, node_names, walk
-from glow_mlir.frontends.onnx.node import (
-    ONNX_TO_NUMPY,
-    Emitter,
-    NodeContext,
-    onnx_type_name,
-    tensor_array,
-)
+from glow_mlir.frontends.onnx.node import ONNX_TO_NUMPY, ArrayNames, Emitter, NodeContext, onnx_type_name, tensor_array
 from glow_mlir.frontends.onnx.ops_sequence import Item
 from glow_mlir.frontends.onnx.registry import GLOW_DOMAIN, GLOW_HANDLERS, HANDLERS, handler
 from glow_mlir.frontends.onnx.signature import is_dynamic, resolve, signature, specialize
@@ -168,7 +162,7 @@ class Importer:
         self._depends: dict[str, frozenset[str]] = {}
         # One glow.constant per array: id -> (array kept alive so the id stays unique, its Tensor).
         self._constants: dict[int, tuple[np.ndarray, Tensor]] = {}
-        self._array_names: dict[int, str] = {}
+        self._array_names = ArrayNames()
         self.node_names = node_names(model.graph)
         # If node name -> the branch ("then_branch", "else_branch") its compile-time condition took (ops_control).
         self.taken: dict[str, str] = {}
@@ -231,7 +225,7 @@ class Importer:
         """The graph's glow.constant for `array`, made once; named after the ONNX value it holds if any."""
         key = id(array)
         if key not in self._constants:
-            name = self._array_names.get(key)
+            name = self._array_names.get(array)
             self.check_array(array, f"constant '{name}'" if name else f"node '{where}'")
             self._constants[key] = (array, self.graph.constant(array, name=name or f"{where}/constant"))
         return self._constants[key][1]
@@ -350,7 +344,7 @@ class Importer:
         self.env[name] = value
         self._depends[name] = depends
         if isinstance(value, np.ndarray):
-            self._array_names.setdefault(id(value), location or name)
+            self._array_names.bind(value, location or name)
 
     def import_subgraph(
         self, graph: onnx.GraphProto, inputs: Sequence[Item | None], where: str, owner: onnx.NodeProto

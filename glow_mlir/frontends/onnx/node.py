@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -100,6 +101,23 @@ def normalize_axis(axis: int, rank_: int, ctx: NodeContext, what: str = "axis") 
     if not -rank_ <= axis < rank_:
         raise ctx.invalid(f"{what} {axis} is out of range for rank {rank_}")
     return axis % rank_ if rank_ else 0
+
+
+class ArrayNames:
+    """The ONNX value name each array was first bound to, by the array's identity: weakly, since the importer
+    drops arrays nothing reads any more, after which a new array may get a dropped one's id."""
+
+    def __init__(self) -> None:
+        self._names: dict[int, tuple[weakref.ref[np.ndarray], str]] = {}
+
+    def bind(self, array: np.ndarray, name: str) -> None:
+        known = self._names.get(id(array))
+        if known is None or known[0]() is not array:
+            self._names[id(array)] = (weakref.ref(array), name)
+
+    def get(self, array: np.ndarray) -> str | None:
+        known = self._names.get(id(array))
+        return known[1] if known is not None and known[0]() is array else None
 
 
 class Emitter:

@@ -467,3 +467,22 @@ def test_pytorch_export_with_attention_and_shape_arithmetic() -> None:
     torch.onnx.export(Net().eval(), (x,), buffer, dynamo=False, opset_version=18, input_names=["x"])
     m = onnx.load_from_string(buffer.getvalue())
     check(m, {"x": x.numpy()}, rtol=1e-4, atol=1e-5)
+
+
+def test_array_names_forget_arrays_that_were_dropped() -> None:
+    # The importer drops arrays nothing reads any more; a new array may take a dropped one's id, and named by
+    # id alone it took the dropped array's name (a constant's location, so the module's text changed with the
+    # process's allocations: a profile's graph hash did not match in a long test run).
+    from glow_mlir.frontends.onnx.node import ArrayNames
+
+    names = ArrayNames()
+    dropped = set()
+    for i in range(50):
+        array = np.full(4, i, np.float32)
+        names.bind(array, f"w{i}")
+        assert names.get(array) == f"w{i}"
+        dropped.add(id(array))
+        del array
+    fresh = [np.zeros(4, np.float32) for _ in range(50)]
+    assert any(id(a) in dropped for a in fresh)  # CPython reuses the memory
+    assert all(names.get(a) is None for a in fresh)
