@@ -102,14 +102,15 @@ def apply_feed_mutation(
             return new, True, f"input '{name}' unchanged (not integer)"
         info = np.iinfo(x.dtype)
         value = _pick(rng, [info.max, info.min, info.max // 2 + 1, 1 << min(31, info.bits - 2), -7, 1000, 65536])
+        value = max(info.min, min(info.max, value))  # -7 of an unsigned type, 65536 of an 8- or 16-bit one
         y = x.copy()
         flat = y.reshape(-1)
         if rng.random() < 0.5:
-            flat[int(rng.integers(y.size))] = max(info.min, min(info.max, value))
+            flat[int(rng.integers(y.size))] = value
         else:
-            flat[:] = max(info.min, min(info.max, value))
+            flat[:] = value
         new[name] = y
-        return new, False, f"input '{name}' holding {max(info.min, min(info.max, value))}"
+        return new, False, f"input '{name}' holding {value}"
     if kind == "byteswap":
         new[name] = x.astype(x.dtype.newbyteorder())
         return new, x.dtype.itemsize == 1, f"input '{name}' in the other byte order"

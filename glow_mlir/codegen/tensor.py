@@ -165,16 +165,29 @@ def _index_type(op: ir.Operation, indices: ir.Value) -> ir.Type:
     return index_type
 
 
+def _integer(like: ir.Value, number: int) -> ir.Value:
+    """A constant of `like`'s type: an integer, or a vector of them (the CPU backend's gather kernel)."""
+    if not isinstance(like.type, ir.VectorType):
+        return scalar(like.type, number)
+    element = ir.IntegerAttr.get(ir.VectorType(like.type).element_type, number)
+    return arith.constant(like.type, ir.DenseElementsAttr.get_splat(like.type, element))
+
+
 def _wrapped(value: ir.Value, size: int) -> ir.Value:
-    """An index with a negative one counted from the end (ONNX), still in its integer type."""
-    negative = arith.cmpi(arith.CmpIPredicate.slt, value, scalar(value.type, 0))
-    return arith.select(negative, arith.addi(value, scalar(value.type, size)), value)
+    """An index (or a vector of them) with a negative one counted from the end (ONNX), in its own type."""
+    negative = arith.cmpi(arith.CmpIPredicate.slt, value, _integer(value, 0))
+    return arith.select(negative, arith.addi(value, _integer(value, size)), value)
+
+
+def in_range(value: ir.Value, size: int) -> ir.Value:
+    """A wrapped index (or a vector of them) clamped into [0, size), in its own type: an out-of-range index
+    reads the nearest element."""
+    return arith.minsi(arith.maxsi(_wrapped(value, size), _integer(value, 0)), _integer(value, size - 1))
 
 
 def _clamped(value: ir.Value, size: int) -> ir.Value:
-    """A wrapped index clamped into [0, size) as an `index`: an out-of-range index reads the nearest element."""
-    inside = arith.minsi(arith.maxsi(_wrapped(value, size), scalar(value.type, 0)), scalar(value.type, size - 1))
-    return arith.index_cast(ir.IndexType.get(), inside)
+    """`in_range` as an `index`."""
+    return arith.index_cast(ir.IndexType.get(), in_range(value, size))
 
 
 def _positions(rank: int) -> list[ir.Value]:

@@ -123,7 +123,7 @@ unary("tanh", "Elementwise tanh.", t.FLOAT, ref.in_float64(np.tanh), math.tanh, 
 unary("round_f16", "Elementwise rounding to the nearest f16 (ties to even; beyond 65504: inf), kept in the input's "
       "type: the value an f16 store and load give.", t.same(("f32", "f64"), "f32 or f64"),
       ref.unary(lambda x: x.astype(np.float16).astype(x.dtype)),
-      lambda x: arith.extf(x.type, arith.truncf(ir.F16Type.get(), x)), activation=True)
+      s.round_f16, activation=True)
 unary("exp", "Elementwise exp.", t.FLOAT, ref.in_float64(np.exp), math.exp)
 unary("sqrt", "Elementwise sqrt.", t.FLOAT, ref.unary(np.sqrt), math.sqrt)
 unary("log", "Elementwise natural logarithm.", t.FLOAT, ref.in_float64(np.log), math.log)

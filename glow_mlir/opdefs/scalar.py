@@ -188,6 +188,11 @@ def compare(on_float: arith.CmpFPredicate, on_int: arith.CmpIPredicate) -> Scala
     return build
 
 
+def round_f16(x: ir.Value) -> ir.Value:
+    """x rounded to the nearest f16 (ties to even), kept in x's type: an f16 store and load."""
+    return arith.extf(x.type, arith.truncf(ir.F16Type.get(), x))
+
+
 def sigmoid(x: ir.Value) -> ir.Value:
     """1 / (1 + e) for x >= 0 and e / (1 + e) below, with e = e^-|x| in [0, 1]: e never overflows, so its exp
     may be the approximate one (`afn`: results under 2^-126 are 0, no subnormal path); that took SiLU's

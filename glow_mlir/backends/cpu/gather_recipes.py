@@ -24,7 +24,7 @@ from glow_mlir.backends.cpu.conv_recipes import LANES
 from glow_mlir.backends.cpu.recipes import Recipe, constant_ints, recipe, static_shape
 from glow_mlir.backends.cpu.vector_body import lanes_mask, load, splat, store, zeros
 from glow_mlir.codegen.builders import index
-from glow_mlir.codegen.tensor import GATHER_AXIS_ATTR
+from glow_mlir.codegen.tensor import GATHER_AXIS_ATTR, in_range
 
 
 def _data(op: ir.Operation) -> ir.Value:
@@ -133,26 +133,13 @@ class Gather:
         store(value, self.dest, [*position, x0], mask)
 
     def _in_range(self, raw: ir.Value) -> ir.Value:
-        return _in_range(raw, self.size) if self.checked else raw
+        """The index (or vector of them) wrapped and clamped into the data, as codegen/tensor.py's gathers."""
+        return in_range(raw, self.size) if self.checked else raw
 
 
 def _all_lanes() -> ir.Value:
     """A mask of all 16 lanes."""
     return vector.constant_mask(ir.VectorType.get([LANES], ir.IntegerType.get_signless(1)), [LANES])
-
-
-def _in_range(value: ir.Value, size: int) -> ir.Value:
-    """An index (a scalar or a vector of them) counted from the end when negative (numpy.take, ONNX Gather),
-    then clamped into [0, size), as codegen/tensor.py's gathers: an out-of-range index (a token id past the
-    vocabulary) reads the nearest row instead of memory past the table."""
-    t = value.type
-    if isinstance(t, ir.VectorType):
-        zero, extent, last = _splat(t, 0), _splat(t, size), _splat(t, size - 1)
-    else:
-        zero, extent, last = arith.constant(t, 0), arith.constant(t, size), arith.constant(t, size - 1)
-    negative = arith.cmpi(arith.CmpIPredicate.slt, value, zero)
-    wrapped = arith.select(negative, arith.addi(value, extent), value)
-    return arith.minsi(arith.maxsi(wrapped, zero), last)
 
 
 def _splat(t: ir.VectorType, value: int) -> ir.Value:

@@ -106,14 +106,10 @@ def hard_swish_reference(y: np.ndarray, _: list[float] | None = None) -> np.ndar
     return y * np.clip(y / 6.0 + 0.5, 0.0, 1.0)
 
 
-def _round_f16(x: ir.Value) -> ir.Value:
-    return arith.extf(x.type, arith.truncf(ir.F16Type.get(), x))
-
-
 def silu_f16_scalar(x: ir.Value, _: list[float]) -> ir.Value:
     """An f16 model's SiLU as glow-lower's widen_half computes it: z = round(x), round(z * round(sigmoid(z)))."""
-    z = _round_f16(x)
-    return _round_f16(arith.mulf(z, _round_f16(s.sigmoid(z))))
+    z = s.round_f16(x)
+    return s.round_f16(arith.mulf(z, s.round_f16(s.sigmoid(z))))
 
 
 def silu_f16_reference(y: np.ndarray, _: list[float] | None = None) -> np.ndarray:
