@@ -419,6 +419,19 @@ irdl.dialect @glow {
     irdl.results(result: %result)
   }
 
+  // input [M, K] x W [K, N], W given in blocks of 2-, 4- or 8-bit unsigned values (onnxruntime's MatMulNBits): weight [N, blocks, block x bits / 8] bytes, lowest bits first, W[k, n] = (value - zeros[n, b]) x scales[n, b] for k in block b. A backend may read the packed values (the CPU's cpu_matmul_nbits); glow-lower otherwise writes W out of shifts and masks.
+  irdl.operation @matmul_nbits {
+    %input = irdl.base "!builtin.tensor"
+    %weight = irdl.base "!builtin.tensor"
+    %scales = irdl.base "!builtin.tensor"
+    %zeros = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %bits = irdl.base "#builtin.integer"
+    irdl.operands(input: %input, weight: %weight, scales: %scales, zeros: %zeros)
+    irdl.results(result: %result)
+    irdl.attributes {"bits" = %bits}
+  }
+
   // result[b, ...] = batch[b, ...] + slice[...].
   irdl.operation @batched_add {
     %batch = irdl.base "!builtin.tensor"
@@ -1012,6 +1025,20 @@ irdl.dialect @glow {
     irdl.operands(input: %input, rois: %rois, batch_indices: %batch_indices)
     irdl.results(result: %result)
     irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode}
+  }
+
+  // CPU backend: glow.matmul_nbits on weights packed for its kernel: packed [ceil(N/16), bytes, 16], scales and zeros [ceil(N/16), blocks, 16] (backends/cpu/nbits.py); `columns` is N.
+  irdl.operation @cpu_matmul_nbits {
+    %input = irdl.base "!builtin.tensor"
+    %packed = irdl.base "!builtin.tensor"
+    %scales = irdl.base "!builtin.tensor"
+    %zeros = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %bits = irdl.base "#builtin.integer"
+    %columns = irdl.base "#builtin.integer"
+    irdl.operands(input: %input, packed: %packed, scales: %scales, zeros: %zeros)
+    irdl.results(result: %result)
+    irdl.attributes {"bits" = %bits, "columns" = %columns}
   }
 
   // A counted loop whose body is the function `body`: carried values, scan inputs sliced per iteration, invariants; results are the final carried values and the stacked scan outputs.

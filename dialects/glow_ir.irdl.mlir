@@ -1053,6 +1053,20 @@ irdl.dialect @glow_ir {
     irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode, "roles" = %roles}
   }
 
+  // CPU backend: dest = input x W, W dequantized in registers from packed 2-, 4- or 8-bit values.
+  irdl.operation @cpu_matmul_nbits {
+    %dest = irdl.base "!builtin.memref"
+    %input = irdl.base "!builtin.memref"
+    %packed = irdl.base "!builtin.memref"
+    %scales = irdl.base "!builtin.memref"
+    %zeros = irdl.base "!builtin.memref"
+    %bits = irdl.base "#builtin.integer"
+    %columns = irdl.base "#builtin.integer"
+    %roles = irdl.is ["out", "in", "in", "in", "in"]
+    irdl.operands(dest: %dest, input: %input, packed: %packed, scales: %scales, zeros: %zeros)
+    irdl.attributes {"bits" = %bits, "columns" = %columns, "roles" = %roles}
+  }
+
   // glow.loop's instruction: @out the results' buffers, @in the operands'; `roles` lists them.
   irdl.operation @loop {
     %in0 = irdl.base "!builtin.memref"

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from mlir import ir
@@ -48,8 +48,7 @@ class Tensor:
         return ops.shape(self.value)
 
     @property
-    def dtype(self) -> np.dtype:
-        """The numpy dtype of the element type (np.bool_ for i1)."""
+    def dtype(self) -> np.dtype:  # numpy's: np.bool_ for i1
         return ops.numpy_dtype(ops.element_type(self.value))
 
 
@@ -578,23 +577,24 @@ def _named(name: str) -> ir.DictAttr:
 
 
 def _operands_method(definition: OpDef) -> Callable[..., Tensor]:
-    """The Graph method of an op without attributes, `g.<name>(*operands, name=None)`, from its definition."""
-    arity = len(definition.operands)
+    """The Graph method `g.<name>(*operands, name=None, **attributes)` of an op, from its definition."""
+    arity, wanted = len(definition.operands), {key for key, _ in definition.attrs}
 
-    def method(self: Graph, *operands: TensorLike, name: str | None = None) -> Tensor:
+    def method(self: Graph, *operands: TensorLike, name: str | None = None, **attrs: Any) -> Tensor:
         if len(operands) == arity + 1 and isinstance(operands[-1], str):
             *operands, name = operands  # type: ignore[assignment]
-        if len(operands) != arity:
-            raise TypeError(f"Graph.{definition.method_name} takes {arity} operands, got {len(operands)}")
-        return self._op(definition.name, operands, name)
+        if len(operands) != arity or set(attrs) != wanted:
+            raise TypeError(f"Graph.{definition.method_name} takes {arity} operands and attributes {sorted(wanted)}, "
+                            f"got {len(operands)} and {sorted(attrs)}")
+        return self._op(definition.name, operands, name, attrs)
 
     method.__name__ = definition.method_name
     method.__doc__ = f"`{definition.full_name}`: {definition.doc}"
     return method
 
 
-# Every op without attributes is a Graph method named by its definition; convert_to, which also takes the result
-# type, is written out above. The CPU backend's ops are created by its layout pass, not by users.
+# Every op of operands not written out above is a Graph method named by its definition (convert_to, above, also takes
+# the result type); the CPU backend's ops are created by its layout pass, not by users.
 for _definition in list(glow_ops().values()):
-    if not _definition.attrs and not _definition.backend and not hasattr(Graph, _definition.method_name):
+    if _definition.operands and not _definition.backend and not hasattr(Graph, _definition.method_name):
         setattr(Graph, _definition.method_name, _operands_method(_definition))

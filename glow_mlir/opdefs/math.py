@@ -238,6 +238,39 @@ define(OpDef(
     shape=lambda o, a, r: shapes.batch_matmul(*o), types=t.NUMBER, evaluate=ref.batch_matmul,
     ir=IrDef("batch_matmul", BINARY_OPERANDS, doc="dest[b] = lhs[b] x rhs[b] (3-D).", graph="batch_matmul"),
 ))
+def _nbits_shape(o: list[tuple[int, ...]], a: dict[str, object], _: object) -> tuple[int, int]:
+    """input [M, K], weight [N, blocks, bytes], scales and zeros [N, blocks] -> [M, N]; K within the blocks."""
+    input, weight, scales, zeros = o
+    shapes.rank(input, 2, "input")
+    shapes.rank(weight, 3, "weight")
+    bits = a["bits"]
+    shapes.require(bits in (2, 4, 8), f"bits must be 2, 4 or 8, got {bits}")
+    (m, k), (n, blocks, size) = input, weight
+    block = size * 8 // bits
+    shapes.require(blocks * block >= k > (blocks - 1) * block,
+                   f"K = {k} does not end in the last of {blocks} blocks of {block}: weight {shapes.fmt(weight)}")
+    for name, shape in (("scales", scales), ("zeros", zeros)):
+        shapes.require(tuple(shape) == (n, blocks), f"{name} {shapes.fmt(shape)} is not [N, blocks] = [{n}, {blocks}]")
+    return (m, n)
+
+
+def _nbits_types(operands: list[str], _: str | None) -> str:
+    input, weight, scales, zeros = operands
+    if weight != "ui8":
+        raise shapes.ShapeError(f"weight must be ui8, got {weight}")
+    return t.FLOAT([input, scales, zeros], None)
+
+
+define(OpDef(
+    "matmul_nbits",
+    "input [M, K] x W [K, N], W given in blocks of 2-, 4- or 8-bit unsigned values (onnxruntime's MatMulNBits): "
+    "weight [N, blocks, block x bits / 8] bytes, lowest bits first, W[k, n] = (value - zeros[n, b]) x "
+    "scales[n, b] for k in block b. A backend may read the packed values (the CPU's cpu_matmul_nbits); glow-lower "
+    "otherwise writes W out of shifts and masks.",
+    ("input", "weight", "scales", "zeros"), attrs=(("bits", Attr.INT),), shape=_nbits_shape, types=_nbits_types,
+    evaluate=ref.matmul_nbits,
+))
+
 define(OpDef(
     "batched_add", "result[b, ...] = batch[b, ...] + slice[...].", ("batch", "slice"),
     shape=lambda o, a, r: shapes.batched_add(*o), types=t.NUMBER, evaluate=ref.binary(np.add),

@@ -65,6 +65,22 @@ def matmul(_: ir.Operation, a: list[Array]) -> Array:
     return wide(a[0]) @ wide(a[1])
 
 
+def dequantize_blocks(q: Array, scales: Array, zeros: Array, bits: int, k: int) -> Array:
+    """W [k, N] of matmul_nbits' operands: q [N, blocks, bytes] holding `bits`-wide unsigned values lowest bits
+    first, W[i, n] = (value - zeros[n, b]) * scales[n, b] in the scales' type for i in block b."""
+    n, blocks, _ = q.shape
+    shifts = (np.arange(8 // bits) * bits).astype(np.uint8)
+    values = ((q[..., None] >> shifts) & np.uint8((1 << bits) - 1)).reshape(n, blocks, -1)
+    w = (values.astype(scales.dtype) - zeros[..., None]) * scales[..., None]
+    return w.reshape(n, -1)[:, :k].T
+
+
+def matmul_nbits(op: ir.Operation, a: list[Array]) -> Array:
+    x, q, scales, zeros = a
+    bits = ir.IntegerAttr(op.attributes["bits"]).value
+    return matmul(op, [x, dequantize_blocks(q, scales, zeros, bits, x.shape[1])])
+
+
 def softmax(_: ir.Operation, a: list[Array]) -> Array:
     x = a[0].astype(np.float64)
     e = np.exp(x - x.max(axis=-1, keepdims=True))

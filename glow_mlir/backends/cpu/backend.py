@@ -8,6 +8,8 @@ from glow_mlir import opdefs
 from glow_mlir.backends.base import Backend, register_backend
 # The int8 product (its op, glow-cpu-int8 and its vpdpbusd lowering) register on import.
 from glow_mlir.backends.cpu import int8_gemm, int8_rewrite  # noqa: F401
+# The weight-only 2/4/8-bit product (its op, glow-cpu-nbits and its kernel).
+from glow_mlir.backends.cpu import nbits  # noqa: F401
 # The bf16 products' recipes register on import, guarded to take their ops before the f32 recipes.
 from glow_mlir.backends.cpu.bf16_recipes import native_product
 from glow_mlir.codegen.table import LOWERINGS
@@ -30,7 +32,7 @@ CPU = register_backend(
     Backend(
         name="cpu",
         description="NHWC direct convolutions, packed GEMMs and vector code for the host CPU, JIT or object code",
-        layout=("glow-cpu-int8", "glow-cpu-layout", "glow-sink-transpose"),
+        layout=("glow-cpu-int8", "glow-cpu-nbits", "glow-cpu-layout", "glow-sink-transpose"),
         memory=("glow-cpu-fuse-expansion",),
         codegen=("glow-cpu-schedule", "glow-cpu-external-weights", "glow-to-llvm"),
         supports=supports,

@@ -321,8 +321,8 @@ def _cpu_quantize_u8(op: ir.Operation) -> None:
         store_lanes(quantize_u8(value, scale, zero), flat_dest, at, mask, size % LANES)
 
 
-def _k_loop(kernel: _Kernel, accs: list[ir.Value], steps: int, body: Callable[[list[ir.Value], ir.Value],
-            list[ir.Value]]) -> list[ir.Value]:  # fmt: skip
+def carried_loop(accs: list[ir.Value], steps: int,
+                 body: Callable[[list[ir.Value], ir.Value], list[ir.Value]]) -> list[ir.Value]:  # fmt: skip
     """scf.for over [0, steps) carrying `accs`: `body(accs, i)` gives the next ones; none when steps is 0."""
     if not steps:
         return accs
@@ -343,7 +343,7 @@ def _gemm_accumulate(k: int) -> Accumulate:
             reads = [lambda row=row: kernel.broadcast([row, k_index], valid) for row in rows]
             return kernel.step(carried, reads, block0, blocks, k4)
 
-        accs = _k_loop(kernel, accs, k // K_STEP, step)
+        accs = carried_loop(accs, k // K_STEP, step)
         if k % K_STEP:
             accs = step(accs, index(k // K_STEP), k % K_STEP)
         return accs
@@ -369,12 +369,12 @@ def _conv_accumulate(kernels: tuple[int, int], channels: int) -> Accumulate:
                 reads = [lambda p=p: kernel.broadcast([p[0], p[1], p[2], c], valid) for p in at]
                 return kernel.step(inner, reads, block0, blocks, arith.addi(base, c4))
 
-            carried = _k_loop(kernel, carried, channels // K_STEP, step)
+            carried = carried_loop(carried, channels // K_STEP, step)
             if channels % K_STEP:
                 carried = step(carried, index(channels // K_STEP), channels % K_STEP)
             return carried
 
-        return _k_loop(kernel, accs, kh, lambda c1, i: _k_loop(kernel, c1, kw, lambda c2, j: tap(c2, i, j)))
+        return carried_loop(accs, kh, lambda c1, i: carried_loop(c1, kw, lambda c2, j: tap(c2, i, j)))
 
     return accumulate
 

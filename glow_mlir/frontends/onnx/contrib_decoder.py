@@ -7,9 +7,9 @@ join.
 - MatMulNBits is A @ W + bias for a W [K, N] quantized to 2, 4 or 8 bits in blocks of `block_size` along K, its
   values bit-packed in bytes (lowest bits first) as B [N, K / block_size, block_size x bits / 8], each block
   with a scale and a zero point (packed likewise, or of A's type, or 2^(bits - 1) where absent): W = (q - zero)
-  x scale. With B, the scales and the zero points constants (as the exporters write them) the body folds into
-  a float W at compile time and the product runs as a float MatMul; the result is onnxruntime's at its default
-  accuracy_level (A not quantized).
+  x scale. Its body is glow.matmul_nbits of A's rows (a node of GLOW_DOMAIN), which the CPU backend runs on the
+  packed values (backends/cpu/nbits.py) where B, the scales and the zero points are constants, as exporters
+  write them; the result is onnxruntime's at its default accuracy_level (A not quantized).
 
 - GatherBlockQuantized gathers rows of a table quantized as MatMulNBits' B is (an int4 embedding table shared
   with the output projection), dequantized at compile time.
@@ -30,6 +30,8 @@ import numpy as np
 import onnx
 
 from glow_mlir.frontends.onnx.contrib import Body, body, split_heads
+from glow_mlir.frontends.onnx.node import GLOW_DOMAIN, NodeContext, Value, float16_in_float32
+from glow_mlir.frontends.onnx.registry import handles_glow
 
 # The default-domain opset of a body holding ONNX's RotaryEmbedding, defined (as a function) since opset 23.
 ROTARY_OPSET = 23
@@ -103,15 +105,31 @@ def matmul_nbits(b: Body) -> None:
         raise b.refuse("g_idx (deprecated) is not supported")
     if b.rank(0) < 1 or b.dims(0)[-1] != k:
         raise b.refuse(f"A's last dim is not K = {k}")
-    blocks, dtype = -(-k // block), b.dtype(0)
-    # B's blocks are whole: [N, blocks, block x bits / 8] bytes.
-    q = _unpacked(b, b.input(1), bits, n, blocks * block, dtype)
-    w = _dequantized(b, q, bits, (n, blocks, block), k, dtype)
-    product = [b.input(0), b.add("Transpose", [w], perm=[1, 0])]
+    blocks, dtype, i64 = -(-k // block), b.dtype(0), np.int64
+    # glow.matmul_nbits of A's rows, B's whole blocks [N, blocks, block x bits / 8] and zero points of A's type.
+    if not b.input(3):
+        zeros = b.constant(np.full((n, blocks), 1 << (bits - 1)), dtype)
+    elif b.dtype(3) == np.uint8:
+        zeros = _unpacked(b, b.input(3), bits, n, blocks, dtype)
+    else:
+        zeros = b.add("Reshape", [b.input(3), b.constant([n, blocks], i64)])
+    operands = [b.add("Reshape", [b.input(0), b.constant([-1, k], i64)]),
+                b.add("Reshape", [b.input(1), b.constant([n, blocks, block * bits // 8], i64)]),
+                b.add("Reshape", [b.input(2), b.constant([n, blocks], i64)]), zeros]  # fmt: skip
+    product = b.add("MatMulNBits", operands, domain=GLOW_DOMAIN, bits=bits)
+    shape = b.constant([*b.dims(0)[:-1], n], i64)
     if not b.input(5):
-        b.add("MatMul", product, [b.output(0)])
+        b.add("Reshape", [product, shape], [b.output(0)])
         return
-    b.add("Add", [b.add("MatMul", product), b.input(5)], [b.output(0)])
+    b.add("Add", [b.add("Reshape", [product, shape]), b.input(5)], [b.output(0)])
+
+
+@handles_glow("MatMulNBits")
+@float16_in_float32
+def glow_matmul_nbits(ctx: NodeContext) -> list[Value]:
+    """The body's product: glow.matmul_nbits of A's rows [M, K], B [N, blocks, bytes], scales and zero points
+    [N, blocks] (float16 ones in float32, the sum rounded once as MatMul's)."""
+    return [ctx.g.matmul_nbits(*ctx.inputs, bits=int(ctx.attr("bits")))]
 
 
 @body("GatherBlockQuantized")

@@ -47,7 +47,7 @@ from mlir import ir
 from glow_mlir import ops
 from glow_mlir.backends.base import DEFAULT, get_backend, lower_everything
 from glow_mlir.errors import PipelineError
-from glow_mlir.passes.graph.utils import attributes, producer_named
+from glow_mlir.passes.graph.utils import attributes, concat, producer_named, reshape
 from glow_mlir.passes.registry import register
 
 # A rule builds the replacement of `op` at the current insertion point and location and returns the value
@@ -286,6 +286,34 @@ def lower_padded_avg_pool(op: ir.Operation, hw: tuple[int, int] = NCHW_HW) -> ir
     return _make("glow.mul", [pooled, factor], result)
 
 
+def _lower_matmul_nbits(op: ir.Operation) -> ir.Value:
+    """W written out of its packed values (shifts and masks of each byte, concatenated, converted, less the
+    zero points, times the scales: [N, K], transposed) and a matmul: constant operands fold into a float W."""
+    x, weight, scales, zeros = op.operands
+    bits = ir.IntegerAttr(op.attributes["bits"]).value
+    (n, blocks, size), k = ops.shape(weight), ops.shape(x)[1]
+    per, elt = 8 // bits, ops.element_type(x)
+    byte = ops.tensor_type([n, blocks, size, 1], ops.element_type(weight))
+    column = reshape(weight, [n, blocks, size, 1])
+    parts = []
+    for j in range(per):
+        part = _make("glow.shift_right", [column, _splat(byte, j * bits)], byte) if j else column
+        if bits < 8:
+            part = _make("glow.bitwise_and", [part, _splat(byte, (1 << bits) - 1)], byte)
+        parts.append(part)
+    values = reshape(concat(parts, 3), [n, blocks, size * per])
+    blocked = ops.tensor_type([n, blocks, size * per], elt)
+    values = _make("glow.convert_to", [values], blocked)
+    zero, scale = (_make("glow.broadcast", [reshape(v, [n, blocks, 1])], blocked, {"axis": ops.i64(0)})
+                   for v in (zeros, scales))  # fmt: skip
+    w = _make("glow.mul", [_make("glow.sub", [values, zero], blocked), scale], blocked)
+    w = reshape(w, [n, blocks * size * per])
+    if blocks * size * per != k:
+        w = _make("glow.slice", [w], ops.tensor_type([n, k], elt), {"start": ops.i64_array([0, 0])})
+    w = _make("glow.transpose", [w], ops.tensor_type([k, n], elt), {"shuffle": ops.i64_array([1, 0])})
+    return _make("glow.matmul", [x, w], op.results[0].type)
+
+
 def _lower_conv_transpose(op: ir.Operation) -> ir.Value | None:
     pads = ops.ints(op, "pads")
     if not any(pads):
@@ -323,6 +351,7 @@ RULES: dict[str, Rule] = {
     "glow.max_pool": lower_padded_max_pool,
     "glow.avg_pool": lower_padded_avg_pool,
     "glow.conv_transpose": _lower_conv_transpose,
+    "glow.matmul_nbits": _lower_matmul_nbits,
 }
 
 

@@ -180,3 +180,30 @@ func.func @f16_round_trip(%x: tensor<4xf32> {glow.name = "x"}) -> (tensor<4xf32>
   %2 = "glow.exp"(%1) : (tensor<4xf32>) -> tensor<4xf32>
   return %2 : tensor<4xf32>
 }
+
+// matmul_nbits (4-bit values, blocks of 16, K = 12 ending inside the block) -> each byte's low and high nibble
+// (a shift and masks of 0xF), interleaved by a concat, converted, less the zero points, times the scales (each
+// broadcast along its block), cut to K, transposed to W [K, N] and a matmul.
+// CHECK-LABEL: func.func @matmul_nbits
+// CHECK-SAME: (%[[A:.*]]: tensor<3x12xf32> {{.*}}, %[[Q:.*]]: tensor<2x1x8xui8> {{.*}}, %[[S:.*]]: tensor<2x1xf32> {{.*}}, %[[Z:.*]]: tensor<2x1xf32> {{.*}})
+// CHECK-NOT: glow.matmul_nbits
+// CHECK: %[[BYTES:.*]] = "glow.reshape"(%[[Q]]) {dims = array<i64: 2, 1, 8, 1>}
+// CHECK: %[[LOW:.*]] = "glow.bitwise_and"(%[[BYTES]], %{{.*}})
+// CHECK: %[[SHIFTED:.*]] = "glow.shift_right"(%[[BYTES]], %{{.*}})
+// CHECK: %[[HIGH:.*]] = "glow.bitwise_and"(%[[SHIFTED]], %{{.*}})
+// CHECK: %[[BOTH:.*]] = "glow.concat"(%[[LOW]], %[[HIGH]]) {{.*}} -> tensor<2x1x8x2xui8>
+// CHECK: %[[VALUES:.*]] = "glow.reshape"(%[[BOTH]]) {dims = array<i64: 2, 1, 16>}
+// CHECK: %[[F:.*]] = "glow.convert_to"(%[[VALUES]]) : (tensor<2x1x16xui8>) -> tensor<2x1x16xf32>
+// CHECK: "glow.broadcast"
+// CHECK: "glow.broadcast"
+// CHECK: %[[CENTRED:.*]] = "glow.sub"(%[[F]],
+// CHECK: %[[W:.*]] = "glow.mul"(%[[CENTRED]],
+// CHECK: %[[ROWS:.*]] = "glow.reshape"(%[[W]]) {dims = array<i64: 2, 16>}
+// CHECK: %[[CUT:.*]] = "glow.slice"(%[[ROWS]]) {start = array<i64: 0, 0>} : (tensor<2x16xf32>) -> tensor<2x12xf32>
+// CHECK: %[[WT:.*]] = "glow.transpose"(%[[CUT]]) {shuffle = array<i64: 1, 0>} : (tensor<2x12xf32>) -> tensor<12x2xf32>
+// CHECK: %[[Y:.*]] = "glow.matmul"(%[[A]], %[[WT]]) : (tensor<3x12xf32>, tensor<12x2xf32>) -> tensor<3x2xf32>
+// CHECK: return %[[Y]]
+func.func @matmul_nbits(%a: tensor<3x12xf32> {glow.name = "a"}, %q: tensor<2x1x8xui8> {glow.name = "q"}, %s: tensor<2x1xf32> {glow.name = "s"}, %z: tensor<2x1xf32> {glow.name = "z"}) -> (tensor<3x2xf32> {glow.name = "y"}) {
+  %y = "glow.matmul_nbits"(%a, %q, %s, %z) {bits = 4 : i64} : (tensor<3x12xf32>, tensor<2x1x8xui8>, tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<3x2xf32> loc("mm")
+  return %y : tensor<3x2xf32>
+}

@@ -1,0 +1,372 @@
+"""The CPU backend's weight-only 2/4/8-bit product: `glow.cpu_matmul_nbits`, glow-cpu-nbits which makes it of
+`glow.matmul_nbits` (onnxruntime's MatMulNBits), and its kernel.
+
+A decoder's projections quantized to 4 bits were folded into float32 W at compile time: 8x the bytes of the
+packed values, read once per token by a decoding step (an int4 LLaMA's step read 330 MB where onnxruntime reads
+80 MB), and held in memory once per specialization. The kernel reads the packed values instead and
+dequantizes them in registers, so the weights stay at their size in memory and in the product.
+
+Layout (glow-cpu-nbits packs it from the constants at compile time): `packed` [ceil(N/16), bytes, 16] holds at
+[c, j, l] the byte j of column 16 c + l of the source's rows (its values for k = j x (8 / bits) + t at bits
+t x bits, lowest first, as MatMulNBits stores them), so one 16-byte load gives 16 columns' values of 8 / bits
+steps of K; `scales` and `zeros` [ceil(N/16), blocks, 16] are the blocks' scale and zero point per column
+(0 in the columns past N, whose lanes the kernel computes and does not store).
+
+Kernel: column groups of `cb` 16-column blocks outside, tiles of `rows` rows inside (8 x 2 accumulators,
+1-2 x 4 for decoding steps, whose dequantization then takes more of the time than the FMAs), and for each block
+of K: its scales and -zero x scale once, then per byte of K its `cb` loads, zero-extended to i32 lanes, and per
+value in it a shift, a mask and a conversion, W = value x scale - zero x scale (one FMA: within an f32 rounding
+of (value - zero) x scale, the op's definition, and equal to it where zero x scale is exact, as for the default
+zero point 2^(bits - 1)). A decoding step's tile multiply-adds each W with its rows' broadcast activations
+(87-96 GFLOP/s at one row, 1.6-2x the float kernel on the folded W). From PANEL_ROWS rows on (prompts), W is
+dequantized once per column group and chunk of PANEL_K steps of K into an f32 panel in L1, which each row tile
+reads as the float GEMM reads its packed W (233-238 GFLOP/s at 64 rows, the float kernel's 237-243; in each
+row tile's registers it was 209). A K that ends inside a block or a byte ends with a shorter step (the
+packing's last values are not read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, math, memref, scf, vector
+
+from glow_mlir import ops
+from glow_mlir.backends.cpu.int8_gemm import carried_loop, signless, store_lanes, vector_type
+from glow_mlir.backends.cpu.vector_body import splat
+from glow_mlir.codegen.builders import index
+from glow_mlir.codegen.table import fail, lowering
+from glow_mlir.opdefs import reference as ref
+from glow_mlir.opdefs import shapes
+from glow_mlir.opdefs.base import Attr, IrDef, OpDef, define
+from glow_mlir.passes.graph import utils as g
+from glow_mlir.passes.registry import register
+
+LANES = 16
+OPERANDS = ("input", "packed", "scales", "zeros")
+# Steps of K per dequantized panel (prompts): [256, 32] f32, 32 KiB.
+PANEL_K = 256
+# Rows from which a product dequantizes W into panels rather than in each row tile's registers.
+PANEL_ROWS = 16
+# A consumer of one K step's dequantized weights: (carried values, k, weights) -> the next carried values.
+Consume = Callable[[list[ir.Value], ir.Value, list[ir.Value]], list[ir.Value]]
+
+
+def pack(q: np.ndarray) -> np.ndarray:
+    """MatMulNBits' bytes [N, blocks, size] as the kernel's [ceil(N/16), blocks x size, 16] (module docstring)."""
+    n = q.shape[0]
+    flat = np.zeros((-(-n // LANES) * LANES, q.shape[1] * q.shape[2]), np.uint8)
+    flat[:n] = q.reshape(n, -1)
+    return np.ascontiguousarray(flat.reshape(-1, LANES, flat.shape[1]).transpose(0, 2, 1))
+
+
+def lanes(v: np.ndarray) -> np.ndarray:
+    """Per-column values [N, blocks] as [ceil(N/16), blocks, 16], 0 past N."""
+    n = v.shape[0]
+    wide = np.zeros((-(-n // LANES) * LANES, v.shape[1]), np.float32)
+    wide[:n] = v
+    return np.ascontiguousarray(wide.reshape(-1, LANES, v.shape[1]).transpose(0, 2, 1))
+
+
+def _unpacked(a: Sequence[np.ndarray], bits: int, n: int) -> list[np.ndarray]:
+    """matmul_nbits' weight, scales and zeros [N, ...] of the kernel's packed, scales and zeros."""
+    packed, scales, zeros = a[1:]
+    blocks = scales.shape[1]
+    columns = [x.transpose(0, 2, 1).reshape(-1, x.shape[1])[:n] for x in (packed, scales, zeros)]
+    return [columns[0].reshape(n, blocks, -1), columns[1], columns[2]]
+
+
+def _evaluate(op: ir.Operation, a: list[np.ndarray]) -> np.ndarray:
+    bits, n = (ir.IntegerAttr(op.attributes[key]).value for key in ("bits", "columns"))
+    q, scales, zeros = _unpacked(a, bits, n)
+    return ref.matmul(op, [a[0], ref.dequantize_blocks(q, scales, zeros, bits, a[0].shape[1])])
+
+
+def _shape(o: Sequence[tuple[int, ...]], a: dict[str, object], _: object) -> tuple[int, int]:
+    input, packed, scales, zeros = o
+    shapes.rank(input, 2, "input")
+    bits, n = a["bits"], a["columns"]
+    assert isinstance(bits, int) and isinstance(n, int)
+    shapes.require(bits in (2, 4, 8), f"bits must be 2, 4 or 8, got {bits}")
+    groups, blocks = -(-n // LANES), scales[1] if len(scales) == 3 else 0
+    shapes.require(len(packed) == 3 and packed[0] == groups and packed[2] == LANES and blocks and
+                   packed[1] % blocks == 0, f"packed {shapes.fmt(packed)} is not [{groups}, bytes, {LANES}]")
+    shapes.require(tuple(scales) == tuple(zeros) == (groups, blocks, LANES),
+                   f"scales {shapes.fmt(scales)} and zeros {shapes.fmt(zeros)} are not [{groups}, blocks, {LANES}]")
+    block = packed[1] // blocks * 8 // bits
+    shapes.require(blocks * block >= input[1] > (blocks - 1) * block,
+                   f"K = {input[1]} does not end in the last of {blocks} blocks of {block}")
+    return (input[0], n)
+
+
+def _types(operands: Sequence[str], _: str | None) -> str:
+    if tuple(operands) != ("f32", "ui8", "f32", "f32"):
+        raise shapes.ShapeError(f"operands must be f32, ui8, f32, f32, got {', '.join(operands)}")
+    return "f32"
+
+
+define(OpDef(
+    "cpu_matmul_nbits",
+    "CPU backend: glow.matmul_nbits on weights packed for its kernel: packed [ceil(N/16), bytes, 16], scales and "
+    "zeros [ceil(N/16), blocks, 16] (backends/cpu/nbits.py); `columns` is N.",
+    OPERANDS, attrs=(("bits", Attr.INT), ("columns", Attr.INT)), backend="cpu", shape=_shape, types=_types,
+    evaluate=_evaluate,
+    ir=IrDef(
+        "cpu_matmul_nbits", (("dest", "out"), *((name, "in") for name in OPERANDS)), attrs=("bits", "columns"),
+        graph="cpu_matmul_nbits",
+        doc="CPU backend: dest = input x W, W dequantized in registers from packed 2-, 4- or 8-bit values.",
+    ),
+))  # fmt: skip
+
+
+def nbits_matmul(op: ir.Operation) -> ir.Value | None:
+    """The cpu_matmul_nbits replacing glow.matmul_nbits `op` of an f32 input and constant weights, else None."""
+    if op.name != "glow.matmul_nbits" or g.dtype(op.operands[0]) != np.float32:
+        return None
+    arrays = [g.constant_array(v, copy=False) for v in op.operands[1:]]
+    if any(a is None for a in arrays):
+        return None
+    q, scales, zeros = arrays
+    assert q is not None and scales is not None and zeros is not None
+    packed, f32 = pack(q), ir.F32Type.get()
+    with ir.InsertionPoint(op), op.location:
+        byte_type = ops.tensor_type(packed.shape, ops.element_type(op.operands[1]))
+        operands = [op.operands[0], g.materialize(packed, byte_type)]
+        for v in (lanes(scales), lanes(zeros)):
+            operands.append(g.materialize(v, ops.tensor_type(v.shape, f32), prefer_splat=False))
+        attrs = {"bits": op.attributes["bits"], "columns": ops.i64(q.shape[0])}
+        return g.make("glow.cpu_matmul_nbits", operands, op.results[0].type, attrs)
+
+
+@register("glow-cpu-nbits")
+def cpu_nbits(module: ir.Module) -> None:
+    """Turn glow.matmul_nbits of f32 activations and constant weights into glow.cpu_matmul_nbits on its packing."""
+    g.rewrite_functions(module, nbits_matmul, fixed_point=False)
+
+
+class _Kernel:
+    """The buffers, types and tile emitters of one cpu_matmul_nbits (module docstring)."""
+
+    def __init__(self, op: ir.Operation) -> None:
+        self.dest, self.src, packed, self.scales, self.zeros = op.operands
+        self.packed = signless(packed)
+        self.bits = ir.IntegerAttr(op.attributes["bits"]).value
+        self.m, self.k = ops.shape(self.src)
+        self.n = ops.shape(self.dest)[1]
+        self.per = 8 // self.bits
+        blocks = ops.shape(self.scales)[1]
+        self.block_bytes = ops.shape(packed)[1] // blocks
+        self.block = self.block_bytes * self.per
+        self.f32, self.i32 = ir.F32Type.get(), ir.IntegerType.get_signless(32)
+        self.floats, self.ints = vector_type(LANES, self.f32), vector_type(LANES, self.i32)
+        self.bytes = vector_type(LANES, ir.IntegerType.get_signless(8))
+        self.zero = splat(self.floats, ir.FloatAttr.get(self.f32, 0.0))
+
+    def int_splat(self, value: int) -> ir.Value:
+        return splat(self.ints, ir.IntegerAttr.get(self.i32, value))
+
+    def columns(self, rows: int, cb: int) -> None:
+        """Column groups of `cb` blocks outside (an scf.for, the last short group after it), row tiles inside."""
+        blocks16 = -(-self.n // LANES)
+        groups = blocks16 // cb
+        if groups:
+            loop = scf.ForOp(index(0), index(groups * cb), index(cb))
+            with ir.InsertionPoint(loop.body):
+                self.rows(loop.induction_variable, rows, cb)
+                scf.YieldOp([])
+        if blocks16 % cb:
+            self.rows(index(groups * cb), rows, blocks16 % cb)
+
+    def rows(self, block0: ir.Value, rows: int, cb: int) -> None:
+        count = self.m // rows
+        if count:
+            loop = scf.ForOp(index(0), index(count * rows), index(rows))
+            with ir.InsertionPoint(loop.body):
+                self.tile(loop.induction_variable, rows, block0, cb)
+                scf.YieldOp([])
+        if self.m % rows:
+            self.tile(index(count * rows), self.m % rows, block0, cb)
+
+    def tile(self, row0: ir.Value, rows: int, block0: ir.Value, cb: int) -> None:
+        row_index = [arith.addi(row0, index(i)) for i in range(rows)]
+        columns = [arith.addi(block0, index(j)) for j in range(cb)]
+
+        def fma(carried: list[ir.Value], k: ir.Value, weights: list[ir.Value]) -> list[ir.Value]:
+            out = []
+            for i, row in enumerate(row_index):
+                a = vector.broadcast(self.floats, memref.load(self.src, [row, k]))
+                out.extend(math.fma(a, w, carried[i * cb + j]) for j, w in enumerate(weights))
+            return out
+
+        accs = self.blocks([self.zero] * (rows * cb), columns, index(0), self.k, fma)
+        last = -(-self.n // LANES) - 1
+        for j, column in enumerate(columns):
+            at = arith.muli(column, index(LANES))
+            for i, row in enumerate(row_index):
+                self.store(accs[i * cb + j], row, at, column, last)
+
+    def store(self, value: ir.Value, row: ir.Value, at: ir.Value, column: ir.Value, last: int) -> None:
+        """16 columns from `at`, or the last block's N % 16 when `column` is the last block (a run-time test only
+        where the group loop reaches it)."""
+        width = self.n % LANES
+        if not width:
+            vector.store(value, self.dest, [row, at])
+            return
+        mask = vector.constant_mask(vector_type(LANES, ir.IntegerType.get_signless(1)), [width])
+        is_last = arith.cmpi(arith.CmpIPredicate.eq, column, index(last))
+        branch = scf.IfOp(is_last, [], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            store_lanes(value, self.dest, [row, at], mask, width)
+            scf.YieldOp([])
+        with ir.InsertionPoint(branch.else_block):
+            vector.store(value, self.dest, [row, at])
+            scf.YieldOp([])
+
+    def kblock(self, carried: list[ir.Value], columns: list[ir.Value], b: ir.Value, count: int,
+               consume: Consume) -> list[ir.Value]:  # fmt: skip
+        """The `count` steps of K of block `b`: its scales and -zero x scale, then a loop over its bytes whose
+        weights (16 columns of each of `columns`) `consume(carried, k, weights)` takes."""
+        scales = [vector.load(self.floats, self.scales, [c, b, index(0)]) for c in columns]
+        offsets = [arith.negf(arith.mulf(vector.load(self.floats, self.zeros, [c, b, index(0)]), s))
+                   for c, s in zip(columns, scales, strict=True)]  # fmt: skip
+        first = arith.muli(b, index(self.block_bytes))
+
+        def byte(carried: list[ir.Value], j: ir.Value, values: int = self.per) -> list[ir.Value]:
+            at = arith.addi(first, j)
+            raw = [arith.extui(self.ints, vector.load(self.bytes, self.packed, [c, at, index(0)])) for c in columns]
+            k0 = arith.muli(at, index(self.per))
+            for t in range(values):
+                weights = []
+                for word, s, o in zip(raw, scales, offsets, strict=True):
+                    value = arith.shrui(word, self.int_splat(t * self.bits)) if t else word
+                    if t < self.per - 1:
+                        value = arith.andi(value, self.int_splat((1 << self.bits) - 1))
+                    weights.append(math.fma(arith.sitofp(self.floats, value), s, o))
+                carried = consume(carried, arith.addi(k0, index(t)) if t else k0, weights)
+            return carried
+
+        carried = carried_loop(carried, count // self.per, byte)
+        if count % self.per:
+            carried = byte(carried, index(count // self.per), count % self.per)
+        return carried
+
+    def blocks(self, carried: list[ir.Value], columns: list[ir.Value], first: ir.Value, count: int,
+               consume: Consume) -> list[ir.Value]:  # fmt: skip
+        """`kblock` over the `count` steps of K from block `first`: whole blocks, then the rest."""
+        whole = count // self.block
+        carried = carried_loop(carried, whole, lambda c, b: self.kblock(
+            c, columns, arith.addi(b, first), self.block, consume))
+        if count % self.block:
+            carried = self.kblock(carried, columns, arith.addi(first, index(whole)), count % self.block, consume)
+        return carried
+
+    def panels(self, rows: int, cb: int) -> None:
+        """Prompts: per column group and chunk of PANEL_K steps of K, W dequantized once into an f32 panel
+        [PANEL_K, cb x 16] (in L1), which every row tile then reads as a float GEMM does, adding to the result
+        (zeroed first)."""
+        chunk = max(1, PANEL_K // self.block) * self.block
+        panel = memref.alloca(ir.MemRefType.get([chunk, cb * LANES], self.f32), [], [], alignment=64)
+        blocks16 = -(-self.n // LANES)
+        groups = blocks16 // cb
+        if groups:
+            loop = scf.ForOp(index(0), index(groups * cb), index(cb))
+            with ir.InsertionPoint(loop.body):
+                self.panel_group(panel, chunk, loop.induction_variable, rows, cb)
+                scf.YieldOp([])
+        if blocks16 % cb:
+            self.panel_group(panel, chunk, index(groups * cb), rows, blocks16 % cb)
+
+    def panel_group(self, panel: ir.Value, chunk: int, block0: ir.Value, rows: int, cb: int) -> None:
+        columns = [arith.addi(block0, index(j)) for j in range(cb)]
+        last = -(-self.n // LANES) - 1
+        row_loop = scf.ForOp(index(0), index(self.m), index(1))
+        with ir.InsertionPoint(row_loop.body):
+            for column in columns:
+                self.store(self.zero, row_loop.induction_variable, arith.muli(column, index(LANES)), column, last)
+            scf.YieldOp([])
+
+        def fill(_: list[ir.Value], k: ir.Value, weights: list[ir.Value], k0: ir.Value) -> list[ir.Value]:
+            for j, w in enumerate(weights):
+                vector.store(w, panel, [arith.subi(k, k0), index(j * LANES)])
+            return []
+
+        def step(first: ir.Value, count: int) -> None:
+            k0 = arith.muli(first, index(self.block))
+            self.blocks([], columns, first, count, lambda carried, k, w: fill(carried, k, w, k0))
+            self.panel_rows(panel, k0, count, rows, columns, last)
+
+        chunks, rest = self.k // chunk, self.k % chunk
+        if chunks:
+            loop = scf.ForOp(index(0), index(chunks), index(1))
+            with ir.InsertionPoint(loop.body):
+                step(arith.muli(loop.induction_variable, index(chunk // self.block)), chunk)
+                scf.YieldOp([])
+        if rest:
+            step(index(chunks * chunk // self.block), rest)
+
+    def panel_rows(self, panel: ir.Value, k0: ir.Value, count: int, rows: int, columns: list[ir.Value],
+                   last: int) -> None:  # fmt: skip
+        """Every row tile adds src[rows, k0:k0 + count] x panel[:count] to its result."""
+        def tile(row0: ir.Value, rows: int) -> None:
+            row_index = [arith.addi(row0, index(i)) for i in range(rows)]
+            ats = [arith.muli(c, index(LANES)) for c in columns]
+            accs = [self.load(row, at, c, last) for row in row_index for at, c in zip(ats, columns, strict=True)]
+
+            def k_step(carried: list[ir.Value], kk: ir.Value) -> list[ir.Value]:
+                weights = [vector.load(self.floats, panel, [kk, index(j * LANES)]) for j in range(len(columns))]
+                k = arith.addi(k0, kk)
+                out = []
+                for i, row in enumerate(row_index):
+                    a = vector.broadcast(self.floats, memref.load(self.src, [row, k]))
+                    out.extend(math.fma(a, w, carried[i * len(columns) + j]) for j, w in enumerate(weights))
+                return out
+
+            accs = carried_loop(accs, count, k_step)
+            for i, row in enumerate(row_index):
+                for j, (at, c) in enumerate(zip(ats, columns, strict=True)):
+                    self.store(accs[i * len(columns) + j], row, at, c, last)
+
+        full = self.m // rows
+        if full:
+            loop = scf.ForOp(index(0), index(full * rows), index(rows))
+            with ir.InsertionPoint(loop.body):
+                tile(loop.induction_variable, rows)
+                scf.YieldOp([])
+        if self.m % rows:
+            tile(index(full * rows), self.m % rows)
+
+    def load(self, row: ir.Value, at: ir.Value, column: ir.Value, last: int) -> ir.Value:
+        """The result's 16 columns from `at` (the last block's N % 16, zeros beyond, when `column` is it)."""
+        width = self.n % LANES
+        if not width:
+            return vector.load(self.floats, self.dest, [row, at])
+        mask = vector.constant_mask(vector_type(LANES, ir.IntegerType.get_signless(1)), [width])
+        is_last = arith.cmpi(arith.CmpIPredicate.eq, column, index(last))
+        branch = scf.IfOp(is_last, [self.floats], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            scf.YieldOp([vector.maskedload(self.floats, self.dest, [row, at], mask, self.zero)])
+        with ir.InsertionPoint(branch.else_block):
+            scf.YieldOp([vector.load(self.floats, self.dest, [row, at])])
+        return branch.results[0]
+
+
+def register_tile(m: int, blocks16: int) -> tuple[int, int]:
+    """(rows, column blocks): 1-2 rows x 4 blocks for decoding steps, 8 x 2 for prompts (<= 16 accumulators beside
+    the blocks' scales, offsets, bytes and weights; 6 x 2, 4 x 3 and 6 x 3 were 1-11 % slower at M = 64)."""
+    cb = 4 if m <= 2 else 2
+    return min(m, 8), min(cb, blocks16)
+
+
+@lowering("cpu_matmul_nbits")
+def _cpu_matmul_nbits(op: ir.Operation) -> None:
+    """dest = src x W, W dequantized in registers from the packed values (module docstring)."""
+    kernel = _Kernel(op)
+    if ops.shape(kernel.dest) != (kernel.m, kernel.n):
+        raise fail(op, f"dest {list(ops.shape(kernel.dest))} is not [{kernel.m}, {kernel.n}]")
+    tile = register_tile(kernel.m, -(-kernel.n // LANES))
+    if kernel.m >= PANEL_ROWS:
+        kernel.panels(*tile)
+    else:
+        kernel.columns(*tile)
