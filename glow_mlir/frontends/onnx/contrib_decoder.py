@@ -12,7 +12,7 @@ join.
   write them; the result is onnxruntime's at its default accuracy_level (A not quantized).
 
 - GatherBlockQuantized gathers rows of a table quantized as MatMulNBits' B is (an int4 embedding table shared
-  with the output projection), dequantized at compile time.
+  with the output projection): the packed rows are gathered and dequantized at run time, so the table stays packed.
 - GroupQueryAttention is their attention over a KV cache: queries of N heads over keys and values of kv_num_heads
   heads (N / kv_num_heads queries share each), the step's keys and values written into the cache, causal, with
   rotary embedding (do_rotary), a local window, a softcap, an attention bias and attention sinks (head_sink,
@@ -69,20 +69,21 @@ def _unpacked(b: Body, packed: str, bits: int, rows: int, count: int, dtype: np.
     return b.add("Cast", [first], to=onnx.helper.np_dtype_to_tensor_dtype(dtype))
 
 
-def _dequantized(b: Body, q: str, bits: int, shape: tuple[int, int, int], count: int, dtype: np.dtype) -> str:
+def _dequantized(b: Body, q: str, bits: int, shape: tuple[int, int, int], count: int, dtype: np.dtype,
+                 scales: str, zeros: str) -> str:  # fmt: skip
     """q (values of `dtype`, [rows, blocks x block] of `shape` (rows, blocks, block)) dequantized per block:
-    (q - zero) x scale, with input 2 the scales [rows, blocks] and input 3 the zero points (bytes packed as q's
-    were, or of `dtype`; 2^(bits - 1) where absent); the first `count` values of each row, [rows, count]."""
+    (q - zero) x scale, `scales` [rows, blocks] and `zeros` the zero points (bytes packed as q's were, of
+    `dtype`; 2^(bits - 1) where ''); the first `count` values of each row, [rows, count]."""
     (rows, blocks, block), i64 = shape, np.int64
     q = b.add("Reshape", [q, b.constant([rows, blocks, block], i64)])
-    if not b.input(3):
+    if not zeros:
         zero = b.constant(float(1 << (bits - 1)), dtype)
     else:
-        zero = b.input(3)
+        zero = zeros
         if b.dtype(3) == np.uint8:
             zero = _unpacked(b, zero, bits, rows, blocks, dtype)
         zero = b.add("Reshape", [zero, b.constant([rows, blocks, 1], i64)])
-    scales = b.add("Reshape", [b.input(2), b.constant([rows, blocks, 1], i64)])
+    scales = b.add("Reshape", [scales, b.constant([rows, blocks, 1], i64)])
     values = b.add("Mul", [b.add("Sub", [q, zero]), scales])
     values = b.add("Reshape", [values, b.constant([rows, blocks * block], i64)])
     if blocks * block == count:
@@ -144,22 +145,23 @@ def gather_block_quantized(b: Body) -> None:
         raise b.refuse(f"data of {b.dtype(0)} at {bits} bits: uint8 bytes of 2-, 4- or 8-bit values are supported")
     if int(b.attr("gather_axis", 0)) % rank != 0 or int(b.attr("quantize_axis", rank - 1)) % rank != rank - 1:
         raise b.refuse("gather_axis 0 and the last quantize_axis are supported")
-    rows, count = int(np.prod(dims[:-1])), dims[-1] * 8 // bits
-    blocks = b.dims(2)[-1]
-    i64, dtype = np.int64, b.dtype(2)
-    # The data's values are packed without gaps: the last block, where it runs past the row, is padded.
-    q = _unpacked(b, b.input(0), bits, rows, count, dtype)
-    if blocks * block != count:
-        q = b.add("Pad", [q, b.constant([0, 0, 0, blocks * block - count], i64)])
-    table = _dequantized(b, q, bits, (rows, blocks, block), count, dtype)
-    table = b.add("Reshape", [table, b.constant([*dims[:-1], count], i64)])
-    # onnxruntime's out-of-range index reads zeros: gather at a clamped index, then zero those rows.
+    count, blocks, i64, dtype = dims[-1] * 8 // bits, b.dims(2)[-1], np.int64, b.dtype(2)
+    # onnxruntime's out-of-range index reads zeros: gather at a clamped index, then zero those rows. The packed
+    # rows, their scales and zero points are gathered and only they dequantized: the table stays packed.
     size = dims[0]
     indices = b.add("Cast", [b.input(1)], to=onnx.TensorProto.INT64)
     inside = b.add("And", [b.add("GreaterOrEqual", [indices, b.constant(-size, i64)]),
                            b.add("Less", [indices, b.constant(size, i64)])])  # fmt: skip
     clamped = b.add("Clip", [indices, b.constant(-size, i64), b.constant(size - 1, i64)])
-    gathered = b.add("Gather", [table, clamped], axis=0)
+    scales, zeros = (b.add("Gather", [b.input(i), clamped], axis=0) if b.input(i) else "" for i in (2, 3))
+    shape = [*b.dims(1), *dims[1:-1]]
+    rows = int(np.prod(shape))
+    # The data's values are packed without gaps: the last block, where it runs past the row, is padded.
+    q = _unpacked(b, b.add("Gather", [b.input(0), clamped], axis=0), bits, rows, count, dtype)
+    if blocks * block != count:
+        q = b.add("Pad", [q, b.constant([0, 0, 0, blocks * block - count], i64)])
+    gathered = _dequantized(b, q, bits, (rows, blocks, block), count, dtype, scales, zeros)
+    gathered = b.add("Reshape", [gathered, b.constant([*shape, count], i64)])
     if rank > 1:
         inside = b.add("Unsqueeze", [inside, b.constant(list(range(b.rank(1), b.rank(1) + rank - 1)), i64)])
     b.add("Where", [inside, gathered, b.constant(0.0, dtype)], [b.output(0)])

@@ -336,6 +336,30 @@ def test_gather_block_quantized(bits: int, zero_points: bool) -> None:
     _check(node, {"indices": np.array([[0, 9, -3], [4, 12, 1]], np.int64)}, consts)
 
 
+def test_int4_tables_and_products_stay_packed() -> None:
+    """A tied int4 embedding (GatherBlockQuantized of a [4096, 512] table, then MatMulNBits on the same bytes as the
+    output projection): the compiled model holds the packed bytes and their scales (1 MiB, 2 MiB with the
+    product's repacked copy), not the 8 MiB float table twice."""
+    vocab, width, block = 4096, 512, 32
+    consts = {"table": _packed(rng.integers(0, 16, (vocab, width)), 4), "scales": r(vocab, width // block) * 0.1}
+    nodes = [helper.make_node("GatherBlockQuantized", ["table", "ids", "scales"], ["h"], domain=CONTRIB_DOMAIN,
+                              bits=4, block_size=block, gather_axis=0, quantize_axis=1),
+             helper.make_node("Reshape", ["table", "shape"], ["b"]),
+             helper.make_node("MatMulNBits", ["h", "b", "scales"], ["y"], domain=CONTRIB_DOMAIN, K=width, N=vocab,
+                              bits=4, block_size=block)]  # fmt: skip
+    consts["shape"] = np.array([vocab, width // block, block // 2], np.int64)
+    graph = helper.make_graph(nodes, "tied", [helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, [1, 3])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 3, vocab])],
+                              [numpy_helper.from_array(v, n) for n, v in consts.items()])  # fmt: skip
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid(CONTRIB_DOMAIN, 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    feeds = {"ids": np.array([[5, 4095, 17]], np.int64)}
+    [want] = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    with glow_mlir.compile(import_model(model)) as compiled:
+        np.testing.assert_allclose(compiled.run(feeds)["y"], want, rtol=1e-4, atol=1e-4)
+        assert compiled.weight_bytes < 3 * 2**20, compiled.weight_bytes
+
+
 @pytest.mark.parametrize(("capacity", "window"), [(6, 4), (4, 4)])
 def test_group_query_attention_windowed_cache(capacity: int, window: int) -> None:
     """sliding_window_cache: a prompt of 3 tokens, a chunk of 3 (whose first queries read keys it evicts), then
