@@ -10,19 +10,22 @@ Layout (glow-cpu-nbits packs it from the constants at compile time): `packed` [c
 [c, j, l] the byte j of column 16 c + l of the source's rows (its values for k = j x (8 / bits) + t at bits
 t x bits, lowest first, as MatMulNBits stores them), so one 16-byte load gives 16 columns' values of 8 / bits
 steps of K; `scales` and `zeros` [ceil(N/16), blocks, 16] are the blocks' scale and zero point per column
-(0 in the columns past N, whose lanes the kernel computes and does not store).
+(0 in the columns past N, whose lanes the kernel computes and does not store); zero points all equal (the
+default 2^(bits - 1) of symmetric exports) are one rank-0 `zeros`, which takes a sixth of a 4-bit W's bytes off
+every product (values 1/2 byte, scale and zero point 4 bytes each per 32 values).
 
 Kernel: column groups of `cb` 16-column blocks outside, tiles of `rows` rows inside (8 x 2 accumulators,
-1-2 x 4 for decoding steps, whose dequantization then takes more of the time than the FMAs), and for each block
-of K: its scales and -zero x scale once, then per byte of K its `cb` loads, zero-extended to i32 lanes, and per
-value in it a shift, a mask and a conversion, W = value x scale - zero x scale (one FMA: within an f32 rounding
-of (value - zero) x scale, the op's definition, and equal to it where zero x scale is exact, as for the default
-zero point 2^(bits - 1)). A decoding step's tile multiply-adds each W with its rows' broadcast activations
-(87-96 GFLOP/s at one row, 1.6-2x the float kernel on the folded W). From PANEL_ROWS rows on (prompts), W is
-dequantized once per column group and chunk of PANEL_K steps of K into an f32 panel in L1, which each row tile
-reads as the float GEMM reads its packed W (233-238 GFLOP/s at 64 rows, the float kernel's 237-243; in each
-row tile's registers it was 209). A K that ends inside a block or a byte ends with a shorter step (the
-packing's last values are not read).
+1-2 x 4 for decoding steps), and per block of K its `cb` scales and -zero x scale, then per byte of K its `cb`
+loads, zero-extended to i32 lanes, and per value in it a shift, a mask and a conversion. Decoding steps'
+tiles (fewer than PANEL_ROWS rows, where these instructions, not the FMAs, bound the kernel) multiply-add the
+values themselves with the rows' broadcast activations into per-block sums, then add scale x sum - zero x
+scale x (the row's sum of the block's activations, `block_sums`, once per call): two FMAs per block instead of
+one per value (87-96 -> 110-112 GFLOP/s at one row, 2.2x the float kernel on the folded W; within an f32
+rounding of the definition's sum). From PANEL_ROWS rows on (prompts), W = value x scale - zero x scale (one FMA,
+exact where zero x scale is, as for the default zero point 2^(bits - 1)) is written once per column group and
+chunk of PANEL_K steps of K into an f32 panel in L1, which each row tile reads as the float GEMM reads its
+packed W (224-238 GFLOP/s at 64 rows, the float kernel's 206-243; in each row tile's registers it was 209). A K
+that ends inside a block or a byte ends with a shorter step (the packing's last values are not read).
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ def _unpacked(a: Sequence[np.ndarray], bits: int, n: int) -> list[np.ndarray]:
     """matmul_nbits' weight, scales and zeros [N, ...] of the kernel's packed, scales and zeros."""
     packed, scales, zeros = a[1:]
     blocks = scales.shape[1]
+    zeros = np.broadcast_to(zeros, scales.shape)
     columns = [x.transpose(0, 2, 1).reshape(-1, x.shape[1])[:n] for x in (packed, scales, zeros)]
     return [columns[0].reshape(n, blocks, -1), columns[1], columns[2]]
 
@@ -93,8 +97,9 @@ def _shape(o: Sequence[tuple[int, ...]], a: dict[str, object], _: object) -> tup
     groups, blocks = -(-n // LANES), scales[1] if len(scales) == 3 else 0
     shapes.require(len(packed) == 3 and packed[0] == groups and packed[2] == LANES and blocks and
                    packed[1] % blocks == 0, f"packed {shapes.fmt(packed)} is not [{groups}, bytes, {LANES}]")
-    shapes.require(tuple(scales) == tuple(zeros) == (groups, blocks, LANES),
-                   f"scales {shapes.fmt(scales)} and zeros {shapes.fmt(zeros)} are not [{groups}, blocks, {LANES}]")
+    shapes.require(tuple(scales) == (groups, blocks, LANES) and tuple(zeros) in ((), tuple(scales)),
+                   f"scales {shapes.fmt(scales)} and zeros {shapes.fmt(zeros)} are not [{groups}, blocks, {LANES}] "
+                   "(zeros also [])")
     block = packed[1] // blocks * 8 // bits
     shapes.require(blocks * block >= input[1] > (blocks - 1) * block,
                    f"K = {input[1]} does not end in the last of {blocks} blocks of {block}")
@@ -110,7 +115,7 @@ def _types(operands: Sequence[str], _: str | None) -> str:
 define(OpDef(
     "cpu_matmul_nbits",
     "CPU backend: glow.matmul_nbits on weights packed for its kernel: packed [ceil(N/16), bytes, 16], scales and "
-    "zeros [ceil(N/16), blocks, 16] (backends/cpu/nbits.py); `columns` is N.",
+    "zeros [ceil(N/16), blocks, 16] (or one zero point, rank 0) (backends/cpu/nbits.py); `columns` is N.",
     OPERANDS, attrs=(("bits", Attr.INT), ("columns", Attr.INT)), backend="cpu", shape=_shape, types=_types,
     evaluate=_evaluate,
     ir=IrDef(
@@ -134,7 +139,8 @@ def nbits_matmul(op: ir.Operation) -> ir.Value | None:
     with ir.InsertionPoint(op), op.location:
         byte_type = ops.tensor_type(packed.shape, ops.element_type(op.operands[1]))
         operands = [op.operands[0], g.materialize(packed, byte_type)]
-        for v in (lanes(scales), lanes(zeros)):
+        uniform = zeros.size and np.all(zeros == zeros.flat[0])
+        for v in (lanes(scales), np.array(zeros.flat[0], np.float32) if uniform else lanes(zeros)):
             operands.append(g.materialize(v, ops.tensor_type(v.shape, f32), prefer_splat=False))
         attrs = {"bits": op.attributes["bits"], "columns": ops.i64(q.shape[0])}
         return g.make("glow.cpu_matmul_nbits", operands, op.results[0].type, attrs)
@@ -164,11 +170,19 @@ class _Kernel:
         self.bytes = vector_type(LANES, ir.IntegerType.get_signless(8))
         self.zero = splat(self.floats, ir.FloatAttr.get(self.f32, 0.0))
 
+    def zero_point(self, column: ir.Value, b: ir.Value) -> ir.Value:
+        """Block `b`'s zero points of the 16 columns of block `column` (or the one zero point, broadcast)."""
+        if not ops.shape(self.zeros):
+            return vector.broadcast(self.floats, memref.load(self.zeros, []))
+        return vector.load(self.floats, self.zeros, [column, b, index(0)])
+
     def int_splat(self, value: int) -> ir.Value:
         return splat(self.ints, ir.IntegerAttr.get(self.i32, value))
 
     def columns(self, rows: int, cb: int) -> None:
-        """Column groups of `cb` blocks outside (an scf.for, the last short group after it), row tiles inside."""
+        """Column groups of `cb` blocks outside (an scf.for, the last short group after it), row tiles inside;
+        first each row's sum over each block of K (`block_sums`)."""
+        self.block_sums()
         blocks16 = -(-self.n // LANES)
         groups = blocks16 // cb
         if groups:
@@ -178,6 +192,30 @@ class _Kernel:
                 scf.YieldOp([])
         if blocks16 % cb:
             self.rows(index(groups * cb), rows, blocks16 % cb)
+
+    def block_sums(self) -> None:
+        """self.sums [M, blocks]: each row of src summed over each block of K (the last, partial one masked)."""
+        blocks = ops.shape(self.scales)[1]
+        self.sums = memref.alloca(ir.MemRefType.get([self.m, blocks], self.f32), [], [], alignment=64)
+        rows = scf.ForOp(index(0), index(self.m), index(1))
+        with ir.InsertionPoint(rows.body):
+            row = rows.induction_variable
+
+            def block(_: list[ir.Value], b: ir.Value, count: int) -> list[ir.Value]:
+                total, k0 = self.zero, arith.muli(b, index(self.block))
+                for at in range(0, count, LANES):
+                    k = arith.addi(k0, index(at))
+                    if count - at >= LANES:
+                        chunk = vector.load(self.floats, self.src, [row, k])
+                    else:
+                        mask = vector.constant_mask(vector_type(LANES, ir.IntegerType.get_signless(1)), [count - at])
+                        chunk = vector.maskedload(self.floats, self.src, [row, k], mask, self.zero)
+                    total = arith.addf(total, chunk)
+                memref.store(vector.reduction(self.f32, vector.CombiningKind.ADD, total), self.sums, [row, b])
+                return []
+
+            self.blocks([], index(0), self.k, block)
+            scf.YieldOp([])
 
     def rows(self, block0: ir.Value, rows: int, cb: int) -> None:
         count = self.m // rows
@@ -193,14 +231,26 @@ class _Kernel:
         row_index = [arith.addi(row0, index(i)) for i in range(rows)]
         columns = [arith.addi(block0, index(j)) for j in range(cb)]
 
-        def fma(carried: list[ir.Value], k: ir.Value, weights: list[ir.Value]) -> list[ir.Value]:
+        def fma(carried: list[ir.Value], k: ir.Value, values: list[ir.Value]) -> list[ir.Value]:
             out = []
             for i, row in enumerate(row_index):
                 a = vector.broadcast(self.floats, memref.load(self.src, [row, k]))
-                out.extend(math.fma(a, w, carried[i * cb + j]) for j, w in enumerate(weights))
+                out.extend(math.fma(a, v, carried[i * cb + j]) for j, v in enumerate(values))
             return out
 
-        accs = self.blocks([self.zero] * (rows * cb), columns, index(0), self.k, fma)
+        def block(carried: list[ir.Value], b: ir.Value, steps: int) -> list[ir.Value]:
+            # sum_k a q per block, then scale x that - zero x scale x sum_k a: a scale's FMA per block, not per value.
+            sums = self.values([self.zero] * (rows * cb), columns, b, steps, fma)
+            scales, offsets = self.factors(columns, b)
+            out = []
+            for i, row in enumerate(row_index):
+                total = vector.broadcast(self.floats, memref.load(self.sums, [row, b]))
+                for j in range(cb):
+                    acc = math.fma(scales[j], sums[i * cb + j], carried[i * cb + j])
+                    out.append(math.fma(offsets[j], total, acc))
+            return out
+
+        accs = self.blocks([self.zero] * (rows * cb), index(0), self.k, block)
         last = -(-self.n // LANES) - 1
         for j, column in enumerate(columns):
             at = arith.muli(column, index(LANES))
@@ -224,27 +274,29 @@ class _Kernel:
             vector.store(value, self.dest, [row, at])
             scf.YieldOp([])
 
-    def kblock(self, carried: list[ir.Value], columns: list[ir.Value], b: ir.Value, count: int,
-               consume: Consume) -> list[ir.Value]:  # fmt: skip
-        """The `count` steps of K of block `b`: its scales and -zero x scale, then a loop over its bytes whose
-        weights (16 columns of each of `columns`) `consume(carried, k, weights)` takes."""
+    def factors(self, columns: list[ir.Value], b: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
+        """Block `b`'s scales and -zero x scale for the 16 columns of each of `columns`."""
         scales = [vector.load(self.floats, self.scales, [c, b, index(0)]) for c in columns]
-        offsets = [arith.negf(arith.mulf(vector.load(self.floats, self.zeros, [c, b, index(0)]), s))
-                   for c, s in zip(columns, scales, strict=True)]  # fmt: skip
+        return scales, [arith.negf(arith.mulf(self.zero_point(c, b), s)) for c, s in zip(columns, scales, strict=True)]
+
+    def values(self, carried: list[ir.Value], columns: list[ir.Value], b: ir.Value, count: int,
+               consume: Consume) -> list[ir.Value]:  # fmt: skip
+        """The `count` steps of K of block `b`, a loop over its bytes whose values as f32 (16 columns of each of
+        `columns`) `consume(carried, k, values)` takes."""
         first = arith.muli(b, index(self.block_bytes))
 
-        def byte(carried: list[ir.Value], j: ir.Value, values: int = self.per) -> list[ir.Value]:
+        def byte(carried: list[ir.Value], j: ir.Value, count: int = self.per) -> list[ir.Value]:
             at = arith.addi(first, j)
             raw = [arith.extui(self.ints, vector.load(self.bytes, self.packed, [c, at, index(0)])) for c in columns]
             k0 = arith.muli(at, index(self.per))
-            for t in range(values):
-                weights = []
-                for word, s, o in zip(raw, scales, offsets, strict=True):
+            for t in range(count):
+                values = []
+                for word in raw:
                     value = arith.shrui(word, self.int_splat(t * self.bits)) if t else word
                     if t < self.per - 1:
                         value = arith.andi(value, self.int_splat((1 << self.bits) - 1))
-                    weights.append(math.fma(arith.sitofp(self.floats, value), s, o))
-                carried = consume(carried, arith.addi(k0, index(t)) if t else k0, weights)
+                    values.append(arith.sitofp(self.floats, value))
+                carried = consume(carried, arith.addi(k0, index(t)) if t else k0, values)
             return carried
 
         carried = carried_loop(carried, count // self.per, byte)
@@ -252,14 +304,23 @@ class _Kernel:
             carried = byte(carried, index(count // self.per), count % self.per)
         return carried
 
-    def blocks(self, carried: list[ir.Value], columns: list[ir.Value], first: ir.Value, count: int,
+    def kblock(self, carried: list[ir.Value], columns: list[ir.Value], b: ir.Value, count: int,
                consume: Consume) -> list[ir.Value]:  # fmt: skip
-        """`kblock` over the `count` steps of K from block `first`: whole blocks, then the rest."""
+        """`values` of block `b` dequantized, W = value x scale - zero x scale, for `consume`."""
+        scales, offsets = self.factors(columns, b)
+
+        def dequantized(carried: list[ir.Value], k: ir.Value, values: list[ir.Value]) -> list[ir.Value]:
+            return consume(carried, k, [math.fma(v, s, o) for v, s, o in zip(values, scales, offsets, strict=True)])
+
+        return self.values(carried, columns, b, count, dequantized)
+
+    def blocks(self, carried: list[ir.Value], first: ir.Value, count: int,
+               block: Callable[[list[ir.Value], ir.Value, int], list[ir.Value]]) -> list[ir.Value]:  # fmt: skip
+        """`block(carried, b, steps)` over the `count` steps of K from block `first`: whole blocks, then the rest."""
         whole = count // self.block
-        carried = carried_loop(carried, whole, lambda c, b: self.kblock(
-            c, columns, arith.addi(b, first), self.block, consume))
+        carried = carried_loop(carried, whole, lambda c, b: block(c, arith.addi(b, first), self.block))
         if count % self.block:
-            carried = self.kblock(carried, columns, arith.addi(first, index(whole)), count % self.block, consume)
+            carried = block(carried, arith.addi(first, index(whole)), count % self.block)
         return carried
 
     def panels(self, rows: int, cb: int) -> None:
@@ -294,7 +355,8 @@ class _Kernel:
 
         def step(first: ir.Value, count: int) -> None:
             k0 = arith.muli(first, index(self.block))
-            self.blocks([], columns, first, count, lambda carried, k, w: fill(carried, k, w, k0))
+            self.blocks([], first, count, lambda carried, b, steps: self.kblock(
+                carried, columns, b, steps, lambda c, k, w: fill(c, k, w, k0)))
             self.panel_rows(panel, k0, count, rows, columns, last)
 
         chunks, rest = self.k // chunk, self.k % chunk

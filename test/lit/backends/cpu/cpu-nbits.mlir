@@ -3,8 +3,9 @@
 // kernel's packing: [ceil(N/16), bytes, 16] (lane l of byte row j is column l's byte j: column 0's bytes 0x21,
 // 0x43 sit in lane 0 of rows 0 and 1, column 1's 0x65, 0x87 in lane 1; rows 2-7 the block's bytes past K = 4), scales and zero points
 // [ceil(N/16), blocks, 16], 0 past N. glow-ir-to-linalg lowers it to a loop over K's bytes that zero-extends 16
-// of them, shifts, masks and converts each 4-bit value and multiply-adds it. A product of a run-time weight
-// stays as it is.
+// of them, shifts, masks and converts each 4-bit value and multiply-adds it (these 3 rows: into per-block sums,
+// scaled once per block after the rows' sums of the block's activations). A product of a run-time weight stays
+// as it is.
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-nbits,glow-verify)' | FileCheck %s
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-nbits,glow-lower,glow-irgen,glow-allocate,glow-ir-to-linalg)' | FileCheck %s --check-prefix=KERNEL
 
@@ -16,6 +17,7 @@
 // CHECK: %[[Y:.*]] = "glow.cpu_matmul_nbits"(%arg0, %[[W]], %[[S]], %[[Z]]) {bits = 4 : i64, columns = 2 : i64} : (tensor<3x4xf32>, tensor<1x8x16xui8>, tensor<1x1x16xf32>, tensor<1x1x16xf32>) -> tensor<3x2xf32>
 // CHECK: return %[[Y]]
 // KERNEL-LABEL: func.func @decode
+// KERNEL: vector.reduction <add>
 // KERNEL: scf.for
 // KERNEL: vector.load {{.*}} : memref<1x8x16xi8>, vector<16xi8>
 // KERNEL: arith.extui {{.*}} : vector<16xi8> to vector<16xi32>
@@ -28,6 +30,21 @@ func.func @decode(%a: tensor<3x4xf32> {glow.name = "a"}) -> (tensor<3x2xf32> {gl
   %w = "glow.constant"() {value = dense<[[[33, 67, 0, 0, 0, 0, 0, 0]], [[101, 135, 0, 0, 0, 0, 0, 0]]]> : tensor<2x1x8xui8>} : () -> tensor<2x1x8xui8>
   %s = "glow.constant"() {value = dense<[[0.5], [0.25]]> : tensor<2x1xf32>} : () -> tensor<2x1xf32>
   %z = "glow.constant"() {value = dense<[[8.0], [7.0]]> : tensor<2x1xf32>} : () -> tensor<2x1xf32>
+  %y = "glow.matmul_nbits"(%a, %w, %s, %z) {bits = 4 : i64} : (tensor<3x4xf32>, tensor<2x1x8xui8>, tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<3x2xf32>
+  return %y : tensor<3x2xf32>
+}
+
+// Zero points all equal (a symmetric export's 8) are one rank-0 constant.
+// CHECK-LABEL: func.func @symmetric
+// CHECK: %[[Z:.*]] = "glow.constant"() {value = dense<8.000000e+00> : tensor<f32>}
+// CHECK: "glow.cpu_matmul_nbits"(%arg0, %{{.*}}, %{{.*}}, %[[Z]]) {{.*}} : (tensor<3x4xf32>, tensor<1x8x16xui8>, tensor<1x1x16xf32>, tensor<f32>) -> tensor<3x2xf32>
+// KERNEL-LABEL: func.func @symmetric
+// KERNEL: memref.load {{.*}} : memref<f32>
+// KERNEL: vector.broadcast
+func.func @symmetric(%a: tensor<3x4xf32> {glow.name = "a"}) -> (tensor<3x2xf32> {glow.name = "y"}) {
+  %w = "glow.constant"() {value = dense<[[[33, 67, 0, 0, 0, 0, 0, 0]], [[101, 135, 0, 0, 0, 0, 0, 0]]]> : tensor<2x1x8xui8>} : () -> tensor<2x1x8xui8>
+  %s = "glow.constant"() {value = dense<[[0.5], [0.25]]> : tensor<2x1xf32>} : () -> tensor<2x1xf32>
+  %z = "glow.splat"() {value = 8.0 : f32} : () -> tensor<2x1xf32>
   %y = "glow.matmul_nbits"(%a, %w, %s, %z) {bits = 4 : i64} : (tensor<3x4xf32>, tensor<2x1x8xui8>, tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<3x2xf32>
   return %y : tensor<3x2xf32>
 }

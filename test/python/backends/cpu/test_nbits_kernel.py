@@ -17,8 +17,10 @@ from glow_mlir.opdefs import reference as ref
 rng = np.random.default_rng(0)
 
 
-def _operands(k: int, n: int, bits: int, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Random packed values [N, blocks, block x bits / 8], scales and float zero points [N, blocks]."""
+def _operands(k: int, n: int, bits: int, block: int,
+              symmetric: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """Random packed values [N, blocks, block x bits / 8], scales and float zero points [N, blocks] (all
+    2^(bits - 1) when `symmetric`: the kernel's one zero point)."""
     blocks, per = -(-k // block), 8 // bits
     values = rng.integers(0, 1 << bits, (n, blocks, block))
     q = np.zeros((n, blocks, block // per), np.uint8)
@@ -26,13 +28,13 @@ def _operands(k: int, n: int, bits: int, block: int) -> tuple[np.ndarray, np.nda
         q |= (values[..., t::per] << (t * bits)).astype(np.uint8)
     scales = (rng.standard_normal((n, blocks)) * 0.05).astype(np.float32)
     zeros = rng.integers(0, 1 << bits, (n, blocks)).astype(np.float32)
-    return q, scales, zeros
+    return q, scales, np.full_like(zeros, 1 << (bits - 1)) if symmetric else zeros
 
 
-def _compiled(m: int, k: int, n: int, bits: int, block: int, *,
-              weight_input: bool = False) -> tuple[np.ndarray, np.ndarray, str]:  # fmt: skip
+def _compiled(m: int, k: int, n: int, bits: int, block: int, *, weight_input: bool = False,
+              symmetric: bool = False) -> tuple[np.ndarray, np.ndarray, str]:  # fmt: skip
     """(compiled result, the op's definition evaluated in numpy, the IR after glow-cpu-nbits)."""
-    q, scales, zeros = _operands(k, n, bits, block)
+    q, scales, zeros = _operands(k, n, bits, block, symmetric)
     a = rng.standard_normal((m, k)).astype(np.float32)
     g = Graph("nbits")
     weight = g.input("q", q.shape, "ui8") if weight_input else q
@@ -55,6 +57,28 @@ def test_matches_the_definition(m: int, k: int, n: int, bits: int, block: int) -
     got, want, text = _compiled(m, k, n, bits, block)
     assert "glow.cpu_matmul_nbits" in text and "glow.matmul_nbits" not in text
     # W = value x scale - zero x scale is within an f32 rounding of (value - zero) x scale.
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(1, 64, 40), (20, 300, 37)])
+def test_one_zero_point(m: int, k: int, n: int) -> None:
+    """Zero points all 8 (symmetric 4-bit exports) are one rank-0 operand; decoding rows and panels read it."""
+    got, want, text = _compiled(m, k, n, 4, 32, symmetric=True)
+    assert "tensor<f32>" in text and "glow.cpu_matmul_nbits" in text
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+
+
+def test_positive_activations() -> None:
+    """Decoding rows sum a x value per block and take zero x scale x sum(a) off once per block: activations all
+    of one sign, where the two terms are largest against their difference, stay within the tolerance."""
+    k, n = 512, 48
+    q, scales, zeros = _operands(k, n, 4, 32)
+    a = (np.abs(rng.standard_normal((1, k))) + 4).astype(np.float32)
+    g = Graph("positive")
+    g.output("y", g.matmul_nbits(g.input("a", (1, k)), q, scales, zeros, bits=4))
+    with glow_mlir.compile(g, cache=False) as compiled:
+        got = compiled.run({"a": a})["y"]
+    want = a.astype(np.float64) @ ref.dequantize_blocks(q, scales, zeros, 4, k).astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
 
 
