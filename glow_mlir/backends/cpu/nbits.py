@@ -325,8 +325,8 @@ class _Kernel:
 
     def panels(self, rows: int, cb: int) -> None:
         """Prompts: per column group and chunk of PANEL_K steps of K, W dequantized once into an f32 panel
-        [PANEL_K, cb x 16] (in L1), which every row tile then reads as a float GEMM does, adding to the result
-        (zeroed first)."""
+        [PANEL_K, cb x 16] (in L1), which every row tile then reads as a float GEMM does, setting the result
+        (the first chunk) or adding to it."""
         chunk = max(1, PANEL_K // self.block) * self.block
         panel = memref.alloca(ir.MemRefType.get([chunk, cb * LANES], self.f32), [], [], alignment=64)
         blocks16 = -(-self.n // LANES)
@@ -342,39 +342,38 @@ class _Kernel:
     def panel_group(self, panel: ir.Value, chunk: int, block0: ir.Value, rows: int, cb: int) -> None:
         columns = [arith.addi(block0, index(j)) for j in range(cb)]
         last = -(-self.n // LANES) - 1
-        row_loop = scf.ForOp(index(0), index(self.m), index(1))
-        with ir.InsertionPoint(row_loop.body):
-            for column in columns:
-                self.store(self.zero, row_loop.induction_variable, arith.muli(column, index(LANES)), column, last)
-            scf.YieldOp([])
 
         def fill(_: list[ir.Value], k: ir.Value, weights: list[ir.Value], k0: ir.Value) -> list[ir.Value]:
             for j, w in enumerate(weights):
                 vector.store(w, panel, [arith.subi(k, k0), index(j * LANES)])
             return []
 
-        def step(first: ir.Value, count: int) -> None:
+        def step(first: ir.Value, count: int, start: bool) -> None:
             k0 = arith.muli(first, index(self.block))
             self.blocks([], first, count, lambda carried, b, steps: self.kblock(
                 carried, columns, b, steps, lambda c, k, w: fill(c, k, w, k0)))
-            self.panel_rows(panel, k0, count, rows, columns, last)
+            self.panel_rows(panel, k0, count, rows, columns, last, start)
 
-        chunks, rest = self.k // chunk, self.k % chunk
-        if chunks:
-            loop = scf.ForOp(index(0), index(chunks), index(1))
+        # The first chunk's tiles start from zeros; the others add to what the result holds.
+        sizes = [chunk] * (self.k // chunk) + ([self.k % chunk] if self.k % chunk else [])
+        step(index(0), sizes[0], True)
+        whole = len(sizes) - 1 - (1 if self.k % chunk else 0)
+        if whole:
+            loop = scf.ForOp(index(1), index(1 + whole), index(1))
             with ir.InsertionPoint(loop.body):
-                step(arith.muli(loop.induction_variable, index(chunk // self.block)), chunk)
+                step(arith.muli(loop.induction_variable, index(chunk // self.block)), chunk, False)
                 scf.YieldOp([])
-        if rest:
-            step(index(chunks * chunk // self.block), rest)
+        if len(sizes) > 1 and self.k % chunk:
+            step(index((len(sizes) - 1) * chunk // self.block), sizes[-1], False)
 
     def panel_rows(self, panel: ir.Value, k0: ir.Value, count: int, rows: int, columns: list[ir.Value],
-                   last: int) -> None:  # fmt: skip
-        """Every row tile adds src[rows, k0:k0 + count] x panel[:count] to its result."""
+                   last: int, start: bool) -> None:  # fmt: skip
+        """Every row tile adds src[rows, k0:k0 + count] x panel[:count] to its result (`start`: sets it)."""
         def tile(row0: ir.Value, rows: int) -> None:
             row_index = [arith.addi(row0, index(i)) for i in range(rows)]
             ats = [arith.muli(c, index(LANES)) for c in columns]
-            accs = [self.load(row, at, c, last) for row in row_index for at, c in zip(ats, columns, strict=True)]
+            accs = [self.zero if start else self.load(row, at, c, last)
+                    for row in row_index for at, c in zip(ats, columns, strict=True)]  # fmt: skip
 
             def k_step(carried: list[ir.Value], kk: ir.Value) -> list[ir.Value]:
                 weights = [vector.load(self.floats, panel, [kk, index(j * LANES)]) for j in range(len(columns))]

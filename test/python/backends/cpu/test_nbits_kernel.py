@@ -51,7 +51,7 @@ def _compiled(m: int, k: int, n: int, bits: int, block: int, *, weight_input: bo
     (1, 64, 40, 4, 32), (2, 100, 33, 4, 32), (1, 37, 70, 4, 16), (3, 50, 17, 2, 16), (9, 77, 50, 8, 16),
     (17, 256, 96, 4, 128), (8, 130, 16, 2, 64), (1, 1024, 64, 4, 128),
     # Prompts (PANEL_ROWS and more): panels of 256 steps of K and a shorter last one, N past a column group.
-    (20, 300, 37, 4, 32), (16, 520, 50, 2, 128), (33, 100, 16, 8, 16),
+    (20, 300, 37, 4, 32), (16, 520, 50, 2, 128), (33, 100, 16, 8, 16), (16, 768, 20, 4, 32),
 ])  # fmt: skip
 def test_matches_the_definition(m: int, k: int, n: int, bits: int, block: int) -> None:
     got, want, text = _compiled(m, k, n, bits, block)
