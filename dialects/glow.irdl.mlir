@@ -1027,18 +1027,21 @@ irdl.dialect @glow {
     irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode}
   }
 
-  // CPU backend: glow.matmul_nbits on weights packed for its kernel: packed [ceil(N/16), bytes, 16], scales and zeros [ceil(N/16), blocks, 16] (or one zero point, rank 0) (backends/cpu/nbits.py); `columns` is N.
+  // CPU backend: glow.matmul_nbits on weights packed for its kernel: packed [ceil(N/16), bytes, 16], scales and zeros [ceil(N/16), blocks, 16] (or one zero point, rank 0) (backends/cpu/nbits.py); `columns` is N; bias [N] and the activation are fused (glow-fuse-activations).
   irdl.operation @cpu_matmul_nbits {
     %input = irdl.base "!builtin.tensor"
     %packed = irdl.base "!builtin.tensor"
     %scales = irdl.base "!builtin.tensor"
     %zeros = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
     %result = irdl.base "!builtin.tensor"
     %bits = irdl.base "#builtin.integer"
     %columns = irdl.base "#builtin.integer"
-    irdl.operands(input: %input, packed: %packed, scales: %scales, zeros: %zeros)
+    %activation = irdl.base "#builtin.string"
+    %activationArgs = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input, packed: %packed, scales: %scales, zeros: %zeros, bias: %bias)
     irdl.results(result: %result)
-    irdl.attributes {"bits" = %bits, "columns" = %columns}
+    irdl.attributes {"bits" = %bits, "columns" = %columns, "activation" = %activation, "activationArgs" = %activationArgs}
   }
 
   // A counted loop whose body is the function `body`: carried values, scan inputs sliced per iteration, invariants; results are the final carried values and the stacked scan outputs.

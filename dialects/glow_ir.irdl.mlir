@@ -1053,18 +1053,21 @@ irdl.dialect @glow_ir {
     irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode, "roles" = %roles}
   }
 
-  // CPU backend: dest = input x W, W dequantized in registers from packed 2-, 4- or 8-bit values.
+  // CPU backend: dest = activation(input x W + bias), W dequantized in registers from packed 2-, 4- or 8-bit values.
   irdl.operation @cpu_matmul_nbits {
     %dest = irdl.base "!builtin.memref"
     %input = irdl.base "!builtin.memref"
     %packed = irdl.base "!builtin.memref"
     %scales = irdl.base "!builtin.memref"
     %zeros = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
     %bits = irdl.base "#builtin.integer"
     %columns = irdl.base "#builtin.integer"
-    %roles = irdl.is ["out", "in", "in", "in", "in"]
-    irdl.operands(dest: %dest, input: %input, packed: %packed, scales: %scales, zeros: %zeros)
-    irdl.attributes {"bits" = %bits, "columns" = %columns, "roles" = %roles}
+    %activation = irdl.base "#builtin.string"
+    %activationArgs = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in", "in", "in", "in", "in"]
+    irdl.operands(dest: %dest, input: %input, packed: %packed, scales: %scales, zeros: %zeros, bias: %bias)
+    irdl.attributes {"bits" = %bits, "columns" = %columns, "activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
   }
 
   // glow.loop's instruction: @out the results' buffers, @in the operands'; `roles` lists them.

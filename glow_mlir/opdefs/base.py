@@ -156,6 +156,8 @@ class Producer:
     channel_axis: int | None
     filter_channel_axis: int | None = None
     filter_input_axis: int | None = None
+    # The operand holding the bias (the filter's is 1).
+    bias_operand: int = 2
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,10 @@ exact where zero x scale is, as for the default zero point 2^(bits - 1)) is writ
 chunk of PANEL_K steps of K into an f32 panel in L1, which each row tile reads as the float GEMM reads its
 packed W (224-238 GFLOP/s at 64 rows, the float kernel's 206-243; in each row tile's registers it was 209). A K
 that ends inside a block or a byte ends with a shorter step (the packing's last values are not read).
+
+A bias add and an activation after the product fold into it (glow-fuse-activations: the op is a producer whose
+bias is operand 4): the bias is added to each tile before its last store, the activation runs in place after
+the kernel as one elementwise pass.
 """
 
 from __future__ import annotations
@@ -40,15 +44,17 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu.int8_gemm import carried_loop, signless, store_lanes, vector_type
 from glow_mlir.backends.cpu.vector_body import splat
 from glow_mlir.codegen.builders import index
+from glow_mlir.codegen.math import activate
 from glow_mlir.codegen.table import fail, lowering
 from glow_mlir.opdefs import reference as ref
 from glow_mlir.opdefs import shapes
-from glow_mlir.opdefs.base import Attr, IrDef, OpDef, define
+from glow_mlir.opdefs.base import Attr, IrDef, OpDef, Producer, define
+from glow_mlir.opdefs.nn import ACTIVATION
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.registry import register
 
 LANES = 16
-OPERANDS = ("input", "packed", "scales", "zeros")
+OPERANDS = ("input", "packed", "scales", "zeros", "bias")
 # Steps of K per dequantized panel (prompts): [256, 32] f32, 32 KiB.
 PANEL_K = 256
 # Rows from which a product dequantizes W into panels rather than in each row tile's registers.
@@ -75,7 +81,7 @@ def lanes(v: np.ndarray) -> np.ndarray:
 
 def _unpacked(a: Sequence[np.ndarray], bits: int, n: int) -> list[np.ndarray]:
     """matmul_nbits' weight, scales and zeros [N, ...] of the kernel's packed, scales and zeros."""
-    packed, scales, zeros = a[1:]
+    packed, scales, zeros = a[1:4]
     blocks = scales.shape[1]
     zeros = np.broadcast_to(zeros, scales.shape)
     columns = [x.transpose(0, 2, 1).reshape(-1, x.shape[1])[:n] for x in (packed, scales, zeros)]
@@ -85,11 +91,12 @@ def _unpacked(a: Sequence[np.ndarray], bits: int, n: int) -> list[np.ndarray]:
 def _evaluate(op: ir.Operation, a: list[np.ndarray]) -> np.ndarray:
     bits, n = (ir.IntegerAttr(op.attributes[key]).value for key in ("bits", "columns"))
     q, scales, zeros = _unpacked(a, bits, n)
-    return ref.matmul(op, [a[0], ref.dequantize_blocks(q, scales, zeros, bits, a[0].shape[1])])
+    y = ref.matmul(op, [a[0], ref.dequantize_blocks(q, scales, zeros, bits, a[0].shape[1])]).astype(np.float32)
+    return ref.activation(op, y + a[4])
 
 
 def _shape(o: Sequence[tuple[int, ...]], a: dict[str, object], _: object) -> tuple[int, int]:
-    input, packed, scales, zeros = o
+    input, packed, scales, zeros, bias = o
     shapes.rank(input, 2, "input")
     bits, n = a["bits"], a["columns"]
     assert isinstance(bits, int) and isinstance(n, int)
@@ -100,6 +107,7 @@ def _shape(o: Sequence[tuple[int, ...]], a: dict[str, object], _: object) -> tup
     shapes.require(tuple(scales) == (groups, blocks, LANES) and tuple(zeros) in ((), tuple(scales)),
                    f"scales {shapes.fmt(scales)} and zeros {shapes.fmt(zeros)} are not [{groups}, blocks, {LANES}] "
                    "(zeros also [])")
+    shapes.require(tuple(bias) == (n,), f"bias {shapes.fmt(bias)} is not [N] = [{n}]")
     block = packed[1] // blocks * 8 // bits
     shapes.require(blocks * block >= input[1] > (blocks - 1) * block,
                    f"K = {input[1]} does not end in the last of {blocks} blocks of {block}")
@@ -107,21 +115,23 @@ def _shape(o: Sequence[tuple[int, ...]], a: dict[str, object], _: object) -> tup
 
 
 def _types(operands: Sequence[str], _: str | None) -> str:
-    if tuple(operands) != ("f32", "ui8", "f32", "f32"):
-        raise shapes.ShapeError(f"operands must be f32, ui8, f32, f32, got {', '.join(operands)}")
+    if tuple(operands) != ("f32", "ui8", "f32", "f32", "f32"):
+        raise shapes.ShapeError(f"operands must be f32, ui8, f32, f32, f32, got {', '.join(operands)}")
     return "f32"
 
 
 define(OpDef(
     "cpu_matmul_nbits",
     "CPU backend: glow.matmul_nbits on weights packed for its kernel: packed [ceil(N/16), bytes, 16], scales and "
-    "zeros [ceil(N/16), blocks, 16] (or one zero point, rank 0) (backends/cpu/nbits.py); `columns` is N.",
-    OPERANDS, attrs=(("bits", Attr.INT), ("columns", Attr.INT)), backend="cpu", shape=_shape, types=_types,
-    evaluate=_evaluate,
+    "zeros [ceil(N/16), blocks, 16] (or one zero point, rank 0) (backends/cpu/nbits.py); `columns` is N; bias [N] "
+    "and the activation are fused (glow-fuse-activations).",
+    OPERANDS, attrs=(("bits", Attr.INT), ("columns", Attr.INT), *ACTIVATION), backend="cpu", shape=_shape,
+    types=_types, evaluate=_evaluate, producer=Producer("glow.cpu_matmul_nbits", 1, bias_operand=4),
     ir=IrDef(
-        "cpu_matmul_nbits", (("dest", "out"), *((name, "in") for name in OPERANDS)), attrs=("bits", "columns"),
-        graph="cpu_matmul_nbits",
-        doc="CPU backend: dest = input x W, W dequantized in registers from packed 2-, 4- or 8-bit values.",
+        "cpu_matmul_nbits", (("dest", "out"), *((name, "in") for name in OPERANDS)),
+        attrs=("bits", "columns", "activation", "activationArgs"), graph="cpu_matmul_nbits",
+        doc="CPU backend: dest = activation(input x W + bias), W dequantized in registers from packed 2-, 4- or "
+        "8-bit values.",
     ),
 ))  # fmt: skip
 
@@ -140,9 +150,11 @@ def nbits_matmul(op: ir.Operation) -> ir.Value | None:
         byte_type = ops.tensor_type(packed.shape, ops.element_type(op.operands[1]))
         operands = [op.operands[0], g.materialize(packed, byte_type)]
         uniform = zeros.size and np.all(zeros == zeros.flat[0])
-        for v in (lanes(scales), np.array(zeros.flat[0], np.float32) if uniform else lanes(zeros)):
+        for v in (lanes(scales), np.array(zeros.flat[0], np.float32) if uniform else lanes(zeros),
+                  np.zeros(q.shape[0], np.float32)):  # fmt: skip
             operands.append(g.materialize(v, ops.tensor_type(v.shape, f32), prefer_splat=False))
-        attrs = {"bits": op.attributes["bits"], "columns": ops.i64(q.shape[0])}
+        attrs = {"bits": op.attributes["bits"], "columns": ops.i64(q.shape[0]), "activation": ir.StringAttr.get("none"),
+                 "activationArgs": ir.DenseF32ArrayAttr.get([])}  # fmt: skip
         return g.make("glow.cpu_matmul_nbits", operands, op.results[0].type, attrs)
 
 
@@ -156,7 +168,8 @@ class _Kernel:
     """The buffers, types and tile emitters of one cpu_matmul_nbits (module docstring)."""
 
     def __init__(self, op: ir.Operation) -> None:
-        self.dest, self.src, packed, self.scales, self.zeros = op.operands
+        self.op = op
+        self.dest, self.src, packed, self.scales, self.zeros, self.bias = op.operands
         self.packed = signless(packed)
         self.bits = ir.IntegerAttr(op.attributes["bits"]).value
         self.m, self.k = ops.shape(self.src)
@@ -254,8 +267,9 @@ class _Kernel:
         last = -(-self.n // LANES) - 1
         for j, column in enumerate(columns):
             at = arith.muli(column, index(LANES))
+            bias = self.load(self.bias, [], at, column, last)
             for i, row in enumerate(row_index):
-                self.store(accs[i * cb + j], row, at, column, last)
+                self.store(arith.addf(accs[i * cb + j], bias), row, at, column, last)
 
     def store(self, value: ir.Value, row: ir.Value, at: ir.Value, column: ir.Value, last: int) -> None:
         """16 columns from `at`, or the last block's N % 16 when `column` is the last block (a run-time test only
@@ -348,31 +362,33 @@ class _Kernel:
                 vector.store(w, panel, [arith.subi(k, k0), index(j * LANES)])
             return []
 
-        def step(first: ir.Value, count: int, start: bool) -> None:
+        def step(first: ir.Value, count: int, start: bool, finish: bool) -> None:
             k0 = arith.muli(first, index(self.block))
             self.blocks([], first, count, lambda carried, b, steps: self.kblock(
                 carried, columns, b, steps, lambda c, k, w: fill(c, k, w, k0)))
-            self.panel_rows(panel, k0, count, rows, columns, last, start)
+            self.panel_rows(panel, k0, count, rows, columns, last, start, finish)
 
-        # The first chunk's tiles start from zeros; the others add to what the result holds.
+        # The first chunk's tiles start from zeros, the others add to what the result holds, the last adds the bias.
         sizes = [chunk] * (self.k // chunk) + ([self.k % chunk] if self.k % chunk else [])
-        step(index(0), sizes[0], True)
-        whole = len(sizes) - 1 - (1 if self.k % chunk else 0)
-        if whole:
-            loop = scf.ForOp(index(1), index(1 + whole), index(1))
+        step(index(0), sizes[0], True, len(sizes) == 1)
+        if len(sizes) > 2:
+            loop = scf.ForOp(index(1), index(len(sizes) - 1), index(1))
             with ir.InsertionPoint(loop.body):
-                step(arith.muli(loop.induction_variable, index(chunk // self.block)), chunk, False)
+                step(arith.muli(loop.induction_variable, index(chunk // self.block)), chunk, False, False)
                 scf.YieldOp([])
-        if len(sizes) > 1 and self.k % chunk:
-            step(index((len(sizes) - 1) * chunk // self.block), sizes[-1], False)
+        if len(sizes) > 1:
+            step(index((len(sizes) - 1) * chunk // self.block), sizes[-1], False, True)
 
     def panel_rows(self, panel: ir.Value, k0: ir.Value, count: int, rows: int, columns: list[ir.Value],
-                   last: int, start: bool) -> None:  # fmt: skip
-        """Every row tile adds src[rows, k0:k0 + count] x panel[:count] to its result (`start`: sets it)."""
+                   last: int, start: bool, finish: bool) -> None:  # fmt: skip
+        """Every row tile adds src[rows, k0:k0 + count] x panel[:count] to its result (`start`: sets it;
+        `finish`: adds the bias too)."""
+        biases = [self.load(self.bias, [], arith.muli(c, index(LANES)), c, last) for c in columns] if finish else []
+
         def tile(row0: ir.Value, rows: int) -> None:
             row_index = [arith.addi(row0, index(i)) for i in range(rows)]
             ats = [arith.muli(c, index(LANES)) for c in columns]
-            accs = [self.zero if start else self.load(row, at, c, last)
+            accs = [self.zero if start else self.load(self.dest, [row], at, c, last)
                     for row in row_index for at, c in zip(ats, columns, strict=True)]  # fmt: skip
 
             def k_step(carried: list[ir.Value], kk: ir.Value) -> list[ir.Value]:
@@ -387,7 +403,8 @@ class _Kernel:
             accs = carried_loop(accs, count, k_step)
             for i, row in enumerate(row_index):
                 for j, (at, c) in enumerate(zip(ats, columns, strict=True)):
-                    self.store(accs[i * len(columns) + j], row, at, c, last)
+                    value = accs[i * len(columns) + j]
+                    self.store(arith.addf(value, biases[j]) if finish else value, row, at, c, last)
 
         full = self.m // rows
         if full:
@@ -398,18 +415,19 @@ class _Kernel:
         if self.m % rows:
             tile(index(full * rows), self.m % rows)
 
-    def load(self, row: ir.Value, at: ir.Value, column: ir.Value, last: int) -> ir.Value:
-        """The result's 16 columns from `at` (the last block's N % 16, zeros beyond, when `column` is it)."""
+    def load(self, buffer: ir.Value, rows: list[ir.Value], at: ir.Value, column: ir.Value, last: int) -> ir.Value:
+        """16 columns from `at` of `buffer` (the result at `rows`, or the bias); the last block's N % 16, zeros
+        beyond, when `column` is it."""
         width = self.n % LANES
         if not width:
-            return vector.load(self.floats, self.dest, [row, at])
+            return vector.load(self.floats, buffer, [*rows, at])
         mask = vector.constant_mask(vector_type(LANES, ir.IntegerType.get_signless(1)), [width])
         is_last = arith.cmpi(arith.CmpIPredicate.eq, column, index(last))
         branch = scf.IfOp(is_last, [self.floats], has_else=True)
         with ir.InsertionPoint(branch.then_block):
-            scf.YieldOp([vector.maskedload(self.floats, self.dest, [row, at], mask, self.zero)])
+            scf.YieldOp([vector.maskedload(self.floats, buffer, [*rows, at], mask, self.zero)])
         with ir.InsertionPoint(branch.else_block):
-            scf.YieldOp([vector.load(self.floats, self.dest, [row, at])])
+            scf.YieldOp([vector.load(self.floats, buffer, [*rows, at])])
         return branch.results[0]
 
 
@@ -431,3 +449,5 @@ def _cpu_matmul_nbits(op: ir.Operation) -> None:
         kernel.panels(*tile)
     else:
         kernel.columns(*tile)
+    # The fused activation as one elementwise pass in place (the vector recipes schedule it).
+    activate(op, kernel.dest)

@@ -118,11 +118,10 @@ def matmul_nbits(b: Body) -> None:
                 b.add("Reshape", [b.input(1), b.constant([n, blocks, block * bits // 8], i64)]),
                 b.add("Reshape", [b.input(2), b.constant([n, blocks], i64)]), zeros]  # fmt: skip
     product = b.add("MatMulNBits", operands, domain=GLOW_DOMAIN, bits=bits)
-    shape = b.constant([*b.dims(0)[:-1], n], i64)
-    if not b.input(5):
-        b.add("Reshape", [product, shape], [b.output(0)])
-        return
-    b.add("Add", [b.add("Reshape", [product, shape]), b.input(5)], [b.output(0)])
+    if b.input(5):
+        # Added to the [M, N] product, where glow-fuse-activations folds it into the CPU's kernel.
+        product = b.add("Add", [product, b.input(5)])
+    b.add("Reshape", [product, b.constant([*b.dims(0)[:-1], n], i64)], [b.output(0)])
 
 
 @handles_glow("MatMulNBits")

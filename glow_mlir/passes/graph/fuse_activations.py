@@ -313,7 +313,7 @@ def _scaled(weights: np.ndarray, factor: np.ndarray) -> np.ndarray:
 
 def _fold_bias_add(op: ir.Operation, table: dict[str, Producer]) -> ir.Operation | None:
     """op + (constant per channel) -> op with its constant bias increased by it; returns the new op."""
-    axis = table[op.name].channel_axis
+    axis, at = table[op.name].channel_axis, table[op.name].bias_operand
     result = op.results[0]
     if axis is None or not g.has_one_use(result):
         return None
@@ -324,14 +324,16 @@ def _fold_bias_add(op: ir.Operation, table: dict[str, Producer]) -> ir.Operation
     if other == result:
         return None
     per_channel = g.channel_vector(other, axis)
-    bias = g.constant_array(op.operands[2])
+    bias = g.constant_array(op.operands[at])
     if per_channel is None or bias is None:
         return None
     with ir.InsertionPoint(add), ir.Location.fused([op.location, add.location]):
         new_bias = g.materialize(
-            bias.astype(np.float64) + per_channel.astype(np.float64), op.operands[2].type, prefer_splat=False
+            bias.astype(np.float64) + per_channel.astype(np.float64), op.operands[at].type, prefer_splat=False
         )
-        new = g.make(op.name, [op.operands[0], op.operands[1], new_bias], result.type, g.attributes(op))
+        operands = list(op.operands)
+        operands[at] = new_bias
+        new = g.make(op.name, operands, result.type, g.attributes(op))
     g.replace(add, new)
     return g.producer(new)
 

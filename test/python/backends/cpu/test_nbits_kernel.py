@@ -82,6 +82,25 @@ def test_positive_activations() -> None:
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("m", [2, 20])
+def test_bias_and_activation_fused(m: int) -> None:
+    """A bias add and a tanh after the product run in its kernel (the bias before its stores, decoding tiles and
+    panels; the activation in place after it)."""
+    k, n = 96, 40
+    q, scales, zeros = _operands(k, n, 4, 32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    g = Graph("fused")
+    product = g.matmul_nbits(g.input("a", (m, k)), q, scales, zeros, bits=4)
+    g.output("y", g.tanh(g.add(product, g.broadcast(bias, (m, n), 1))))
+    with glow_mlir.compile(g, keep_ir=True, cache=False) as compiled:
+        got = compiled.run({"a": a})["y"]
+        fused = compiled.ir("glow-fuse-activations")
+    assert 'activation = "tanh"' in fused and "glow.add" not in fused and "glow.tanh" not in fused
+    product64 = a.astype(np.float64) @ ref.dequantize_blocks(q, scales, zeros, 4, k).astype(np.float64)
+    np.testing.assert_allclose(got, np.tanh(product64 + bias), rtol=1e-4, atol=1e-5)
+
+
 def test_runtime_weight_takes_the_lowering_rule() -> None:
     got, want, text = _compiled(3, 40, 20, 4, 16, weight_input=True)
     assert "glow.matmul_nbits" in text and "glow.cpu_matmul_nbits" not in text
