@@ -1027,7 +1027,7 @@ irdl.dialect @glow {
     irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode}
   }
 
-  // CPU backend: glow.matmul_nbits on weights packed for its kernel: packed [ceil(N/16), bytes, 16], scales and zeros [ceil(N/16), blocks, 16] (or one zero point, rank 0) (backends/cpu/nbits.py); `columns` is N; bias [N] and the activation are fused (glow-fuse-activations).
+  // CPU backend: glow.matmul_nbits on weights packed for its kernel: packed [ceil(N/W), bytes, W], scales and zeros [ceil(N/W), blocks, W] (or one zero point, rank 0) for W a multiple of 16 (backends/cpu/nbits.py); `columns` is N; bias [N] and the activation are fused (glow-fuse-activations).
   irdl.operation @cpu_matmul_nbits {
     %input = irdl.base "!builtin.tensor"
     %packed = irdl.base "!builtin.tensor"

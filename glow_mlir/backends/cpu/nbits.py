@@ -6,13 +6,16 @@ packed values, read once per token by a decoding step (an int4 LLaMA's step read
 80 MB), and held in memory once per specialization. The kernel reads the packed values instead and
 dequantizes them in registers, so the weights stay at their size in memory and in the product.
 
-Layout (glow-cpu-nbits packs it from the constants at compile time): `packed` [ceil(N/16), bytes, 16] holds at
-[c, j, l] the byte j of column 16 c + l of the source's rows (its values for k = j x (8 / bits) + t at bits
-t x bits, lowest first, as MatMulNBits stores them), so one 16-byte load gives 16 columns' values of 8 / bits
-steps of K; `scales` and `zeros` [ceil(N/16), blocks, 16] are the blocks' scale and zero point per column
-(0 in the columns past N, whose lanes the kernel computes and does not store); zero points all equal (the
-default 2^(bits - 1) of symmetric exports) are one rank-0 `zeros`, which takes a sixth of a 4-bit W's bytes off
-every product (values 1/2 byte, scale and zero point 4 bytes each per 32 values).
+Layout (glow-cpu-nbits packs it from the constants at compile time, for the register tile of the product's M):
+`packed` [ceil(N/W), bytes, W], W = 16 x the tile's column blocks, holds at [g, j, l] the byte j of column
+W g + l of the source's rows (its values for k = j x (8 / bits) + t at bits t x bits, lowest first, as
+MatMulNBits stores them), so a tile reads one stream of whole cache lines (a decoding tile's 4 x 16 bytes per
+byte of K: 16 columns per stream, 4 streams, had read DRAM at 16-17 GB/s; one stream: the int4 LLaMA's step
+1.42x) and one 16-byte load gives 16 columns' values of 8 / bits steps of K; `scales` and `zeros`
+[ceil(N/W), blocks, W] are the blocks' scale and zero point per column (0 in the columns past N, whose lanes
+the kernel computes and does not store); zero points all equal (the default 2^(bits - 1) of symmetric exports)
+are one rank-0 `zeros`, which takes a sixth of a 4-bit W's bytes off every product (values 1/2 byte, scale and
+zero point 4 bytes each per 32 values).
 
 Kernel: column groups of `cb` 16-column blocks outside, tiles of `rows` rows inside (8 x 2 accumulators,
 1-2 x 4 for decoding steps), and per block of K its `cb` scales and -zero x scale, then per byte of K its `cb`
@@ -23,7 +26,8 @@ scale x (the row's sum of the block's activations, `block_sums`, once per call):
 one per value (87-96 -> 110-112 GFLOP/s at one row, 2.2x the float kernel on the folded W; within an f32
 rounding of the definition's sum). From PANEL_ROWS rows on (prompts), W = value x scale - zero x scale (one FMA,
 exact where zero x scale is, as for the default zero point 2^(bits - 1)) is written once per column group and
-chunk of PANEL_K steps of K into an f32 panel in L1, which each row tile reads as the float GEMM reads its
+chunk of PANEL_K steps of K into an f32 panel in L1 (one copy of the code for every chunk: the first sets the
+result, the last adds the bias, by run-time tests), which each row tile reads as the float GEMM reads its
 packed W (224-238 GFLOP/s at 64 rows, the float kernel's 206-243; in each row tile's registers it was 209). A K
 that ends inside a block or a byte ends with a shorter step (the packing's last values are not read).
 
@@ -35,6 +39,7 @@ the kernel as one elementwise pass.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from mlir import ir
@@ -59,24 +64,32 @@ OPERANDS = ("input", "packed", "scales", "zeros", "bias")
 PANEL_K = 256
 # Rows from which a product dequantizes W into panels rather than in each row tile's registers.
 PANEL_ROWS = 16
+
+
+class Column(NamedTuple):
+    """A 16-column block of the result (`block`: its index) and where the packing holds it: group, first lane."""
+
+    block: ir.Value
+    group: ir.Value
+    lane: int
+
+
 # A consumer of one K step's dequantized weights: (carried values, k, weights) -> the next carried values.
 Consume = Callable[[list[ir.Value], ir.Value, list[ir.Value]], list[ir.Value]]
 
 
-def pack(q: np.ndarray) -> np.ndarray:
-    """MatMulNBits' bytes [N, blocks, size] as the kernel's [ceil(N/16), blocks x size, 16] (module docstring)."""
-    n = q.shape[0]
-    flat = np.zeros((-(-n // LANES) * LANES, q.shape[1] * q.shape[2]), np.uint8)
-    flat[:n] = q.reshape(n, -1)
-    return np.ascontiguousarray(flat.reshape(-1, LANES, flat.shape[1]).transpose(0, 2, 1))
+def pack(q: np.ndarray, width: int) -> np.ndarray:
+    """MatMulNBits' bytes [N, blocks, size] as the kernel's [ceil(N / width), blocks x size, width] (module
+    docstring)."""
+    return grouped(q.reshape(q.shape[0], -1), width)
 
 
-def lanes(v: np.ndarray) -> np.ndarray:
-    """Per-column values [N, blocks] as [ceil(N/16), blocks, 16], 0 past N."""
+def grouped(v: np.ndarray, width: int) -> np.ndarray:
+    """Per-column rows [N, R] as [ceil(N / width), R, width], 0 past N: a group's `width` columns side by side."""
     n = v.shape[0]
-    wide = np.zeros((-(-n // LANES) * LANES, v.shape[1]), np.float32)
+    wide = np.zeros((-(-n // width) * width, v.shape[1]), v.dtype)
     wide[:n] = v
-    return np.ascontiguousarray(wide.reshape(-1, LANES, v.shape[1]).transpose(0, 2, 1))
+    return np.ascontiguousarray(wide.reshape(-1, width, v.shape[1]).transpose(0, 2, 1))
 
 
 def _unpacked(a: Sequence[np.ndarray], bits: int, n: int) -> list[np.ndarray]:
@@ -101,11 +114,12 @@ def _shape(o: Sequence[tuple[int, ...]], a: dict[str, object], _: object) -> tup
     bits, n = a["bits"], a["columns"]
     assert isinstance(bits, int) and isinstance(n, int)
     shapes.require(bits in (2, 4, 8), f"bits must be 2, 4 or 8, got {bits}")
-    groups, blocks = -(-n // LANES), scales[1] if len(scales) == 3 else 0
-    shapes.require(len(packed) == 3 and packed[0] == groups and packed[2] == LANES and blocks and
-                   packed[1] % blocks == 0, f"packed {shapes.fmt(packed)} is not [{groups}, bytes, {LANES}]")
-    shapes.require(tuple(scales) == (groups, blocks, LANES) and tuple(zeros) in ((), tuple(scales)),
-                   f"scales {shapes.fmt(scales)} and zeros {shapes.fmt(zeros)} are not [{groups}, blocks, {LANES}] "
+    width = packed[2] if len(packed) == 3 and packed[2] % LANES == 0 and packed[2] else LANES
+    groups, blocks = -(-n // width), scales[1] if len(scales) == 3 else 0
+    shapes.require(len(packed) == 3 and packed[0] == groups and packed[2] == width and blocks and
+                   packed[1] % blocks == 0, f"packed {shapes.fmt(packed)} is not [{groups}, bytes, {width}]")
+    shapes.require(tuple(scales) == (groups, blocks, width) and tuple(zeros) in ((), tuple(scales)),
+                   f"scales {shapes.fmt(scales)} and zeros {shapes.fmt(zeros)} are not [{groups}, blocks, {width}] "
                    "(zeros also [])")
     shapes.require(tuple(bias) == (n,), f"bias {shapes.fmt(bias)} is not [N] = [{n}]")
     block = packed[1] // blocks * 8 // bits
@@ -122,8 +136,9 @@ def _types(operands: Sequence[str], _: str | None) -> str:
 
 define(OpDef(
     "cpu_matmul_nbits",
-    "CPU backend: glow.matmul_nbits on weights packed for its kernel: packed [ceil(N/16), bytes, 16], scales and "
-    "zeros [ceil(N/16), blocks, 16] (or one zero point, rank 0) (backends/cpu/nbits.py); `columns` is N; bias [N] "
+    "CPU backend: glow.matmul_nbits on weights packed for its kernel: packed [ceil(N/W), bytes, W], scales and "
+    "zeros [ceil(N/W), blocks, W] (or one zero point, rank 0) for W a multiple of 16 (backends/cpu/nbits.py); "
+    "`columns` is N; bias [N] "
     "and the activation are fused (glow-fuse-activations).",
     OPERANDS, attrs=(("bits", Attr.INT), ("columns", Attr.INT), *ACTIVATION), backend="cpu", shape=_shape,
     types=_types, evaluate=_evaluate, producer=Producer("glow.cpu_matmul_nbits", 1, bias_operand=4),
@@ -145,12 +160,14 @@ def nbits_matmul(op: ir.Operation) -> ir.Value | None:
         return None
     q, scales, zeros = arrays
     assert q is not None and scales is not None and zeros is not None
-    packed, f32 = pack(q), ir.F32Type.get()
+    # A group is the register tile's columns, so that a tile reads one stream of whole cache lines.
+    width = LANES * register_tile(ops.shape(op.operands[0])[0], -(-q.shape[0] // LANES))[1]
+    packed, f32 = pack(q, width), ir.F32Type.get()
     with ir.InsertionPoint(op), op.location:
         byte_type = ops.tensor_type(packed.shape, ops.element_type(op.operands[1]))
         operands = [op.operands[0], g.materialize(packed, byte_type)]
         uniform = zeros.size and np.all(zeros == zeros.flat[0])
-        for v in (lanes(scales), np.array(zeros.flat[0], np.float32) if uniform else lanes(zeros),
+        for v in (grouped(scales, width), np.array(zeros.flat[0], np.float32) if uniform else grouped(zeros, width),
                   np.zeros(q.shape[0], np.float32)):  # fmt: skip
             operands.append(g.materialize(v, ops.tensor_type(v.shape, f32), prefer_splat=False))
         attrs = {"bits": op.attributes["bits"], "columns": ops.i64(q.shape[0]), "activation": ir.StringAttr.get("none"),
@@ -171,6 +188,7 @@ class _Kernel:
         self.op = op
         self.dest, self.src, packed, self.scales, self.zeros, self.bias = op.operands
         self.packed = signless(packed)
+        self.width = ops.shape(packed)[2]
         self.bits = ir.IntegerAttr(op.attributes["bits"]).value
         self.m, self.k = ops.shape(self.src)
         self.n = ops.shape(self.dest)[1]
@@ -183,11 +201,16 @@ class _Kernel:
         self.bytes = vector_type(LANES, ir.IntegerType.get_signless(8))
         self.zero = splat(self.floats, ir.FloatAttr.get(self.f32, 0.0))
 
-    def zero_point(self, column: ir.Value, b: ir.Value) -> ir.Value:
-        """Block `b`'s zero points of the 16 columns of block `column` (or the one zero point, broadcast)."""
+    def zero_point(self, column: Column, b: ir.Value) -> ir.Value:
+        """Block `b`'s zero points of the 16 columns of `column` (or the one zero point, broadcast)."""
         if not ops.shape(self.zeros):
             return vector.broadcast(self.floats, memref.load(self.zeros, []))
-        return vector.load(self.floats, self.zeros, [column, b, index(0)])
+        return vector.load(self.floats, self.zeros, [column.group, b, index(column.lane)])
+
+    def group_columns(self, block0: ir.Value, cb: int) -> list[Column]:
+        """The `cb` column blocks from `block0`, the first of a group of the packing."""
+        group = arith.divui(block0, index(self.width // LANES))
+        return [Column(arith.addi(block0, index(j)), group, j * LANES) for j in range(cb)]
 
     def int_splat(self, value: int) -> ir.Value:
         return splat(self.ints, ir.IntegerAttr.get(self.i32, value))
@@ -242,7 +265,7 @@ class _Kernel:
 
     def tile(self, row0: ir.Value, rows: int, block0: ir.Value, cb: int) -> None:
         row_index = [arith.addi(row0, index(i)) for i in range(rows)]
-        columns = [arith.addi(block0, index(j)) for j in range(cb)]
+        columns = self.group_columns(block0, cb)
 
         def fma(carried: list[ir.Value], k: ir.Value, values: list[ir.Value]) -> list[ir.Value]:
             out = []
@@ -266,10 +289,10 @@ class _Kernel:
         accs = self.blocks([self.zero] * (rows * cb), index(0), self.k, block)
         last = -(-self.n // LANES) - 1
         for j, column in enumerate(columns):
-            at = arith.muli(column, index(LANES))
-            bias = self.load(self.bias, [], at, column, last)
+            at = arith.muli(column.block, index(LANES))
+            bias = self.load(self.bias, [], at, column.block, last)
             for i, row in enumerate(row_index):
-                self.store(arith.addf(accs[i * cb + j], bias), row, at, column, last)
+                self.store(arith.addf(accs[i * cb + j], bias), row, at, column.block, last)
 
     def store(self, value: ir.Value, row: ir.Value, at: ir.Value, column: ir.Value, last: int) -> None:
         """16 columns from `at`, or the last block's N % 16 when `column` is the last block (a run-time test only
@@ -288,12 +311,12 @@ class _Kernel:
             vector.store(value, self.dest, [row, at])
             scf.YieldOp([])
 
-    def factors(self, columns: list[ir.Value], b: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
+    def factors(self, columns: list[Column], b: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
         """Block `b`'s scales and -zero x scale for the 16 columns of each of `columns`."""
-        scales = [vector.load(self.floats, self.scales, [c, b, index(0)]) for c in columns]
+        scales = [vector.load(self.floats, self.scales, [c.group, b, index(c.lane)]) for c in columns]
         return scales, [arith.negf(arith.mulf(self.zero_point(c, b), s)) for c, s in zip(columns, scales, strict=True)]
 
-    def values(self, carried: list[ir.Value], columns: list[ir.Value], b: ir.Value, count: int,
+    def values(self, carried: list[ir.Value], columns: list[Column], b: ir.Value, count: int,
                consume: Consume) -> list[ir.Value]:  # fmt: skip
         """The `count` steps of K of block `b`, a loop over its bytes whose values as f32 (16 columns of each of
         `columns`) `consume(carried, k, values)` takes."""
@@ -301,7 +324,8 @@ class _Kernel:
 
         def byte(carried: list[ir.Value], j: ir.Value, count: int = self.per) -> list[ir.Value]:
             at = arith.addi(first, j)
-            raw = [arith.extui(self.ints, vector.load(self.bytes, self.packed, [c, at, index(0)])) for c in columns]
+            raw = [arith.extui(self.ints, vector.load(self.bytes, self.packed, [c.group, at, index(c.lane)]))
+                   for c in columns]  # fmt: skip
             k0 = arith.muli(at, index(self.per))
             for t in range(count):
                 values = []
@@ -318,7 +342,7 @@ class _Kernel:
             carried = byte(carried, index(count // self.per), count % self.per)
         return carried
 
-    def kblock(self, carried: list[ir.Value], columns: list[ir.Value], b: ir.Value, count: int,
+    def kblock(self, carried: list[ir.Value], columns: list[Column], b: ir.Value, count: int,
                consume: Consume) -> list[ir.Value]:  # fmt: skip
         """`values` of block `b` dequantized, W = value x scale - zero x scale, for `consume`."""
         scales, offsets = self.factors(columns, b)
@@ -354,7 +378,7 @@ class _Kernel:
             self.panel_group(panel, chunk, index(groups * cb), rows, blocks16 % cb)
 
     def panel_group(self, panel: ir.Value, chunk: int, block0: ir.Value, rows: int, cb: int) -> None:
-        columns = [arith.addi(block0, index(j)) for j in range(cb)]
+        columns = self.group_columns(block0, cb)
         last = -(-self.n // LANES) - 1
 
         def fill(_: list[ir.Value], k: ir.Value, weights: list[ir.Value], k0: ir.Value) -> list[ir.Value]:
@@ -362,34 +386,47 @@ class _Kernel:
                 vector.store(w, panel, [arith.subi(k, k0), index(j * LANES)])
             return []
 
-        def step(first: ir.Value, count: int, start: bool, finish: bool) -> None:
+        chunks = -(-self.k // chunk)
+
+        def step(number: ir.Value, count: int) -> None:
+            first = arith.muli(number, index(chunk // self.block))
             k0 = arith.muli(first, index(self.block))
             self.blocks([], first, count, lambda carried, b, steps: self.kblock(
                 carried, columns, b, steps, lambda c, k, w: fill(c, k, w, k0)))
+            start = arith.cmpi(arith.CmpIPredicate.eq, number, index(0))
+            finish = arith.cmpi(arith.CmpIPredicate.eq, number, index(chunks - 1))
             self.panel_rows(panel, k0, count, rows, columns, last, start, finish)
 
-        # The first chunk's tiles start from zeros, the others add to what the result holds, the last adds the bias.
-        sizes = [chunk] * (self.k // chunk) + ([self.k % chunk] if self.k % chunk else [])
-        step(index(0), sizes[0], True, len(sizes) == 1)
-        if len(sizes) > 2:
-            loop = scf.ForOp(index(1), index(len(sizes) - 1), index(1))
+        # Whole chunks in a loop, then the rest; the first sets the result, the last adds the bias.
+        whole = self.k // chunk
+        if whole:
+            loop = scf.ForOp(index(0), index(whole), index(1))
             with ir.InsertionPoint(loop.body):
-                step(arith.muli(loop.induction_variable, index(chunk // self.block)), chunk, False, False)
+                step(loop.induction_variable, chunk)
                 scf.YieldOp([])
-        if len(sizes) > 1:
-            step(index((len(sizes) - 1) * chunk // self.block), sizes[-1], False, True)
+        if self.k % chunk:
+            step(index(whole), self.k % chunk)
 
-    def panel_rows(self, panel: ir.Value, k0: ir.Value, count: int, rows: int, columns: list[ir.Value],
-                   last: int, start: bool, finish: bool) -> None:  # fmt: skip
-        """Every row tile adds src[rows, k0:k0 + count] x panel[:count] to its result (`start`: sets it;
-        `finish`: adds the bias too)."""
-        biases = [self.load(self.bias, [], arith.muli(c, index(LANES)), c, last) for c in columns] if finish else []
+    def panel_rows(self, panel: ir.Value, k0: ir.Value, count: int, rows: int, columns: list[Column],
+                   last: int, start: ir.Value, finish: ir.Value) -> None:  # fmt: skip
+        """Every row tile adds src[rows, k0:k0 + count] x panel[:count] to its result (where `start` holds: sets
+        it; where `finish` holds: adds the bias too; run-time tests, one copy of the code for every chunk)."""
+        blocks = [c.block for c in columns]
+        biases = [arith.select(finish, self.load(self.bias, [], arith.muli(c, index(LANES)), c, last), self.zero)
+                  for c in blocks]  # fmt: skip
+
+        def initial(row: ir.Value, at: ir.Value, c: ir.Value) -> ir.Value:
+            branch = scf.IfOp(start, [self.floats], has_else=True)
+            with ir.InsertionPoint(branch.then_block):
+                scf.YieldOp([self.zero])
+            with ir.InsertionPoint(branch.else_block):
+                scf.YieldOp([self.load(self.dest, [row], at, c, last)])
+            return branch.results[0]
 
         def tile(row0: ir.Value, rows: int) -> None:
             row_index = [arith.addi(row0, index(i)) for i in range(rows)]
-            ats = [arith.muli(c, index(LANES)) for c in columns]
-            accs = [self.zero if start else self.load(self.dest, [row], at, c, last)
-                    for row in row_index for at, c in zip(ats, columns, strict=True)]  # fmt: skip
+            ats = [arith.muli(c, index(LANES)) for c in blocks]
+            accs = [initial(row, at, c) for row in row_index for at, c in zip(ats, blocks, strict=True)]
 
             def k_step(carried: list[ir.Value], kk: ir.Value) -> list[ir.Value]:
                 weights = [vector.load(self.floats, panel, [kk, index(j * LANES)]) for j in range(len(columns))]
@@ -402,9 +439,8 @@ class _Kernel:
 
             accs = carried_loop(accs, count, k_step)
             for i, row in enumerate(row_index):
-                for j, (at, c) in enumerate(zip(ats, columns, strict=True)):
-                    value = accs[i * len(columns) + j]
-                    self.store(arith.addf(value, biases[j]) if finish else value, row, at, c, last)
+                for j, (at, c) in enumerate(zip(ats, blocks, strict=True)):
+                    self.store(arith.addf(accs[i * len(columns) + j], biases[j]), row, at, c, last)
 
         full = self.m // rows
         if full:
@@ -444,10 +480,11 @@ def _cpu_matmul_nbits(op: ir.Operation) -> None:
     kernel = _Kernel(op)
     if ops.shape(kernel.dest) != (kernel.m, kernel.n):
         raise fail(op, f"dest {list(ops.shape(kernel.dest))} is not [{kernel.m}, {kernel.n}]")
-    tile = register_tile(kernel.m, -(-kernel.n // LANES))
+    # The packing's groups are the tiles' columns (glow-cpu-nbits packs them as `register_tile` says).
+    rows, cb = register_tile(kernel.m, -(-kernel.n // LANES))[0], kernel.width // LANES
     if kernel.m >= PANEL_ROWS:
-        kernel.panels(*tile)
+        kernel.panels(rows, cb)
     else:
-        kernel.columns(*tile)
+        kernel.columns(rows, cb)
     # The fused activation as one elementwise pass in place (the vector recipes schedule it).
     activate(op, kernel.dest)
