@@ -28,6 +28,10 @@ class UnsupportedError(GlowError):
     """The input uses something that this compiler does not implement yet."""
 
 
+class ModelTooLargeError(GlowError, MemoryError):
+    """A compiled model would need more memory to run (its outputs and arena) than this machine has."""
+
+
 class ModelImportError(GlowError):
     """A model could not be imported; the base of the importers' errors."""
 

@@ -12,6 +12,7 @@ import ctypes
 import hashlib
 import io
 import logging
+import math
 import os
 import sys
 import time
@@ -30,6 +31,7 @@ from glow_mlir.backends.cpu.backend import CPU
 from glow_mlir.backends.cpu.profile import read_kernels
 from glow_mlir.compiled import CompiledModel, emit_object, llc_path, read_abi
 from glow_mlir.context import make_context
+from glow_mlir.errors import ModelTooLargeError
 from glow_mlir.library import ARENA_ALIGNMENT, Abi, Buffer, abi_from_json, feed_array
 from glow_mlir.pipeline.runner import (
     COMPILE_PIPELINE,
@@ -212,6 +214,20 @@ def _progress_bar(pipeline: Sequence[str], progress: bool | None) -> tqdm:
                 mininterval=0, leave=False, file=sys.stderr, disable=not progress)
 
 
+def check_memory(abi: Abi) -> None:
+    """Refuses, before code generation, a model whose outputs and arena take more than this machine's physical
+    memory: a run could not allocate them (an Expand fed a shape of 2^30 x 48 asked numpy for 48 GiB at run
+    time, a MemoryError naming no output)."""
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    outputs = [(b, math.prod(b.shape) * b.dtype.itemsize) for b in abi.outputs]
+    if abi.arena_bytes + sum(size for _, size in outputs) <= physical:
+        return
+    parts = [f"output '{b.name}' {b.describe()} {size / 2**30:.1f} GiB" for b, size in outputs if size]
+    parts.append(f"arena {abi.arena_bytes / 2**30:.1f} GiB")
+    raise ModelTooLargeError(f"'{abi.function}' needs {(abi.arena_bytes + sum(s for _, s in outputs)) / 2**30:.1f} "
+                             f"GiB to run ({', '.join(parts)}), more than this machine's {physical / 2**30:.1f} GiB")
+
+
 def _finish(
     module: ir.Module,
     recorder: _Recorder,
@@ -221,6 +237,8 @@ def _finish(
     profile: bool = False,
 ) -> CompiledModel:
     abi = read_abi(module)
+    if target == (None, None):
+        check_memory(abi)
     split = COMPILE_PIPELINE.index(ABI_STAGE) + 1
     with module.context:
         tail = parallel.with_threads(COMPILE_PIPELINE[split:], threads)

@@ -19,6 +19,7 @@ from glow_mlir.errors import (
     InvalidNodeError,
     MalformedModelError,
     ModelImportError,
+    ModelTooLargeError,
     UnsupportedTypeError,
 )
 from glow_mlir.frontends.onnx import import_model
@@ -380,6 +381,20 @@ def test_a_tile_by_an_absurd_count_is_a_typed_error() -> None:
     np.testing.assert_array_equal(tiled, np.tile(x, (2, 3)))
     with pytest.raises(InvalidNodeError, match="node 'tile'.*2\\^60"):
         session.run(None, {"x": x, "repeats": np.array([2**62, 1], np.int64)})
+
+
+def test_a_model_whose_outputs_exceed_the_memory_is_refused_before_code_generation() -> None:
+    # Fuzz seed 2460 (feed 2182, the "extreme" mutation): an Expand fed the shape [2^30, 48, 1] compiled, then asked
+    # numpy for its 48 GiB output at run time (a MemoryError naming nothing); refused at compile, naming it.
+    node = helper.make_node("Expand", ["x", "shape"], ["y"], name="expand")
+    m = _model([node], [_x([3, 1]), _x([3], "shape", TensorProto.INT64)], ["y"])
+    session = glow_mlir.InferenceSession(m.SerializeToString())
+    x = np.arange(3, dtype=np.float32).reshape(3, 1)
+    np.testing.assert_array_equal(session.run(None, {"x": x, "shape": np.array([2, 3, 4], np.int64)})[0],
+                                  np.broadcast_to(x, (2, 3, 4)))  # fmt: skip
+    # 48 TiB: more than any machine running the suite.
+    with pytest.raises(ModelTooLargeError, match=r"output 'y' float32\[1099511627776, 3, 4\] 49152.0 GiB"):
+        session.run(None, {"x": x, "shape": np.array([2**40, 3, 4], np.int64)})
 
 
 def test_a_shape_input_of_non_finite_floats_is_named() -> None:
