@@ -397,6 +397,21 @@ def test_a_model_whose_outputs_exceed_the_memory_is_refused_before_code_generati
         session.run(None, {"x": x, "shape": np.array([2**40, 3, 4], np.int64)})
 
 
+def test_an_input_nothing_defines_is_refused_before_shape_inference() -> None:
+    # Fuzz seed 2462 (graph 2380): an EyeLike whose input was renamed to a value nothing defines made onnx's shape
+    # inference read that input's type unchecked (a segmentation fault); refused naming the node and the value,
+    # in a subgraph too (an If branch reading a value neither it nor the main graph defines).
+    node = helper.make_node("EyeLike", ["dangling"], ["y"], name="eye", dtype=TensorProto.INT8)
+    with pytest.raises(MalformedModelError, match="node 'eye' \\(EyeLike\\) reads 'dangling', which no graph"):
+        import_model(_model([node], [_x([3, 4])], ["y"]))
+    branch = helper.make_graph([helper.make_node("Identity", ["nowhere"], ["b"], name="inner")], "branch", [],
+                               [helper.make_tensor_value_info("b", TensorProto.FLOAT, [3, 4])])  # fmt: skip
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    branchy = helper.make_node("If", ["cond"], ["y"], name="if", then_branch=branch, else_branch=branch)
+    with pytest.raises(MalformedModelError, match="node 'if/inner' \\(Identity\\) reads 'nowhere'"):
+        import_model(_model([branchy], [_x([3, 4])], ["y"], [cond]))
+
+
 def test_a_shape_input_of_non_finite_floats_is_named() -> None:
     # Fuzz seed 2454 (graph 2505): a Reshape whose shape input became a float tensor holding inf (a cycle made it
     # read a Cast's output) raised OverflowError converting it to ints.

@@ -189,6 +189,22 @@ def _check_values(graph: onnx.GraphProto) -> None:
         if tensor.name in seen:
             raise MalformedModelError(f"initializer '{tensor.name}' is defined more than once in graph '{graph.name}'")
         seen.add(tensor.name)
+    _check_defined(graph, set(), node_names(graph))
+
+
+def _check_defined(graph: onnx.GraphProto, outer: set[str], names: list[str]) -> None:
+    """Refuses a node that reads a value nothing defines (no graph input, initializer or node output of its graph
+    or an enclosing one): onnx's shape inference reads such an input's type unchecked for some ops (EyeLike: a
+    segmentation fault, fuzz seed 2462)."""
+    defined = outer | {v.name for v in graph.input} | {t.name for t in graph.initializer}
+    defined |= {o for node in graph.node for o in node.output if o}
+    for node, name in zip(graph.node, names, strict=True):
+        for value in node.input:
+            if value and value not in defined:
+                raise MalformedModelError(f"node '{name}' ({node.op_type}) reads '{value}', which no graph input, "
+                                          f"initializer or node of graph '{graph.name}' defines")
+        for sub in subgraphs(node):
+            _check_defined(sub, defined, node_names(sub, f"{name}/"))
 
 
 def _check_schemas(proto: onnx.ModelProto) -> None:
