@@ -53,7 +53,7 @@ from glow_mlir.errors import (
 )
 
 # Importing the handler modules fills the registry.
-from glow_mlir.frontends.onnx import contrib, functions
+from glow_mlir.frontends.onnx import contrib, functions, qdq_nbits
 from glow_mlir.frontends.onnx import (  # noqa: F401
     contrib_decoder,
     contrib_nchwc,
@@ -179,9 +179,11 @@ class Importer:
         self._check_types()
         self._bind_inputs()
         dead_after = last_reads(self.model.graph, {o.name for o in self.model.graph.output})
+        fused = qdq_nbits.fused_products(self.model.graph, self.env)
         try:
             for index, node in enumerate(self.model.graph.node):
-                self._import_node(node, self.node_names[index])
+                if (node := fused.get(index, node)) is not None:
+                    self._import_node(node, self.node_names[index])
                 self._release(dead_after.get(index, ()))
         except UnsupportedModelError as e:
             # A data-dependent op in a branch taken at compile time: the session splits the model with that If
