@@ -220,12 +220,13 @@ def check_memory(abi: Abi) -> None:
     time, a MemoryError naming no output)."""
     physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     outputs = [(b, math.prod(b.shape) * b.dtype.itemsize) for b in abi.outputs]
-    if abi.arena_bytes + sum(size for _, size in outputs) <= physical:
+    needed = abi.arena_bytes + sum(size for _, size in outputs)
+    if needed <= physical:
         return
     parts = [f"output '{b.name}' {b.describe()} {size / 2**30:.1f} GiB" for b, size in outputs if size]
     parts.append(f"arena {abi.arena_bytes / 2**30:.1f} GiB")
-    raise ModelTooLargeError(f"'{abi.function}' needs {(abi.arena_bytes + sum(s for _, s in outputs)) / 2**30:.1f} "
-                             f"GiB to run ({', '.join(parts)}), more than this machine's {physical / 2**30:.1f} GiB")
+    raise ModelTooLargeError(f"'{abi.function}' needs {needed / 2**30:.1f} GiB to run ({', '.join(parts)}), more than "
+                             f"this machine's {physical / 2**30:.1f} GiB")
 
 
 def _finish(

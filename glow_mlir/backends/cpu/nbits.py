@@ -92,7 +92,7 @@ def grouped(v: np.ndarray, width: int) -> np.ndarray:
     return np.ascontiguousarray(wide.reshape(-1, width, v.shape[1]).transpose(0, 2, 1))
 
 
-def _unpacked(a: Sequence[np.ndarray], bits: int, n: int) -> list[np.ndarray]:
+def _unpacked(a: Sequence[np.ndarray], n: int) -> list[np.ndarray]:
     """matmul_nbits' weight, scales and zeros [N, ...] of the kernel's packed, scales and zeros."""
     packed, scales, zeros = a[1:4]
     blocks = scales.shape[1]
@@ -103,7 +103,7 @@ def _unpacked(a: Sequence[np.ndarray], bits: int, n: int) -> list[np.ndarray]:
 
 def _evaluate(op: ir.Operation, a: list[np.ndarray]) -> np.ndarray:
     bits, n = (ir.IntegerAttr(op.attributes[key]).value for key in ("bits", "columns"))
-    q, scales, zeros = _unpacked(a, bits, n)
+    q, scales, zeros = _unpacked(a, n)
     y = ref.matmul(op, [a[0], ref.dequantize_blocks(q, scales, zeros, bits, a[0].shape[1])]).astype(np.float32)
     return ref.activation(op, y + a[4])
 
@@ -185,7 +185,6 @@ class _Kernel:
     """The buffers, types and tile emitters of one cpu_matmul_nbits (module docstring)."""
 
     def __init__(self, op: ir.Operation) -> None:
-        self.op = op
         self.dest, self.src, packed, self.scales, self.zeros, self.bias = op.operands
         self.packed = signless(packed)
         self.width = ops.shape(packed)[2]
@@ -200,6 +199,8 @@ class _Kernel:
         self.floats, self.ints = vector_type(LANES, self.f32), vector_type(LANES, self.i32)
         self.bytes = vector_type(LANES, ir.IntegerType.get_signless(8))
         self.zero = splat(self.floats, ir.FloatAttr.get(self.f32, 0.0))
+        # The last 16-column block, N % 16 wide where that is not 0.
+        self.last = -(-self.n // LANES) - 1
 
     def zero_point(self, column: Column, b: ir.Value) -> ir.Value:
         """Block `b`'s zero points of the 16 columns of `column` (or the one zero point, broadcast)."""
@@ -219,15 +220,8 @@ class _Kernel:
         """Column groups of `cb` blocks outside (an scf.for, the last short group after it), row tiles inside;
         first each row's sum over each block of K (`block_sums`)."""
         self.block_sums()
-        blocks16 = -(-self.n // LANES)
-        groups = blocks16 // cb
-        if groups:
-            loop = scf.ForOp(index(0), index(groups * cb), index(cb))
-            with ir.InsertionPoint(loop.body):
-                self.rows(loop.induction_variable, rows, cb)
-                scf.YieldOp([])
-        if blocks16 % cb:
-            self.rows(index(groups * cb), rows, blocks16 % cb)
+        _tiled(-(-self.n // LANES), cb, lambda block0, count: _tiled(
+            self.m, rows, lambda row0, size: self.tile(row0, size, block0, count)))
 
     def block_sums(self) -> None:
         """self.sums [M, blocks]: each row of src summed over each block of K (the last, partial one masked)."""
@@ -253,30 +247,14 @@ class _Kernel:
             self.blocks([], index(0), self.k, block)
             scf.YieldOp([])
 
-    def rows(self, block0: ir.Value, rows: int, cb: int) -> None:
-        count = self.m // rows
-        if count:
-            loop = scf.ForOp(index(0), index(count * rows), index(rows))
-            with ir.InsertionPoint(loop.body):
-                self.tile(loop.induction_variable, rows, block0, cb)
-                scf.YieldOp([])
-        if self.m % rows:
-            self.tile(index(count * rows), self.m % rows, block0, cb)
-
     def tile(self, row0: ir.Value, rows: int, block0: ir.Value, cb: int) -> None:
         row_index = [arith.addi(row0, index(i)) for i in range(rows)]
         columns = self.group_columns(block0, cb)
 
-        def fma(carried: list[ir.Value], k: ir.Value, values: list[ir.Value]) -> list[ir.Value]:
-            out = []
-            for i, row in enumerate(row_index):
-                a = vector.broadcast(self.floats, memref.load(self.src, [row, k]))
-                out.extend(math.fma(a, v, carried[i * cb + j]) for j, v in enumerate(values))
-            return out
-
         def block(carried: list[ir.Value], b: ir.Value, steps: int) -> list[ir.Value]:
             # sum_k a q per block, then scale x that - zero x scale x sum_k a: a scale's FMA per block, not per value.
-            sums = self.values([self.zero] * (rows * cb), columns, b, steps, fma)
+            sums = self.values([self.zero] * (rows * cb), columns, b, steps,
+                               lambda c, k, values: self.row_fmas(c, row_index, k, values))
             scales, offsets = self.factors(columns, b)
             out = []
             for i, row in enumerate(row_index):
@@ -287,25 +265,40 @@ class _Kernel:
             return out
 
         accs = self.blocks([self.zero] * (rows * cb), index(0), self.k, block)
-        last = -(-self.n // LANES) - 1
         for j, column in enumerate(columns):
             at = arith.muli(column.block, index(LANES))
-            bias = self.load(self.bias, [], at, column.block, last)
+            bias = self.load(self.bias, [], at, column.block)
             for i, row in enumerate(row_index):
-                self.store(arith.addf(accs[i * cb + j], bias), row, at, column.block, last)
+                self.store(arith.addf(accs[i * cb + j], bias), row, at, column.block)
 
-    def store(self, value: ir.Value, row: ir.Value, at: ir.Value, column: ir.Value, last: int) -> None:
-        """16 columns from `at`, or the last block's N % 16 when `column` is the last block (a run-time test only
-        where the group loop reaches it)."""
+    def row_fmas(self, carried: list[ir.Value], rows: list[ir.Value], k: ir.Value,
+                 vectors: list[ir.Value]) -> list[ir.Value]:  # fmt: skip
+        """carried[i x len(vectors) + j] + src[rows[i], k] x vectors[j]: a tile's multiply-adds at one step of K."""
+        out = []
+        for i, row in enumerate(rows):
+            a = vector.broadcast(self.floats, memref.load(self.src, [row, k]))
+            out.extend(math.fma(a, v, carried[i * len(vectors) + j]) for j, v in enumerate(vectors))
+        return out
+
+    def partial(self, column: ir.Value) -> tuple[ir.Value, ir.Value] | None:
+        """For a result whose last block is N % 16 wide: that width's mask and whether `column` is the last block
+        (a run-time test only where the group loop reaches it); None when 16 divides N."""
         width = self.n % LANES
         if not width:
+            return None
+        mask = vector.constant_mask(vector_type(LANES, ir.IntegerType.get_signless(1)), [width])
+        return mask, arith.cmpi(arith.CmpIPredicate.eq, column, index(self.last))
+
+    def store(self, value: ir.Value, row: ir.Value, at: ir.Value, column: ir.Value) -> None:
+        """16 columns of the result from `at`, or the last block's N % 16 when `column` is it."""
+        partial = self.partial(column)
+        if partial is None:
             vector.store(value, self.dest, [row, at])
             return
-        mask = vector.constant_mask(vector_type(LANES, ir.IntegerType.get_signless(1)), [width])
-        is_last = arith.cmpi(arith.CmpIPredicate.eq, column, index(last))
+        mask, is_last = partial
         branch = scf.IfOp(is_last, [], has_else=True)
         with ir.InsertionPoint(branch.then_block):
-            store_lanes(value, self.dest, [row, at], mask, width)
+            store_lanes(value, self.dest, [row, at], mask, self.n % LANES)
             scf.YieldOp([])
         with ir.InsertionPoint(branch.else_block):
             vector.store(value, self.dest, [row, at])
@@ -367,52 +360,33 @@ class _Kernel:
         (the first chunk) or adding to it."""
         chunk = max(1, PANEL_K // self.block) * self.block
         panel = memref.alloca(ir.MemRefType.get([chunk, cb * LANES], self.f32), [], [], alignment=64)
-        blocks16 = -(-self.n // LANES)
-        groups = blocks16 // cb
-        if groups:
-            loop = scf.ForOp(index(0), index(groups * cb), index(cb))
-            with ir.InsertionPoint(loop.body):
-                self.panel_group(panel, chunk, loop.induction_variable, rows, cb)
-                scf.YieldOp([])
-        if blocks16 % cb:
-            self.panel_group(panel, chunk, index(groups * cb), rows, blocks16 % cb)
+        _tiled(-(-self.n // LANES), cb, lambda block0, count: self.panel_group(panel, chunk, block0, rows, count))
 
     def panel_group(self, panel: ir.Value, chunk: int, block0: ir.Value, rows: int, cb: int) -> None:
         columns = self.group_columns(block0, cb)
-        last = -(-self.n // LANES) - 1
 
         def fill(_: list[ir.Value], k: ir.Value, weights: list[ir.Value], k0: ir.Value) -> list[ir.Value]:
             for j, w in enumerate(weights):
                 vector.store(w, panel, [arith.subi(k, k0), index(j * LANES)])
             return []
 
-        chunks = -(-self.k // chunk)
-
-        def step(number: ir.Value, count: int) -> None:
-            first = arith.muli(number, index(chunk // self.block))
-            k0 = arith.muli(first, index(self.block))
+        def step(k0: ir.Value, count: int) -> None:
+            first = arith.divui(k0, index(self.block))
             self.blocks([], first, count, lambda carried, b, steps: self.kblock(
                 carried, columns, b, steps, lambda c, k, w: fill(c, k, w, k0)))
-            start = arith.cmpi(arith.CmpIPredicate.eq, number, index(0))
-            finish = arith.cmpi(arith.CmpIPredicate.eq, number, index(chunks - 1))
-            self.panel_rows(panel, k0, count, rows, columns, last, start, finish)
+            start = arith.cmpi(arith.CmpIPredicate.eq, k0, index(0))
+            finish = arith.cmpi(arith.CmpIPredicate.eq, k0, index((self.k - 1) // chunk * chunk))
+            self.panel_rows(panel, k0, count, rows, columns, start, finish)
 
         # Whole chunks in a loop, then the rest; the first sets the result, the last adds the bias.
-        whole = self.k // chunk
-        if whole:
-            loop = scf.ForOp(index(0), index(whole), index(1))
-            with ir.InsertionPoint(loop.body):
-                step(loop.induction_variable, chunk)
-                scf.YieldOp([])
-        if self.k % chunk:
-            step(index(whole), self.k % chunk)
+        _tiled(self.k, chunk, step)
 
     def panel_rows(self, panel: ir.Value, k0: ir.Value, count: int, rows: int, columns: list[Column],
-                   last: int, start: ir.Value, finish: ir.Value) -> None:  # fmt: skip
+                   start: ir.Value, finish: ir.Value) -> None:  # fmt: skip
         """Every row tile adds src[rows, k0:k0 + count] x panel[:count] to its result (where `start` holds: sets
         it; where `finish` holds: adds the bias too; run-time tests, one copy of the code for every chunk)."""
         blocks = [c.block for c in columns]
-        biases = [arith.select(finish, self.load(self.bias, [], arith.muli(c, index(LANES)), c, last), self.zero)
+        biases = [arith.select(finish, self.load(self.bias, [], arith.muli(c, index(LANES)), c), self.zero)
                   for c in blocks]  # fmt: skip
 
         def initial(row: ir.Value, at: ir.Value, c: ir.Value) -> ir.Value:
@@ -420,7 +394,7 @@ class _Kernel:
             with ir.InsertionPoint(branch.then_block):
                 scf.YieldOp([self.zero])
             with ir.InsertionPoint(branch.else_block):
-                scf.YieldOp([self.load(self.dest, [row], at, c, last)])
+                scf.YieldOp([self.load(self.dest, [row], at, c)])
             return branch.results[0]
 
         def tile(row0: ir.Value, rows: int) -> None:
@@ -430,41 +404,40 @@ class _Kernel:
 
             def k_step(carried: list[ir.Value], kk: ir.Value) -> list[ir.Value]:
                 weights = [vector.load(self.floats, panel, [kk, index(j * LANES)]) for j in range(len(columns))]
-                k = arith.addi(k0, kk)
-                out = []
-                for i, row in enumerate(row_index):
-                    a = vector.broadcast(self.floats, memref.load(self.src, [row, k]))
-                    out.extend(math.fma(a, w, carried[i * len(columns) + j]) for j, w in enumerate(weights))
-                return out
+                return self.row_fmas(carried, row_index, arith.addi(k0, kk), weights)
 
             accs = carried_loop(accs, count, k_step)
             for i, row in enumerate(row_index):
                 for j, (at, c) in enumerate(zip(ats, blocks, strict=True)):
-                    self.store(arith.addf(accs[i * len(columns) + j], biases[j]), row, at, c, last)
+                    self.store(arith.addf(accs[i * len(columns) + j], biases[j]), row, at, c)
 
-        full = self.m // rows
-        if full:
-            loop = scf.ForOp(index(0), index(full * rows), index(rows))
-            with ir.InsertionPoint(loop.body):
-                tile(loop.induction_variable, rows)
-                scf.YieldOp([])
-        if self.m % rows:
-            tile(index(full * rows), self.m % rows)
+        _tiled(self.m, rows, tile)
 
-    def load(self, buffer: ir.Value, rows: list[ir.Value], at: ir.Value, column: ir.Value, last: int) -> ir.Value:
+    def load(self, buffer: ir.Value, rows: list[ir.Value], at: ir.Value, column: ir.Value) -> ir.Value:
         """16 columns from `at` of `buffer` (the result at `rows`, or the bias); the last block's N % 16, zeros
         beyond, when `column` is it."""
-        width = self.n % LANES
-        if not width:
+        partial = self.partial(column)
+        if partial is None:
             return vector.load(self.floats, buffer, [*rows, at])
-        mask = vector.constant_mask(vector_type(LANES, ir.IntegerType.get_signless(1)), [width])
-        is_last = arith.cmpi(arith.CmpIPredicate.eq, column, index(last))
+        mask, is_last = partial
         branch = scf.IfOp(is_last, [self.floats], has_else=True)
         with ir.InsertionPoint(branch.then_block):
             scf.YieldOp([vector.maskedload(self.floats, buffer, [*rows, at], mask, self.zero)])
         with ir.InsertionPoint(branch.else_block):
             scf.YieldOp([vector.load(self.floats, buffer, [*rows, at])])
         return branch.results[0]
+
+
+def _tiled(total: int, step: int, body: Callable[[ir.Value, int], None]) -> None:
+    """`body(start, size)` over [0, total) in pieces of `step`: an scf.for over the whole ones, then the rest."""
+    whole = total // step * step
+    if whole:
+        loop = scf.ForOp(index(0), index(whole), index(step))
+        with ir.InsertionPoint(loop.body):
+            body(loop.induction_variable, step)
+            scf.YieldOp([])
+    if total % step:
+        body(index(whole), total % step)
 
 
 def register_tile(m: int, blocks16: int) -> tuple[int, int]:

@@ -69,6 +69,16 @@ def _unpacked(b: Body, packed: str, bits: int, rows: int, count: int, dtype: np.
     return b.add("Cast", [first], to=onnx.helper.np_dtype_to_tensor_dtype(dtype))
 
 
+def _zero_points(b: Body, zeros: str, bits: int, rows: int, blocks: int, dtype: np.dtype) -> str:
+    """The zero points [rows, blocks] of `dtype`: `zeros` (input 3's values) bytes packed as the values are, or of
+    `dtype`; 2^(bits - 1) where ''."""
+    if not zeros:
+        return b.constant(np.full((rows, blocks), 1 << (bits - 1)), dtype)
+    if b.dtype(3) == np.uint8:
+        return _unpacked(b, zeros, bits, rows, blocks, dtype)
+    return b.add("Reshape", [zeros, b.constant([rows, blocks], np.int64)])
+
+
 def _dequantized(b: Body, q: str, bits: int, shape: tuple[int, int, int], count: int, dtype: np.dtype,
                  scales: str, zeros: str) -> str:  # fmt: skip
     """q (values of `dtype`, [rows, blocks x block] of `shape` (rows, blocks, block)) dequantized per block:
@@ -76,13 +86,7 @@ def _dequantized(b: Body, q: str, bits: int, shape: tuple[int, int, int], count:
     `dtype`; 2^(bits - 1) where ''); the first `count` values of each row, [rows, count]."""
     (rows, blocks, block), i64 = shape, np.int64
     q = b.add("Reshape", [q, b.constant([rows, blocks, block], i64)])
-    if not zeros:
-        zero = b.constant(float(1 << (bits - 1)), dtype)
-    else:
-        zero = zeros
-        if b.dtype(3) == np.uint8:
-            zero = _unpacked(b, zero, bits, rows, blocks, dtype)
-        zero = b.add("Reshape", [zero, b.constant([rows, blocks, 1], i64)])
+    zero = b.add("Reshape", [_zero_points(b, zeros, bits, rows, blocks, dtype), b.constant([rows, blocks, 1], i64)])
     scales = b.add("Reshape", [scales, b.constant([rows, blocks, 1], i64)])
     values = b.add("Mul", [b.add("Sub", [q, zero]), scales])
     values = b.add("Reshape", [values, b.constant([rows, blocks * block], i64)])
@@ -108,15 +112,10 @@ def matmul_nbits(b: Body) -> None:
         raise b.refuse(f"A's last dim is not K = {k}")
     blocks, dtype, i64 = -(-k // block), b.dtype(0), np.int64
     # glow.matmul_nbits of A's rows, B's whole blocks [N, blocks, block x bits / 8] and zero points of A's type.
-    if not b.input(3):
-        zeros = b.constant(np.full((n, blocks), 1 << (bits - 1)), dtype)
-    elif b.dtype(3) == np.uint8:
-        zeros = _unpacked(b, b.input(3), bits, n, blocks, dtype)
-    else:
-        zeros = b.add("Reshape", [b.input(3), b.constant([n, blocks], i64)])
     operands = [b.add("Reshape", [b.input(0), b.constant([-1, k], i64)]),
                 b.add("Reshape", [b.input(1), b.constant([n, blocks, block * bits // 8], i64)]),
-                b.add("Reshape", [b.input(2), b.constant([n, blocks], i64)]), zeros]  # fmt: skip
+                b.add("Reshape", [b.input(2), b.constant([n, blocks], i64)]),
+                _zero_points(b, b.input(3), bits, n, blocks, dtype)]  # fmt: skip
     product = b.add("MatMulNBits", operands, domain=GLOW_DOMAIN, bits=bits)
     if b.input(5):
         # Added to the [M, N] product, where glow-fuse-activations folds it into the CPU's kernel.

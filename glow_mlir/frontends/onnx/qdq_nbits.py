@@ -48,10 +48,10 @@ def fused_products(graph: onnx.GraphProto, env: MutableMapping[str, object]) -> 
         if packed is None:
             continue
         replaced[index] = None
+        names = [f"{node.output[0]}/nbits/{part}" for part in ("b", "scales", "zeros")]
+        env.update(zip(names, packed[0], strict=True))
         for i, _ in users:
             product = graph.node[i]
-            names = [f"{node.output[0]}/nbits/{part}" for part in ("b", "scales", "zeros")]
-            env.update(zip(names, packed[0], strict=True))
             replaced[i] = helper.make_node("MatMulNBits", [product.input[0], *names], list(product.output),
                                            name=product.name, domain=CONTRIB_DOMAIN, **packed[1])  # fmt: skip
     return replaced
@@ -70,10 +70,9 @@ def _packed(node: onnx.NodeProto, env: MutableMapping[str, object]) -> tuple[lis
     if attrs.get("axis", 1) % 2 != 0 or block < 16 or block & (block - 1) or scale.dtype != np.float32:
         return None
     blocks, bits = -(-k // block), _BITS[q.dtype]
-    if scale.shape != (blocks, n) or (zero is not None and (not isinstance(zero, np.ndarray) or zero.shape != scale.shape
-                                                            or zero.dtype != q.dtype)):  # fmt: skip
-        return None
-    if attrs.get("output_dtype", onnx.TensorProto.FLOAT) != onnx.TensorProto.FLOAT:
+    zero_fits = zero is None or (isinstance(zero, np.ndarray) and zero.shape == scale.shape and zero.dtype == q.dtype)
+    float_output = attrs.get("output_dtype", onnx.TensorProto.FLOAT) == onnx.TensorProto.FLOAT
+    if scale.shape != (blocks, n) or not zero_fits or not float_output:
         return None
     offset = 1 << (bits - 1) if q.dtype in (np.dtype(ml_dtypes.int4), np.dtype(np.int8)) else 0
     values = np.zeros((n, blocks * block), np.uint8)
