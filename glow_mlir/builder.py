@@ -557,8 +557,9 @@ def _window(kernels: Sequence[int], strides: Sequence[int] | None, pads: Sequenc
 
 
 def _splat_value(value: float, elt: ir.Type, node: str) -> ir.Attribute:
-    """The `value` attribute of a splat of element type `elt`: f32 for floats, i64 for integers and i1."""
-    if str(elt) in types.FLOATS:
+    """The `value` attribute of a splat of element type `elt`: f32 for floats (float8 and float4 too), i64 for
+    integers (int4 and int2 too) and i1."""
+    if str(elt) in types.FLOATS + types.LOW_PRECISION_FLOATS:
         return ops.f32(value)
     low, high = types.integer_range(str(elt))
     # Python and numpy integers stay exact; a float must be a whole number (int64's extremes exceed float's).

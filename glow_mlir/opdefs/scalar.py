@@ -20,6 +20,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, builtin, math
 
+from glow_mlir import ops
 from glow_mlir.opdefs import types
 
 
@@ -55,7 +56,13 @@ def typed(x: ir.Value, elt: ir.Type) -> ir.Value:
 
 
 def constant(elt: ir.Type, value: float) -> ir.Value:
-    """A constant of `elt`; integer types take int(value) (an i1 true may come in as -1, its signed value)."""
+    """A constant of `elt`; integer types take int(value) (an i1 true may come in as -1, its signed value). A
+    low-precision one is its storage byte (as ml_dtypes' astype gives it) cast to `elt`: glow-ir-to-linalg's
+    `signless_types` retypes results to their storage type, which a constant's own attribute would contradict."""
+    if str(elt) in types.LOW_PRECISION:
+        stored = np.array([value]).astype(ops.numpy_dtype(elt)).view(np.int8)[0]
+        i8 = ir.IntegerType.get_signless(8)
+        return typed(arith.ConstantOp(i8, ir.IntegerAttr.get(i8, int(stored))).result, elt)
     if isinstance(elt, ir.IntegerType):
         bits = signless_type(elt)
         # Two's complement of the value: an unsigned 255 is the signless i8 -1.

@@ -27,9 +27,8 @@ INTEGERS = SIGNED + UNSIGNED
 NUMBERS = FLOATS + INTEGERS
 # Formats that only convert_to (ONNX's Cast) computes on, one byte per element (ml_dtypes' numpy layout);
 # data movement (ANY) takes them too.
-LOW_PRECISION = (
-    "f8E4M3FN", "f8E4M3FNUZ", "f8E5M2", "f8E5M2FNUZ", "f8E8M0FNU", "f4E2M1FN", "i4", "ui4", "i2", "ui2",
-)  # fmt: skip
+LOW_PRECISION_FLOATS = ("f8E4M3FN", "f8E4M3FNUZ", "f8E5M2", "f8E5M2FNUZ", "f8E8M0FNU", "f4E2M1FN")
+LOW_PRECISION = LOW_PRECISION_FLOATS + ("i4", "ui4", "i2", "ui2")
 ELEMENT_TYPES = FLOATS + (BOOL,) + INTEGERS + LOW_PRECISION
 INDICES = ("i32", "i64")
 
