@@ -198,8 +198,8 @@ def padded_filter(op: ir.Operation, filter_: ir.Value) -> ir.Value:
 
 def copies_ring(kernel: DepthwiseKernel) -> bool:
     """Whether `kernel` runs over a copied ring (module docstring): a held filter at unit vertical stride, its
-    blocks' vectors in at most 2 sets, its input and output within L2 (not streamed: a ring per block would read
-    a streamed map once per block) and a ring of one band row within RING_BYTES."""
+    blocks' vectors in at most 2 sets, in bands (not streamed: a ring per block would read a streamed map once
+    per block) and a ring of one band row within RING_BYTES."""
     k = kernel
     return (not k.streamed and k.sh == 1 and held_filter(k.vectors, k.kh, k.kw) and aliased(k.c, 2)
             and ring_band(k, RING_VECTORS) > 0)  # fmt: skip

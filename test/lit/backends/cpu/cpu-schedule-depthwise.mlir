@@ -5,8 +5,8 @@
 // cpu-schedule-depthwise-phased.mlir): one band of all 14 rows; blocks of 32 channels (two registers, the 3x3 filter's 18
 // vectors loaded once per tile of 2 rows, outside the loop of 2 x 2 pixel tiles), then a block of one whole
 // register at channel 64 and one of 8 lanes at channel 80 (tiles of 3 x 5 pixels: one register each).
-// @streamed (56x56x96, 2.4 MB of input and output): tiles of 2 rows, tiles of 2 pixels, and innermost the channel
-// blocks, their filter vectors loaded with each tile.
+// @large_map (56x56x96, 2.4 MB of input and output, a 3-row window of 67 KB): bands of 21 rows (the last one of
+// 14), in each the channel blocks one after the other down the band's tiles of rows.
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg)' | FileCheck %s --check-prefix=LINALG
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-ir-to-linalg,glow-cpu-schedule)' | FileCheck %s
 
@@ -38,15 +38,16 @@
 
 // CHECK-LABEL: func.func private @__glow_kernel1(
 // CHECK-SAME:    %[[W:.*]]: memref<3x3x96xf32>, %[[B:.*]]: memref<96xf32>, %[[X:.*]]: memref<1x58x58x96xf32>, %[[Y:.*]]: memref<1x56x56x96xf32>
-// CHECK:         scf.for %[[R:.*]] = %c0 to %c56 step %c2 {
-// CHECK:           scf.for %[[P:.*]] = %c0 to %c56 step %c2 {
-// CHECK:             scf.for %[[C:.*]] = %c0 to %c96 step %c32 {
+// CHECK:         scf.for %[[BAND:.*]] = %c0 to %c42 step %c21 {
+// CHECK:           scf.for %[[C:.*]] = %c0 to %c96 step %c32 {
+// CHECK:             scf.for %{{.*}} = %c0 to %c20 step %c2 {
 // CHECK:               vector.load %[[W]][%c0, %c0, %[[C]]] : memref<3x3x96xf32>, vector<16xf32>
-// CHECK:               vector.fma {{.*}} : vector<16xf32>
-// CHECK:               arith.cmpf uge
-// CHECK:               vector.store {{.*}}, %[[Y]][%c0, %[[R]], %[[P]], %[[C]]]
+// CHECK:               scf.for %{{.*}} = %c0 to %c56 step %c2 {
+// CHECK:                 vector.fma {{.*}} : vector<16xf32>
+// CHECK:         scf.for %{{.*}} = %c0 to %c96 step %c32 {
+// CHECK:           scf.for %{{.*}} = %c0 to %c14 step %c2 {
 // CHECK-NOT:   linalg.
-// CHECK-LABEL: func.func @streamed(
+// CHECK-LABEL: func.func @large_map(
 // CHECK:         call @__glow_kernel1(
 // CHECK-NEXT:    return
 // @large_window (5x5 over 14x14x32: a filter read by the tile): tiles of 2 rows x 7 pixels, whose filter rows are
@@ -80,6 +81,21 @@
 // CHECK-SAME:    memref<1x15x15x512xf32>
 // CHECK:         scf.for %{{.*}} = %c0 to %c512 step %c32 {
 // CHECK:           scf.for %{{.*}} = %c0 to %c6 step %c2 {
+// @streamed (56x56x800: a 3-row window of 186 KB per row, no band of one output row within BAND_BYTES): tiles of
+// 2 rows, tiles of 2 pixels, and innermost the channel blocks, their filter vectors loaded with each tile.
+// CHECK-LABEL: func.func private @__glow_kernel5(
+// CHECK-SAME:    %[[W:.*]]: memref<3x3x800xf32>, %[[B:.*]]: memref<800xf32>, %[[X:.*]]: memref<1x58x58x800xf32>, %[[Y:.*]]: memref<1x56x56x800xf32>
+// CHECK:         scf.for %[[R:.*]] = %c0 to %c56 step %c2 {
+// CHECK:           scf.for %[[P:.*]] = %c0 to %c56 step %c2 {
+// CHECK:             scf.for %[[C:.*]] = %c0 to %c800 step %c32 {
+// CHECK:               vector.load %[[W]][%c0, %c0, %[[C]]] : memref<3x3x800xf32>, vector<16xf32>
+// CHECK:               vector.fma {{.*}} : vector<16xf32>
+// CHECK:               arith.cmpf uge
+// CHECK:               vector.store {{.*}}, %[[Y]][%c0, %[[R]], %[[P]], %[[C]]]
+// CHECK-NOT:   linalg.
+// CHECK-LABEL: func.func @streamed(
+// CHECK:         call @__glow_kernel5(
+// CHECK-NEXT:    return
 
 module {
   memref.global "private" constant @b88 : memref<88xf32> = dense<2.500000e-01> {alignment = 64 : i64}
@@ -92,7 +108,7 @@ module {
     "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %w, %1) {activation = "clip", activationArgs = array<f32: 0.0, 6.0>, dilation = array<i64: 1, 1>, group = 88 : i64, kernels = array<i64: 3, 3>, roles = ["out", "in", "in", "in"], strides = array<i64: 1, 1>} : (memref<1x14x14x88xf32>, memref<1x16x16x88xf32>, memref<3x3x1x88xf32>, memref<88xf32>) -> ()
     return
   }
-  func.func @streamed(%arg0: memref<1x58x58x96xf32> {glow.name = "x"}, %arg1: memref<1x56x56x96xf32> {glow.name = "y", glow.output}) {
+  func.func @large_map(%arg0: memref<1x58x58x96xf32> {glow.name = "x"}, %arg1: memref<1x56x56x96xf32> {glow.name = "y", glow.output}) {
     %0 = memref.get_global @w96 : memref<3x3x1x96xf32>
     %1 = memref.get_global @b96 : memref<96xf32>
     "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %0, %1) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 96 : i64, kernels = array<i64: 3, 3>, roles = ["out", "in", "in", "in"], strides = array<i64: 1, 1>} : (memref<1x56x56x96xf32>, memref<1x58x58x96xf32>, memref<3x3x1x96xf32>, memref<96xf32>) -> ()
@@ -112,6 +128,10 @@ module {
   }
   func.func @strided_aliased(%arg0: memref<1x15x15x512xf32> {glow.name = "x"}, %arg1: memref<1x7x7x512xf32> {glow.name = "y", glow.output}, %w: memref<3x3x1x512xf32> {glow.name = "w"}, %b: memref<512xf32> {glow.name = "b"}) {
     "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %w, %b) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 512 : i64, kernels = array<i64: 3, 3>, roles = ["out", "in", "in", "in"], strides = array<i64: 2, 2>} : (memref<1x7x7x512xf32>, memref<1x15x15x512xf32>, memref<3x3x1x512xf32>, memref<512xf32>) -> ()
+    return
+  }
+  func.func @streamed(%arg0: memref<1x58x58x800xf32> {glow.name = "x"}, %arg1: memref<1x56x56x800xf32> {glow.name = "y", glow.output}, %w: memref<3x3x1x800xf32> {glow.name = "w"}, %b: memref<800xf32> {glow.name = "b"}) {
+    "glow_ir.cpu_conv_nhwc"(%arg1, %arg0, %w, %b) {activation = "relu", activationArgs = array<f32>, dilation = array<i64: 1, 1>, group = 800 : i64, kernels = array<i64: 3, 3>, roles = ["out", "in", "in", "in"], strides = array<i64: 1, 1>} : (memref<1x56x56x800xf32>, memref<1x58x58x800xf32>, memref<3x3x1x800xf32>, memref<800xf32>) -> ()
     return
   }
 }

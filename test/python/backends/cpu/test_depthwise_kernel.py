@@ -60,8 +60,9 @@ CASES = [
     (3, (6, 5), 3, 1, 1, 1, True, "Relu"),  # 3 channels: phased flat rows (3 phases)
     (32, (16, 16), 3, 1, 2, 1, True, "Relu"),  # dilation 2
     (48, (8, 8), 1, 1, 1, 1, True, "Relu"),  # 1x1
-    (96, (56, 56), 3, 1, 1, 1, True, "Relu"),  # 2.4 MB of input and output: row by row, blocks innermost
-    (72, (57, 57), 5, 2, 1, 1, True, "Clip"),  # streamed, 5x5 stride 2, a partial pixel tile
+    (96, (56, 56), 3, 1, 1, 1, True, "Relu"),  # 2.4 MB of input and output: bands of 21 rows and one of 14
+    (72, (57, 57), 5, 2, 1, 1, True, "Clip"),  # 5x5 stride 2, a partial pixel tile
+    (640, (40, 40), 5, 1, 1, 1, True, "Relu"),  # a 5-row window of 563 KB: row by row, blocks innermost
     (1152, (7, 7), 5, 1, 1, 1, True, "Relu"),  # bands of 6 rows and one of 1 (11 input rows of 50 KB)
 ]
 

@@ -55,7 +55,8 @@ CASES = [
     (1024, (7, 7), 7, 1, 1, 1, False, "Relu", False),  # 7x7: the filter read by the tiles, padded
     (1024, (14, 14), 3, 2, 1, 1, False, "Relu", False),  # stride 2
     (384, (14, 14), 3, 1, 1, 1, False, "Relu", False),  # blocks in 8 sets: bands, the filter padded
-    (512, (28, 28), 3, 1, 1, 1, False, "Relu", False),  # 3.2 MB of input and output: row by row
+    (512, (28, 28), 3, 1, 1, 1, False, "Relu", True),  # 3.2 MB of input and output: bands of 6 rows
+    (2048, (28, 28), 3, 1, 1, 1, False, "Relu", False),  # a 3-row window of 737 KB: row by row
 ]
 
 
