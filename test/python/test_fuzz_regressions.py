@@ -451,3 +451,24 @@ def test_a_model_that_fails_shape_inference_is_named_as_the_model(monkeypatch: p
     m = _model([helper.make_node("Relu", ["x"], ["y"])], [_x([2])], ["y"])
     with pytest.raises(MalformedModelError, match="the model fails ONNX shape inference: Unable to parse proto"):
         import_model(m)
+
+
+@pytest.mark.parametrize("opset,dims,n_scan,message", [
+    # Fuzz seed 2468 (protobuf 1176): a Scan-8 of a scalar scan input raised IndexError reading its batch.
+    (8, [], 1, r"inputs of shapes \[\[1, 2\], \[\]\] must have a batch axis"),
+    (8, [3], 1, r"inputs of shapes \[\[1, 2\], \[3\]\] must have a batch axis \(and the scan inputs a scan axis"),
+    (11, [3, 2], 3, r"num_scan_inputs 3 must be in \[1, 2\]"),
+])  # fmt: skip
+def test_a_scan_without_the_axes_it_needs_is_named(opset: int, dims: list[int], n_scan: int, message: str) -> None:
+    out = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "n"], ["t"]), helper.make_node("Identity", ["t"], ["o"])], "body",
+        [out("s", TensorProto.FLOAT, [2]), out("n", TensorProto.FLOAT, [2])],
+        [out("t", TensorProto.FLOAT, [2]), out("o", TensorProto.FLOAT, [2])],
+    )  # fmt: skip
+    inputs = ["", "init", "x"] if opset == 8 else ["init", "x"]
+    node = helper.make_node("Scan", inputs, ["y", "z"], body=body, num_scan_inputs=n_scan, name="scan")
+    init = [_x([1, 2] if opset == 8 else [2], "init")]
+    m = _model([node], [*init, _x(dims)], ["y", "z"], opset=opset)
+    with pytest.raises(InvalidNodeError, match=r"node 'scan' \(Scan\): " + message):
+        import_model(m)

@@ -329,12 +329,18 @@ def _empty_scan(ctx: NodeContext, info: onnx.ValueInfoProto) -> np.ndarray:
 def scan(ctx: NodeContext) -> list[Value]:
     body: onnx.GraphProto = ctx.attr("body")
     n_scan = ctx.attr("num_scan_inputs")
-    if ctx.opset >= 9:
-        inputs = [tensor_input(ctx, i) for i in range(len(ctx.inputs))]
-        return _scan(ctx, body, inputs[:len(inputs) - n_scan], inputs[len(inputs) - n_scan:], ctx.name)
-    # Scan-8: a leading batch axis on every input and output, the scan axis next, optional sequence_lens.
-    inputs = [tensor_input(ctx, i) for i in range(1, len(ctx.inputs))]
+    # Scan-8: optional sequence_lens first.
+    inputs = [tensor_input(ctx, i) for i in range(0 if ctx.opset >= 9 else 1, len(ctx.inputs))]
+    if not 1 <= n_scan <= len(inputs):
+        raise ctx.invalid(f"num_scan_inputs {n_scan} must be in [1, {len(inputs)}] (the node's state and scan inputs)")
     states, scanned = inputs[:len(inputs) - n_scan], inputs[len(inputs) - n_scan:]
+    if ctx.opset >= 9:
+        return _scan(ctx, body, states, scanned, ctx.name)
+    # Scan-8: a leading batch axis on every input and output, the scan axis next.
+    ranks = [rank(x) for x in states] + [rank(x) - 1 for x in scanned]
+    if min(ranks) < 1:
+        raise ctx.invalid(f"inputs of shapes {[list(shape(x)) for x in inputs]} must have a batch axis (and the "
+                          "scan inputs a scan axis after it)")
     batch = shape(scanned[0])[0]
     lens = ctx.ints(0, "sequence_lens") if ctx.optional(0) is not None else None
     if lens is not None and any(n != shape(scanned[0])[1] for n in lens):
