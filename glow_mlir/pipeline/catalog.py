@@ -23,6 +23,7 @@ from glow_mlir.passes.graph import (
     merge_reshape,
     quant_fold_converts,
     quant_fold_qdq,
+    scatter_to_insert,
     simplify_arithmetic,
     sink_transpose,
     split_gather,
@@ -36,9 +37,9 @@ from glow_mlir.passes.registry import Pass, registered
 
 # The pass modules in pipeline order; a module's passes keep their order within it.
 STAGES = (
-    verify, dce, lower, cse, constant_fold, fold_batchnorm, merge_conv_branches, simplify_arithmetic, split_gather, eliminate_noop,
-    merge_reshape, sink_transpose, merge_concat, merge_pad, trim_window, fold_transpose_weights, quant_fold_converts,
-    quant_fold_qdq, fuse_activations, layout, memory_schedule,
+    verify, dce, lower, cse, constant_fold, fold_batchnorm, merge_conv_branches, simplify_arithmetic, split_gather,
+    scatter_to_insert, eliminate_noop, merge_reshape, sink_transpose, merge_concat, merge_pad, trim_window,
+    fold_transpose_weights, quant_fold_converts, quant_fold_qdq, fuse_activations, layout, memory_schedule,
     irgen, ir_verify, share_buffers, copy_elim, dse, live_ranges, optimize_inserts, expansion, allocate, to_linalg,
     lowerings, schedule, parallel, weights, llvm, backend,
 )  # fmt: skip

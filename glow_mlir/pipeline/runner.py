@@ -26,6 +26,7 @@ from glow_mlir.pipeline import catalog
 # simplifications, then a clean-up that folds, merges and deletes what they left behind.
 SIMPLIFY = (
     "glow-split-gather",
+    "glow-scatter-to-insert",
     "glow-eliminate-noop",
     "glow-sink-transpose",
     "glow-simplify-arithmetic",
@@ -61,7 +62,8 @@ _PASS_LEVEL = {
         GraphOptimizationLevel.ORT_ENABLE_BASIC,
     ),
     **dict.fromkeys(
-        ("glow-split-gather", "glow-sink-transpose", "glow-simplify-arithmetic", "glow-merge-concat",
+        ("glow-split-gather", "glow-scatter-to-insert", "glow-sink-transpose", "glow-simplify-arithmetic",
+         "glow-merge-concat",
          "glow-merge-pad-into-conv", "glow-trim-conv-window", "glow-fold-batchnorm", "glow-merge-conv-branches",
          "glow-fuse-activations"),
         GraphOptimizationLevel.ORT_ENABLE_EXTENDED,

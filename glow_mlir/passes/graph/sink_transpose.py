@@ -23,6 +23,8 @@ into one transpose or cancel. Rewrites:
   are neighbours in x's order (a pure regrouping of x's dims): a 3-D convolution's planes folded into the
   batch and back, or a (D, H x W) view of them, which are views of one NDHWC buffer; the transposes of
   consecutive layers then meet and cancel through them
+- insert_tensor(transpose(a, s), transpose(b, s) or a splat or constant, start) -> transpose(insert_tensor(a, b,
+  start'), s): a block write along an axis that PyTorch's exporters moved to the front for a ScatterND
 
 A transpose is sunk only when the op being crossed is its only user, so sinking never adds a transpose. The
 pass repeats until nothing changes, as Glow runs SinkCode to a fixed point.
@@ -360,6 +362,33 @@ def _sink_through_reshape(op: ir.Operation) -> ir.Value | None:
         return transpose_to(regrouped, new_shuffle)
 
 
+def _sink_insert(op: ir.Operation, answers: Answers) -> ir.Value | None:
+    """insert_tensor(transpose(a, s), small, start) as transpose(insert_tensor(a, small', start'), s), when the
+    transpose is read only here and `small` is a transpose by s read only here or another operand an elementwise
+    op could take untransposed (`_sinkable_operand`): start'[s[i]] = start[i]. A block write along an axis that
+    PyTorch's exporters move to the front for a ScatterND (glow-scatter-to-insert) then writes in place."""
+    big, small = op.operands
+    t = g.producer(big)
+    if t is None or t.name != TRANSPOSE or not _only_used_by(t, op):
+        return None
+    shuffle = ops.ints(t, "shuffle")
+    inner_small = g.producer(small)
+    if inner_small is not None and inner_small.name == TRANSPOSE:
+        if ops.ints(inner_small, "shuffle") != shuffle or not _only_used_by(inner_small, op):
+            return None
+    elif not _sinkable_operand(small) or g.producer_name(small) == BROADCAST:
+        return None
+    start = ops.ints(op, "start")
+    inner_start = [0] * len(start)
+    for i, s in enumerate(shuffle):
+        inner_start[s] = start[i]
+    with ir.InsertionPoint(op), op.location:
+        untransposed = _untransposed(small, g.inverse_permutation(shuffle))
+        inner = g.make(op.name, [t.operands[0], untransposed], t.operands[0].type,
+                       {"start": ops.i64_array(inner_start)})  # fmt: skip
+        return transpose_to(inner, shuffle)
+
+
 REDUCTIONS = frozenset(f"glow.batched_reduce_{kind}" for kind in ("add", "max", "min", "prod"))
 
 
@@ -377,6 +406,8 @@ def _rewrite(op: ir.Operation, answers: Answers) -> ir.Value | None:
         return _sink_reduce(op, answers)
     if op.name == "glow.reshape":
         return _sink_through_reshape(op)
+    if op.name == "glow.insert_tensor":
+        return _sink_insert(op, answers)
     return None
 
 

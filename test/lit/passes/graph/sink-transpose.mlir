@@ -79,3 +79,22 @@ func.func @merge_moves_data(%x: tensor<1x2x5x4xf32> {glow.name = "x"}) -> (tenso
   %y = "glow.reshape"(%t) {dims = array<i64: 1, 5, 8>} : (tensor<1x5x2x4xf32>) -> tensor<1x5x8xf32>
   return %y : tensor<1x5x8xf32>
 }
+
+// A block written along an axis moved to the front and back (PyTorch's slice_scatter through ScatterND, once
+// glow-scatter-to-insert made it an insert_tensor): the insert of the untransposed block at start'[s[i]] =
+// start[i], and the transposes cancel. A splat block is built in the untransposed shape.
+// CHECK-LABEL: func.func @insert_block
+// CHECK-NOT: glow.transpose
+// CHECK: %[[I:.*]] = "glow.insert_tensor"(%arg0, %arg1) {start = array<i64: 0, 1, 0, 3>} : (tensor<1x4x1x8xf32>, tensor<1x2x1x2xf32>) -> tensor<1x4x1x8xf32>
+// CHECK: %[[Z:.*]] = "glow.splat"() {value = 0.000000e+00 : f32} : () -> tensor<1x1x1x8xf32>
+// CHECK: %[[J:.*]] = "glow.insert_tensor"(%[[I]], %[[Z]]) {start = array<i64: 0, 0, 0, 0>}
+// CHECK: return %[[J]]
+func.func @insert_block(%x: tensor<1x4x1x8xf32> {glow.name = "x"}, %b: tensor<1x2x1x2xf32> {glow.name = "b"}) -> (tensor<1x4x1x8xf32> {glow.name = "y"}) {
+  %tx = "glow.transpose"(%x) {shuffle = array<i64: 3, 1, 2, 0>} : (tensor<1x4x1x8xf32>) -> tensor<8x4x1x1xf32>
+  %tb = "glow.transpose"(%b) {shuffle = array<i64: 3, 1, 2, 0>} : (tensor<1x2x1x2xf32>) -> tensor<2x2x1x1xf32>
+  %i = "glow.insert_tensor"(%tx, %tb) {start = array<i64: 3, 1, 0, 0>} : (tensor<8x4x1x1xf32>, tensor<2x2x1x1xf32>) -> tensor<8x4x1x1xf32>
+  %z = "glow.splat"() {value = 0.000000e+00 : f32} : () -> tensor<8x1x1x1xf32>
+  %j = "glow.insert_tensor"(%i, %z) {start = array<i64: 0, 0, 0, 0>} : (tensor<8x4x1x1xf32>, tensor<8x1x1x1xf32>) -> tensor<8x4x1x1xf32>
+  %y = "glow.transpose"(%j) {shuffle = array<i64: 3, 1, 2, 0>} : (tensor<8x4x1x1xf32>) -> tensor<1x4x1x8xf32>
+  return %y : tensor<1x4x1x8xf32>
+}

@@ -124,6 +124,43 @@ def test_scatter_nd(reduction: str, data_shape: tuple[int, ...], index_shape: tu
     check_node("ScatterND", {"x": data, "i": picked.astype(np.int64), "u": updates}, attrs, opset=18)
 
 
+def _box(start: list[int], stop: list[int]) -> np.ndarray:
+    """The index tuples of the box [start, stop) in row-major order, as ScatterND's indices [..., k]."""
+    grid = np.meshgrid(*[np.arange(a, b) for a, b in zip(start, stop, strict=True)], indexing="ij")
+    return np.stack(grid, axis=-1).astype(np.int64)
+
+
+@pytest.mark.parametrize("picked", [
+    _box([1], [3]),  # rows 1..2: slice_scatter along the first dim
+    _box([1, 2], [3, 4]),  # a 2 x 2 box of the first two dims
+    _box([-3, 0], [-1, 5]),  # negative indices counted from the end
+    _box([1, 2], [3, 4]).reshape(4, 2),  # the box's tuples listed flat
+    _box([1, 2], [3, 4])[::-1].copy(),  # the box's rows in reverse order: not row-major, stays a scatter
+    np.array([[0], [2]], np.int64),  # rows 0 and 2: no box, stays a scatter
+])  # fmt: skip
+def test_scatter_nd_of_a_constant_box(picked: np.ndarray) -> None:
+    """Constant indices that enumerate a box of the data (PyTorch's slice_scatter) write it as an insert_tensor
+    (glow-scatter-to-insert); any other order or set stays a scatter."""
+    data = rand(4, 5, 3)
+    updates = rand(*picked.shape[:-1], *data.shape[picked.shape[-1] :])
+    check_node("ScatterND", {"x": data, "u": updates}, consts={"i": picked}, opset=18, order=["x", "i", "u"])
+
+
+@pytest.mark.parametrize("axis,update_shape,offset", [
+    (1, (3, 1, 5), 2),  # one position along the axis: PyTorch's select_scatter
+    (1, (3, 2, 5), 1),  # indices p[axis] + 1
+    (2, (2, 4, 3), -3),  # a smaller block along the other axes, negative indices
+    (0, (2, 4, 5), 0),
+])  # fmt: skip
+def test_scatter_elements_of_a_constant_block(axis: int, update_shape: tuple[int, ...], offset: int) -> None:
+    data = rand(3, 4, 5)
+    shape = [1] * 3
+    shape[axis] = update_shape[axis]
+    picked = np.broadcast_to(np.arange(update_shape[axis]).reshape(shape) + offset, update_shape).astype(np.int64)
+    check_node("ScatterElements", {"x": data, "u": rand(*update_shape)}, {"axis": axis}, consts={"i": picked},
+               opset=18, order=["x", "i", "u"])  # fmt: skip
+
+
 def test_scatter_reduction_on_bool_is_refused() -> None:
     node = helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="sc", reduction="add")
     inputs = {"x": np.zeros(4, np.bool_), "i": np.zeros((1, 1), np.int64), "u": np.ones(1, np.bool_)}
