@@ -557,8 +557,7 @@ def _window(kernels: Sequence[int], strides: Sequence[int] | None, pads: Sequenc
 
 
 def _splat_value(value: float, elt: ir.Type, node: str) -> ir.Attribute:
-    """The `value` attribute of a splat of element type `elt`: f32 for floats (float8 and float4 too), i64 for
-    integers (int4 and int2 too) and i1."""
+    """The `value` attribute of a splat of element type `elt`: f32 for floats (float8, float4), i64 for the rest."""
     if str(elt) in types.FLOATS + types.LOW_PRECISION_FLOATS:
         return ops.f32(value)
     low, high = types.integer_range(str(elt))
