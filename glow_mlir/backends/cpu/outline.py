@@ -2,16 +2,18 @@
 called in its place, before the transform sequence runs (why: see `outline`); afterwards, so does every loop
 nest that no recipe scheduled (why: see `outline_leftovers`). Kernels with scratch of their own call helper
 functions (`define_helper`). A function identical to one outlined before is
-dropped for that one (`Outlined`): the repeated layers of a model compile once and are called many times."""
+dropped for that one (`Outlined`): the repeated layers of a model compile once and are called many times. Last,
+functions that differ only in the offsets of their views become one that takes any offset (`merge_offset_twins`)."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from collections.abc import Callable, Iterator
 
 from mlir import ir
-from mlir.dialects import func
+from mlir.dialects import func, memref
 
 from glow_mlir import ops
 from glow_mlir.backends.cpu.parallel import SERIAL_ATTR
@@ -172,3 +174,112 @@ def define_helper(user: ir.Operation, stem: str, types: list[ir.Type], body: Cal
         if serial:
             function.operation.attributes[SERIAL_ATTR] = ir.UnitAttr.get()
     return name
+
+
+# Ops that hand a view of their first operand on: a view of a buffer at a dynamic offset is at one too.
+_VIEWS = frozenset(("memref.subview", "memref.collapse_shape", "memref.expand_shape", "memref.cast"))
+# A strided layout's printed offset, or none (offset 0): erased, two kernels that differ only there are twins.
+_OFFSET = re.compile(r"strided<(\[[^\]]*\])(?:, offset: -?\d+)?>")
+
+
+def _at_any_offset(t: ir.Type) -> ir.Type | None:
+    """A memref type of a strided layout with a static offset as the same layout at a dynamic offset; None for
+    any other type (whole buffers, of identity layout, stay as they are)."""
+    if not isinstance(t, ir.MemRefType) or not isinstance(t.layout, ir.StridedLayoutAttr):
+        return None
+    strides, offset = t.get_strides_and_offset()
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    if offset == dynamic:
+        return None
+    return ir.MemRefType.get(t.shape, t.element_type, ir.StridedLayoutAttr.get(dynamic, strides), t.memory_space)
+
+
+def _generalized(function: ir.Operation) -> ir.Operation | None:
+    """A copy of kernel `function` whose strided arguments take any offset (the offset read from each call's
+    view at run time), with every view derived from them likewise; None where some op would not follow (a
+    reinterpret_cast, a call, a region carrying such a view), or the copy does not verify."""
+    copy = function.clone(ir.InsertionPoint(function))
+    changed: set[ir.Value] = set()
+    for arg in copy.regions[0].blocks[0].arguments:
+        wider = _at_any_offset(arg.type)
+        if wider is not None:
+            arg.set_type(wider)
+            changed.add(arg)
+    for op in ops.walk_ops(copy):
+        if not any(v in changed for v in op.operands):
+            continue
+        memref_results = [r for r in op.results if isinstance(r.type, ir.MemRefType)]
+        blocks = [a for region in op.regions for b in region.blocks for a in b.arguments]
+        if op.name in _VIEWS and op.operands[0] in changed:
+            wider = _at_any_offset(op.results[0].type)
+            if wider is None:
+                copy.erase()
+                return None
+            op.results[0].set_type(wider)
+            changed.add(op.results[0])
+        elif memref_results or any(isinstance(a.type, ir.MemRefType) for a in blocks) or op.name == "func.call":
+            copy.erase()
+            return None
+    signature = ir.FunctionType(ir.TypeAttr(copy.attributes["function_type"]).value)
+    arguments = [a.type for a in copy.regions[0].blocks[0].arguments]
+    copy.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arguments, signature.results))
+    try:
+        copy.verify()
+    except ir.MLIRError:
+        copy.erase()
+        return None
+    return copy
+
+
+def merge_offset_twins(module: ir.Module, entries: list[ir.Operation]) -> None:
+    """Outlined functions that differ only in the offsets of their views (the same layer writing into a concat
+    at another channel, the same block read at another row) become one, which takes its views at any offset:
+    DenseNet-121's 759 kernel functions are 285 so. Run on the scheduled kernels: their recipes chose code for
+    the shapes and strides they saw, which serves any offset. Each group's functions are generalized
+    (`_generalized`) and compared again as text; the first of those equal serves the calls of all, each view
+    cast to its argument's type at the call."""
+    block = module.body
+    groups: dict[str, list[ir.Operation]] = {}
+    for op in block.operations:
+        if op.operation.name != "func.func" or not op.regions[0].blocks:
+            continue
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        if name.startswith((KERNEL_PREFIX, LOOPS_PREFIX)):
+            text = op.operation.get_asm(use_local_scope=True).replace(f"@{name}(", "@(", 1)
+            groups.setdefault(_OFFSET.sub(r"strided<\1, offset: ?>", text), []).append(op.operation)
+    serving: dict[str, ir.Operation] = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        first: tuple[str, ir.Operation] | None = None
+        for function in members:
+            copy = _generalized(function)
+            if copy is None:
+                continue
+            text = copy.get_asm(use_local_scope=True)
+            text = text.replace(f"@{ir.StringAttr(copy.attributes['sym_name']).value}(", "@(", 1)
+            name = ir.StringAttr(function.attributes["sym_name"]).value
+            if first is None:
+                first = (text, copy)
+                serving[name] = copy
+                function.erase()
+            elif text == first[0]:
+                serving[name] = first[1]
+                copy.erase()
+                function.erase()
+            else:
+                copy.erase()
+    if not serving:
+        return
+    for entry in entries:
+        for call in [o for o in ops.walk_ops(entry) if o.name == "func.call"]:
+            callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+            if callee not in serving:
+                continue
+            target = serving[callee]
+            call.attributes["callee"] = ir.FlatSymbolRefAttr.get(ir.StringAttr(target.attributes["sym_name"]).value)
+            wanted = ir.FunctionType(ir.TypeAttr(target.attributes["function_type"]).value).inputs
+            with ir.InsertionPoint(call), call.location:
+                for i, (value, t) in enumerate(zip(call.operands, wanted, strict=True)):
+                    if value.type != t:
+                        call.operands[i] = memref.cast(t, value)

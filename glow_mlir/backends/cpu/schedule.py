@@ -44,7 +44,7 @@ from glow_mlir.backends.cpu.elementwise_recipes import mark_chains
 from glow_mlir.backends.cpu.expansion_recipes import fuse_expansions
 from glow_mlir.backends.cpu.padding import fill_borders
 from glow_mlir.backends.cpu.pool_recipes import mark_pool_starts
-from glow_mlir.backends.cpu.outline import KERNEL_PREFIX, Outlined, outline, outline_leftovers
+from glow_mlir.backends.cpu.outline import KERNEL_PREFIX, Outlined, merge_offset_twins, outline, outline_leftovers
 from glow_mlir.backends.cpu.recipes import CLAIMED_MARKS, Kernel, recipes, scheduling
 from glow_mlir.errors import PipelineError
 from glow_mlir.passes.registry import register
@@ -80,6 +80,7 @@ def cpu_schedule(module: ir.Module) -> None:
             _schedule(module, kernels, outlined)
         for func in entries:
             outline_leftovers(func, outlined)
+        merge_offset_twins(module, entries)
 
 
 def _schedule(module: ir.Module, kernels: list[Kernel], outlined: Outlined) -> None:
