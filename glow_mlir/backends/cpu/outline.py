@@ -234,7 +234,7 @@ def _generalized(function: ir.Operation) -> ir.Operation | None:
 def merge_offset_twins(module: ir.Module, entries: list[ir.Operation]) -> None:
     """Outlined functions that differ only in the offsets of their views (the same layer writing into a concat
     at another channel, the same block read at another row) become one, which takes its views at any offset:
-    DenseNet-121's 759 kernel functions are 285 so. Run on the scheduled kernels: their recipes chose code for
+    DenseNet-121's 759 kernel functions are 284 so. Run on the scheduled kernels: their recipes chose code for
     the shapes and strides they saw, which serves any offset. Each group's functions are generalized
     (`_generalized`) and compared again as text; the first of those equal serves the calls of all, each view
     cast to its argument's type at the call."""
@@ -251,24 +251,25 @@ def merge_offset_twins(module: ir.Module, entries: list[ir.Operation]) -> None:
     for members in groups.values():
         if len(members) < 2:
             continue
-        first: tuple[str, ir.Operation] | None = None
+        # Generalized copies by their text (named as their original, which the text leaves out).
+        alike: dict[str, list[tuple[ir.Operation, ir.Operation]]] = {}
         for function in members:
             copy = _generalized(function)
-            if copy is None:
+            if copy is not None:
+                name = ir.StringAttr(function.attributes["sym_name"]).value
+                alike.setdefault(copy.get_asm(use_local_scope=True).replace(f"@{name}(", "@(", 1), []).append(
+                    (function, copy))
+        for pairs in alike.values():
+            if len(pairs) < 2:
+                for _, copy in pairs:
+                    copy.erase()
                 continue
-            text = copy.get_asm(use_local_scope=True)
-            text = text.replace(f"@{ir.StringAttr(copy.attributes['sym_name']).value}(", "@(", 1)
-            name = ir.StringAttr(function.attributes["sym_name"]).value
-            if first is None:
-                first = (text, copy)
-                serving[name] = copy
+            kept = pairs[0][1]
+            for function, copy in pairs:
+                serving[ir.StringAttr(function.attributes["sym_name"]).value] = kept
+                if copy is not kept:
+                    copy.erase()
                 function.erase()
-            elif text == first[0]:
-                serving[name] = first[1]
-                copy.erase()
-                function.erase()
-            else:
-                copy.erase()
     if not serving:
         return
     for entry in entries:
