@@ -46,6 +46,7 @@ from mlir import ir
 from mlir.dialects import arith, math, memref, scf, vector
 
 from glow_mlir import ops
+from glow_mlir.backends.cpu.depthwise_recipes import each_tile
 from glow_mlir.backends.cpu.int8_gemm import carried_loop, signless, store_lanes, vector_type
 from glow_mlir.backends.cpu.vector_body import splat
 from glow_mlir.codegen.builders import index
@@ -220,7 +221,7 @@ class _Kernel:
         """Column groups of `cb` blocks outside (an scf.for, the last short group after it), row tiles inside;
         first each row's sum over each block of K (`block_sums`)."""
         self.block_sums()
-        _tiled(-(-self.n // LANES), cb, lambda block0, count: _tiled(
+        each_tile(-(-self.n // LANES), cb, lambda block0, count: each_tile(
             self.m, rows, lambda row0, size: self.tile(row0, size, block0, count)))
 
     def block_sums(self) -> None:
@@ -360,7 +361,7 @@ class _Kernel:
         (the first chunk) or adding to it."""
         chunk = max(1, PANEL_K // self.block) * self.block
         panel = memref.alloca(ir.MemRefType.get([chunk, cb * LANES], self.f32), [], [], alignment=64)
-        _tiled(-(-self.n // LANES), cb, lambda block0, count: self.panel_group(panel, chunk, block0, rows, count))
+        each_tile(-(-self.n // LANES), cb, lambda block0, count: self.panel_group(panel, chunk, block0, rows, count))
 
     def panel_group(self, panel: ir.Value, chunk: int, block0: ir.Value, rows: int, cb: int) -> None:
         columns = self.group_columns(block0, cb)
@@ -379,7 +380,7 @@ class _Kernel:
             self.panel_rows(panel, k0, count, rows, columns, start, finish)
 
         # Whole chunks in a loop, then the rest; the first sets the result, the last adds the bias.
-        _tiled(self.k, chunk, step)
+        each_tile(self.k, chunk, step)
 
     def panel_rows(self, panel: ir.Value, k0: ir.Value, count: int, rows: int, columns: list[Column],
                    start: ir.Value, finish: ir.Value) -> None:  # fmt: skip
@@ -411,7 +412,7 @@ class _Kernel:
                 for j, (at, c) in enumerate(zip(ats, blocks, strict=True)):
                     self.store(arith.addf(accs[i * len(columns) + j], biases[j]), row, at, c)
 
-        _tiled(self.m, rows, tile)
+        each_tile(self.m, rows, tile)
 
     def load(self, buffer: ir.Value, rows: list[ir.Value], at: ir.Value, column: ir.Value) -> ir.Value:
         """16 columns from `at` of `buffer` (the result at `rows`, or the bias); the last block's N % 16, zeros
@@ -426,18 +427,6 @@ class _Kernel:
         with ir.InsertionPoint(branch.else_block):
             scf.YieldOp([vector.load(self.floats, buffer, [*rows, at])])
         return branch.results[0]
-
-
-def _tiled(total: int, step: int, body: Callable[[ir.Value, int], None]) -> None:
-    """`body(start, size)` over [0, total) in pieces of `step`: an scf.for over the whole ones, then the rest."""
-    whole = total // step * step
-    if whole:
-        loop = scf.ForOp(index(0), index(whole), index(step))
-        with ir.InsertionPoint(loop.body):
-            body(loop.induction_variable, step)
-            scf.YieldOp([])
-    if total % step:
-        body(index(whole), total % step)
 
 
 def register_tile(m: int, blocks16: int) -> tuple[int, int]:
