@@ -558,7 +558,7 @@ def _window(kernels: Sequence[int], strides: Sequence[int] | None, pads: Sequenc
 
 def _splat_value(value: float, elt: ir.Type, node: str) -> ir.Attribute:
     """The `value` attribute of a splat of element type `elt`: f32 for floats (float8, float4), i64 for the rest."""
-    if str(elt) in types.FLOATS + types.LOW_PRECISION_FLOATS:
+    if str(elt) in types.ALL_FLOATS:
         return ops.f32(value)
     low, high = types.integer_range(str(elt))
     # Python and numpy integers stay exact; a float must be a whole number (int64's extremes exceed float's).

@@ -29,6 +29,8 @@ NUMBERS = FLOATS + INTEGERS
 # data movement (ANY) takes them too.
 LOW_PRECISION_FLOATS = ("f8E4M3FN", "f8E4M3FNUZ", "f8E5M2", "f8E5M2FNUZ", "f8E8M0FNU", "f4E2M1FN")
 LOW_PRECISION = LOW_PRECISION_FLOATS + ("i4", "ui4", "i2", "ui2")
+# The float formats, wide and narrow: a splat of one holds its value as an f32 attribute, of any other type as i64.
+ALL_FLOATS = FLOATS + LOW_PRECISION_FLOATS
 ELEMENT_TYPES = FLOATS + (BOOL,) + INTEGERS + LOW_PRECISION
 INDICES = ("i32", "i64")
 

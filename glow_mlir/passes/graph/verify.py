@@ -254,7 +254,7 @@ def _float(op: ir.Operation, name: str) -> float:
 def _splat_value(op: ir.Operation, elt: str) -> None:
     """A splat's value: an f32 attribute for float results (float8 and float4 too), an integer one within range
     for integers (int4 and int2 too) and i1."""
-    if elt in types.FLOATS + types.LOW_PRECISION_FLOATS:
+    if elt in types.ALL_FLOATS:
         _float(op, "value")
         return
     attr = op.attributes["value"]
