@@ -364,7 +364,7 @@ def _sink_through_reshape(op: ir.Operation) -> ir.Value | None:
         return transpose_to(regrouped, new_shuffle)
 
 
-def _sink_insert(op: ir.Operation, answers: Answers) -> ir.Value | None:
+def _sink_insert(op: ir.Operation) -> ir.Value | None:
     """insert_tensor(transpose(a, s), small, start) as transpose(insert_tensor(a, small', start'), s), when the
     transpose is read only here and `small` is a transpose by s read only here or another operand an elementwise
     op could take untransposed (`_sinkable_operand`): start'[s[i]] = start[i]. A block write along an axis that
@@ -409,7 +409,7 @@ def _rewrite(op: ir.Operation, answers: Answers) -> ir.Value | None:
     if op.name == "glow.reshape":
         return _sink_through_reshape(op)
     if op.name == "glow.insert_tensor":
-        return _sink_insert(op, answers)
+        return _sink_insert(op)
     return None
 
 
