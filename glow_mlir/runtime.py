@@ -28,6 +28,7 @@ from glow_mlir import cache as glow_cache
 from glow_mlir import ops
 from glow_mlir.backends.cpu import openmp, parallel
 from glow_mlir.backends.cpu.backend import CPU
+from glow_mlir.backends.cpu.host import physical_memory
 from glow_mlir.backends.cpu.profile import read_kernels
 from glow_mlir.compiled import CompiledModel, emit_object, llc_path, read_abi
 from glow_mlir.context import make_context
@@ -218,7 +219,7 @@ def check_memory(abi: Abi) -> None:
     """Refuses, before code generation, a model whose outputs and arena take more than this machine's physical
     memory: a run could not allocate them (an Expand fed a shape of 2^30 x 48 asked numpy for 48 GiB at run
     time, a MemoryError naming no output)."""
-    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    physical = physical_memory()
     outputs = [(b, math.prod(b.shape) * b.dtype.itemsize) for b in abi.outputs]
     needed = abi.arena_bytes + sum(size for _, size in outputs)
     if needed <= physical:

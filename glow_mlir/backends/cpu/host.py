@@ -1,8 +1,10 @@
-"""What the host CPU has: the JIT compiles for the host, so a kernel using an instruction the CPU lacks cannot
-be selected (LLVM fails) or would fault; the CPU backend asks here before it uses one."""
+"""What the host has: the JIT compiles for the host, so a kernel using an instruction the CPU lacks cannot be
+selected (LLVM fails) or would fault; the CPU backend asks here before it uses one. And its physical memory,
+which bounds what a compile may fold and what a compiled model may need to run."""
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -16,3 +18,9 @@ def cpu_flags() -> frozenset[str]:
         return frozenset()
     return frozenset(next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")),
                           []))
+
+
+@cache
+def physical_memory() -> int:
+    """The machine's physical memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ import numpy as np
 import onnx
 from mlir import ir
 
+from glow_mlir.backends.cpu.host import physical_memory
 from glow_mlir.builder import Graph, Tensor
 from glow_mlir.ops import transposed
 from glow_mlir.errors import (
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 Value = Tensor | np.ndarray
 # The largest constant a fold may compute: half the physical memory (a fuzzed Expand to a 2^31 x 32 shape asked
 # numpy for 256 GiB; a smaller excess is not refused by the allocator but by the kernel's OOM killer).
-_FOLD_LIMIT = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+_FOLD_LIMIT = physical_memory() // 2
 
 # ONNX element types glow has, as numpy dtypes (ml_dtypes' for those numpy lacks; strings, complex numbers
 # and float6 are refused). The float8/float4/int4/int2 formats only go through Cast, CastLike and ops_quant.py.
