@@ -121,9 +121,9 @@ def test_batch_matmul_kernel(a_shape: tuple[int, ...], b_shape: tuple[int, ...])
 # was once written as such text).
 BUILT_AS_TEXT = """module attributes {transform.with_named_sequence} {
 transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {
-%k0 = transform.structured.match ops{["linalg.fill"]} attributes{glow.kernel = "k0"} in %root
-  : (!transform.any_op) -> !transform.any_op
-%t:3 = transform.structured.tile_using_for %k0 tile_sizes [8, 0, 4] interchange = [2, 0, 1]
+%all = transform.structured.match attributes{glow.kernel} in %root : (!transform.any_op) -> !transform.any_op
+%k:2 = transform.split_handle %all : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+%t:3 = transform.structured.tile_using_for %k#0 tile_sizes [8, 0, 4] interchange = [2, 0, 1]
   : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
 %f:2 = transform.structured.fuse %t#0 tile_sizes [1, 0, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
 %g:2 = transform.structured.fuse %f#0 tile_sizes [0, 2] interchange [1, 0]
@@ -134,9 +134,16 @@ transform.apply_patterns to %fn { transform.apply_patterns.canonicalization } : 
 %d = transform.structured.decompose %m : (!transform.any_op) -> !transform.any_op
 transform.structured.vectorize %d vector_sizes [1, 16] : !transform.any_op
 transform.structured.vectorize %m : !transform.any_op
+transform.structured.vectorize %k#1 : !transform.any_op
 %bufferized = transform.bufferization.one_shot_bufferize %root {bufferize_function_boundaries = false}
   : (!transform.any_op) -> !transform.any_op
-%f0 = transform.structured.match ops{["func.func"]} in %bufferized : (!transform.any_op) -> !transform.any_op
+transform.yield
+}
+}"""
+
+TAIL_AS_TEXT = """module attributes {transform.with_named_sequence} {
+transform.named_sequence private @__vector_tail(%f: !transform.any_op {transform.readonly}) {
+%f0 = transform.structured.match ops{["func.func"]} in %f : (!transform.any_op) -> !transform.any_op
 transform.apply_patterns to %f0 {
   transform.apply_patterns.vector.reduction_to_contract
   transform.apply_patterns.vector.transfer_permutation_patterns
@@ -170,7 +177,8 @@ transform.yield
 
 def test_transform_builders_match_the_textual_form() -> None:
     """The typed builders of backends/cpu/transform.py make, op for op and attribute for attribute, the
-    transform IR of its textual form (compared in generic form, which prints every attribute)."""
+    transform IR of its textual form (compared in generic form, which prints every attribute): the kernels'
+    sequence (one match split into a handle per kernel) and the vector tail's library."""
     with make_context(), ir.Location.unknown():
         payload = ir.Module.parse(
             "func.func @f(%b: memref<8x64xf32>) {\n"
@@ -188,12 +196,13 @@ def test_transform_builders_match_the_textual_form() -> None:
             steps.vectorize(steps.decompose(generics), [1, 16])
             steps.vectorize(generics)
 
-        built = steps.sequence([(fill, "k0", build)], on_tensors=True)
-        assert built.operation.verify()
-        want = ir.Module.parse(BUILT_AS_TEXT)
-        assert built.operation.get_asm(print_generic_op_form=True) == want.operation.get_asm(
-            print_generic_op_form=True
-        )
+        for built, text in ((steps.sequence([(fill, build), (fill, steps.vectorize)], on_tensors=True), BUILT_AS_TEXT),
+                            (steps.tail_library(), TAIL_AS_TEXT)):  # fmt: skip
+            assert built.operation.verify()
+            want = ir.Module.parse(text)
+            assert built.operation.get_asm(print_generic_op_form=True) == want.operation.get_asm(
+                print_generic_op_form=True
+            )
 
 
 def unary(op: str, x: np.ndarray) -> np.ndarray:
