@@ -1,5 +1,6 @@
-"""A JIT-compiled model: `CompiledModel`, a `LoadedModel` (glow_mlir/library.py, which runs it on numpy arrays)
-whose native code MLIR's ExecutionEngine made, or the compile cache's linked library.
+"""A compiled model: `CompiledModel`, a `LoadedModel` (glow_mlir/library.py, which runs it on numpy arrays)
+whose native code LLVM's tools made on every core and `cc` linked (backends/cpu/native.py), or MLIR's
+ExecutionEngine made, or the compile cache's linked library.
 
 `read_abi` reads the calling convention (the ABI) of the function right after `glow-allocate` (later,
 glow-to-llvm splits every memref argument into descriptor fields and the `glow.name` / `glow.output` /
@@ -41,7 +42,7 @@ logger = logging.getLogger(__name__)
 
 
 class CompiledModel(LoadedModel):
-    """A JIT-compiled model: `run(feeds)` maps input names to arrays and returns outputs by name."""
+    """A compiled model: `run(feeds)` maps input names to arrays and returns outputs by name."""
 
     def __init__(
         self,
@@ -71,6 +72,8 @@ class CompiledModel(LoadedModel):
         # The folder of a natively built library, kept for the compile cache (`_store`) until stored or closed.
         self._native: tempfile.TemporaryDirectory[str] | None = None
         self._objects: list[Path] = []
+        # The bytes of those weights copied into a natively built library.
+        self._library_weight_bytes = 0
         if library is None and module is not None and native:
             library = self._build_native(module)
         self._library = library
@@ -97,7 +100,9 @@ class CompiledModel(LoadedModel):
         folder = Path(self._native.name)
         try:
             self._objects = native_build.build(module, folder)
-            library = native_build.load(self._objects, weight_data(module), folder)
+            weights = weight_data(module)
+            library = native_build.load(self._objects, weights, folder)
+            self._library_weight_bytes = sum(data.nbytes for data in weights.values())
         except native_build.NativeBuildError as e:
             logger.warning("native code generation failed, compiling with the JIT instead: %s", e)
             self._native.cleanup()
@@ -129,7 +134,7 @@ class CompiledModel(LoadedModel):
     @property
     def weight_bytes(self) -> int:
         """The bytes of the weights kept out of the code (glow-cpu-external-weights) that the model holds."""
-        return sum(data.nbytes for data in self._weights.values())
+        return sum(data.nbytes for data in self._weights.values()) + self._library_weight_bytes
 
     def ir(self, stage: str) -> str:
         """The module text after the last run of pipeline element `stage` (compiled with keep_ir=True)."""
@@ -182,6 +187,7 @@ class CompiledModel(LoadedModel):
             finally:
                 self._native.cleanup()
                 self._native = None
+                self._objects = []
         assert self._engine is not None
         with tempfile.TemporaryDirectory() as folder:
             object_file = Path(folder) / "model.o"
