@@ -64,6 +64,7 @@ from glow_mlir.backends.cpu.loops import (
     only_inner_loop,
     trip_count,
 )
+from glow_mlir.backends.cpu.recipes import L2_BYTES
 from glow_mlir.errors import PipelineError
 from glow_mlir.passes.registry import register
 
@@ -91,10 +92,9 @@ VECTOR_BITS = 512
 INSTRUCTIONS_PER_SECOND = 2 * 3.58e9
 # Memory time: the bytes the nest touches (per buffer, its accesses' bytes times their trips, at most the
 # buffer's size: what it touches again comes from the caches) at one core's streaming rate from its L2 when
-# they fit in L2 (L2_BYTES: 2 MiB per core on both machines below), else from beyond. Measured with a C loop
+# they fit in L2 (recipes.L2_BYTES: 2 MiB per core on both machines below), else from beyond. Measured with a C loop
 # z = x + y (gcc -O3 -march=native) on one core of a quiet 16-core Xeon: 88-108 GB/s at 48-768 KiB, 25-27 GB/s
 # at 3-48 MiB (the loaded development VM: 36-239 and 12-14 GB/s; the generated code's add there: 32-83 and 10-26).
-L2_BYTES = 2 << 20
 L2_BYTES_PER_SECOND = 90e9
 BEYOND_L2_BYTES_PER_SECOND = 25e9
 # One fork and join of a region with libiomp5's hot team (its workers spinning, KMP_BLOCKTIME default): a C loop
