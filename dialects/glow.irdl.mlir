@@ -845,6 +845,65 @@ irdl.dialect @glow {
     irdl.results(result: %result)
   }
 
+  // CPU backend: the fused convolution in NHWC, filter [KH, KW, C / group, O], bias [O]; pads [top, left, bottom, right].
+  irdl.operation @cpu_conv_nhwc {
+    %input = irdl.base "!builtin.tensor"
+    %filter = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %group = irdl.base "#builtin.integer"
+    %dilation = irdl.base "#builtin.dense_array"
+    %activation = irdl.base "#builtin.string"
+    %activationArgs = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input, filter: %filter, bias: %bias)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs}
+  }
+
+  // CPU backend: glow.max_pool in NHWC.
+  irdl.operation @cpu_max_pool_nhwc {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads}
+  }
+
+  // CPU backend: glow.avg_pool in NHWC.
+  irdl.operation @cpu_avg_pool_nhwc {
+    %input = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %countIncludePads = irdl.base "#builtin.integer"
+    irdl.operands(input: %input)
+    irdl.results(result: %result)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "countIncludePads" = %countIncludePads}
+  }
+
+  // CPU backend: glow.roi_align of NHWC input into [R, OH, OW, C].
+  irdl.operation @cpu_roi_align_nhwc {
+    %input = irdl.base "!builtin.tensor"
+    %rois = irdl.base "!builtin.tensor"
+    %batch_indices = irdl.base "!builtin.tensor"
+    %result = irdl.base "!builtin.tensor"
+    %output_size = irdl.base "#builtin.dense_array"
+    %sampling_ratio = irdl.base "#builtin.integer"
+    %spatial_scale = irdl.base "#builtin.float"
+    %half_pixel = irdl.base "#builtin.integer"
+    %mode = irdl.base "#builtin.string"
+    irdl.operands(input: %input, rois: %rois, batch_indices: %batch_indices)
+    irdl.results(result: %result)
+    irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode}
+  }
+
   // CPU backend: int8 or uint8 activation [M, K] x constant int8 weights packed [ceil(N/16), ceil(K/4), 64], requantized to f32: f32(sum (input + offset) * W - correction) * multiplier + bias, offset 128 for int8 and 0 for uint8, then optionally relu and QuantizeLinear to uint8 (backends/cpu/int8_ops.py).
   irdl.operation @cpu_int8_matmul {
     %input = irdl.base "!builtin.tensor"
@@ -966,65 +1025,6 @@ irdl.dialect @glow {
     irdl.operands(input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
     irdl.results(result: %result)
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "zero" = %zero, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero}
-  }
-
-  // CPU backend: the fused convolution in NHWC, filter [KH, KW, C / group, O], bias [O]; pads [top, left, bottom, right].
-  irdl.operation @cpu_conv_nhwc {
-    %input = irdl.base "!builtin.tensor"
-    %filter = irdl.base "!builtin.tensor"
-    %bias = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %kernels = irdl.base "#builtin.dense_array"
-    %strides = irdl.base "#builtin.dense_array"
-    %pads = irdl.base "#builtin.dense_array"
-    %group = irdl.base "#builtin.integer"
-    %dilation = irdl.base "#builtin.dense_array"
-    %activation = irdl.base "#builtin.string"
-    %activationArgs = irdl.base "#builtin.dense_array"
-    irdl.operands(input: %input, filter: %filter, bias: %bias)
-    irdl.results(result: %result)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs}
-  }
-
-  // CPU backend: glow.max_pool in NHWC.
-  irdl.operation @cpu_max_pool_nhwc {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %kernels = irdl.base "#builtin.dense_array"
-    %strides = irdl.base "#builtin.dense_array"
-    %pads = irdl.base "#builtin.dense_array"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads}
-  }
-
-  // CPU backend: glow.avg_pool in NHWC.
-  irdl.operation @cpu_avg_pool_nhwc {
-    %input = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %kernels = irdl.base "#builtin.dense_array"
-    %strides = irdl.base "#builtin.dense_array"
-    %pads = irdl.base "#builtin.dense_array"
-    %countIncludePads = irdl.base "#builtin.integer"
-    irdl.operands(input: %input)
-    irdl.results(result: %result)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "countIncludePads" = %countIncludePads}
-  }
-
-  // CPU backend: glow.roi_align of NHWC input into [R, OH, OW, C].
-  irdl.operation @cpu_roi_align_nhwc {
-    %input = irdl.base "!builtin.tensor"
-    %rois = irdl.base "!builtin.tensor"
-    %batch_indices = irdl.base "!builtin.tensor"
-    %result = irdl.base "!builtin.tensor"
-    %output_size = irdl.base "#builtin.dense_array"
-    %sampling_ratio = irdl.base "#builtin.integer"
-    %spatial_scale = irdl.base "#builtin.float"
-    %half_pixel = irdl.base "#builtin.integer"
-    %mode = irdl.base "#builtin.string"
-    irdl.operands(input: %input, rois: %rois, batch_indices: %batch_indices)
-    irdl.results(result: %result)
-    irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode}
   }
 
   // CPU backend: glow.matmul_nbits on weights packed for its kernel: packed [ceil(N/W), bytes, W], scales and zeros [ceil(N/W), blocks, W] (or one zero point, rank 0) for W a multiple of 16 (backends/cpu/nbits.py); `columns` is N; bias [N] and the activation are fused (glow-fuse-activations).

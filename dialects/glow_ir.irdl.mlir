@@ -851,6 +851,85 @@ irdl.dialect @glow_ir {
     irdl.attributes {"start" = %start, "roles" = %roles}
   }
 
+  // CPU backend: dest = activation(convolution(src, filter, bias)) in NHWC, filter [KH, KW, C / group, O], no padding.
+  irdl.operation @cpu_conv_nhwc {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %filter = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %group = irdl.base "#builtin.integer"
+    %dilation = irdl.base "#builtin.dense_array"
+    %activation = irdl.base "#builtin.string"
+    %activationArgs = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, src: %src, filter: %filter, bias: %bias)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
+  }
+
+  // CPU backend: dest = activation(depthwise_conv(pad(expandActivation(conv(src, filter, bias)), pads), dw_filter, dw_bias)) in NHWC, filter [KH', KW', C, E] (window expandKernels, expandStrides, expandDilation, no padding), dw_filter [KH, KW, 1, E]; the map between them is not stored.
+  irdl.operation @cpu_expand_depthwise_nhwc {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %filter = irdl.base "!builtin.memref"
+    %bias = irdl.base "!builtin.memref"
+    %dw_filter = irdl.base "!builtin.memref"
+    %dw_bias = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %dilation = irdl.base "#builtin.dense_array"
+    %pads = irdl.base "#builtin.dense_array"
+    %expandKernels = irdl.base "#builtin.dense_array"
+    %expandStrides = irdl.base "#builtin.dense_array"
+    %expandDilation = irdl.base "#builtin.dense_array"
+    %expandActivation = irdl.base "#builtin.string"
+    %expandActivationArgs = irdl.base "#builtin.dense_array"
+    %activation = irdl.base "#builtin.string"
+    %activationArgs = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in", "in", "in", "in", "in"]
+    irdl.operands(dest: %dest, src: %src, filter: %filter, bias: %bias, dw_filter: %dw_filter, dw_bias: %dw_bias)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "dilation" = %dilation, "pads" = %pads, "expandKernels" = %expandKernels, "expandStrides" = %expandStrides, "expandDilation" = %expandDilation, "expandActivation" = %expandActivation, "expandActivationArgs" = %expandActivationArgs, "activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
+  }
+
+  // CPU backend: max pooling in NHWC, no padding.
+  irdl.operation @cpu_max_pool_nhwc {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
+  }
+
+  // CPU backend: average pooling over full windows in NHWC, no padding.
+  irdl.operation @cpu_avg_pool_nhwc {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %kernels = irdl.base "#builtin.dense_array"
+    %strides = irdl.base "#builtin.dense_array"
+    %roles = irdl.is ["out", "in"]
+    irdl.operands(dest: %dest, src: %src)
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
+  }
+
+  // CPU backend: glow_ir.roi_align of NHWC src into [R, OH, OW, C], a vector of channels at a time.
+  irdl.operation @cpu_roi_align_nhwc {
+    %dest = irdl.base "!builtin.memref"
+    %src = irdl.base "!builtin.memref"
+    %rois = irdl.base "!builtin.memref"
+    %batch_indices = irdl.base "!builtin.memref"
+    %output_size = irdl.base "#builtin.dense_array"
+    %sampling_ratio = irdl.base "#builtin.integer"
+    %spatial_scale = irdl.base "#builtin.float"
+    %half_pixel = irdl.base "#builtin.integer"
+    %mode = irdl.base "#builtin.string"
+    %roles = irdl.is ["out", "in", "in", "in"]
+    irdl.operands(dest: %dest, src: %src, rois: %rois, batch_indices: %batch_indices)
+    irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode, "roles" = %roles}
+  }
+
   // CPU backend: dest = f32(sum (input + offset) * W - correction) * multiplier + bias, vpdpbusd on packed int8 weights.
   irdl.operation @cpu_int8_matmul {
     %dest = irdl.base "!builtin.memref"
@@ -972,85 +1051,6 @@ irdl.dialect @glow_ir {
     %roles = irdl.is ["out", "in", "in", "in", "in", "in"]
     irdl.operands(dest: %dest, input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads, "zero" = %zero, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
-  }
-
-  // CPU backend: dest = activation(convolution(src, filter, bias)) in NHWC, filter [KH, KW, C / group, O], no padding.
-  irdl.operation @cpu_conv_nhwc {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %filter = irdl.base "!builtin.memref"
-    %bias = irdl.base "!builtin.memref"
-    %kernels = irdl.base "#builtin.dense_array"
-    %strides = irdl.base "#builtin.dense_array"
-    %group = irdl.base "#builtin.integer"
-    %dilation = irdl.base "#builtin.dense_array"
-    %activation = irdl.base "#builtin.string"
-    %activationArgs = irdl.base "#builtin.dense_array"
-    %roles = irdl.is ["out", "in", "in", "in"]
-    irdl.operands(dest: %dest, src: %src, filter: %filter, bias: %bias)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "group" = %group, "dilation" = %dilation, "activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
-  }
-
-  // CPU backend: dest = activation(depthwise_conv(pad(expandActivation(conv(src, filter, bias)), pads), dw_filter, dw_bias)) in NHWC, filter [KH', KW', C, E] (window expandKernels, expandStrides, expandDilation, no padding), dw_filter [KH, KW, 1, E]; the map between them is not stored.
-  irdl.operation @cpu_expand_depthwise_nhwc {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %filter = irdl.base "!builtin.memref"
-    %bias = irdl.base "!builtin.memref"
-    %dw_filter = irdl.base "!builtin.memref"
-    %dw_bias = irdl.base "!builtin.memref"
-    %kernels = irdl.base "#builtin.dense_array"
-    %strides = irdl.base "#builtin.dense_array"
-    %dilation = irdl.base "#builtin.dense_array"
-    %pads = irdl.base "#builtin.dense_array"
-    %expandKernels = irdl.base "#builtin.dense_array"
-    %expandStrides = irdl.base "#builtin.dense_array"
-    %expandDilation = irdl.base "#builtin.dense_array"
-    %expandActivation = irdl.base "#builtin.string"
-    %expandActivationArgs = irdl.base "#builtin.dense_array"
-    %activation = irdl.base "#builtin.string"
-    %activationArgs = irdl.base "#builtin.dense_array"
-    %roles = irdl.is ["out", "in", "in", "in", "in", "in"]
-    irdl.operands(dest: %dest, src: %src, filter: %filter, bias: %bias, dw_filter: %dw_filter, dw_bias: %dw_bias)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "dilation" = %dilation, "pads" = %pads, "expandKernels" = %expandKernels, "expandStrides" = %expandStrides, "expandDilation" = %expandDilation, "expandActivation" = %expandActivation, "expandActivationArgs" = %expandActivationArgs, "activation" = %activation, "activationArgs" = %activationArgs, "roles" = %roles}
-  }
-
-  // CPU backend: max pooling in NHWC, no padding.
-  irdl.operation @cpu_max_pool_nhwc {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %kernels = irdl.base "#builtin.dense_array"
-    %strides = irdl.base "#builtin.dense_array"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
-  }
-
-  // CPU backend: average pooling over full windows in NHWC, no padding.
-  irdl.operation @cpu_avg_pool_nhwc {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %kernels = irdl.base "#builtin.dense_array"
-    %strides = irdl.base "#builtin.dense_array"
-    %roles = irdl.is ["out", "in"]
-    irdl.operands(dest: %dest, src: %src)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "roles" = %roles}
-  }
-
-  // CPU backend: glow_ir.roi_align of NHWC src into [R, OH, OW, C], a vector of channels at a time.
-  irdl.operation @cpu_roi_align_nhwc {
-    %dest = irdl.base "!builtin.memref"
-    %src = irdl.base "!builtin.memref"
-    %rois = irdl.base "!builtin.memref"
-    %batch_indices = irdl.base "!builtin.memref"
-    %output_size = irdl.base "#builtin.dense_array"
-    %sampling_ratio = irdl.base "#builtin.integer"
-    %spatial_scale = irdl.base "#builtin.float"
-    %half_pixel = irdl.base "#builtin.integer"
-    %mode = irdl.base "#builtin.string"
-    %roles = irdl.is ["out", "in", "in", "in"]
-    irdl.operands(dest: %dest, src: %src, rois: %rois, batch_indices: %batch_indices)
-    irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode, "roles" = %roles}
   }
 
   // CPU backend: dest = activation(input x W + bias), W dequantized in registers from packed 2-, 4- or 8-bit values.
