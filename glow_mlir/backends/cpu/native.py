@@ -36,7 +36,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import llvm
 
-from glow_mlir.backends.cpu.weights import WEIGHT_ALIGNMENT
+from glow_mlir.backends.cpu.weights import write_weight_space
 
 # Parts per core: parts differ in size (the model's entry function, which calls every kernel, is one function
 # of one part), so a core that finishes early takes another. DenseNet-121 in 4 parts: 0.65, 0.45, 0.48 and
@@ -171,14 +171,7 @@ def load(objects: Sequence[Path], weights: dict[str, np.ndarray], folder: Path) 
     first run, as the JIT copies them into memory of its own."""
     tools = _tools()
     assert tools is not None
-    lines = [".bss"]
-    for name, array in weights.items():
-        symbol = f'"{name}"'
-        lines += [f".balign {WEIGHT_ALIGNMENT}", f".globl {symbol}", f".type {symbol},@object",
-                  f".size {symbol},{array.nbytes}", f"{symbol}:", f".zero {array.nbytes}"]  # fmt: skip
-    lines.append('.section .note.GNU-stack,"",@progbits')
-    stub = folder / "weights_bss.s"
-    stub.write_text("\n".join(lines) + "\n")
+    stub = write_weight_space(weights, folder)
     library_file = folder / "model.so"
     # -Bsymbolic: the code's references to the weights bind to these definitions, whatever else is loaded.
     _run([str(tools[3]), "-shared", "-Wl,-Bsymbolic", "-o", str(library_file), *map(str, objects), str(stub), "-lm"])

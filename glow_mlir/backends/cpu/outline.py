@@ -43,14 +43,19 @@ class Outlined:
         """True if `function` (which `call` calls) is new, and is kept; otherwise it is erased and `call`
         calls its twin. `key` is what else two kernels must share (their transform steps)."""
         name = ir.StringAttr(function.attributes["sym_name"]).value
-        # A local scope: the names are numbered in the function alone (and the module is not walked).
-        text = function.get_asm(use_local_scope=True).replace(f"@{name}(", "@(", 1)
-        first = self._by_text.setdefault(f"{key}\n{text}", name)
+        first = self._by_text.setdefault(f"{key}\n{_unnamed_text(function)}", name)
         if first == name:
             return True
         call.attributes["callee"] = ir.FlatSymbolRefAttr.get(first)
         function.erase()
         return False
+
+
+def _unnamed_text(function: ir.Operation) -> str:
+    """`function` printed without its name, in a local scope (the values numbered in the function alone, and the
+    module not walked): two functions that print alike compile alike."""
+    name = ir.StringAttr(function.attributes["sym_name"]).value
+    return function.get_asm(use_local_scope=True).replace(f"@{name}(", "@(", 1)
 
 
 def outline_leftovers(func: ir.Operation, outlined: Outlined) -> None:
@@ -243,10 +248,9 @@ def merge_offset_twins(module: ir.Module, entries: list[ir.Operation]) -> None:
     for op in block.operations:
         if op.operation.name != "func.func" or not op.regions[0].blocks:
             continue
-        name = ir.StringAttr(op.attributes["sym_name"]).value
-        if name.startswith((KERNEL_PREFIX, LOOPS_PREFIX)):
-            text = op.operation.get_asm(use_local_scope=True).replace(f"@{name}(", "@(", 1)
-            groups.setdefault(_OFFSET.sub(r"strided<\1, offset: ?>", text), []).append(op.operation)
+        if ir.StringAttr(op.attributes["sym_name"]).value.startswith((KERNEL_PREFIX, LOOPS_PREFIX)):
+            text = _OFFSET.sub(r"strided<\1, offset: ?>", _unnamed_text(op.operation))
+            groups.setdefault(text, []).append(op.operation)
     serving: dict[str, ir.Operation] = {}
     for members in groups.values():
         if len(members) < 2:
@@ -256,9 +260,7 @@ def merge_offset_twins(module: ir.Module, entries: list[ir.Operation]) -> None:
         for function in members:
             copy = _generalized(function)
             if copy is not None:
-                name = ir.StringAttr(function.attributes["sym_name"]).value
-                alike.setdefault(copy.get_asm(use_local_scope=True).replace(f"@{name}(", "@(", 1), []).append(
-                    (function, copy))
+                alike.setdefault(_unnamed_text(copy), []).append((function, copy))
         for pairs in alike.values():
             if len(pairs) < 2:
                 for _, copy in pairs:

@@ -142,21 +142,14 @@ def text_of(build: Build) -> str:
 def sequence(kernels: Sequence[tuple[ir.Operation, Build]], on_tensors: bool) -> ir.Module:
     """The transform module: match every kernel at once (their payload ops, tagged KERNEL_ATTR, given in the
     payload's walk order), split the handle into one per kernel and build its steps, in order; bufferize once if
-    kernels were emitted on tensors; then the vector tail.
+    kernels were emitted on tensors. The vector tail comes after, function by function (`tail_library`).
 
-    One match, not one per kernel: each match walks the whole module, and DenseNet-121's 280 kernels walked its
-    20 thousand ops 280 times.
+    One match, not one per kernel: each match walks the whole module, and DenseNet-121's ~750 kernels walked its
+    20 thousand ops ~750 times.
 
     Bufferizing consumes the root handle, so the sequence's argument is then marked consumed.
     """
-    with ir.Location.unknown():
-        module = ir.Module.create()
-        module.operation.attributes["transform.with_named_sequence"] = ir.UnitAttr.get()
-        mode = "transform.consumed" if on_tensors else "transform.readonly"
-        with ir.InsertionPoint(module.body):
-            named = transform.NamedSequenceOp(
-                "__transform_main", [_any_op()], [], arg_attrs=[{mode: ir.UnitAttr.get()}]
-            )
+    module, named = _named_sequence("__transform_main", consumed=on_tensors)
     root = named.bodyTarget
     with ir.Location.unknown(), ir.InsertionPoint(named.body):
         if kernels:
@@ -178,15 +171,23 @@ def tail_library() -> ir.Module:
     """The transform module of `vector_tail` alone, as the named sequence TAIL_ENTRY on one function: the
     schedule applies it function by function with the `transform-interpreter` pass, which MLIR's pass manager
     runs on several functions at once."""
+    module, named = _named_sequence(TAIL_ENTRY, consumed=False, visibility="private")
+    with ir.Location.unknown(), ir.InsertionPoint(named.body):
+        vector_tail(named.bodyTarget)
+        transform.YieldOp([])
+    return module
+
+
+def _named_sequence(name: str, consumed: bool,
+                    visibility: str | None = None) -> tuple[ir.Module, transform.NamedSequenceOp]:
+    """A transform module holding the empty named sequence `name` on one handle, which it consumes or only
+    reads."""
     with ir.Location.unknown():
         module = ir.Module.create()
         module.operation.attributes["transform.with_named_sequence"] = ir.UnitAttr.get()
+        mode = "transform.consumed" if consumed else "transform.readonly"
         with ir.InsertionPoint(module.body):
             named = transform.NamedSequenceOp(
-                TAIL_ENTRY, [_any_op()], [], sym_visibility="private",
-                arg_attrs=[{"transform.readonly": ir.UnitAttr.get()}],
+                name, [_any_op()], [], sym_visibility=visibility, arg_attrs=[{mode: ir.UnitAttr.get()}]
             )
-        with ir.InsertionPoint(named.body):
-            vector_tail(named.bodyTarget)
-            transform.YieldOp([])
-    return module
+    return module, named

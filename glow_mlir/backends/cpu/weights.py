@@ -13,6 +13,8 @@ compiles the module supplies the data under the global's name:
   (the declaration keeps its alignment, which the kernels' loads may rely on) and registers its address;
 - the compile cache: `write_weights` writes them as an assembler file of `.incbin` data that `cc` links into
   the entry's library beside the code;
+- a natively built library (native.py): `write_weight_space` defines them as zeros (`.bss`) that the loader
+  fills with the values;
 - an object file for ahead-of-time use: `embed_weights` puts the values back as initializers first.
 
 Small constants (biases, tables) stay initializers, where LLVM sees their values. Globals that nothing reads
@@ -123,20 +125,33 @@ def write_weights(weights: dict[str, np.ndarray], folder: Path) -> Path:
     """Writes `weights` into `folder` as `weights.bin` and an assembler file `weights.s` that defines each as
     a hidden, aligned, read-only symbol of that data (`.incbin`); returns the assembler file, for `cc`."""
     data = folder / "weights.bin"
-    lines = ['.section .rodata.glow_weights,"a",@progbits']
+    bodies = []
     offset = 0
     with data.open("wb") as out:
-        for name, array in weights.items():
+        for array in weights.values():
             array.tofile(out)
-            symbol = f'"{name}"'
-            lines += [
-                f".balign {WEIGHT_ALIGNMENT}", f".globl {symbol}", f".hidden {symbol}", f".type {symbol},@object",
-                f".size {symbol},{array.nbytes}", f"{symbol}:", f'.incbin "{data}",{offset},{array.nbytes}',
-            ]  # fmt: skip
+            bodies.append(f'.incbin "{data}",{offset},{array.nbytes}')
             offset += array.nbytes
+    return _assembler(weights, bodies, '.section .rodata.glow_weights,"a",@progbits', folder / "weights.s", True)
+
+
+def write_weight_space(weights: dict[str, np.ndarray], folder: Path) -> Path:
+    """Writes an assembler file `weights_bss.s` into `folder` that defines each of `weights` as an aligned,
+    writable symbol of zeros of its size (`.bss`: no bytes in the file), exported, for a loader to copy the
+    values into (native.py); returns it, for `cc`."""
+    bodies = [f".zero {array.nbytes}" for array in weights.values()]
+    return _assembler(weights, bodies, ".bss", folder / "weights_bss.s", False)
+
+
+def _assembler(weights: dict[str, np.ndarray], bodies: list[str], section: str, source: Path, hidden: bool) -> Path:
+    """Writes `source`: in `section`, each weight's symbol (aligned, sized, `.hidden` where `hidden`) followed by
+    its body (data or space)."""
+    lines = [section]
+    for (name, array), body in zip(weights.items(), bodies, strict=True):
+        symbol = f'"{name}"'
+        lines += [f".balign {WEIGHT_ALIGNMENT}", f".globl {symbol}", *([f".hidden {symbol}"] if hidden else []),
+                  f".type {symbol},@object", f".size {symbol},{array.nbytes}", f"{symbol}:", body]  # fmt: skip
     # No executable stack for the library (the linker otherwise assumes one for an object without the note).
     lines.append('.section .note.GNU-stack,"",@progbits')
-    source = folder / "weights.s"
     source.write_text("\n".join(lines) + "\n")
     return source
-
