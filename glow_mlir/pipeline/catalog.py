@@ -7,7 +7,17 @@ the order glow-opt --list-passes and the docs show. It sits above every stage: n
 
 from __future__ import annotations
 
-from glow_mlir.backends.cpu import backend, expansion, layout, llvm, lowerings, parallel, schedule, weights
+from glow_mlir.backends.cpu import (
+    backend,
+    expansion,
+    layout,
+    llvm,
+    lowerings,
+    pad_channels,
+    parallel,
+    schedule,
+    weights,
+)
 from glow_mlir.codegen import to_linalg
 from glow_mlir.passes.graph import (
     constant_fold,
@@ -40,7 +50,8 @@ STAGES = (
     verify, dce, lower, cse, constant_fold, fold_batchnorm, merge_conv_branches, simplify_arithmetic, split_gather,
     scatter_to_insert, eliminate_noop, merge_reshape, sink_transpose, merge_concat, merge_pad, trim_window,
     fold_transpose_weights, quant_fold_converts, quant_fold_qdq, fuse_activations, layout, memory_schedule,
-    irgen, ir_verify, share_buffers, copy_elim, dse, live_ranges, optimize_inserts, expansion, allocate, to_linalg,
+    irgen, ir_verify, share_buffers, copy_elim, dse, live_ranges, optimize_inserts, expansion, pad_channels,
+    allocate, to_linalg,
     lowerings, schedule, parallel, weights, llvm, backend,
 )  # fmt: skip
 _ORDER = {module.__name__: i for i, module in enumerate(STAGES)}

@@ -26,7 +26,8 @@ A layer of 2, 4 or 8 channels with unit stride along the row runs on its rows as
 multiple of 16 whose output rows are contiguous (the register's channels then depend on where it starts: its
 phase). The input comes padded (glow-lower pads a convolution's input, and
 glow-ir-optimize-inserts makes the producer write into the padded buffer's interior), so the kernel reads no
-padding of its own. Where that buffer's border is known to be zeros (padding.py marks it), a kernel whose tiles
+padding of its own; its pixels may be padded too, beyond the C channels the kernel reads (glow-cpu-pad-channels,
+depthwise_tiles.pixel_stride), so that a channel block's vectors along a row spread over L1's sets. Where that buffer's border is known to be zeros (padding.py marks it), a kernel whose tiles
 read the filter (5x5 and larger) skips the taps that would read them: per tile the filter rows that read no
 value, and at the row's ends, tiles placed at compile time leave out their columns of zeros
 (depthwise_tiles.Interior; RepLKNet's 27x27 window on a 14x14 map reads values with 27 % of its taps).
@@ -127,9 +128,11 @@ class DepthwiseKernel:
         # (3x3 stride 2 on 28x28 of 48 to 240 channels 1.2-1.5x, the others 0.98-1.12x), but where a block's
         # vectors fall into 2 of L1's sets (`aliased`) a pixel's two vectors span twice the sets (512 channels on
         # 14x14 0.88x with one).
-        strided = (self.sh > 1 or self.sw > 1) and not aliased(self.c, 2)
+        # The input's pixel and row strides (glow-cpu-pad-channels may pad its pixels beyond C channels).
+        row_stride, self.pixel = ir.MemRefType(x.type).get_strides_and_offset()[0][1:3]
+        strided = (self.sh > 1 or self.sw > 1) and not aliased(self.pixel, 2)
         self.vectors = 2 if self.c >= 2 * LANES and held_filter(2, self.kh, self.kw) and not strided else 1
-        input_row = static_shape(x)[2] * self.c * 4
+        input_row = row_stride * 4
         # The input rows one output row's window spans.
         self.window = (self.kh - 1) * self.dh + 1
         fits = [b for b in range(1, self.oh + 1) if ((b - 1) * self.sh + self.window) * input_row <= BAND_BYTES]

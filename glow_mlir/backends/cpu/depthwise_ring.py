@@ -11,7 +11,9 @@ the rows above and below into the same ones: the 12 ways of a set hold a fractio
 tiles read their input from L2. A 3x3 layer of 1024 channels on 7x7 ran at 26 % of peak where 1040 channels ran
 at 56 %.
 
-Two remedies, where they measured faster (`python -m bench.convs`, one process):
+Three remedies, where they measured faster (`python -m bench.convs`, one process): the input's pixels padded to
+a stride that spreads them over the sets (glow-cpu-pad-channels, depthwise_tiles.pixel_stride; pad_channels.py),
+except for the copied ring's layers below, and here:
 - the filter of an aliased layer is a copy whose channels are padded by one vector (`padded_filter`), so that a
   block's taps fall into distinct sets: a filter read by the tiles (5x5 and up) 1.1-1.4x (7x7 of 128 channels on
   28x28 67 -> 92 % of peak), a held 3x3 filter unchanged;
@@ -201,7 +203,7 @@ def copies_ring(kernel: DepthwiseKernel) -> bool:
     blocks' vectors in at most 2 sets, in bands (not streamed: a ring per block would read a streamed map once
     per block) and a ring of one band row within RING_BYTES."""
     k = kernel
-    return (not k.streamed and k.sh == 1 and held_filter(k.vectors, k.kh, k.kw) and aliased(k.c, 2)
+    return (not k.streamed and k.sh == 1 and held_filter(k.vectors, k.kh, k.kw) and aliased(k.pixel, 2)
             and ring_band(k, RING_VECTORS) > 0)  # fmt: skip
 
 

@@ -1,14 +1,16 @@
 """The register tiles of the CPU backend's f32 depthwise convolution kernel (depthwise_recipes.py): the rule that
-picks a tile per layer and channel block (`tile_shape`), and where a window over a padded input of zeros reads
-values (`Interior`, the taps a tile can skip)."""
+picks a tile per layer and channel block (`tile_shape`), where a window over a padded input of zeros reads
+values (`Interior`, the taps a tile can skip), and the pixel stride of its input buffer (`pixel_stride`)."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Sequence
 
 from mlir import ir
 
-from glow_mlir.backends.cpu.conv_recipes import REGISTERS
+from glow_mlir.backends.cpu.conv_recipes import LANES, REGISTERS
 from glow_mlir.backends.cpu.padding import ZERO_BORDER_ATTR
 
 # A register tile is rows x pixels x channel vectors of accumulators (`tile_shape`): at most this many, and at
@@ -28,11 +30,45 @@ FMAS_IN_FLIGHT = 8
 MIN_DEAD_COLUMNS = 0.1
 # Bytes after which L1's set indices repeat: 64 sets of 64-byte lines (48 KB 12-way on Zen 5, Sapphire Rapids).
 L1_SET_PERIOD = 4096
+LINE_BYTES = 64
+# The fewest of L1's sets that a channel block's vectors along a row of pixels should fall into (`pixel_stride`):
+# pixels padded to spread over 32 sets or more ran 1.04-1.36x faster where they fell into 16 or fewer (5x5 stride 2
+# on 56x56 of 128 channels 1.25x, of 64 1.10x; 3x3 stride 1 on 56x56 of 128 channels 1.16x, on 28x28 of 256
+# 1.15x; 5x5 stride 1 on 14x14 of 384 1.12x), 1.05x where no multiple of 16 (72 channels on 56x56, 3x3 and 5x5
+# stride 2); padding 32-set strides further (96 -> 112 channels) gained nothing (bench.convs --base).
+MIN_PIXEL_SETS = 32
+# The most bytes a padded pixel may take, over its C channels' (`pixel_stride`): 3x3 and 5x5 stride-2 layers of 24
+# channels (32, 1.33x) ran 0.94-0.96x, read from memory; of 40 (48, 1.2x) 1.08x, of 100 (112) 1.12x.
+MAX_PIXEL_GROWTH = 1.25
+# Output rows shorter than this keep their pixels unpadded: on 7x7 maps, 5x5 and 7x7 layers of padded pixels ran
+# 0.92-0.98x (640, 768, 960, 1152 channels; 3x3 ones 0.97-1.01x), whatever the sets.
+MIN_PADDED_PIXELS = 14
 
 
 def held_filter(vectors: int, kh: int, kw: int) -> bool:
     """Whether a KH x KW filter's vectors for `vectors` channel vectors stay in registers across a row of tiles."""
     return vectors * kh * kw <= HELD_FILTER_VECTORS
+
+
+def pixel_stride(c: int, window: tuple[int, int], strides: Sequence[int], width: int) -> int:
+    """The channels of each pixel of a depthwise convolution's input buffer (glow-cpu-pad-channels): C, or more
+    where the kernel reads C channels of a pixel as 16-channel vectors (`DepthwiseKernel`) and a row's pixels C x
+    4 bytes apart put a channel block's vectors into fewer than MIN_PIXEL_SETS of L1's sets (C a multiple of 64)
+    or across cache lines (C no multiple of 16): the first multiple of 16 from C whose pixels spread over
+    MIN_PIXEL_SETS sets, unless that grows a pixel beyond MAX_PIXEL_GROWTH. `width`: the output's pixels along a
+    row (rows shorter than MIN_PADDED_PIXELS keep C).
+    Not for the flat kernel of a 3x3 layer of unit stride along the rows, nor the copied ring of a 3x3 layer of
+    unit stride whose blocks alias into 2 sets (depthwise_ring.py), which reads its own unaliased copy."""
+    kh, kw = window
+    if c < LANES or width < MIN_PADDED_PIXELS:
+        return c
+    held = held_filter(1, kh, kw)
+    if held and ((c % LANES and strides[1] == 1) or (strides[0] == 1 and aliased(c, 2))):
+        return c
+    lines, sets = -(-c // LANES), L1_SET_PERIOD // LINE_BYTES
+    while sets // math.gcd(lines, sets) < MIN_PIXEL_SETS:
+        lines += 1
+    return lines * LANES if lines * LANES <= MAX_PIXEL_GROWTH * c else c
 
 
 def aliased(c: int, sets: int) -> bool:

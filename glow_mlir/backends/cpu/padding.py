@@ -48,7 +48,7 @@ def fill_borders(function: ir.Operation) -> None:
         anywhere = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(), strides)
         element = ir.MemRefType(buffer.type).element_type
         with fill.location, ir.InsertionPoint(fill):
-            for offsets, sizes in _border(static_shape(buffer), *interior[1:]):
+            for offsets, sizes in _border(_read_extent(buffer, touches, interior[0]), *interior[1:]):
                 # At a dynamic offset, the slabs of one shape (a buffer's top and bottom rows, those of every
                 # buffer of its shape) are one kernel, compiled once.
                 slab = memref.cast(ir.MemRefType.get(sizes, element, layout=anywhere), static_block(buffer, offsets, sizes))
@@ -94,20 +94,57 @@ def _written_interior(touches: Sequence[Touch]) -> tuple[ir.Operation, list[int]
     return first, offsets, sizes
 
 
+def _read_extent(buffer: ir.Value, touches: Sequence[Touch], writer: ir.Operation) -> list[int]:
+    """The extent from the origin of what the `touches` other than `writer` can read of `buffer`: the box that
+    holds their static views (a depthwise convolution reading the first C channels of pixels that
+    glow-cpu-pad-channels padded), or the whole buffer where one touches it otherwise, where none does, or where
+    it is an argument (read after the function returns)."""
+    shape = static_shape(buffer)
+    others = [view for op, view in touches if op != writer]
+    if not others or isinstance(buffer.owner, ir.Block):
+        return list(shape)
+    extent = [0] * len(shape)
+    for view in others:
+        if view is None or len(view.operands) != 1:
+            return list(shape)
+        offsets = ir.DenseI64ArrayAttr(view.attributes["static_offsets"])
+        sizes = ir.DenseI64ArrayAttr(view.attributes["static_sizes"])
+        extent = [max(e, o + n) for e, o, n in zip(extent, offsets, sizes, strict=True)]
+    return extent
+
+
 def _mark_zero_border(fill: ir.Operation, touches: Sequence[Touch], writer: ir.Operation, offsets: Sequence[int],
                       sizes: Sequence[int]) -> None:  # fmt: skip
     """Marks the depthwise convolution that reads `fill`'s buffer whole right after `writer` wrote its interior
-    (`offsets`, `sizes`, whole along the images and channels), when the fill is of zeros: ZERO_BORDER_ATTR."""
+    (`offsets`, `sizes`, whole along the images and channels) and the ops after it that touch that interior only
+    (a convolution's own steps after its bias: the convolution, its activation), when the fill is of zeros:
+    ZERO_BORDER_ATTR."""
     buffer = fill.operands[-1]
-    shape = static_shape(buffer)
-    reader = _first([op for op, _ in touches if op != writer])
-    if reader is None or reader.name != "linalg.depthwise_conv_2d_nhwc_hwc" or reader.operands[0] != buffer:
+    interior = next(view for op, view in touches if op == writer)
+    reader = _first([op for op, view in touches if op != writer and (view is None or view != interior)])
+    if reader is None or reader.name != "linalg.depthwise_conv_2d_nhwc_hwc" or not _is_zero(fill.operands[0]):
         return
-    if any(view is not None for op, view in touches if op == reader) or not _is_zero(fill.operands[0]):
+    # The buffer itself, or the view of its first channels that a convolution of padded pixels reads.
+    views = [view for op, view in touches if op == reader]
+    if len(views) != 1:
         return
+    read = buffer if views[0] is None else views[0].result
+    if reader.operands[0] != read or not _at_origin(read, buffer):
+        return
+    shape = static_shape(read)
     if offsets[0] or offsets[3] or sizes[0] != shape[0] or sizes[3] != shape[3]:
         return
     reader.attributes[ZERO_BORDER_ATTR] = ir.DenseI64ArrayAttr.get([offsets[1], offsets[2], sizes[1], sizes[2]])
+
+
+def _at_origin(view: ir.Value, buffer: ir.Value) -> bool:
+    """Whether `view` is `buffer` or a unit-stride view of it from its origin, whole along its rows and columns."""
+    if view == buffer:
+        return True
+    op = view.owner
+    return (all(o == 0 for o in ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+            and all(s == 1 for s in ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+            and static_shape(view)[:3] == static_shape(buffer)[:3])  # fmt: skip
 
 
 def _is_zero(value: ir.Value) -> bool:
