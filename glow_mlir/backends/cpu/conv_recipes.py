@@ -37,6 +37,7 @@ from mlir.dialects import arith, linalg, scf
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.lowerings import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
 from glow_mlir.backends.cpu.recipes import (
+    L2_BYTES,
     Kernel,
     Recipe,
     block_at,
@@ -45,8 +46,10 @@ from glow_mlir.backends.cpu.recipes import (
     generic_on_tensors,
     index_constant,
     is_float32,
+    model_weight_bytes,
     on_tensors,
     packed_global,
+    prefetch_ahead,
     recipe,
     static_shape,
     write_back,
@@ -262,6 +265,15 @@ def output_neighbours(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operati
     return before, after
 
 
+# Output pixels (over the batch) up to which a convolution whose weights come from memory (the model's beyond L2)
+# waits on its filter more than on its FMAs, so that its kernel prefetches the filter (`_packed_kernels`): each
+# filter float feeds one multiply-add per output pixel, 2 x 254 GFLOP/s against ~20 GB/s from memory on this
+# core break even near 25 pixels. ResNet-18 at 96x96 (zoo): its 3x3 512 -> 512 layers on 3x3 maps 0.586 -> 0.550
+# ms a run (kernel time), the model 1.07-1.10x (bench.ab); prefetching the filters of every layer cost load slots
+# (ResNet-18 at 224 0.89x, DenseNet-121 0.86x, SqueezeNet 0.87x), and up to 36 pixels (6x6 maps) gained no more.
+STREAMED_PIXELS = 16
+
+
 def _packed_kernels(conv: ScheduledConv, weights: np.ndarray, user: ir.Operation) -> list[Kernel]:
     """Convolution `conv` with constant weights on a filter packed per channel tile, one tile per loop step.
 
@@ -270,7 +282,9 @@ def _packed_kernels(conv: ScheduledConv, weights: np.ndarray, user: ir.Operation
     filters from memory. The filter is repacked at compile time into [F / f, KH, KW, C, f]; an scf.for over
     the channel tiles (the outermost tile loop of the direct recipe) runs the fused kernel on one contiguous
     [KH, KW, C, f] slice and the output's (and bias's) f channels. Channels beyond the last multiple of 16
-    (1000, say) get a kernel of their own with a narrower tile instead of 8-lane vectors throughout.
+    (1000, say) get a kernel of their own with a narrower tile instead of 8-lane vectors throughout. A layer of
+    at most STREAMED_PIXELS output pixels whose filter comes from memory prefetches it across pages
+    (recipes.prefetch_ahead, as the matmuls' packed weights).
     """
     n, h, _, c = static_shape(conv.x)
     _, oh, ow, f = static_shape(conv.y)
@@ -278,6 +292,7 @@ def _packed_kernels(conv: ScheduledConv, weights: np.ndarray, user: ir.Operation
     (_, sw), (_, dw) = conv.window["strides"], conv.window["dilations"]
     kernels = []
     large_input = _input_bytes(conv) > L2_INPUT_BYTES
+    streamed = n * oh * ow <= STREAMED_PIXELS and model_weight_bytes(user) > L2_BYTES
     for f0, fp in channel_parts(f):
         f_tile, parts = width_parts(ow, fp, large_input, split=_static_strides(conv.x))
         tiles = fp // f_tile
@@ -296,7 +311,10 @@ def _packed_kernels(conv: ScheduledConv, weights: np.ndarray, user: ir.Operation
                 out = block_at(conv.y, [0, 0, w0, channel], [n, oh, pixels, f_tile])
                 tile_bias = block_at(conv.bias, [channel], [f_tile]) if conv.bias is not None else None
                 tile_conv = dataclasses.replace(conv, x=x, filter=filter_, bias=tile_bias, y=out)
-                kernels.append(fused_kernel(tile_conv, ow_tile, f_tile))
+                kernel = fused_kernel(tile_conv, ow_tile, f_tile)
+                if streamed:
+                    kernel = dataclasses.replace(kernel, finish=prefetch_ahead(filter_.type))
+                kernels.append(kernel)
                 scf.YieldOp([])
     return kernels
 

@@ -2,7 +2,8 @@
 their input channels in blocks of at most TAP_BLOCK_BYTES per filter tap, outermost (conv_recipes.py,
 `_channel_block` / `_blocked_steps`), the bias and activation as passes of their own: the schedule has the
 block loop where the rule says so, and every case computes what onnxruntime computes (channel counts with
-remainders, strides, 5x5 windows, with and without bias and activation)."""
+remainders, strides, 5x5 windows, with and without bias and activation). A layer of few output pixels whose
+filter streams from memory prefetches it."""
 
 from __future__ import annotations
 
@@ -82,5 +83,26 @@ def test_grouped_convolution_on_short_rows() -> None:
         scheduled = compiled.ir("glow-cpu-schedule")
         [got] = compiled.run({"x": x}).values()
     assert re.search(r"scf\.for %\w+ = %c0\w* to %c128\w* step %c4\b", scheduled), scheduled
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("c", "h", "n", "prefetched"), [
+    (384, 3, 1, True),  # 5.3 MB of filter (beyond L2) for 9 output pixels: it streams from memory
+    (384, 5, 1, False),  # 25 pixels: the FMAs, not the filter, bound it
+    (384, 3, 2, False),  # 18 pixels over the batch
+    (64, 3, 1, False),  # 147 KB of filter: in cache from one run to the next
+])  # fmt: skip
+def test_streamed_filter_is_prefetched(c: int, h: int, n: int, prefetched: bool) -> None:
+    """A convolution of at most STREAMED_PIXELS output pixels whose model's weights outgrow L2 prefetches its
+    packed filter (conv_recipes._packed_kernels, into L2), and computes what onnxruntime computes."""
+    model = conv_model(c, h, h, c, 3, 1, "relu", True, n=n)
+    x = rng.standard_normal((n, c, h, h)).astype(np.float32)
+    with glow_mlir.compile(import_model(model), keep_ir=True, cache=False) as compiled:
+        scheduled = compiled.ir("glow-cpu-schedule")
+        [got] = compiled.run({"x": x}).values()
+    assert ("memref.prefetch" in scheduled) == prefetched
+    if prefetched:
+        assert "locality<2>" in scheduled
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
