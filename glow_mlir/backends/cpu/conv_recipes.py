@@ -266,12 +266,17 @@ def output_neighbours(op: ir.Operation) -> tuple[ir.Operation | None, ir.Operati
 
 
 # Output pixels (over the batch) up to which a convolution whose weights come from memory (the model's beyond L2)
-# waits on its filter more than on its FMAs, so that its kernel prefetches the filter (`_packed_kernels`): each
-# filter float feeds one multiply-add per output pixel, 2 x 254 GFLOP/s against ~20 GB/s from memory on this
-# core break even near 25 pixels. ResNet-18 at 96x96 (zoo): its 3x3 512 -> 512 layers on 3x3 maps 0.586 -> 0.550
-# ms a run (kernel time), the model 1.07-1.10x (bench.ab); prefetching the filters of every layer cost load slots
-# (ResNet-18 at 224 0.89x, DenseNet-121 0.86x, SqueezeNet 0.87x), and up to 36 pixels (6x6 maps) gained no more.
-STREAMED_PIXELS = 16
+# prefetches its filter (`_packed_kernels`): each filter float feeds one multiply-add per output pixel, so on a
+# few pixels the layer waits on its filter (2 x 254 GFLOP/s against ~20 GB/s from memory break even near 25),
+# and the hardware prefetchers stop at each 4 KiB page of it. Up to 64 pixels (8x8 maps): bench.ab, ResNet-18 at
+# 96x96 (zoo) 1.18x, ResNet-18 at 224 1.12x (7x7 maps), ResNet-50 1.04x; up to 200 no more; every layer cost
+# load slots where the FMAs bound it (DenseNet-121 0.94x, SqueezeNet 0.92x).
+STREAMED_PIXELS = 64
+# How far ahead the filter is prefetched: one page. ResNet-18 at 96x96 against 32 KiB ahead (the matmuls'
+# PREFETCH_AHEAD_BYTES), 16 filter-bound layers: 1 KiB 1.08x, 2 KiB 1.11-1.13x, 4 KiB 1.12x, 8 KiB 1.10-1.11x,
+# 16 KiB 1.04x; its 3x3 512 -> 512 layers on 3x3 maps 0.586 ms a run without prefetches, 0.550 at 32 KiB, 0.36
+# at 4 KiB (26 GB/s of filter).
+STREAMED_AHEAD_BYTES = 4 * 1024
 
 
 def _packed_kernels(conv: ScheduledConv, weights: np.ndarray, user: ir.Operation) -> list[Kernel]:
@@ -313,7 +318,7 @@ def _packed_kernels(conv: ScheduledConv, weights: np.ndarray, user: ir.Operation
                 tile_conv = dataclasses.replace(conv, x=x, filter=filter_, bias=tile_bias, y=out)
                 kernel = fused_kernel(tile_conv, ow_tile, f_tile)
                 if streamed:
-                    kernel = dataclasses.replace(kernel, finish=prefetch_ahead(filter_.type))
+                    kernel = dataclasses.replace(kernel, finish=prefetch_ahead(filter_.type, STREAMED_AHEAD_BYTES))
                 kernels.append(kernel)
                 scf.YieldOp([])
     return kernels

@@ -364,13 +364,13 @@ PREFETCH_LOCALITY = 2
 _LINE_FLOATS = 16
 
 
-def prefetch_ahead(packed: ir.Type) -> Callable[[ir.Operation], None]:
+def prefetch_ahead(packed: ir.Type, distance: int = PREFETCH_AHEAD_BYTES) -> Callable[[ir.Operation], None]:
     """The finish of a kernel reading packed weights of type `packed` (its function's argument): before each
-    vector load of them, a prefetch of every line that load reads, PREFETCH_AHEAD_BYTES further on in the buffer
+    vector load of them, a prefetch of every line that load reads, `distance` bytes further on in the buffer
     (the last element at most: a prefetch past the end would index out of bounds)."""
     shape = list(ir.MemRefType(packed).shape)
     total = int(np.prod(shape))
-    ahead = PREFETCH_AHEAD_BYTES // 4
+    ahead = distance // 4
     # A contiguous view of a larger buffer (a convolution's channel tile of its packed filter) collapses to one
     # with its offset: the prefetches stay inside the view.
     strided = isinstance(ir.MemRefType(packed).layout, ir.StridedLayoutAttr)

@@ -89,8 +89,9 @@ def test_grouped_convolution_on_short_rows() -> None:
 
 @pytest.mark.parametrize(("c", "h", "n", "prefetched"), [
     (384, 3, 1, True),  # 5.3 MB of filter (beyond L2) for 9 output pixels: it streams from memory
-    (384, 5, 1, False),  # 25 pixels: the FMAs, not the filter, bound it
-    (384, 3, 2, False),  # 18 pixels over the batch
+    (384, 7, 1, True),  # 49 pixels
+    (384, 9, 1, False),  # 81 pixels: the FMAs, not the filter, bound it
+    (384, 6, 2, False),  # 72 pixels over the batch
     (64, 3, 1, False),  # 147 KB of filter: in cache from one run to the next
 ])  # fmt: skip
 def test_streamed_filter_is_prefetched(c: int, h: int, n: int, prefetched: bool) -> None:
