@@ -27,7 +27,8 @@ multiple of 16 whose output rows are contiguous (the register's channels then de
 phase). The input comes padded (glow-lower pads a convolution's input, and
 glow-ir-optimize-inserts makes the producer write into the padded buffer's interior), so the kernel reads no
 padding of its own; its pixels may be padded too, beyond the C channels the kernel reads (glow-cpu-pad-channels,
-depthwise_tiles.pixel_stride), so that a channel block's vectors along a row spread over L1's sets. Where that buffer's border is known to be zeros (padding.py marks it), a kernel whose tiles
+depthwise_tiles.pixel_stride), so that a channel block's vectors along a row spread over L1's sets. Where that
+buffer's border is known to be zeros (padding.py marks it), a kernel whose tiles
 read the filter (5x5 and larger) skips the taps that would read them: per tile the filter rows that read no
 value, and at the row's ends, tiles placed at compile time leave out their columns of zeros
 (depthwise_tiles.Interior; RepLKNet's 27x27 window on a 14x14 map reads values with 27 % of its taps).

@@ -51,7 +51,8 @@ def fill_borders(function: ir.Operation) -> None:
             for offsets, sizes in _border(_read_extent(buffer, touches, interior[0]), *interior[1:]):
                 # At a dynamic offset, the slabs of one shape (a buffer's top and bottom rows, those of every
                 # buffer of its shape) are one kernel, compiled once.
-                slab = memref.cast(ir.MemRefType.get(sizes, element, layout=anywhere), static_block(buffer, offsets, sizes))
+                slab_type = ir.MemRefType.get(sizes, element, layout=anywhere)
+                slab = memref.cast(slab_type, static_block(buffer, offsets, sizes))
                 linalg.fill(fill.operands[0], outs=[slab])
         fill.erase()
 
