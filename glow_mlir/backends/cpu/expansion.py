@@ -45,15 +45,19 @@ FUSED = "glow_ir.cpu_expand_depthwise_nhwc"
 SPLAT = "glow_ir.splat"
 
 
-def _is_depthwise(op: ir.Operation) -> bool:
-    """One channel per group, and windows that overlap or touch down the rows (the kernel's bands carry rows
-    over from one to the next)."""
+def one_channel_per_group(op: ir.Operation) -> bool:
+    """Whether `cpu_conv_nhwc` `op` is a depthwise convolution: one input and one output channel per group."""
     dest, src, filter_, _ = op.operands
     channels = ops.shape(src)[3]
     group = ir.IntegerAttr(op.attributes["group"]).value
+    return group == channels == ops.shape(dest)[3] and ops.shape(filter_)[2] == 1
+
+
+def _is_depthwise(op: ir.Operation) -> bool:
+    """One channel per group, and windows that overlap or touch down the rows (the kernel's bands carry rows
+    over from one to the next)."""
     window = (ops.ints(op, "kernels")[0] - 1) * ops.ints(op, "dilation")[0] + 1
-    one_channel = group == channels == ops.shape(dest)[3] and ops.shape(filter_)[2] == 1
-    return one_channel and window >= ops.ints(op, "strides")[0]
+    return one_channel_per_group(op) and window >= ops.ints(op, "strides")[0]
 
 
 def _is_expansion(op: ir.Operation) -> bool:

@@ -27,6 +27,7 @@ from mlir import ir
 
 from glow_mlir import ops
 from glow_mlir.backends.cpu.depthwise_tiles import pixel_stride
+from glow_mlir.backends.cpu.expansion import one_channel_per_group
 from glow_mlir.backends.cpu.recipes import is_float32
 from glow_mlir.passes.ir import utils as u
 from glow_mlir.passes.ir.optimize_inserts import STRIDED_KERNELS
@@ -42,10 +43,10 @@ def _padded_channels(dw: ir.Operation) -> int | None:
     else None."""
     if dw.name != CONV or not all(is_float32(v) for v in dw.operands):
         return None
-    dest, src, filter_, _ = dw.operands
-    c = ops.shape(src)[3]
-    if not (ir.IntegerAttr(dw.attributes["group"]).value == c == ops.shape(dest)[3] and ops.shape(filter_)[2] == 1):
+    if not one_channel_per_group(dw):
         return None
+    dest, src, _, _ = dw.operands
+    c = ops.shape(src)[3]
     kh, kw = ops.ints(dw, "kernels")
     stride = pixel_stride(c, (kh, kw), ops.ints(dw, "strides"), ops.shape(dest)[2])
     return stride if stride > c else None
@@ -71,13 +72,10 @@ def _rewrite(buffer: ir.Value, channels: int) -> None:
     alloc = u.producer(buffer)
     with ir.InsertionPoint(alloc), alloc.location:
         padded = ops.create(u.ALLOC, results=[ir.MemRefType.get([*shape[:3], channels], element)]).results[0]
-    strides, _ = ir.MemRefType(padded.type).get_strides_and_offset()
 
     def view(before: ir.Operation, start: list[int], sizes: list[int]) -> ir.Value:
-        offset = sum(s * t for s, t in zip(start, strides, strict=True))
-        view_type = ir.MemRefType.get(sizes, element, layout=ir.StridedLayoutAttr.get(offset, strides))
         with ir.InsertionPoint(before), before.location:
-            return ops.create(u.BLOCK_VIEW, [padded], [view_type], {"start": ops.i64_array(start)}).results[0]
+            return u.block_view(padded, start, sizes).results[0]
 
     for user in u.users(buffer):
         if user.name == u.BLOCK_VIEW:

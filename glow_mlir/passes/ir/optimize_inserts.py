@@ -96,11 +96,8 @@ def _rewrite(insert: ir.Operation, positions: u.Positions, outputs: set[ir.Value
         positions.move_before(alloc, writer)
     for fill in fills:
         positions.move_before(fill, writer)
-    strides, offset = ir.MemRefType(dest.type).get_strides_and_offset()
-    layout = ir.StridedLayoutAttr.get(offset + sum(s * t for s, t in zip(start, strides, strict=True)), strides)
-    view_type = ir.MemRefType.get(list(ops.shape(src)), ops.element_type(src), layout=layout)
     with ir.InsertionPoint(writer), insert.location:
-        view_op = ops.create(u.BLOCK_VIEW, [dest], [view_type], {"start": ops.i64_array(start)})
+        view_op = u.block_view(dest, start, list(ops.shape(src)))
     positions.inserted_before(view_op.operation, writer)
     dealloc = u.dealloc_of(src)
     if dealloc is not None:

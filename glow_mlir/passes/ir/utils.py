@@ -104,6 +104,15 @@ def is_partial(value: ir.Value) -> bool:
     return False
 
 
+def block_view(buffer: ir.Value, start: list[int], sizes: list[int]) -> ir.Operation:
+    """A `block_view` of `buffer` at `start` of `sizes`, built at the insertion point: its type is the strided
+    layout of that block of `buffer`'s bytes."""
+    strides, offset = ir.MemRefType(buffer.type).get_strides_and_offset()
+    layout = ir.StridedLayoutAttr.get(offset + sum(s * t for s, t in zip(start, strides, strict=True)), strides)
+    view_type = ir.MemRefType.get(list(sizes), ops.element_type(buffer), layout=layout)
+    return ops.create(BLOCK_VIEW, [buffer], [view_type], {"start": ops.i64_array(start)})
+
+
 def views_and_self(buffer: ir.Value) -> list[ir.Value]:
     """`buffer` and every (nested) view of it."""
     found = [buffer]
