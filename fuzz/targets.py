@@ -2,10 +2,12 @@
 
 A case passes when its input compiles and runs (`ok`: for a mutated model there is no oracle beyond not
 crashing; a feed or cache mutation that keeps the values must give the unmutated run's outputs, bit for
-bit), or when glow-mlir refuses it with a `GlowError` whose message names the node, input, value or file at
+bit; and every run is made with the arena and outputs poisoned (glow_mlir/library.py's POISON), a model that
+ran once more under another byte, so that outputs reading bytes nothing wrote differ), or when glow-mlir refuses it with a `GlowError` whose message names the node, input, value or file at
 fault (`refused`). Failures: `internal` (any other exception escaped: IndexError, KeyError, onnx's own
 errors, MemoryError, ...), `unnamed` (a typed refusal that names nothing, or a glow-opt diagnostic without a
-location), `wrong` (a value-preserving feed or a cache reload gave other outputs). The runner adds `crash`
+location), `wrong` (a value-preserving feed or a cache reload gave other outputs, or outputs changed with the poison
+byte: a garbage read). The runner adds `crash`
 and `hang`.
 """
 
@@ -29,6 +31,7 @@ from google.protobuf.message import DecodeError
 
 import glow_mlir
 from fuzz.mutate_io import apply_cache_mutation, apply_feed_mutation
+from glow_mlir import library
 from glow_mlir.errors import GlowError, MalformedModelError, UnsupportedModelError
 from glow_mlir.tools import glow_opt
 
@@ -45,6 +48,14 @@ _QUOTED = re.compile(r"'([^']+)'")
 # A glow-opt diagnostic line whose location is the tool itself or MLIR's unknown location.
 _UNLOCATED = re.compile(r"^(glow-opt|unknown): (error|warning)", re.MULTILINE)
 
+
+# The poison bytes (glow_mlir/library.py): reference runs fill the arena and outputs with NaN bytes, a case's
+# runs with zeros, so that outputs computed from bytes no kernel wrote differ between the two.
+REFERENCE_POISON, CASE_POISON = 0xFF, 0x00
+# Ops that draw new numbers on every run: a model holding one gives other outputs on its second run.
+RANDOM_OPS = frozenset(
+    {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike", "Bernoulli", "Multinomial"}
+)
 
 # The folder a worker keeps its files in (the runner makes one per worker and removes it).
 SCRATCH_VARIABLE = "GLOW_FUZZ_SCRATCH"
@@ -69,9 +80,20 @@ def run(target: str, payload: dict[str, Any]) -> Result:
     """Runs one case of `target` and classifies it (never raises)."""
     runner = _TARGETS[target]
     try:
-        return runner(payload)
+        with _poisoned(CASE_POISON):
+            return runner(payload)
     except Exception as e:  # noqa: BLE001 - every escape is a finding to report, not to raise
         return _escaped(e)
+
+
+@contextlib.contextmanager
+def _poisoned(byte: int) -> Iterator[None]:
+    saved = library.POISON
+    library.POISON = byte
+    try:
+        yield
+    finally:
+        library.POISON = saved
 
 
 def _escaped(e: BaseException) -> Result:
@@ -141,15 +163,39 @@ def feed_for(session: glow_mlir.InferenceSession, known: dict[str, np.ndarray]) 
     return feed
 
 
+def draws_random(data: bytes) -> bool:
+    """Whether the model holds an op of RANDOM_OPS (in a subgraph or a function too)."""
+    model = onnx.ModelProto()
+    model.ParseFromString(data)
+
+    def walk(nodes: Any) -> bool:
+        return any(
+            node.op_type in RANDOM_OPS or any(walk(g.node) for a in node.attribute for g in [a.g, *a.graphs])
+            for node in nodes
+        )
+
+    return walk(model.graph.node) or any(walk(f.node) for f in model.functions)
+
+
 def _run_model(payload: dict[str, Any]) -> Result:
     data: bytes = payload["model"]
     try:
         session = glow_mlir.InferenceSession(data)
         feed = feed_for(session, payload["feed"])
-        if feed is not None:
-            session.run(None, feed)
+        if feed is None:
+            return Result("ok")
+        outputs = session.run(None, feed)
+        if draws_random(data):
+            return Result("ok")
+        with _poisoned(REFERENCE_POISON):
+            reference = session.run(None, feed)
     except GlowError as e:
         return _refused(e, model_names(data) | {"the model bytes"})
+    differs = _same(reference, outputs)
+    if differs:
+        start = f"{REFERENCE_POISON:#04x} and {CASE_POISON:#04x}"
+        message = f"a garbage read: {differs} between runs whose arena and outputs start as bytes {start}"
+        return Result("wrong", message, signature="wrong garbage read")
     return Result("ok")
 
 
@@ -161,17 +207,20 @@ def _session(payload: dict[str, Any]) -> tuple[glow_mlir.InferenceSession, list[
     seed = payload["seed"]
     if seed not in _sessions:
         session = glow_mlir.InferenceSession(payload["model"])
-        _sessions[seed] = session, session.run(None, payload["feed"])
+        with _poisoned(REFERENCE_POISON):
+            _sessions[seed] = session, session.run(None, payload["feed"])
     return _sessions[seed]
 
 
 def _same(expected: list[np.ndarray], got: list[np.ndarray]) -> str:
-    """'' when the outputs are equal bit for bit (NaNs equal), else what differs."""
+    """'' when the outputs are equal bit for bit, else what differs: the reference run's outputs
+    (the unmutated run's, or those under REFERENCE_POISON) against the case's."""
     if len(expected) != len(got):
         return f"expected {len(expected)} outputs, got {len(got)}"
     for i, (e, g) in enumerate(zip(expected, got)):
-        if e.shape != g.shape or e.dtype != g.dtype or not np.array_equal(e, g, equal_nan=e.dtype.kind in "fc"):
-            return f"output {i} differs from the unmutated run's"
+        # By their bytes: NaNs equal, also in types numpy compares as opaque (ml_dtypes' float8 formats).
+        if e.shape != g.shape or e.dtype != g.dtype or e.tobytes() != g.tobytes():
+            return f"output {i} differs"
     return ""
 
 
@@ -186,7 +235,8 @@ def _run_feed(payload: dict[str, Any]) -> Result:
     if preserving:
         differs = _same(reference, outputs)
         if differs:
-            return Result("wrong", f"{description}: {differs}", signature=f"wrong feed {payload['mutation']}")
+            message = f"{description}: {differs} from the unmutated run's"
+            return Result("wrong", message, signature=f"wrong feed {payload['mutation']}")
     return Result("ok", description)
 
 
@@ -228,7 +278,8 @@ def _run_cache(payload: dict[str, Any]) -> Result:
             return _refused(e, {str(folder), *(p.name for p in folder.iterdir())})
     differs = _same(reference, outputs)
     if differs:
-        return Result("wrong", f"{description}: {differs}", signature=f"wrong cache {payload['mutation']}")
+        message = f"{description}: {differs} from the unmutated run's"
+        return Result("wrong", message, signature=f"wrong cache {payload['mutation']}")
     return Result("ok", description)
 
 

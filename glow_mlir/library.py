@@ -7,6 +7,11 @@ and the arena (64-byte aligned as glow-allocate assumed) are allocated once per 
 flight (several Python threads may run one model at once), and only their data pointers change per call;
 constants live in the native code as globals.
 
+`GLOW_MLIR_POISON` (a byte, 0-255, decimal or 0x-prefixed) fills each run's arena and every output with that byte
+before the generated code runs (`POISON`): a kernel that reads bytes nothing wrote in this run, or leaves an output
+byte unwritten, then shows it in the outputs instead of reading a fresh arena's zeros or an earlier run's values.
+It is an oracle for tests and the fuzzer (docs/Fuzzing.md, "Garbage reads"); unset, a run fills nothing.
+
 Nothing here imports MLIR or the compiler: a model's shared library from the compile cache (glow_mlir/cache.py),
 with its ABI from the entry's metadata, runs wherever numpy is installed, for instance on a machine the
 model was compiled for but where the compiler is not installed (`open_entry`; bench/threads.py's bundles).
@@ -18,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +40,25 @@ ARENA_ALIGNMENT = 64
 # across two cache lines cost about 1 ns more (a depthwise layer's 9,400 stores into np.empty's memory), the
 # aligned allocation about 0.45 us more than np.empty (bench/overhead.py's model has a 16-byte output).
 ALIGNED_OUTPUT_BYTES = 32 * 1024
+POISON_VARIABLE = "GLOW_MLIR_POISON"
+
+
+def poison_byte(text: str | None) -> int | None:
+    """The byte that `text` (GLOW_MLIR_POISON's value) names, None for unset or empty; ValueError otherwise."""
+    if not text:
+        return None
+    try:
+        value = int(text, 0)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 255:
+        raise ValueError(f"{POISON_VARIABLE}={text!r}: expected a byte, 0 to 255 (decimal or 0x-prefixed)")
+    return value
+
+
+# The byte every run fills its arena and outputs with first, or None (module docstring). Read at each run, so a
+# test may set it.
+POISON = poison_byte(os.environ.get(POISON_VARIABLE))
 
 
 @dataclass(frozen=True)
@@ -100,7 +125,10 @@ class LoadedModel:
             slot = self._free.pop()
         except IndexError:
             slot = _RunSlot(self.abi)
+        poison = POISON
         try:
+            if poison is not None:
+                slot.arena.fill(poison)
             for name, shape, dtype, descriptor in slot.inputs:
                 array = feeds.get(name)
                 if array.__class__ is not np.ndarray or array.dtype != dtype or array.shape != shape:
@@ -117,6 +145,8 @@ class LoadedModel:
                     point(descriptor, out)
                 else:
                     results[name] = _aligned_output(shape, dtype, nbytes, descriptor)
+                if poison is not None:
+                    results[name].reshape(-1).view(np.uint8).fill(poison)
             # A ctypes call: the GIL is released while the generated code runs.
             function(slot.packed)
         finally:

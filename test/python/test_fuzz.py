@@ -11,8 +11,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from onnx import TensorProto, helper
 
+import glow_mlir
+from glow_mlir import library
 from glow_mlir.errors import InvalidNodeError
 
 # The fuzzer is a top-level package of the repository, beside bench/.
@@ -21,7 +24,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from fuzz import campaign, mutate_model
-from fuzz.targets import FAILING, TARGETS, _refused, run
+from fuzz.targets import FAILING, TARGETS, _refused, draws_random, run
 
 CI_SEED = 2026
 CI_CASES = 200
@@ -56,3 +59,31 @@ def test_the_dims_mutator_describes_a_value_of_no_element_type() -> None:
     model = helper.make_model(helper.make_graph([], "g", [value], []))
     for seed in range(8):
         assert mutate_model.dims(model, np.random.default_rng(seed)).startswith("value 'x' now of shape")
+
+
+def _model(op_type: str, **attributes: object) -> bytes:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    node = helper.make_node(op_type, ["x"], ["y"], **attributes)
+    return helper.make_model(helper.make_graph([node], "g", [x], [y])).SerializeToString()
+
+
+def test_outputs_that_change_with_the_poison_byte_are_a_garbage_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A model runs twice, its arena and outputs poisoned with another byte each time (glow_mlir/library.py):
+    # a kernel reading bytes nothing wrote gives outputs that depend on the byte, stood in for here by a run
+    # that returns the byte.
+    payload = {"model": _model("Relu"), "feed": {"x": np.ones((2, 3), np.float32)}}
+    assert run("graph", payload).status == "ok"
+    monkeypatch.setattr(glow_mlir.InferenceSession, "run", lambda *_: [np.full(3, library.POISON, np.uint8)])
+    result = run("graph", payload)
+    assert result.status == "wrong" and result.signature == "wrong garbage read"
+    assert result.message == (
+        "a garbage read: output 0 differs between runs whose arena and outputs start as bytes 0xff and 0x00"
+    )
+
+
+def test_models_that_draw_random_numbers_are_run_once() -> None:
+    # RandomNormalLike draws new numbers on every run: no garbage read for outputs that change.
+    assert draws_random(_model("RandomNormalLike")) and not draws_random(_model("Relu"))
+    payload = {"model": _model("RandomNormalLike"), "feed": {"x": np.ones((2, 3), np.float32)}}
+    assert run("graph", payload).status == "ok"

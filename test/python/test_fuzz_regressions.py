@@ -412,6 +412,18 @@ def test_an_input_nothing_defines_is_refused_before_shape_inference() -> None:
         import_model(_model([branchy], [_x([3, 4])], ["y"], [cond]))
 
 
+def test_a_value_two_nodes_output_is_refused() -> None:
+    # Fuzz seed 2485 (graph 315): ReduceSumSquare's body with its ReduceSum duplicated, the copy reading the
+    # shared output as its axes, reached the staged session's split, which took that value for a graph input
+    # (ValueError). Which producer a reader means is undefined; onnxruntime refuses the model too.
+    axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
+    nodes = [helper.make_node("Mul", ["x", "x"], ["sq"], name="square"),
+             helper.make_node("ReduceSum", ["sq", "axes"], ["reduced"], name="sum"),
+             helper.make_node("ReduceSum", ["sq", "reduced"], ["reduced"], name="again")]  # fmt: skip
+    with pytest.raises(MalformedModelError, match="value 'reduced' is the output of two nodes, 'sum' and 'again'"):
+        import_model(_model(nodes, [_x([3, 2, 2])], ["reduced"], [axes]))
+
+
 def test_a_shape_input_of_non_finite_floats_is_named() -> None:
     # Fuzz seed 2454 (graph 2505): a Reshape whose shape input became a float tensor holding inf (a cycle made it
     # read a Cast's output) raised OverflowError converting it to ints.

@@ -15,6 +15,7 @@ from mlir import ir
 import glow_mlir
 from glow_mlir.context import make_context
 from glow_mlir.errors import UnsupportedError
+from glow_mlir import library
 from glow_mlir.library import ALIGNED_OUTPUT_BYTES
 from glow_mlir.runtime import ARENA_ALIGNMENT, CompiledModel, compile, compile_allocated, read_abi
 
@@ -301,3 +302,51 @@ def test_abi_rejects_element_types_without_a_numpy_dtype() -> None:
     """
     with pytest.raises(UnsupportedError, match="tf32"):
         read_abi(ir.Module.parse(text, context=make_context()))
+
+
+# y = t + x where nothing writes the arena buffer t first, and z is an output nothing writes: the two garbage
+# reads GLOW_MLIR_POISON is there to show (glow_mlir/library.py).
+GARBAGE = """
+func.func @garbage(%x: memref<4xf32> {glow.name = "x"}, %y: memref<4xf32> {glow.name = "y", glow.output},
+                   %z: memref<3xi32> {glow.name = "z", glow.output}, %arena: memref<64xi8> {glow.arena})
+    attributes {glow.arena_bytes = 64 : i64, glow.peak_live_bytes = 16 : i64} {
+  %c0 = arith.constant 0 : index
+  %t = memref.view %arena[%c0][] : memref<64xi8> to memref<4xf32>
+  "glow_ir.element_add"(%y, %t, %x) {roles = ["out", "in", "in"]}
+      : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  return
+}
+"""
+
+
+def test_poison_shows_reads_of_unwritten_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = np.arange(4, dtype=np.float32)
+    with compile_allocated(ir.Module.parse(GARBAGE, context=make_context())) as compiled:
+        for byte in (0x00, 0x40, 0xFF):
+            monkeypatch.setattr(library, "POISON", byte)
+            for _ in range(2):
+                out = compiled.run({"x": x})
+                pattern = np.full(4, byte, np.uint8)
+                np.testing.assert_array_equal(out["y"], pattern.view(np.float32) + x)
+                np.testing.assert_array_equal(out["z"], pattern[:3].repeat(4).view(np.int32))
+        assert np.isnan(out["y"]).all()
+        monkeypatch.setattr(library, "POISON", None)
+        compiled._arena[:] = 7
+        np.testing.assert_array_equal(compiled.run({"x": x})["y"], np.full(4, 7, np.uint8).view(np.float32) + x)
+
+
+@pytest.mark.parametrize("text,byte", [(None, None), ("", None), ("0", 0), ("255", 255), ("0xff", 255), ("0x40", 64)])
+def test_poison_byte(text: str | None, byte: int | None) -> None:
+    assert library.poison_byte(text) == byte
+
+
+@pytest.mark.parametrize("text", ["256", "-1", "nan", "0xfff", "ff"])
+def test_poison_byte_refuses_what_is_no_byte(text: str) -> None:
+    with pytest.raises(ValueError, match=f"GLOW_MLIR_POISON='{text}': expected a byte, 0 to 255"):
+        library.poison_byte(text)
+
+
+def test_the_suite_runs_poisoned() -> None:
+    # conftest.py sets GLOW_MLIR_POISON before glow_mlir is imported, making every comparing test an oracle of
+    # garbage reads; an import of glow_mlir ahead of it would turn that off silently.
+    assert library.POISON == 0xFF

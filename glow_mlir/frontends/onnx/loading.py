@@ -195,9 +195,19 @@ def _check_values(graph: onnx.GraphProto) -> None:
 def _check_defined(graph: onnx.GraphProto, outer: set[str], names: list[str]) -> None:
     """Refuses a node that reads a value nothing defines (no graph input, initializer or node output of its graph
     or an enclosing one): onnx's shape inference reads such an input's type unchecked for some ops (EyeLike: a
-    segmentation fault, fuzz seed 2462)."""
+    segmentation fault, fuzz seed 2462). Refuses a value that two nodes of a graph output, as onnxruntime does:
+    which one a reader means is undefined (a ReduceSum reading its own output as its axes, with another node
+    defining it too, reached the staged session's split as a graph input, fuzz seed 2485)."""
     defined = outer | {v.name for v in graph.input} | {t.name for t in graph.initializer}
-    defined |= {o for node in graph.node for o in node.output if o}
+    producers: dict[str, str] = {}
+    for node, name in zip(graph.node, names, strict=True):
+        for value in node.output:
+            if value in producers:
+                raise MalformedModelError(f"value '{value}' is the output of two nodes, '{producers[value]}' and "
+                                          f"'{name}' ({node.op_type}), of graph '{graph.name}'")
+            if value:
+                producers[value] = name
+    defined |= producers.keys()
     for node, name in zip(graph.node, names, strict=True):
         for value in node.input:
             if value and value not in defined:
