@@ -173,16 +173,18 @@ NHWC_DEPTH = 8
 
 
 def _computed_in_nhwc(value: ir.Value, depth: int = NHWC_DEPTH) -> bool:
-    """Whether `value` comes, through elementwise ops, only from ops that glow-cpu-layout computes in NHWC or from
-    transposes (besides constants): quantizing it in NHWC then costs no transpose that stays, where a value computed
-    from an NCHW model input would have its f32 tensor transposed instead of its uint8 one (4x the bytes)."""
+    """Whether `value` comes, through elementwise ops and concats, only from ops that glow-cpu-layout computes in
+    NHWC or from transposes (besides constants): quantizing it in NHWC then costs no transpose that stays, where a
+    value computed from an NCHW model input would have its f32 tensor transposed instead of its uint8 one (4x the
+    bytes). glow-sink-transpose moves the transposes of a concat's operands below it (SqueezeNet's fire modules
+    requantize the concat of their two branches: quantized in NCHW, each kept a transpose pair around it)."""
     op = g.producer(value)
     if op is None:
         return False
     if op.name in NHWC_OPS or op.name == "glow.transpose":
         return True
     computed = [v for v in op.operands if g.producer_name(v) not in (g.CONSTANT, g.SPLAT)]
-    return depth > 0 and op.name in g.ELEMENTWISE and bool(computed) and all(
+    return depth > 0 and (op.name in g.ELEMENTWISE or op.name == "glow.concat") and bool(computed) and all(
         _computed_in_nhwc(v, depth - 1) for v in computed
     )
 

@@ -99,3 +99,42 @@ def test_imported_qdq_residual_blocks_fuse_into_the_epilogue(tmp_path) -> None: 
         for seed in range(3):
             feed = {"x": np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
             np.testing.assert_array_equal(compiled.run(feed)["y"], glow_mlir.interpret(rewritten, feed)["y"])
+
+
+class _QdqFire(torch.nn.Module):
+    """SqueezeNet's fire module twice: a 1x1 squeeze, then 1x1 and 3x3 expands whose relu outputs are
+    concatenated; quantize_static requantizes the concat of their two uint8 tensors (DQ, DQ -> Concat -> Q)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        conv = torch.nn.Conv2d
+        self.stem = conv(3, 16, 3, padding=1)
+        self.fires = torch.nn.ModuleList(
+            torch.nn.ModuleList([conv(c, 8, 1), conv(8, 16, 1), conv(8, 16, 3, padding=1)]) for c in (16, 32)
+        )
+        self.head = conv(32, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.stem(x))
+        for squeeze, expand1, expand3 in self.fires:
+            s = torch.relu(squeeze(h))
+            h = torch.cat([torch.relu(expand1(s)), torch.relu(expand3(s))], 1)
+        return self.head(h)
+
+
+@needs_vnni
+def test_imported_qdq_concat_is_quantized_in_nhwc(tmp_path) -> None:  # noqa: ANN001
+    """A requantized concat of NHWC convolutions' outputs is quantized in NHWC (int8_residual's
+    `_computed_in_nhwc` looks through concats): no transpose is left but the image's and the output's, where
+    quantizing it in NCHW kept a pair around each concat's cpu_quantize_u8."""
+    torch.manual_seed(0)
+    shape = (1, 3, 10, 10)
+    quantized, _ = quantize_static(_QdqFire(), shape, tmp_path, rng, calibration=6)
+    with glow_mlir.compile(glow_mlir.import_onnx(quantized), keep_ir=True, cache=False) as compiled:
+        text = compiled.ir("glow-lower")
+        assert text.count('"glow.cpu_quantize_u8"') == 3 and text.count('"glow.concat"') == 2
+        assert text.count('"glow.transpose"') == 2
+        rewritten = ir.Module.parse(compiled.ir("glow-cpu-int8"), make_context())
+        for seed in range(3):
+            feed = {"x": np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
+            np.testing.assert_array_equal(compiled.run(feed)["y"], glow_mlir.interpret(rewritten, feed)["y"])
