@@ -25,6 +25,8 @@ into one transpose or cancel. Rewrites:
   consecutive layers then meet and cancel through them
 - insert_tensor(transpose(a, s), transpose(b, s) or a splat or constant, start) -> transpose(insert_tensor(a, b,
   start'), s): a block write along an axis that PyTorch's exporters moved to the front for a ScatterND
+- slice(transpose(x, s), start) -> transpose(slice(x, start'), s): the channel splits of NHWC layers
+  (InceptionNeXt's token mixer, whose four channel groups each kept a transpose pair)
 
 A transpose is sunk only when the op being crossed is its only user, so sinking never adds a transpose. The
 pass repeats until nothing changes, as Glow runs SinkCode to a fixed point.
@@ -45,6 +47,7 @@ from glow_mlir.passes.registry import register
 TRANSPOSE = "glow.transpose"
 BROADCAST = "glow.broadcast"
 CONCAT = "glow.concat"
+SLICE = "glow.slice"
 
 
 def transpose_to(value: ir.Value, shuffle: Sequence[int]) -> ir.Value:
@@ -187,6 +190,8 @@ def _users_sink(transpose: ir.Operation, known: Answers) -> bool:
         )
 
     def sinks(user: ir.Operation) -> bool:
+        if user.name == SLICE:
+            return True
         if user.name in REDUCTIONS:
             return _reduction_sinks(user)
         if user.name == CONCAT:
@@ -391,6 +396,26 @@ def _sink_insert(op: ir.Operation) -> ir.Value | None:
         return transpose_to(inner, shuffle)
 
 
+def _sink_slice(op: ir.Operation, answers: Answers) -> ir.Value | None:
+    """slice(transpose(x, s), start) as transpose(slice(x, start'), s), start'[s[i]] = start[i] (and the block's
+    dims likewise), when every user of the transpose sinks (the other slices of a channel split)."""
+    t = g.producer(op.operands[0])
+    if t is None or t.name != TRANSPOSE:
+        return None
+    if not g.has_one_use(t.results[0]) and not _all_users_sink(t, answers):
+        return None
+    shuffle = ops.ints(t, "shuffle")
+    start, dims = ops.ints(op, "start"), ops.shape(op.results[0])
+    inner_start, inner_dims = [0] * len(start), [0] * len(dims)
+    for i, k in enumerate(shuffle):
+        inner_start[k], inner_dims[k] = start[i], dims[i]
+    with ir.InsertionPoint(op), op.location:
+        x = t.operands[0]
+        inner = g.make(SLICE, [x], ops.tensor_type(inner_dims, ops.element_type(x)),
+                       {"start": ops.i64_array(inner_start)})  # fmt: skip
+        return transpose_to(inner, shuffle)
+
+
 REDUCTIONS = frozenset(f"glow.batched_reduce_{kind}" for kind in ("add", "max", "min", "prod"))
 
 
@@ -410,6 +435,8 @@ def _rewrite(op: ir.Operation, answers: Answers) -> ir.Value | None:
         return _sink_through_reshape(op)
     if op.name == "glow.insert_tensor":
         return _sink_insert(op)
+    if op.name == SLICE:
+        return _sink_slice(op, answers)
     return None
 
 

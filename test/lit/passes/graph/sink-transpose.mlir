@@ -98,3 +98,21 @@ func.func @insert_block(%x: tensor<1x4x1x8xf32> {glow.name = "x"}, %b: tensor<1x
   %y = "glow.transpose"(%j) {shuffle = array<i64: 3, 1, 2, 0>} : (tensor<8x4x1x1xf32>) -> tensor<1x4x1x8xf32>
   return %y : tensor<1x4x1x8xf32>
 }
+
+// A channel split of an NHWC value read in NCHW (InceptionNeXt's token mixer): each slice takes the block of
+// the untransposed value at start'[s[i]] = start[i], and its transpose cancels against the one after it.
+// CHECK-LABEL: func.func @split_channels
+// CHECK-NOT: glow.transpose
+// CHECK: %[[A:.*]] = "glow.slice"(%arg0) {start = array<i64: 0, 0, 0, 0>} : (tensor<1x3x5x8xf32>) -> tensor<1x3x5x2xf32>
+// CHECK: %[[B:.*]] = "glow.slice"(%arg0) {start = array<i64: 0, 0, 0, 2>} : (tensor<1x3x5x8xf32>) -> tensor<1x3x5x6xf32>
+// CHECK: %[[R:.*]] = "glow.relu"(%[[B]])
+// CHECK: return %[[A]], %[[R]]
+func.func @split_channels(%x: tensor<1x3x5x8xf32> {glow.name = "x"}) -> (tensor<1x3x5x2xf32> {glow.name = "a"}, tensor<1x3x5x6xf32> {glow.name = "b"}) {
+  %t = "glow.transpose"(%x) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<1x3x5x8xf32>) -> tensor<1x8x3x5xf32>
+  %a = "glow.slice"(%t) {start = array<i64: 0, 0, 0, 0>} : (tensor<1x8x3x5xf32>) -> tensor<1x2x3x5xf32>
+  %b = "glow.slice"(%t) {start = array<i64: 0, 2, 0, 0>} : (tensor<1x8x3x5xf32>) -> tensor<1x6x3x5xf32>
+  %r = "glow.relu"(%b) : (tensor<1x6x3x5xf32>) -> tensor<1x6x3x5xf32>
+  %ta = "glow.transpose"(%a) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<1x2x3x5xf32>) -> tensor<1x3x5x2xf32>
+  %tr = "glow.transpose"(%r) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<1x6x3x5xf32>) -> tensor<1x3x5x6xf32>
+  return %ta, %tr : tensor<1x3x5x2xf32>, tensor<1x3x5x6xf32>
+}
