@@ -1,14 +1,13 @@
 """Running one case in a worker process and judging what came out.
 
 A case passes when its input compiles and runs (`ok`: for a mutated model there is no oracle beyond not
-crashing; a feed or cache mutation that keeps the values must give the unmutated run's outputs, bit for
-bit; and every run is made with the arena and outputs poisoned (glow_mlir/library.py's POISON), a model that
-ran once more under another byte, so that outputs reading bytes nothing wrote differ), or when glow-mlir refuses it with a `GlowError` whose message names the node, input, value or file at
-fault (`refused`). Failures: `internal` (any other exception escaped: IndexError, KeyError, onnx's own
-errors, MemoryError, ...), `unnamed` (a typed refusal that names nothing, or a glow-opt diagnostic without a
-location), `wrong` (a value-preserving feed or a cache reload gave other outputs, or outputs changed with the poison
-byte: a garbage read). The runner adds `crash`
-and `hang`.
+crashing and running alike from two poisoned arenas, glow_mlir/library.py's POISON, so that outputs reading
+bytes nothing wrote differ; a feed or cache mutation that keeps the values must give the unmutated run's
+outputs, bit for bit), or when glow-mlir refuses it with a `GlowError` whose message names the node, input,
+value or file at fault (`refused`). Failures: `internal` (any other exception escaped: IndexError, KeyError,
+onnx's own errors, MemoryError, ...), `unnamed` (a typed refusal that names nothing, or a glow-opt diagnostic
+without a location), `wrong` (a value-preserving feed or a cache reload gave other outputs, or the outputs
+changed with the poison byte: a garbage read). The runner adds `crash` and `hang`.
 """
 
 from __future__ import annotations
@@ -33,6 +32,7 @@ import glow_mlir
 from fuzz.mutate_io import apply_cache_mutation, apply_feed_mutation
 from glow_mlir import library
 from glow_mlir.errors import GlowError, MalformedModelError, UnsupportedModelError
+from glow_mlir.frontends.onnx.importer import draws
 from glow_mlir.tools import glow_opt
 
 FAILING = ("internal", "unnamed", "wrong", "crash", "hang")
@@ -52,10 +52,6 @@ _UNLOCATED = re.compile(r"^(glow-opt|unknown): (error|warning)", re.MULTILINE)
 # The poison bytes (glow_mlir/library.py): reference runs fill the arena and outputs with NaN bytes, a case's
 # runs with zeros, so that outputs computed from bytes no kernel wrote differ between the two.
 REFERENCE_POISON, CASE_POISON = 0xFF, 0x00
-# Ops that draw new numbers on every run: a model holding one gives other outputs on its second run.
-RANDOM_OPS = frozenset(
-    {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike", "Bernoulli", "Multinomial"}
-)
 
 # The folder a worker keeps its files in (the runner makes one per worker and removes it).
 SCRATCH_VARIABLE = "GLOW_FUZZ_SCRATCH"
@@ -164,14 +160,14 @@ def feed_for(session: glow_mlir.InferenceSession, known: dict[str, np.ndarray]) 
 
 
 def draws_random(data: bytes) -> bool:
-    """Whether the model holds an op of RANDOM_OPS (in a subgraph or a function too)."""
+    """Whether the model holds a random op (importer.draws: new numbers on every run, so other outputs on a
+    second run), in a subgraph or a function too."""
     model = onnx.ModelProto()
     model.ParseFromString(data)
 
     def walk(nodes: Any) -> bool:
         return any(
-            node.op_type in RANDOM_OPS or any(walk(g.node) for a in node.attribute for g in [a.g, *a.graphs])
-            for node in nodes
+            draws(node) or any(walk(g.node) for a in node.attribute for g in [a.g, *a.graphs]) for node in nodes
         )
 
     return walk(model.graph.node) or any(walk(f.node) for f in model.functions)

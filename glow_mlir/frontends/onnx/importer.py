@@ -559,11 +559,15 @@ def compile_time_values(model: onnx.ModelProto, static_inputs: Collection[str],
     known = {t.name for t in graph.initializer if t.name not in keep_inputs}
     known.update(i.name for i in graph.input if i.name in static_inputs or _empty(_declared(i)))
     for node in graph.node:
-        drawn = node.domain in DEFAULT_DOMAINS and getattr(handler(node.domain, node.op_type), "__module__", "") \
-            == ops_random.__name__
-        if node.op_type in ("Shape", "Size") or (all(not v or v in known for v in node.input) and not drawn):
+        if node.op_type in ("Shape", "Size") or (all(not v or v in known for v in node.input) and not draws(node)):
             known.update(o for o in node.output if o)
     return known
+
+
+def draws(node: onnx.NodeProto) -> bool:
+    """Whether `node` is a random op (its handler is ops_random.py's): its values are drawn anew at every run."""
+    return node.domain in DEFAULT_DOMAINS and getattr(handler(node.domain, node.op_type), "__module__", "") \
+        == ops_random.__name__
 
 
 def _type_of(value: Item | None) -> onnx.TypeProto | None:
