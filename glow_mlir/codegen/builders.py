@@ -8,7 +8,8 @@ definitions (glow_mlir/opdefs/scalar.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import NamedTuple
 
 import numpy as np
@@ -249,7 +250,8 @@ def conv_operands(op: ir.Operation) -> Conv:
 
 def binary(build: Callable[[ir.Value, ir.Value], ir.Value]) -> Lowering:
     """An elementwise binary instruction. An operand only a splat wrote (ReLU's zeros, as glow-lower writes
-    max(x, splat 0)) becomes the splat's scalar in the body instead of a buffer read per element."""
+    max(x, splat 0); a GELU's 1 - x or 1 / x) becomes the splat's scalar in the body instead of a buffer read
+    per element."""
 
     def lower(op: ir.Operation) -> None:
         dest, lhs, rhs = op.operands
@@ -257,15 +259,45 @@ def binary(build: Callable[[ir.Value, ir.Value], ir.Value]) -> Lowering:
         if splat is not None:
             elementwise([lhs], dest, lambda a: build(a[0], scalar(ops.element_type(rhs), splat)))
             return
+        splat = _splat_scalar(lhs) if lhs != dest else None
+        if splat is not None:
+            elementwise([rhs], dest, lambda a: build(scalar(ops.element_type(lhs), splat), a[0]))
+            return
         elementwise([lhs, rhs], dest, lambda a: build(a[0], a[1]))
 
     return lower
 
 
+# The constant globals whose value is a splat, by symbol: glow-ir-to-linalg's, for the module it lowers.
+SPLAT_GLOBALS: ContextVar[Mapping[str, float | int]] = ContextVar("glow_splat_globals", default={})
+
+
+def splat_globals(module: ir.Operation) -> dict[str, float | int]:
+    """The scalar of each constant `memref.global` of `module` whose initial value is a splat (the importer's
+    scalar initializers broadcast to an operand's shape, a dequantization's scale), by symbol name."""
+    found: dict[str, float | int] = {}
+    for op in module.regions[0].blocks[0].operations:
+        if op.operation.name != "memref.global" or "constant" not in op.attributes:
+            continue
+        value = op.attributes["initial_value"] if "initial_value" in op.attributes else None
+        if isinstance(value, ir.DenseElementsAttr) and value.is_splat:
+            element = value.get_splat_value()
+            if isinstance(element, ir.FloatAttr | ir.IntegerAttr):
+                found[ir.StringAttr(op.attributes["sym_name"]).value] = (
+                    ir.FloatAttr(element).value if isinstance(element, ir.FloatAttr) else ir.IntegerAttr(element).value
+                )
+    return found
+
+
 def _splat_scalar(buffer: ir.Value) -> float | int | None:
-    """The value of the splat (a glow_ir.splat or the linalg.fill it became) that is the only write of
-    `buffer` in its function, if that is so. While a buffer is live no other buffer shares its arena bytes,
-    so only writes through this value can change it."""
+    """The value of `buffer` when every element is one known scalar: a constant global of a splat value
+    (`SPLAT_GLOBALS`), or a buffer whose only write in its function is a splat (a glow_ir.splat or the
+    linalg.fill it became). While a buffer is live no other buffer shares its arena bytes, so only writes
+    through this value can change it."""
+    owner = buffer.owner
+    # (`.operation.name`: memref.GetGlobalOp's `name` is its symbol attribute.)
+    if isinstance(owner, ir.Operation | ir.OpView) and owner.operation.name == "memref.get_global":
+        return SPLAT_GLOBALS.get().get(ir.FlatSymbolRefAttr(owner.attributes["name"]).value)
     writers = []
     for use in buffer.uses:
         user = use.owner.operation if isinstance(use.owner, ir.OpView) else use.owner

@@ -26,6 +26,8 @@ descriptors.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mlir import ir
 
 from glow_mlir import ops
@@ -38,7 +40,7 @@ from glow_mlir.codegen import (  # noqa: F401  (importing a category registers i
     tensor,
     top_k,
 )
-from glow_mlir.codegen.builders import signless_types
+from glow_mlir.codegen.builders import SPLAT_GLOBALS, signless_types, splat_globals
 from glow_mlir.codegen.table import LOWERINGS
 from glow_mlir.errors import UnsupportedError
 from glow_mlir.passes.registry import register
@@ -48,20 +50,49 @@ from glow_mlir.passes.registry import register
 def ir_to_linalg(module: ir.Module) -> None:
     """Rewrite glow_ir instructions into linalg/arith/math/scf on memrefs (needs glow-allocate first)."""
     with module.context:
-        for func in ops.functions(module):
-            if not func.regions[0].blocks:
-                continue
-            for op in ops.walk_ops(func):
-                if op.name.startswith(ops.GLOW_IR):
-                    _lower(op)
-            # A splat that every reader took as a scalar (`binary`, codegen/builders.py) fills an activation
-            # nobody reads.
-            for op in ops.walk_ops(func):
-                buffer = op.operands[-1] if op.name == "linalg.fill" else None
-                if buffer is not None and _is_arena_view(buffer) and len(list(buffer.uses)) == 1:
+        splats = splat_globals(module.operation)
+        token = SPLAT_GLOBALS.set(splats)
+        try:
+            for func in ops.functions(module):
+                _lower_function(func)
+        finally:
+            SPLAT_GLOBALS.reset(token)
+        _erase_unread(module, splats)
+
+
+def _lower_function(func: ir.Operation) -> None:
+    """Lowers the instructions of `func`; drops the fills that every reader took as a scalar."""
+    if not func.regions[0].blocks:
+        return
+    for op in ops.walk_ops(func):
+        if op.name.startswith(ops.GLOW_IR):
+            _lower(op)
+    # A splat that every reader took as a scalar (`binary`, codegen/builders.py) fills an activation nobody
+    # reads.
+    for op in ops.walk_ops(func):
+        buffer = op.operands[-1] if op.name == "linalg.fill" else None
+        if buffer is not None and _is_arena_view(buffer) and len(list(buffer.uses)) == 1:
+            op.erase()
+    signless_types(func)
+    func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+
+
+def _erase_unread(module: ir.Module, splats: Mapping[str, float | int]) -> None:
+    """Erases the splat globals that every reader took as a scalar, and their reads: LLVM would store each
+    element of them in the object (QDQ MambaOut's 490 globals of scales, zero points and GELU constants held
+    270 MB)."""
+    read: set[str] = set()
+    for func in ops.functions(module):
+        for op in ops.walk_ops(func):
+            if op.name == "memref.get_global":
+                if list(op.results[0].uses):
+                    read.add(ir.FlatSymbolRefAttr(op.attributes["name"]).value)
+                elif ir.FlatSymbolRefAttr(op.attributes["name"]).value in splats:
                     op.erase()
-            signless_types(func)
-            func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+    for op in list(module.body.operations):
+        if op.operation.name == "memref.global" and ir.StringAttr(op.attributes["sym_name"]).value in splats:
+            if ir.StringAttr(op.attributes["sym_name"]).value not in read:
+                op.operation.erase()
 
 
 def _lower(op: ir.Operation) -> None:

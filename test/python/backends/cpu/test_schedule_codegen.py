@@ -13,13 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from mlir import ir
+from onnx import helper
 
 import glow_mlir
 from glow_mlir.backends.cpu import transform as steps
 from glow_mlir.backends.cpu.matmul_recipes import column_blocks
 from glow_mlir.context import make_context
+from glow_mlir.frontends.onnx import import_model
 from glow_mlir.runtime import llc_path
-from onnx_check import matmul_model
+from onnx_check import matmul_model, model, rand, run_both
 
 RNG = np.random.default_rng(17)
 
@@ -86,6 +88,31 @@ def test_elementwise_chain_runs_as_one_kernel() -> None:
         scheduled = model.ir("glow-cpu-schedule")
     assert scheduled.count("call @__glow_kernel") == 2
     assert "linalg.fill" not in scheduled and "memref.alloc" not in scheduled
+
+
+def test_scalar_initializers_are_scalars_in_elementwise_bodies() -> None:
+    """An exported GELU, 0.5 x (1 + erf(x / sqrt 2)), and 1 - x: the scalar initializers reach the graph as
+    constants of the operands' shape, and each is a scalar in its kernel's body on either side of the op, not a
+    global of 4 x 96 x 64 floats every run reads (nor one the object stores)."""
+    x = rand(4, 96, 64)
+    nodes = [
+        helper.make_node("Div", ["x", "sqrt2"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["a"]),
+        helper.make_node("Mul", ["x", "a"], ["m"]),
+        helper.make_node("Mul", ["m", "half"], ["y"]),
+        helper.make_node("Sub", ["one", "x"], ["z"]),
+    ]
+    scalars = {"sqrt2": np.float32(np.sqrt(2)), "one": np.float32(1), "half": np.float32(0.5)}
+    m = model(nodes, {"x": x}, ["y", "z"], {k: np.array(v) for k, v in scalars.items()})
+    got, expected = run_both(m, {"x": x})
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    with glow_mlir.compile(import_model(m), keep_ir=True) as compiled:
+        scheduled = compiled.ir("glow-cpu-schedule")
+    assert "memref.global" not in scheduled and "memref.get_global" not in scheduled
+    # Each kernel reads x or an activation and writes one buffer: no constant operands.
+    assert all(signature.count("memref<") == 2 for signature in re.findall(r"call @__glow_kernel\d+\(.*", scheduled))
 
 
 def test_reduction_vectors_are_powers_of_two() -> None:
