@@ -2,7 +2,7 @@
 
 linalg.generic and elementwise builders, constants of any element type, views of a buffer (reshape, block),
 scf loop nests, the checks of window attributes and NCHW ranks, and the lowering factories of elementwise
-instructions (`binary`, `float_only`). The scalar bodies that go into them are stated by the op
+instructions (`with_scalars`, `float_only`). The scalar bodies that go into them are stated by the op
 definitions (glow_mlir/opdefs/scalar.py).
 """
 
@@ -62,18 +62,6 @@ def elementwise(
 ) -> ir.Operation:
     identity = identity_map(len(ops.shape(dest)))
     return generic(inputs, dest, [identity] * (len(inputs) + 1), body)
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def storage_type(t: ir.Type) -> ir.Type:
@@ -248,24 +236,23 @@ def conv_operands(op: ir.Operation) -> Conv:
 # Lowering factories
 
 
-def binary(build: Callable[[ir.Value, ir.Value], ir.Value]) -> Lowering:
-    """An elementwise binary instruction. An operand only a splat wrote (ReLU's zeros, as glow-lower writes
-    max(x, splat 0); a GELU's 1 - x or 1 / x) becomes the splat's scalar in the body instead of a buffer read
-    per element."""
+def with_scalars(
+    inputs: Sequence[ir.Value], dest: ir.Value, body: Callable[[list[ir.Value]], ir.Value]
+) -> None:
+    """An elementwise instruction on `inputs` into `dest`. An input whose every element is one known value (a
+    buffer only a splat wrote: ReLU's zeros, as glow-lower writes max(x, splat 0); a constant global of one
+    value: a GELU's sqrt 2, a select's -inf) is that scalar in the body instead of a buffer read per element,
+    whatever its position (1 - x, 1 / x, where(mask, x, -inf))."""
+    known = [_splat_scalar(v) if v != dest else None for v in inputs]
+    if all(k is not None for k in known):
+        known[0] = None  # the generic still reads one buffer, which gives the loop its shape
+    read = [v for v, k in zip(inputs, known, strict=True) if k is None]
 
-    def lower(op: ir.Operation) -> None:
-        dest, lhs, rhs = op.operands
-        splat = _splat_scalar(rhs) if rhs != dest else None
-        if splat is not None:
-            elementwise([lhs], dest, lambda a: build(a[0], scalar(ops.element_type(rhs), splat)))
-            return
-        splat = _splat_scalar(lhs) if lhs != dest else None
-        if splat is not None:
-            elementwise([rhs], dest, lambda a: build(scalar(ops.element_type(lhs), splat), a[0]))
-            return
-        elementwise([lhs, rhs], dest, lambda a: build(a[0], a[1]))
+    def full(args: list[ir.Value]) -> ir.Value:
+        it = iter(args)
+        return body([next(it) if k is None else scalar(ops.element_type(v), k) for v, k in zip(inputs, known)])
 
-    return lower
+    elementwise(read, dest, full)
 
 
 # The constant globals whose value is a splat, by symbol: glow-ir-to-linalg's, for the module it lowers.

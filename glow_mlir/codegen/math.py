@@ -15,7 +15,6 @@ from mlir.dialects import arith, linalg, math, memref, scf
 
 from glow_mlir import ops
 from glow_mlir.codegen.builders import (
-    binary,
     elementwise,
     fill,
     float_only,
@@ -29,6 +28,7 @@ from glow_mlir.codegen.builders import (
     lowest,
     reduce_loop,
     scalar,
+    with_scalars,
 )
 from glow_mlir.opdefs import glow_ops, shapes, types
 from glow_mlir.opdefs.base import OpDef, Trait, activations
@@ -222,8 +222,8 @@ register_lowerings(
 
 
 def _elementwise_lowering(definition: OpDef) -> Lowering:
-    """The lowering of elementwise op `definition`'s instruction. A binary one goes through `binary`, where an
-    operand only a splat wrote becomes a scalar in the body."""
+    """The lowering of elementwise op `definition`'s instruction (`with_scalars`: an operand of one known value
+    is a scalar in the body)."""
     body = definition.scalar
     assert body is not None
     takes = types.operand_types(definition.types)
@@ -236,10 +236,7 @@ def _elementwise_lowering(definition: OpDef) -> Lowering:
             _require_all(op, inputs, is_float, "floating-point")
         elif takes == (types.BOOL,):
             _require_all(op, op.operands, is_bool, "i1")
-        if len(inputs) == 2:
-            binary(lambda a, b: body([a, b], result))(op)
-        else:
-            elementwise(inputs, dest, lambda a: body(a[: len(inputs)], result))
+        with_scalars(inputs, dest, lambda a: body(a, result))
 
     return lower
 

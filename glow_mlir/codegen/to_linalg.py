@@ -67,7 +67,7 @@ def _lower_function(func: ir.Operation) -> None:
     for op in ops.walk_ops(func):
         if op.name.startswith(ops.GLOW_IR):
             _lower(op)
-    # A splat that every reader took as a scalar (`binary`, codegen/builders.py) fills an activation nobody
+    # A splat that every reader took as a scalar (`with_scalars`, codegen/builders.py) fills an activation nobody
     # reads.
     for op in ops.walk_ops(func):
         buffer = op.operands[-1] if op.name == "linalg.fill" else None

@@ -91,10 +91,12 @@ def test_elementwise_chain_runs_as_one_kernel() -> None:
 
 
 def test_scalar_initializers_are_scalars_in_elementwise_bodies() -> None:
-    """An exported GELU, 0.5 x (1 + erf(x / sqrt 2)), and 1 - x: the scalar initializers reach the graph as
-    constants of the operands' shape, and each is a scalar in its kernel's body on either side of the op, not a
-    global of 4 x 96 x 64 floats every run reads (nor one the object stores)."""
+    """An exported GELU, 0.5 x (1 + erf(x / sqrt 2)), 1 - x and an attention mask's where(mask, x, -inf): the
+    scalar initializers reach the graph as constants of the operands' shape, and each is a scalar in its
+    kernel's body in any operand position, not a global of 4 x 96 x 64 elements every run reads (nor one the
+    object stores)."""
     x = rand(4, 96, 64)
+    mask = rand(4, 96, 64) > 0
     nodes = [
         helper.make_node("Div", ["x", "sqrt2"], ["d"]),
         helper.make_node("Erf", ["d"], ["e"]),
@@ -102,17 +104,19 @@ def test_scalar_initializers_are_scalars_in_elementwise_bodies() -> None:
         helper.make_node("Mul", ["x", "a"], ["m"]),
         helper.make_node("Mul", ["m", "half"], ["y"]),
         helper.make_node("Sub", ["one", "x"], ["z"]),
+        helper.make_node("Where", ["mask", "x", "ninf"], ["w"]),
     ]
-    scalars = {"sqrt2": np.float32(np.sqrt(2)), "one": np.float32(1), "half": np.float32(0.5)}
-    m = model(nodes, {"x": x}, ["y", "z"], {k: np.array(v) for k, v in scalars.items()})
-    got, expected = run_both(m, {"x": x})
+    scalars = {"sqrt2": np.sqrt(2), "one": 1, "half": 0.5, "ninf": -np.inf}
+    m = model(nodes, {"x": x, "mask": mask}, ["y", "z", "w"], {k: np.float32(v) for k, v in scalars.items()})
+    got, expected = run_both(m, {"x": x, "mask": mask})
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
     with glow_mlir.compile(import_model(m), keep_ir=True) as compiled:
         scheduled = compiled.ir("glow-cpu-schedule")
     assert "memref.global" not in scheduled and "memref.get_global" not in scheduled
-    # Each kernel reads x or an activation and writes one buffer: no constant operands.
-    assert all(signature.count("memref<") == 2 for signature in re.findall(r"call @__glow_kernel\d+\(.*", scheduled))
+    # Each kernel reads x (and the mask) or an activation and writes one buffer: no constant operands.
+    calls = re.findall(r"call @__glow_kernel\d+\(.*", scheduled)
+    assert calls and all(call.count("memref<") == 2 + ("xi1>" in call) for call in calls)
 
 
 def test_reduction_vectors_are_powers_of_two() -> None:
