@@ -1,4 +1,5 @@
-"""glow-cpu-schedule's recipe of linalg.transpose (f32): vector kernels instead of scalar loop nests.
+"""glow-cpu-schedule's recipe of linalg.transpose (f32, and 8-bit integers: a QDQ model's uint8 activations
+changing layout): vector kernels instead of scalar loop nests.
 
 A transpose that moves the input's innermost dim elsewhere got one scalar load and store per element as a loop
 nest. Here the output's innermost dim and the loop dim that walks the input's innermost one are tiled by TILE
@@ -45,7 +46,8 @@ def transpose_recipe(op: ir.Operation) -> Recipe | None:
     shape = static_shape(dest)
     if not all(isinstance(v.type, ir.MemRefType) for v in op.operands) or shape is None or 0 in shape:
         return None
-    if not is_float32(dest):
+    element = ir.ShapedType(dest.type).element_type
+    if not (is_float32(dest) or (isinstance(element, ir.IntegerType) and element.width == 8)):
         return None
     permutation = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
     rank = len(permutation)
@@ -129,7 +131,7 @@ def _interleave(x: ir.Value, y: ir.Value) -> ir.Operation:
     input's transpose into MobileNetV3-small's padded input: 16.7 us, this kernel 10.1)."""
     n, h, w, c = static_shape(y)
     rows = collapse_dims(y, ([0], [1], [2, 3]))
-    vt = ir.VectorType.get([TILE], ir.F32Type.get())
+    vt = ir.VectorType.get([TILE], ir.ShapedType(y.type).element_type)
     order = [lane % c * TILE + lane // c for lane in range(TILE * c)]
     loop = scf.ForOp(index(0), index(n * h), index(1))
     with ir.InsertionPoint(loop.body):

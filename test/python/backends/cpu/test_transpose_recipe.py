@@ -18,12 +18,12 @@ from onnx_check import IR_VERSION
 rng = np.random.default_rng(11)
 
 
-def _model(shape: tuple[int, ...], perm: tuple[int, ...]) -> onnx.ModelProto:
+def _model(shape: tuple[int, ...], perm: tuple[int, ...], elem: int = TensorProto.FLOAT) -> onnx.ModelProto:
     node = helper.make_node("Transpose", ["x"], ["y"], perm=list(perm))
     graph = helper.make_graph(
         [node],
         "t",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("x", elem, list(shape))],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -60,6 +60,28 @@ def test_transpose_matches_numpy(shape: tuple[int, ...], perm: tuple[int, ...]) 
     assert ("__glow_loops_" in text) != moved, text
     if moved:
         assert "vector.shuffle" in text, text
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize(
+    "shape,perm",
+    [
+        ((1, 3, 96, 96), (0, 2, 3, 1)),  # a QDQ model's quantized RGB input into NHWC: interleaved rows
+        ((1, 16, 24, 24), (0, 2, 3, 1)),  # NCHW -> NHWC, 16x16 tiles and 8-wide ones
+        ((1, 40, 7, 9), (0, 2, 3, 1)),  # odd sizes: remainder tiles
+        ((2, 6, 6, 96), (0, 3, 1, 2)),  # NHWC -> NCHW
+    ],
+)
+def test_byte_transposes_are_vector_kernels(shape: tuple[int, ...], perm: tuple[int, ...], dtype: type) -> None:
+    """A QDQ model's uint8 activations change layout too (its quantized input, an int8 layer's NCHW output read
+    in NHWC): the same register tiles and interleaved rows on bytes, not a loop nest of one byte at a time."""
+    x = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, shape, endpoint=True).astype(dtype)
+    elem = TensorProto.UINT8 if dtype == np.uint8 else TensorProto.INT8
+    with glow_mlir.compile(import_model(_model(shape, perm, elem)), keep_ir=True, cache=False) as compiled:
+        [got] = compiled.run({"x": x}).values()
+        text = compiled.ir("glow-cpu-schedule")
+    np.testing.assert_array_equal(got, np.transpose(x, perm))
+    assert "__glow_loops_" not in text and "vector.shuffle" in text, text
 
 
 @pytest.mark.parametrize("shape", [(1, 32, 16, 48), (1, 3, 16, 48), (1, 5, 4, 20), (1, 8, 2, 16)])
