@@ -56,8 +56,10 @@ def splat(t: ir.VectorType, value: ir.Attribute) -> ir.Value:
 
 
 def zeros(t: ir.VectorType) -> ir.Value:
-    """A vector of type `t` (f32) of zeros."""
-    return splat(t, ir.FloatAttr.get(ir.F32Type.get(), 0.0))
+    """A vector of type `t` (floats or integers) of zeros."""
+    element = t.element_type
+    zero = ir.IntegerAttr.get(element, 0) if isinstance(element, ir.IntegerType) else ir.FloatAttr.get(element, 0.0)
+    return splat(t, zero)
 
 
 def lanes_mask(count: int, lanes: int) -> ir.Value | None:

@@ -67,6 +67,7 @@ def test_transpose_matches_numpy(shape: tuple[int, ...], perm: tuple[int, ...]) 
     "shape,perm",
     [
         ((1, 3, 96, 96), (0, 2, 3, 1)),  # a QDQ model's quantized RGB input into NHWC: interleaved rows
+        ((2, 3, 5, 40), (0, 2, 3, 1)),  # interleaved rows with a masked last run of pixels
         ((1, 16, 24, 24), (0, 2, 3, 1)),  # NCHW -> NHWC, 16x16 tiles and 8-wide ones
         ((1, 40, 7, 9), (0, 2, 3, 1)),  # odd sizes: remainder tiles
         ((2, 6, 6, 96), (0, 3, 1, 2)),  # NHWC -> NCHW
