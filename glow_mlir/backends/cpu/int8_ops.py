@@ -170,6 +170,32 @@ CPU_INT8_MATMUL = define(OpDef(
 ))  # fmt: skip
 
 
+# A dilated convolution runs as cpu_int8_conv_nhwc on its filter spread over the dilated window, zeros between the
+# taps, when that window has at most this many times the taps (SK-ResNet's 3x3 at dilation 2: 25 for 9): the int8
+# kernel's multiply-adds run at about four times the f32 kernel's rate, and the float convolution of a quantized
+# model also dequantizes its input and quantizes its output. DeepLab's dilation 6 (169 taps for 9) stays float.
+DILATED_TAPS = 3
+
+
+def dilated_window(window: Sequence[int], dilation: Sequence[int]) -> list[int]:
+    """The extent of a window of `window` taps at `dilation`."""
+    return [(k - 1) * d + 1 for k, d in zip(window, dilation, strict=True)]
+
+
+def dilation_pays(window: Sequence[int], dilation: Sequence[int]) -> bool:
+    """Whether a convolution of `window` taps at `dilation` runs as the int8 kernel (DILATED_TAPS); the quantizer
+    and glow-cpu-int8 both ask."""
+    return int(np.prod(dilated_window(window, dilation))) <= DILATED_TAPS * int(np.prod(window))
+
+
+def dilated_filter(w: np.ndarray, dilation: Sequence[int]) -> np.ndarray:
+    """OIHW filter `w` spread over its dilated window, zeros between the taps (`w` itself at dilation 1)."""
+    o, c, kh, kw = w.shape
+    spread = np.zeros((o, c, *dilated_window([kh, kw], dilation)), w.dtype)
+    spread[:, :, :: dilation[0], :: dilation[1]] = w
+    return spread
+
+
 def conv_weights(w: np.ndarray) -> np.ndarray:
     """int8 OIHW filter `w` as the GEMM weights [KH * KW * C4, O] the conv kernel reads, C4 = C rounded up to
     4 (zero rows): row (kh * KW + kw) * C4 + c holds W[:, c, kh, kw], so each tap starts a packed K step."""

@@ -49,6 +49,9 @@ from glow_mlir.backends.cpu.int8_ops import (
     SIGNED_OFFSET,
     conv_weights,
     correction,
+    dilated_filter,
+    dilated_window,
+    dilation_pays,
     offset,
     output_attributes,
     pack_weights,
@@ -292,13 +295,16 @@ def int8_matmul(op: ir.Operation) -> ir.Value | None:
 
 def int8_convolution(op: ir.Operation) -> ir.Value | None:
     """The int8 convolution at glow.convolution `op` (the quantizer's form, centred integers in f32 or f64, or an
-    imported QDQ one) as transpose(cpu_int8_conv_nhwc(padded transpose(q))) when it has group 1 and no dilation,
-    or as transpose(cpu_int8_depthwise_nhwc(transpose(q))) when it is depthwise (int8_depthwise.is_depthwise),
-    which reads the padding itself."""
+    imported QDQ one) as transpose(cpu_int8_conv_nhwc(padded transpose(q))) when it has group 1 (a dilated one on
+    its filter spread over the dilated window: int8_ops.dilation_pays), or as
+    transpose(cpu_int8_depthwise_nhwc(transpose(q))) when it is depthwise and not dilated
+    (int8_depthwise.is_depthwise), which reads the padding itself."""
     grouped = ir.IntegerAttr(op.attributes["group"]).value != 1
     if grouped and not is_depthwise(op):
         return None
-    if any(d != 1 for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])):
+    dilation = [int(d) for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])]
+    window = [int(k) for k in ir.DenseI64ArrayAttr(op.attributes["kernels"])]
+    if dilation != [1, 1] and (grouped or not dilation_pays(window, dilation)):
         return None
     found = _from_quantizer(op, 1) or _from_qdq(op, 0)
     if found is None:
@@ -312,10 +318,12 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
             conv = depthwise(transpose_to(q, TO_NHWC), zero, found.weights, found.multiplier, found.bias, op)
         else:
             x = padded(q, zero, op)
-            gemm = conv_weights(found.weights)
+            gemm = conv_weights(dilated_filter(found.weights, dilation))
             n, _, oh, ow = ops.shape(op.results[0])
             result = ops.tensor_type([n, oh, ow, gemm.shape[1]], ir.F32Type.get())
-            attrs = {a: op.attributes[a] for a in ("kernels", "strides")} | output_attributes()
+            spread = dilated_window(window, dilation)
+            attrs = {"kernels": ops.i64_array(spread), "strides": op.attributes["strides"]}
+            attrs |= output_attributes()
             vectors = _vectors(gemm, q, zero, found.multiplier, found.bias, found.accumulated)
             conv = g.make("glow.cpu_int8_conv_nhwc", [x, packed(pack_weights(gemm)), *vectors], result, attrs)
         product = transpose_to(conv, TO_NCHW)

@@ -95,12 +95,12 @@ def test_object_code_runs_vpdpbusd(tmp_path) -> None:  # noqa: ANN001
     assert "vpdpbusd" in listing and "zmm" in listing
 
 
-def _conv(n: int, c: int, hw: int, o: int, kernel: int, stride: int, pad: int) -> glow_mlir.Graph:
+def _conv(n: int, c: int, hw: int, o: int, kernel: int, stride: int, pad: int, dilation: int = 1) -> glow_mlir.Graph:
     g = glow_mlir.Graph("conv")
     x = g.input("x", (n, c, hw, hw))
     w = g.constant(rng.standard_normal((o, c, kernel, kernel)).astype(np.float32))
     b = g.constant(rng.standard_normal(o).astype(np.float32))
-    y = g.relu(g.convolution(x, w, b, strides=(stride, stride), pads=(pad,) * 4, name="c"))
+    y = g.relu(g.convolution(x, w, b, strides=(stride, stride), pads=(pad,) * 4, dilation=(dilation,) * 2, name="c"))
     g.output("y", y)
     return g
 
@@ -124,6 +124,28 @@ def test_compiled_int8_convolution_equals_the_interpreter(n: int, c: int, hw: in
         assert "glow.convolution" not in compiled.ir("glow-cpu-int8")
         for feed in feeds:
             np.testing.assert_array_equal(compiled.run(feed)["y"], glow_mlir.interpret(q, feed)["y"])
+
+
+@needs_vnni
+@pytest.mark.parametrize(("kernel", "stride", "dilation", "int8"), [(3, 1, 2, True), (3, 2, 2, True), (2, 1, 2, True),
+                                                                  (3, 1, 4, False)])  # fmt: skip
+def test_dilated_int8_convolution_equals_the_interpreter(kernel: int, stride: int, dilation: int, int8: bool) -> None:
+    """A dilated convolution (SK-ResNet's 3x3 at dilation 2) runs the int8 kernel on its filter spread over the
+    dilated window, zeros between the taps, bit for bit as the interpreter; one whose dilated window has more
+    than DILATED_TAPS times its taps (3x3 at dilation 4: 81 for 9) stays a float convolution."""
+    pad = (kernel - 1) * dilation // 2
+    g = _conv(1, 12, 11, 20, kernel, stride, pad, dilation)
+    feeds = [{"x": rng.standard_normal((1, 12, 11, 11)).astype(np.float32) + 0.5} for _ in range(3)]
+    q = quant.quantize(g, quant.profile(g, feeds[:2]))
+    with glow_mlir.compile(q, keep_ir=True, cache=False) as compiled:
+        rewritten = compiled.ir("glow-cpu-int8")
+        assert ("glow.cpu_int8_conv_nhwc" in rewritten) == int8 and ("glow.convolution" in rewritten) != int8
+        for feed in feeds:
+            got, want = compiled.run(feed)["y"], glow_mlir.interpret(q, feed)["y"]
+            if int8:
+                np.testing.assert_array_equal(got, want)
+            else:  # the float convolution sums in another order than the interpreter
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_integer_weights_recover_per_channel_int8_steps() -> None:
