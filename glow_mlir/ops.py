@@ -90,6 +90,11 @@ def floating(op: ir.Operation | ir.OpView, name: str) -> float:
     return ir.FloatAttr(_attr(op, name)).value
 
 
+def number(attr: ir.Attribute) -> float | int:
+    """The value of a float or integer attribute (a splat's `value`, a splat constant's element)."""
+    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
+
+
 def has_attr(op: ir.Operation | ir.OpView, name: str) -> bool:
     return name in _operation(op).attributes
 

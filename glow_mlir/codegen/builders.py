@@ -270,9 +270,7 @@ def splat_globals(module: ir.Operation) -> dict[str, float | int]:
         if isinstance(value, ir.DenseElementsAttr) and value.is_splat:
             element = value.get_splat_value()
             if isinstance(element, ir.FloatAttr | ir.IntegerAttr):
-                found[ir.StringAttr(op.attributes["sym_name"]).value] = (
-                    ir.FloatAttr(element).value if isinstance(element, ir.FloatAttr) else ir.IntegerAttr(element).value
-                )
+                found[ir.StringAttr(op.attributes["sym_name"]).value] = ops.number(element)
     return found
 
 
@@ -312,7 +310,7 @@ def _splat_scalar(buffer: ir.Value) -> float | int | None:
         attr = constant.attributes["value"]
     else:
         return None
-    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
+    return ops.number(attr)
 
 
 

@@ -84,14 +84,17 @@ def _erase_unread(module: ir.Module, splats: Mapping[str, float | int]) -> None:
     read: set[str] = set()
     for func in ops.functions(module):
         for op in ops.walk_ops(func):
-            if op.name == "memref.get_global":
-                if list(op.results[0].uses):
-                    read.add(ir.FlatSymbolRefAttr(op.attributes["name"]).value)
-                elif ir.FlatSymbolRefAttr(op.attributes["name"]).value in splats:
-                    op.erase()
+            if op.name != "memref.get_global":
+                continue
+            name = ir.FlatSymbolRefAttr(op.attributes["name"]).value
+            if list(op.results[0].uses):
+                read.add(name)
+            elif name in splats:
+                op.erase()
     for op in list(module.body.operations):
-        if op.operation.name == "memref.global" and ir.StringAttr(op.attributes["sym_name"]).value in splats:
-            if ir.StringAttr(op.attributes["sym_name"]).value not in read:
+        if op.operation.name == "memref.global":
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            if name in splats and name not in read:
                 op.operation.erase()
 
 

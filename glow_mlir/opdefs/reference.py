@@ -42,7 +42,7 @@ def constant(op: ir.Operation, _: list[Array]) -> Array:
 
 def splat(op: ir.Operation, _: list[Array]) -> Array:
     attr = op.attributes["value"]
-    value = ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
+    value = ops.number(attr)
     return np.full(ops.shape(op.results[0]), value, dtype(op.results[0]))
 
 

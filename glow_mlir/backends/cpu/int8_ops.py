@@ -190,6 +190,8 @@ def dilation_pays(window: Sequence[int], dilation: Sequence[int]) -> bool:
 
 def dilated_filter(w: np.ndarray, dilation: Sequence[int]) -> np.ndarray:
     """OIHW filter `w` spread over its dilated window, zeros between the taps (`w` itself at dilation 1)."""
+    if all(d == 1 for d in dilation):
+        return w
     o, c, kh, kw = w.shape
     spread = np.zeros((o, c, *dilated_window([kh, kw], dilation)), w.dtype)
     spread[:, :, :: dilation[0], :: dilation[1]] = w

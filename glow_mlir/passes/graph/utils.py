@@ -101,7 +101,7 @@ def concat(values: Sequence[ir.Value], dim: int) -> ir.Value:
 def splat_scalar(op: ir.Operation) -> float | int | bool:
     """The element value of a `glow.splat`, as a Python number of its result's element type."""
     attr = op.attributes["value"]
-    raw = ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
+    raw = ops.number(attr)
     kind = dtype(op.results[0])
     # A signless i1 `true` may read back as -1.
     return bool(raw != 0) if kind == np.bool_ else np.asarray(raw).astype(kind).item()
