@@ -255,6 +255,6 @@ register_lowerings(
     {
         op.ir.name: _elementwise_lowering(op)
         for op in glow_ops().values()
-        if op.has(Trait.ELEMENTWISE) and op.ir is not None
+        if op.has(Trait.ELEMENTWISE) and op.ir is not None and op.scalar is not None
     }
 )

@@ -213,7 +213,8 @@ def define(op: OpDef) -> OpDef:
     """Adds `op` (and its glow_ir counterpart) to the registry; a name defined twice is an error."""
     if op.name in _GLOW:
         raise ValueError(f"glow.{op.name} is defined twice")
-    if op.has(Trait.ELEMENTWISE) and op.scalar is None and op.ir is not None:
+    # A backend's elementwise op may instead bring its own lowering (the CPU backend's one-pass quantization).
+    if op.has(Trait.ELEMENTWISE) and op.scalar is None and op.ir is not None and op.backend is None:
         raise ValueError(f"glow.{op.name} is elementwise but states no scalar body")
     _GLOW[op.name] = op
     if op.ir is not None:

@@ -29,7 +29,7 @@ import numpy as np
 from mlir import ir
 
 from glow_mlir.opdefs import reference as ref
-from glow_mlir.opdefs.base import Array, Attr, Attrs, IrDef, OpDef, Shape, define
+from glow_mlir.opdefs.base import Array, Attr, Attrs, IrDef, OpDef, Shape, Trait, define
 from glow_mlir.opdefs.nn import POOL_OPERANDS, WINDOW
 from glow_mlir.opdefs.shapes import ShapeError, rank, require
 
@@ -352,6 +352,8 @@ CPU_QUANTIZE_U8 = define(OpDef(
     "output_zero, 0, 255), in one pass (backends/cpu/int8_ops.py).",
     ("input",), attrs=(("output_scale", Attr.FLOAT), ("output_zero", Attr.FLOAT)), backend="cpu",
     shape=lambda o, a, r: tuple(o[0]), types=_quantize_types, evaluate=evaluate_quantize,
+    # Elementwise for the graph passes (glow-sink-transpose moves transposes through it); lowered by int8_gemm.
+    traits=frozenset((Trait.ELEMENTWISE,)),
     ir=IrDef(
         "cpu_quantize_u8", (("dest", "out"), ("src", "in")), attrs=("output_scale", "output_zero"),
         graph="cpu_quantize_u8",

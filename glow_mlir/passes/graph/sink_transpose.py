@@ -129,8 +129,9 @@ def _stretch_broadcast(op: ir.Operation) -> bool:
     )
 
 
-# How many elementwise ops deep `_all_users_sink` follows a value back to the transpose it derives from.
-DERIVE_DEPTH = 8
+# How many elementwise ops deep `_all_users_sink` follows a value back to the transpose it derives from: a
+# QDQ model's hard sigmoid between its quantization and dequantization is 10 (x * hardsigmoid(x) in MobileNetV3).
+DERIVE_DEPTH = 16
 
 
 def _all_users_sink(transpose: ir.Operation, answers: Answers) -> bool:
@@ -176,7 +177,16 @@ def _users_sink(transpose: ir.Operation, known: Answers) -> bool:
             return True
         return _users_sink(other, known)
 
+    # Per value, the least depth it was found to derive within and the most it was found not to: without them,
+    # diamonds of elementwise ops (x * hardsigmoid(x) within x * sigmoid(...)) are followed once per path.
+    derived: dict[ir.Value, int] = {}
+    failed: dict[ir.Value, int] = {}
+
     def derives(value: ir.Value, depth: int) -> bool:
+        if derived.get(value, DERIVE_DEPTH + 1) <= depth:
+            return True
+        if failed.get(value, -1) >= depth:
+            return False
         op = g.producer(value)
         if op is None:
             return False
@@ -184,10 +194,12 @@ def _users_sink(transpose: ir.Operation, known: Answers) -> bool:
             return goes(op)
         if _sinkable_operand(value):
             return True
-        return (
+        found = (
             depth > 0 and op.name in g.ELEMENTWISE and len(op.results) == 1
             and all(derives(v, depth - 1) for v in op.operands)
         )
+        (derived if found else failed)[value] = depth
+        return found
 
     def sinks(user: ir.Operation) -> bool:
         if user.name == SLICE:

@@ -20,11 +20,24 @@ from glow_mlir import opdefs, ops
 CONSTANT = "glow.constant"
 SPLAT = "glow.splat"
 
-# Shape-preserving elementwise ops (every result element depends on the operand elements at its own index),
-# from the op definitions.
-UNARY_ELEMENTWISE = opdefs.elementwise(1)
-BINARY_ELEMENTWISE = opdefs.elementwise(2)
-ELEMENTWISE = opdefs.elementwise()
+
+
+class _Elementwise:
+    """The names of the shape-preserving elementwise ops (every result element depends on the operand elements
+    at its own index), from the op definitions as they stand when asked: a backend defines its own (the CPU
+    backend's one-pass quantization) when it is loaded, after this module."""
+
+    def __init__(self) -> None:
+        self._defined = -1
+        self._names: frozenset[str] = frozenset()
+
+    def __contains__(self, name: object) -> bool:
+        if len(opdefs.glow_ops()) != self._defined:
+            self._defined, self._names = len(opdefs.glow_ops()), opdefs.elementwise()
+        return name in self._names
+
+
+ELEMENTWISE = _Elementwise()
 
 Rewrite = Callable[[ir.Operation], ir.Value | None]
 """A rewrite of one op: the value to replace it with (built before it), or None to keep it."""

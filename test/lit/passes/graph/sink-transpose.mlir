@@ -116,3 +116,34 @@ func.func @split_channels(%x: tensor<1x3x5x8xf32> {glow.name = "x"}) -> (tensor<
   %tr = "glow.transpose"(%r) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<1x6x3x5xf32>) -> tensor<1x3x5x6xf32>
   return %ta, %tr : tensor<1x3x5x2xf32>, tensor<1x3x5x6xf32>
 }
+
+// A QDQ model's float island: x * hardsigmoid(x) with a quantization and dequantization between the hard
+// sigmoid's ops (nine elementwise ops from the transpose to the product's other operand), then the CPU
+// backend's one-pass quantization, which is elementwise too: the transposes cancel.
+// CHECK-LABEL: func.func @quantized_island
+// CHECK-NOT: glow.transpose
+// CHECK: %[[Q:.*]] = "glow.cpu_quantize_u8"(%{{.*}}) {{.*}} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xui8>
+// CHECK-NOT: glow.transpose
+// CHECK: return %[[Q]]
+func.func @quantized_island(%x: tensor<1x4x4x8xf32> {glow.name = "x"}) -> (tensor<1x4x4x8xui8> {glow.name = "y"}) {
+  %t = "glow.transpose"(%x) {shuffle = array<i64: 0, 3, 1, 2>} : (tensor<1x4x4x8xf32>) -> tensor<1x8x4x4xf32>
+  %sixth = "glow.splat"() {value = 0.166666672 : f32} : () -> tensor<1x8x4x4xf32>
+  %half = "glow.splat"() {value = 0.5 : f32} : () -> tensor<1x8x4x4xf32>
+  %zero = "glow.splat"() {value = 0.0 : f32} : () -> tensor<1x8x4x4xf32>
+  %one = "glow.splat"() {value = 1.0 : f32} : () -> tensor<1x8x4x4xf32>
+  %top = "glow.splat"() {value = 255.0 : f32} : () -> tensor<1x8x4x4xf32>
+  %step = "glow.splat"() {value = 0.00392156886 : f32} : () -> tensor<1x8x4x4xf32>
+  %h1 = "glow.mul"(%t, %sixth) : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %h2 = "glow.add"(%h1, %half) : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %h3 = "glow.max"(%h2, %zero) : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %h4 = "glow.min"(%h3, %one) : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %q1 = "glow.div"(%h4, %step) : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %q2 = "glow.round"(%q1) : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %q3 = "glow.max"(%q2, %zero) : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %q4 = "glow.min"(%q3, %top) : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %gate = "glow.mul"(%q4, %step) : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %p = "glow.mul"(%t, %gate) : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %q = "glow.cpu_quantize_u8"(%p) {output_scale = 0.0196685847 : f32, output_zero = 19.0 : f32} : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xui8>
+  %u = "glow.transpose"(%q) {shuffle = array<i64: 0, 2, 3, 1>} : (tensor<1x8x4x4xui8>) -> tensor<1x4x4x8xui8>
+  return %u : tensor<1x4x4x8xui8>
+}
