@@ -55,7 +55,108 @@ def generic_recipe(op: ir.Operation) -> Recipe | None:
     if flat is not None:
         parts = [elementwise_recipe(part) for part in flat]
         return Recipe(tuple(k for part in parts if part is not None for k in part.kernels))
+    fewer = collapsed(op)
+    if fewer is not None:
+        return generic_recipe(fewer)
     return elementwise_recipe(op)
+
+
+def collapsed(op: ir.Operation) -> ir.Operation | None:
+    """Generic `op` with its innermost loop dims as one, where the vector recipe would give it no vectors or
+    masked ones and takes the collapsed op unmasked or at all: a reduction or broadcast product over the
+    trailing [H, W] of an NCHW tensor (a squeeze-and-excite block's mean and scaling on a 6x6 map, which ran as
+    scalar loops). The innermost dims `_collapsible_run` finds merge when every operand walks them as one
+    contiguous run of its own dims or reads none of them. None where it does not apply; else the new op, which
+    replaces `op`."""
+    if op.name != "linalg.generic" or any(mark in op.attributes for mark in CLAIMED_MARKS):
+        return None
+    if not all(isinstance(v.type, ir.MemRefType) for v in op.operands):
+        return None
+    if any(inner.name == "linalg.index" for inner in ops.walk_ops(op)):
+        return None
+    before = elementwise_recipe_steps(op)
+    if before is not None and not before[1]:
+        return None
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    iterators = list(ir.ArrayAttr(op.attributes["iterator_types"]))
+    first = _collapsible_run(op, maps, [str(k) for k in iterators])
+    if first is None:
+        return None
+    regrouped = [_regrouped(m, ir.MemRefType(v.type).shape, first) for v, m in zip(op.operands, maps, strict=True)]
+    if any(r is None for r in regrouped):
+        return None
+    new_maps, views = [], []
+    with op.location, ir.InsertionPoint(op):
+        for value, (groups, results) in zip(op.operands, regrouped, strict=True):  # type: ignore[misc]
+            views.append(collapse_dims(value, groups) if len(groups) < ir.MemRefType(value.type).rank else value)
+            new_maps.append(ir.AffineMap.get(first + 1, 0, results))
+        generic = linalg.GenericOp(
+            result_tensors=[], inputs=views[:-1], outputs=views[-1:],
+            indexing_maps=ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps]),
+            iterator_types=ir.ArrayAttr.get(iterators[: first + 1]),
+        )  # fmt: skip
+        copy = op.clone()
+        copy.regions[0].blocks[0].append_to(generic.regions[0])
+        copy.erase()
+    after = elementwise_recipe_steps(generic.operation)
+    if after is None or (before is not None and after[1]):
+        generic.operation.erase()
+        return None
+    op.erase()
+    return generic.operation
+
+
+def _regrouped(
+    amap: ir.AffineMap, shape: list[int], first: int
+) -> tuple[list[list[int]], list[ir.AffineExpr]] | None:
+    """An operand's dims grouped for `collapsed` (the loop dims from `first` on as one, each constant index of
+    a size-1 dim with the dim before it, or after it when first) and the results of its new map; None for a
+    constant index of a longer dim."""
+    groups: list[list[int]] = []
+    results: list[ir.AffineExpr] = []
+    pending: list[int] = []
+    for i, e in enumerate(amap.results):
+        if not isinstance(e, ir.AffineDimExpr):
+            if shape[i] != 1:
+                return None
+            (groups[-1] if groups else pending).append(i)
+            continue
+        position = min(e.position, first)
+        if position == first and results and results[-1] == ir.AffineDimExpr.get(first):
+            groups[-1].append(i)
+            continue
+        groups.append([*pending, i])
+        pending = []
+        results.append(ir.AffineDimExpr.get(position))
+    if pending:
+        return None
+    return groups, results
+
+
+def _collapsible_run(op: ir.Operation, maps: list[ir.AffineMap], iterators: list[str]) -> int | None:
+    """The first of the innermost loop dims that can be one (all of one iterator type, each operand reading them
+    as `_reads_as_run`), or None when only the innermost can."""
+    n = maps[0].n_dims
+    first = n - 1
+    while first > 0 and iterators[first - 1] == iterators[-1] and all(
+        _reads_as_run(v, amap, range(first - 1, n)) for v, amap in zip(op.operands, maps, strict=True)
+    ):
+        first -= 1
+    return first if first < n - 1 else None
+
+
+def _reads_as_run(value: ir.Value, amap: ir.AffineMap, dims: range) -> bool:
+    """Whether an operand reads loop `dims` as consecutive dims of its own, in order and contiguous in memory
+    (one dim of a `memref.collapse_shape`), or reads none of them."""
+    where = {e.position: i for i, e in enumerate(amap.results) if isinstance(e, ir.AffineDimExpr)}
+    positions = [where.get(d) for d in dims]
+    if all(p is None for p in positions):
+        return True
+    if None in positions or positions != list(range(positions[0], positions[0] + len(positions))):
+        return False
+    t = ir.MemRefType(value.type)
+    strides, _ = t.get_strides_and_offset()
+    return all(strides[p] == strides[p + 1] * t.shape[p + 1] for p in positions[:-1])
 
 
 def flattened(op: ir.Operation) -> list[ir.Operation] | None:

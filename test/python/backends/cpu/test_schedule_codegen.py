@@ -119,6 +119,27 @@ def test_scalar_initializers_are_scalars_in_elementwise_bodies() -> None:
     assert calls and all(call.count("memref<") == 2 + ("xi1>" in call) for call in calls)
 
 
+@pytest.mark.parametrize("size", [3, 6, 7])
+def test_nchw_excitation_runs_in_vectors(size: int) -> None:
+    """A squeeze-and-excite gate on an NCHW map of size x size (no convolution makes glow-cpu-layout choose
+    NHWC): the mean over the trailing H and W, a sigmoid, the gate broadcast over each channel's pixels. The
+    reduction and the product run on each channel's pixels seen as one row (elementwise_recipes' `collapsed`):
+    vector kernels, where rows of 3 to 7 pixels ran as scalar loop nests (`__glow_loops_*`)."""
+    x = rand(1, 40, size, size)
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["m"], axes=[2, 3], keepdims=1),
+        helper.make_node("Sigmoid", ["m"], ["s"]),
+        helper.make_node("Mul", ["x", "s"], ["y"]),
+    ]
+    m = model(nodes, {"x": x}, ["y"])
+    got, expected = run_both(m, {"x": x})
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-5, atol=1e-6)
+    with glow_mlir.compile(import_model(m), keep_ir=True) as compiled:
+        scheduled = compiled.ir("glow-cpu-schedule")
+    assert "__glow_loops" not in scheduled
+    assert f"into memref<1x40x{size * size}xf32>" in scheduled
+
+
 def test_reduction_vectors_are_powers_of_two() -> None:
     """A global average pool's sum over 13x13 pixels of 1000 channels: masked 64-lane vectors, not the
     40-lane ones that divide 1000 (LLVM scalarizes accumulating vectors of such lengths)."""
