@@ -10,9 +10,11 @@ import torch
 from mlir import ir
 
 import glow_mlir
+from glow_mlir import ops
 from glow_mlir import quantization as quant
 from glow_mlir.backends.cpu import int8_rewrite
 from glow_mlir.context import make_context
+from glow_mlir.passes.graph import utils as g
 from qdq_models import quantize_static
 
 needs_vnni = pytest.mark.skipif(not int8_rewrite.host_has_vnni(), reason="the host CPU has no avx512_vnni")
@@ -134,6 +136,57 @@ def test_imported_qdq_concat_is_quantized_in_nhwc(tmp_path) -> None:  # noqa: AN
         text = compiled.ir("glow-lower")
         assert text.count('"glow.cpu_quantize_u8"') == 3 and text.count('"glow.concat"') == 2
         assert text.count('"glow.transpose"') == 2
+        rewritten = ir.Module.parse(compiled.ir("glow-cpu-int8"), make_context())
+        for seed in range(3):
+            feed = {"x": np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
+            np.testing.assert_array_equal(compiled.run(feed)["y"], glow_mlir.interpret(rewritten, feed)["y"])
+
+
+class _QdqExcite(torch.nn.Module):
+    """MobileNetV3's block twice: a hard-swished expansion, a depthwise layer, a squeeze-and-excite gate (mean,
+    two 1x1 convolutions, hard sigmoid, product) and a projection; quantize_static puts a QuantizeLinear and
+    DequantizeLinear after every float op between the convolutions (the float islands)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        conv = torch.nn.Conv2d
+        self.stem = conv(3, 16, 3, padding=1)
+        self.blocks = torch.nn.ModuleList(
+            torch.nn.ModuleList([conv(16, 32, 1), conv(32, 32, 3, padding=1, groups=32), conv(32, 8, 1),
+                                 conv(8, 32, 1), conv(32, 16, 1)])  # fmt: skip
+            for _ in range(2)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.stem(x))
+        for expand, depthwise, reduce, restore, project in self.blocks:
+            e = torch.nn.functional.hardswish(depthwise(torch.nn.functional.hardswish(expand(h))))
+            gate = torch.nn.functional.hardsigmoid(restore(torch.relu(reduce(e.mean((2, 3), keepdim=True)))))
+            h = h + project(e * gate)
+        return h
+
+
+@needs_vnni
+def test_imported_qdq_float_islands_stay_elementwise_in_nhwc(tmp_path) -> None:  # noqa: ANN001
+    """A uint8 quantization that is only read back as f32 (a float island's: the hard swish, the excitation's
+    mean, gate and product) stays elementwise graph ops, which glow-quant-fold-convert-pairs folds into their
+    neighbours, and glow-sink-transpose moves the layout transposes through them, the reductions and
+    cpu_quantize_u8 until they cancel: the whole block runs in NHWC. At 7fcc0ea each island was a
+    cpu_quantize_u8 of its own and the excitation stayed NCHW between transposes (6 left in the graph).
+    The compiled code equals the reference interpreter on glow-cpu-int8's graph bit for bit."""
+    torch.manual_seed(0)
+    shape = (1, 3, 10, 10)
+    quantized, _ = quantize_static(_QdqExcite(), shape, tmp_path, rng, calibration=6)
+    with glow_mlir.compile(glow_mlir.import_onnx(quantized), keep_ir=True, cache=False) as compiled:
+        lowered = ir.Module.parse(compiled.ir("glow-lower"), make_context())
+        found = [op for op in ops.walk_ops(lowered.operation) if op.name.startswith("glow.")]
+        names = [op.name for op in found]
+        assert names.count("glow.cpu_int8_depthwise_nhwc") == 2 and names.count("glow.transpose") == 2
+        passes = [op for op in found if op.name == "glow.cpu_quantize_u8"]
+        # The quantizations left are those int8 products read (the excitation's mean, the gated product, the
+        # residual sums): 7 of the 11 passes at 7fcc0ea.
+        assert len(passes) == 7
+        assert all(any(u.name != "glow.convert_to" for u in g.users(q.results[0])) for q in passes)
         rewritten = ir.Module.parse(compiled.ir("glow-cpu-int8"), make_context())
         for seed in range(3):
             feed = {"x": np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
