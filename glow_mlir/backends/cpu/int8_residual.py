@@ -26,7 +26,6 @@ from mlir import ir
 from glow_mlir import ops
 from glow_mlir.backends.cpu.int8_ops import BYTES, residual_attributes
 from glow_mlir.backends.cpu.ops import TO_NCHW, TO_NHWC
-from glow_mlir.backends.cpu.layout import NHWC_OPS
 from glow_mlir.opdefs.base import Attr
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.graph.sink_transpose import transpose_to
@@ -168,27 +167,6 @@ def quantization(divide: ir.Operation) -> tuple[float, int, ir.Operation] | None
     return float(scale), int(zero), last
 
 
-# How many elementwise ops `_computed_in_nhwc` looks through.
-NHWC_DEPTH = 8
-
-
-def _computed_in_nhwc(value: ir.Value, depth: int = NHWC_DEPTH) -> bool:
-    """Whether `value` comes, through elementwise ops and concats, only from ops that glow-cpu-layout computes in
-    NHWC or from transposes (besides constants): quantizing it in NHWC then costs no transpose that stays, where a
-    value computed from an NCHW model input would have its f32 tensor transposed instead of its uint8 one (4x the
-    bytes). glow-sink-transpose moves the transposes of a concat's operands below it (SqueezeNet's fire modules
-    requantize the concat of their two branches: quantized in NCHW, each kept a transpose pair around it)."""
-    op = g.producer(value)
-    if op is None:
-        return False
-    if op.name in NHWC_OPS or op.name == "glow.transpose":
-        return True
-    computed = [v for v in op.operands if g.producer_name(v) not in (g.CONSTANT, g.SPLAT)]
-    return depth > 0 and (op.name in g.ELEMENTWISE or op.name == "glow.concat") and bool(computed) and all(
-        _computed_in_nhwc(v, depth - 1) for v in computed
-    )
-
-
 def _only_dequantized(q: ir.Value) -> bool:
     """Whether every reader of uint8 `q` converts it back to f32: a QDQ model's float island (a GELU, a
     LayerNorm, a squeeze-and-excite gate, quantized and dequantized after each op). Its quantization then stays
@@ -202,11 +180,10 @@ def _only_dequantized(q: ir.Value) -> bool:
 
 def quantize_pass(divide: ir.Operation) -> ir.Value | None:
     """The uint8 QuantizeLinear starting at glow.div `divide` (`quantization`) as one cpu_quantize_u8, replacing
-    its convert_to; applied before the transpose that makes its f32 input, if one does, and transposed after it,
-    so that glow-sink-transpose cancels it against the next convolution's. A rank-4 input computed in NHWC once
-    glow-cpu-layout has run (a float convolution's or pool's, `_computed_in_nhwc`) is quantized in NHWC between
-    transposes for the same reason: glow-sink-transpose cannot move a transpose through cpu_quantize_u8, and
-    MobileNetV2's QDQ model, quantizing each depthwise layer's NCHW output, kept 35 real transposes (8.4 ms a
+    its convert_to, unless the quantization is only read back as f32 (`_only_dequantized`). Its layout is
+    glow-sink-transpose's to settle: cpu_quantize_u8 is elementwise, so the transposes glow-cpu-layout puts
+    around the float convolutions move through it and cancel against the next int8 product's (MobileNetV2's QDQ
+    model, quantizing each depthwise layer's NCHW output, kept 35 real transposes while they could not: 8.4 ms a
     run against 6.5 with its chains left elementwise). None when it is no such chain."""
     found = quantization(divide)
     value = divide.operands[0]
@@ -215,17 +192,9 @@ def quantize_pass(divide: ir.Operation) -> ir.Value | None:
     scale, zero, last = found
     if _only_dequantized(last.results[0]):
         return None
-    source = g.producer(value)
     attrs = {"output_scale": Attr.FLOAT.make(scale), "output_zero": Attr.FLOAT.make(zero)}
     with ir.InsertionPoint(last), last.location:
-        shuffle = None
-        if source is not None and source.name == "glow.transpose":
-            value, shuffle = source.operands[0], ops.ints(source, "shuffle")
-        elif len(ops.shape(value)) == 4 and _computed_in_nhwc(value):
-            value, shuffle = transpose_to(value, TO_NHWC), list(TO_NCHW)
         q = g.make("glow.cpu_quantize_u8", [value], ops.tensor_type(ops.shape(value), ir.IntegerType.get_unsigned(8)),
                    attrs)  # fmt: skip
-        if shuffle is not None:
-            q = transpose_to(q, shuffle)
     g.replace(last, q)
     return q

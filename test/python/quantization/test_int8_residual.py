@@ -126,9 +126,9 @@ class _QdqFire(torch.nn.Module):
 
 @needs_vnni
 def test_imported_qdq_concat_is_quantized_in_nhwc(tmp_path) -> None:  # noqa: ANN001
-    """A requantized concat of NHWC convolutions' outputs is quantized in NHWC (int8_residual's
-    `_computed_in_nhwc` looks through concats): no transpose is left but the image's and the output's, where
-    quantizing it in NCHW kept a pair around each concat's cpu_quantize_u8."""
+    """A requantized concat of NHWC convolutions' outputs is quantized in NHWC (glow-sink-transpose moves the
+    transposes through the concat and the elementwise cpu_quantize_u8): no transpose is left but the image's and
+    the output's, where quantizing it in NCHW kept a pair around each concat's cpu_quantize_u8."""
     torch.manual_seed(0)
     shape = (1, 3, 10, 10)
     quantized, _ = quantize_static(_QdqFire(), shape, tmp_path, rng, calibration=6)
