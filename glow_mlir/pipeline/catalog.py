@@ -27,6 +27,7 @@ from glow_mlir.passes.graph import (
     fold_batchnorm,
     fold_transpose_weights,
     fuse_activations,
+    gather_nd,
     merge_concat,
     merge_conv_branches,
     merge_pad,
@@ -47,9 +48,9 @@ from glow_mlir.passes.registry import Pass, registered
 
 # The pass modules in pipeline order; a module's passes keep their order within it.
 STAGES = (
-    verify, dce, lower, cse, constant_fold, fold_batchnorm, merge_conv_branches, simplify_arithmetic, split_gather,
-    scatter_to_insert, eliminate_noop, merge_reshape, sink_transpose, merge_concat, merge_pad, trim_window,
-    fold_transpose_weights, quant_fold_converts, quant_fold_qdq, fuse_activations, layout, memory_schedule,
+    verify, dce, lower, cse, constant_fold, fold_batchnorm, merge_conv_branches, simplify_arithmetic, gather_nd,
+    split_gather, scatter_to_insert, eliminate_noop, merge_reshape, sink_transpose, merge_concat, merge_pad,
+    trim_window, fold_transpose_weights, quant_fold_converts, quant_fold_qdq, fuse_activations, layout, memory_schedule,
     irgen, ir_verify, share_buffers, copy_elim, dse, live_ranges, optimize_inserts, expansion, pad_channels,
     allocate, to_linalg,
     lowerings, schedule, parallel, weights, llvm, backend,

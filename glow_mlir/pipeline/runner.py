@@ -25,6 +25,7 @@ from glow_mlir.pipeline import catalog
 # Graph optimizations in the order of Glow's default graph pipeline (docs/OPTIMIZATIONS.md): local
 # simplifications, then a clean-up that folds, merges and deletes what they left behind.
 SIMPLIFY = (
+    "glow-gather-nd-to-gather",
     "glow-split-gather",
     "glow-scatter-to-insert",
     "glow-eliminate-noop",
@@ -62,8 +63,8 @@ _PASS_LEVEL = {
         GraphOptimizationLevel.ORT_ENABLE_BASIC,
     ),
     **dict.fromkeys(
-        ("glow-split-gather", "glow-scatter-to-insert", "glow-sink-transpose", "glow-simplify-arithmetic",
-         "glow-merge-concat",
+        ("glow-gather-nd-to-gather", "glow-split-gather", "glow-scatter-to-insert", "glow-sink-transpose",
+         "glow-simplify-arithmetic", "glow-merge-concat",
          "glow-merge-pad-into-conv", "glow-trim-conv-window", "glow-fold-batchnorm", "glow-merge-conv-branches",
          "glow-fuse-activations"),
         GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
