@@ -32,6 +32,7 @@ before a flatten remain.
 
 from __future__ import annotations
 
+import numpy as np
 from mlir import ir
 
 from glow_mlir import ops
@@ -85,11 +86,25 @@ def to_nhwc(op: ir.Operation) -> ir.Value:
         if found is not None:
             return conv_regions.to_nhwc(op, found, _filter_hwio, attributes)
         operands = [transpose_to(op.operands[0], TO_NHWC)]
+        if conv and 1 < ops.integer(op, "group") == ops.shape(op.operands[0])[1] < c:
+            operands[0], attributes["group"] = _spread_channels(operands[0], c), ops.i64(c)
         # A convolution's filter changes layout; RoiAlign's boxes and batch indices do not.
         operands += [_filter_hwio(op.operands[1]), op.operands[2]] if conv else list(op.operands[1:])
         if full_width:
             return transpose_to(_width_as_channels(operands, attributes, result), TO_NCHW)
         return transpose_to(g.make(name, operands, result, attributes), TO_NCHW)
+
+
+def _spread_channels(x: ir.Value, filters: int) -> ir.Value:
+    """NHWC `x` with each channel repeated for the filters of a depthwise convolution with a channel multiplier
+    (filter o reads channel o // m): on it, the same filter is a depthwise convolution of one filter per channel,
+    the kernel class the backend tiles (depthwise_recipes), where the multiplier's own form ran as scalar loops
+    (MaxxViT-v2's 7x7 stride-2 layers, 2 filters per channel: 0.26-0.34x onnxruntime)."""
+    channels = ops.shape(x)[3]
+    picks = np.arange(filters, dtype=np.int64) // (filters // channels)
+    index = g.materialize(picks, ops.tensor_type([filters], ir.IntegerType.get_signless(64)), prefer_splat=False)
+    dims = [*ops.shape(x)[:3], filters]
+    return g.make("glow.gather", [x, index], ops.tensor_type(dims, ops.element_type(x)), {"axis": ops.i64(3)})
 
 
 def _spans_the_width(op: ir.Operation) -> bool:

@@ -96,6 +96,27 @@ def test_depthwise_kernel(c: int, hw: tuple[int, int], k: int, stride: int, dila
     assert ("__glow_packed_flat_dw" in scheduled) == (flat and 16 % c != 0)
 
 
+@pytest.mark.parametrize(("c", "m", "hw", "k", "stride"), [(24, 2, (16, 16), 7, 2), (6, 3, (9, 11), 3, 1)])
+def test_channel_multiplier_runs_the_depthwise_kernel(c: int, m: int, hw: tuple[int, int], k: int,
+                                                      stride: int) -> None:  # fmt: skip
+    """A depthwise convolution with m filters per channel (MaxxViT-v2's 7x7 stride-2 layers: 2) reads its input
+    with each channel repeated m times (glow-cpu-layout's gather), on which it is a depthwise convolution of one
+    filter per channel: the depthwise kernel, where the multiplier's own form (linalg's _hwcm) ran as scalar
+    loops."""
+    w = (rng.standard_normal((c * m, 1, k, k)) / k).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[k, k], strides=[stride] * 2,
+                              pads=[k // 2] * 4, group=c)]  # fmt: skip
+    x = rng.standard_normal((1, c, *hw)).astype(np.float32)
+    model = onnx_check.model(nodes, {"x": x}, ["y"], {"w": w, "b": rng.uniform(-0.5, 0.5, c * m).astype(np.float32)})
+    with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
+        scheduled = compiled.ir("glow-cpu-schedule")
+        got = compiled.run({"x": x})["y"]
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    assert "linalg.depthwise" not in scheduled and "__glow_loops" not in scheduled
+    assert sum("vector.fma" in body for body in re.split(r"(?=func\.func private @)", scheduled)) == 1
+
+
 @pytest.mark.parametrize(
     ("c", "vectors", "blocks"),
     [
