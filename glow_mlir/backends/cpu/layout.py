@@ -86,8 +86,6 @@ def to_nhwc(op: ir.Operation) -> ir.Value:
         if found is not None:
             return conv_regions.to_nhwc(op, found, _filter_hwio, attributes)
         operands = [transpose_to(op.operands[0], TO_NHWC)]
-        if conv and 1 < ops.integer(op, "group") == ops.shape(op.operands[0])[1] < c:
-            operands[0], attributes["group"] = _spread_channels(operands[0], c), ops.i64(c)
         # A convolution's filter changes layout; RoiAlign's boxes and batch indices do not.
         operands += [_filter_hwio(op.operands[1]), op.operands[2]] if conv else list(op.operands[1:])
         if full_width:
@@ -95,16 +93,26 @@ def to_nhwc(op: ir.Operation) -> ir.Value:
         return transpose_to(g.make(name, operands, result, attributes), TO_NCHW)
 
 
-def _spread_channels(x: ir.Value, filters: int) -> ir.Value:
-    """NHWC `x` with each channel repeated for the filters of a depthwise convolution with a channel multiplier
-    (filter o reads channel o // m): on it, the same filter is a depthwise convolution of one filter per channel,
-    the kernel class the backend tiles (depthwise_recipes), where the multiplier's own form ran as scalar loops
-    (MaxxViT-v2's 7x7 stride-2 layers, 2 filters per channel: 0.26-0.34x onnxruntime)."""
-    channels = ops.shape(x)[3]
-    picks = np.arange(filters, dtype=np.int64) // (filters // channels)
-    index = g.materialize(picks, ops.tensor_type([filters], ir.IntegerType.get_signless(64)), prefer_splat=False)
-    dims = [*ops.shape(x)[:3], filters]
-    return g.make("glow.gather", [x, index], ops.tensor_type(dims, ops.element_type(x)), {"axis": ops.i64(3)})
+def _spread_channels(op: ir.Operation) -> ir.Value | None:
+    """NHWC convolution `op` as a depthwise one of one filter per channel on its input with each channel repeated,
+    when it is depthwise with a channel multiplier m (filter o reads channel o // m); else None. On the repeated
+    input (a gather along the channels) the same filter is a depthwise convolution of the kernel class the backend
+    tiles (depthwise_recipes), where the multiplier's own form ran as scalar loops: MaxxViT-v2's 7x7 stride-2
+    layers, 2 filters per channel, 0.26-0.34x onnxruntime; a depthwise transposed convolution's phases, one
+    filter per phase (conv_transpose.py), likewise."""
+    if op.name != "glow.cpu_conv_nhwc":
+        return None
+    x = op.operands[0]
+    channels, filters = ops.shape(x)[3], ops.shape(op.results[0])[3]
+    if not 1 < ops.integer(op, "group") == channels < filters:
+        return None
+    with ir.InsertionPoint(op), op.location:
+        picks = np.arange(filters, dtype=np.int64) // (filters // channels)
+        index = g.materialize(picks, ops.tensor_type([filters], ir.IntegerType.get_signless(64)), prefer_splat=False)
+        spread = ops.tensor_type([*ops.shape(x)[:3], filters], ops.element_type(x))
+        repeated = g.make("glow.gather", [x, index], spread, {"axis": ops.i64(3)})
+        attributes = g.attributes(op) | {"group": ops.i64(filters)}
+        return g.make(op.name, [repeated, *list(op.operands)[1:]], op.results[0].type, attributes)
 
 
 def _spans_the_width(op: ir.Operation) -> bool:
@@ -167,7 +175,8 @@ def layout_function(function: ir.Operation) -> bool:
             return expert_matmul.rewrite(op) or narrow_matmul.rewrite(op)
         return to_nhwc(op) if op.name in NHWC_OPS else None
 
-    return g.rewrite_ops(function, rewrite)
+    changed = g.rewrite_ops(function, rewrite)
+    return g.rewrite_ops(function, _spread_channels) or changed
 
 
 @register("glow-cpu-layout")

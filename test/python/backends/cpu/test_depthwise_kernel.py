@@ -117,6 +117,22 @@ def test_channel_multiplier_runs_the_depthwise_kernel(c: int, m: int, hw: tuple[
     assert sum("vector.fma" in body for body in re.split(r"(?=func\.func private @)", scheduled)) == 1
 
 
+def test_depthwise_transposed_convolution_runs_the_depthwise_kernel() -> None:
+    """BigVGAN's anti-aliased up-sampling: a depthwise ConvTranspose1d (kernel 12, stride 2) is one convolution
+    of its 2 phases, 2 filters per channel (conv_transpose.py), so it too reads its channels repeated and runs
+    the depthwise kernel, not scalar loops."""
+    c, length = 16, 45
+    nodes = [helper.make_node("ConvTranspose", ["x", "w"], ["y"], kernel_shape=[12], strides=[2], group=c)]
+    x = rng.standard_normal((1, c, length)).astype(np.float32)
+    model = onnx_check.model(nodes, {"x": x}, ["y"], {"w": (rng.standard_normal((c, 1, 12)) / 4).astype(np.float32)})
+    with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
+        scheduled = compiled.ir("glow-cpu-schedule")
+        got = compiled.run({"x": x})["y"]
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    assert "linalg.depthwise" not in scheduled and "__glow_loops" not in scheduled
+
+
 @pytest.mark.parametrize(
     ("c", "vectors", "blocks"),
     [
