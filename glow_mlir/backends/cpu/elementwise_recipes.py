@@ -90,19 +90,27 @@ def collapsed(op: ir.Operation) -> ir.Operation | None:
         for value, (groups, results) in zip(op.operands, regrouped, strict=True):  # type: ignore[misc]
             views.append(collapse_dims(value, groups) if len(groups) < ir.MemRefType(value.type).rank else value)
             new_maps.append(ir.AffineMap.get(first + 1, 0, results))
-        generic = linalg.GenericOp(
-            result_tensors=[], inputs=views[:-1], outputs=views[-1:],
-            indexing_maps=ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps]),
-            iterator_types=ir.ArrayAttr.get(iterators[: first + 1]),
-        )  # fmt: skip
-        copy = op.clone()
-        copy.regions[0].blocks[0].append_to(generic.regions[0])
-        copy.erase()
-    after = elementwise_recipe_steps(generic.operation)
+        generic = _with_body_of(op, views, new_maps, iterators[: first + 1])
+    after = elementwise_recipe_steps(generic)
     if after is None or (before is not None and after[1]):
-        generic.operation.erase()
+        generic.erase()
         return None
     op.erase()
+    return generic
+
+
+def _with_body_of(op: ir.Operation, views: list[ir.Value], maps: list[ir.AffineMap],
+                  iterators: list[ir.Attribute]) -> ir.Operation:  # fmt: skip
+    """A linalg.generic on `views` (inputs, then the output) with `maps` and `iterators` and a copy of generic
+    `op`'s body, at the current insertion point."""
+    generic = linalg.GenericOp(
+        result_tensors=[], inputs=views[:-1], outputs=views[-1:],
+        indexing_maps=ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
+        iterator_types=ir.ArrayAttr.get(iterators),
+    )  # fmt: skip
+    copy = op.clone()
+    copy.regions[0].blocks[0].append_to(generic.regions[0])
+    copy.erase()
     return generic.operation
 
 
@@ -192,15 +200,8 @@ def flattened(op: ir.Operation) -> list[ir.Operation] | None:
         flat = [collapse_dims(v, [list(range(rank))]) for v in buffers]
         for start, size in pieces:
             views = [block_at(v, [start], [size]) if size < total else v for v in flat]
-            generic = linalg.GenericOp(
-                result_tensors=[], inputs=views[:-1], outputs=views[-1:],
-                indexing_maps=ir.ArrayAttr.get([ir.AffineMapAttr.get(ir.AffineMap.get_identity(1))] * len(views)),
-                iterator_types=ir.ArrayAttr.get([ir.Attribute.parse("#linalg.iterator_type<parallel>")]),
-            )  # fmt: skip
-            copy = op.clone()
-            copy.regions[0].blocks[0].append_to(generic.regions[0])
-            copy.erase()
-            new.append(generic.operation)
+            parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
+            new.append(_with_body_of(op, views, [ir.AffineMap.get_identity(1)] * len(views), [parallel]))
     op.erase()
     return new
 

@@ -87,13 +87,15 @@ func.func @conv_transpose(%x: tensor<1x1x3x3xf32> {glow.name = "x"}) -> (tensor<
 
 // A run-time filter is rearranged by a gather of its flattened elements with a zero after them (the taps a
 // phase lacks); with 2 groups the phases interleave by group too, [N, MH, MW, G, SH, SW, O] ->
-// [N, MH, SH, MW, SW, G, O].
+// [N, MH, SH, MW, SW, G, O]. Each group has one input channel, so the phases' convolution is depthwise with 6
+// filters per channel: it reads its channels repeated (a gather along them) as a depthwise one of 12.
 // LAYOUT-LABEL: func.func @conv_transpose_runtime_filter
 // LAYOUT: %[[FLAT:.*]] = "glow.reshape"(%arg1) {dims = array<i64: 12>}
 // LAYOUT: %[[PADDED:.*]] = "glow.insert_tensor"(%{{.*}}, %[[FLAT]]) {start = array<i64: 0>} : (tensor<13xf32>, tensor<12xf32>) -> tensor<13xf32>
 // LAYOUT: %[[G:.*]] = "glow.gather"(%[[PADDED]], %{{.*}}) {axis = 0 : i64} : (tensor<13xf32>, tensor<12x1x1x1xi64>) -> tensor<12x1x1x1xf32>
 // LAYOUT: %[[W:.*]] = "glow.transpose"(%[[G]]) {shuffle = array<i64: 2, 3, 1, 0>}
-// LAYOUT: "glow.cpu_conv_nhwc"(%{{.*}}, %[[W]], %{{.*}}) {{.*}}group = 2 : i64, kernels = array<i64: 1, 1>
+// LAYOUT: %[[X:.*]] = "glow.gather"(%{{.*}}, %{{.*}}) {axis = 3 : i64} : (tensor<1x2x2x2xf32>, tensor<12xi64>) -> tensor<1x2x2x12xf32>
+// LAYOUT: "glow.cpu_conv_nhwc"(%[[X]], %[[W]], %{{.*}}) {{.*}}group = 12 : i64, kernels = array<i64: 1, 1>
 // LAYOUT: "glow.transpose"(%{{.*}}) {shuffle = array<i64: 0, 1, 4, 2, 5, 3, 6>} : (tensor<1x2x2x2x2x1x3xf32>) -> tensor<1x2x2x2x1x2x3xf32>
 func.func @conv_transpose_runtime_filter(%x: tensor<1x2x2x2xf32> {glow.name = "x"}, %w: tensor<2x3x2x1xf32> {glow.name = "w"}) -> (tensor<1x6x4x2xf32> {glow.name = "y"}) {
   %b = "glow.constant"() {value = dense<0.0> : tensor<6xf32>} : () -> tensor<6xf32>

@@ -108,12 +108,7 @@ def test_channel_multiplier_runs_the_depthwise_kernel(c: int, m: int, hw: tuple[
                               pads=[k // 2] * 4, group=c)]  # fmt: skip
     x = rng.standard_normal((1, c, *hw)).astype(np.float32)
     model = onnx_check.model(nodes, {"x": x}, ["y"], {"w": w, "b": rng.uniform(-0.5, 0.5, c * m).astype(np.float32)})
-    with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
-        scheduled = compiled.ir("glow-cpu-schedule")
-        got = compiled.run({"x": x})["y"]
-    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
-    assert "linalg.depthwise" not in scheduled and "__glow_loops" not in scheduled
+    scheduled = _scheduled_as_onnxruntime(model, x)
     assert sum("vector.fma" in body for body in re.split(r"(?=func\.func private @)", scheduled)) == 1
 
 
@@ -125,12 +120,19 @@ def test_depthwise_transposed_convolution_runs_the_depthwise_kernel() -> None:
     nodes = [helper.make_node("ConvTranspose", ["x", "w"], ["y"], kernel_shape=[12], strides=[2], group=c)]
     x = rng.standard_normal((1, c, length)).astype(np.float32)
     model = onnx_check.model(nodes, {"x": x}, ["y"], {"w": (rng.standard_normal((c, 1, 12)) / 4).astype(np.float32)})
+    _scheduled_as_onnxruntime(model, x)
+
+
+def _scheduled_as_onnxruntime(model: ModelProto, x: np.ndarray) -> str:
+    """The compiled model's IR after glow-cpu-schedule, once its output on `x` is checked against onnxruntime's
+    and no depthwise op or scalar loop nest is left in it."""
     with glow_mlir.compile(import_model(model), keep_ir=True) as compiled:
         scheduled = compiled.ir("glow-cpu-schedule")
         got = compiled.run({"x": x})["y"]
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
     assert "linalg.depthwise" not in scheduled and "__glow_loops" not in scheduled
+    return scheduled
 
 
 @pytest.mark.parametrize(
