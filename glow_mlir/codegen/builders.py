@@ -274,11 +274,26 @@ def splat_globals(module: ir.Operation) -> dict[str, float | int]:
     return found
 
 
+# `_splat_scalar`'s answers within one glow-ir-to-linalg run, by buffer: a splat that glow-cse shared reads in
+# every block of a QDQ model (its zero point), and each reader asked about all its uses (quadratic: 2.3 s of a
+# 400-block chain's compile). Lowering adds readers' views of a buffer, never a writer, so an answer holds.
+SPLAT_BUFFERS: ContextVar[dict[ir.Value, float | int | None] | None] = ContextVar("glow_splat_buffers", default=None)
+
+
 def _splat_scalar(buffer: ir.Value) -> float | int | None:
     """The value of `buffer` when every element is one known scalar: a constant global of a splat value
     (`SPLAT_GLOBALS`), or a buffer whose only write in its function is a splat (a glow_ir.splat or the
     linalg.fill it became). While a buffer is live no other buffer shares its arena bytes, so only writes
     through this value can change it."""
+    known = SPLAT_BUFFERS.get()
+    if known is None:
+        return _splat_scalar_of(buffer)
+    if buffer not in known:
+        known[buffer] = _splat_scalar_of(buffer)
+    return known[buffer]
+
+
+def _splat_scalar_of(buffer: ir.Value) -> float | int | None:
     owner = buffer.owner
     # (`.operation.name`: memref.GetGlobalOp's `name` is its symbol attribute.)
     if isinstance(owner, ir.Operation | ir.OpView) and owner.operation.name == "memref.get_global":

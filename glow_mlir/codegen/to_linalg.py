@@ -40,7 +40,7 @@ from glow_mlir.codegen import (  # noqa: F401  (importing a category registers i
     tensor,
     top_k,
 )
-from glow_mlir.codegen.builders import SPLAT_GLOBALS, signless_types, splat_globals
+from glow_mlir.codegen.builders import SPLAT_BUFFERS, SPLAT_GLOBALS, signless_types, splat_globals
 from glow_mlir.codegen.table import LOWERINGS
 from glow_mlir.errors import UnsupportedError
 from glow_mlir.passes.registry import register
@@ -51,12 +51,13 @@ def ir_to_linalg(module: ir.Module) -> None:
     """Rewrite glow_ir instructions into linalg/arith/math/scf on memrefs (needs glow-allocate first)."""
     with module.context:
         splats = splat_globals(module.operation)
-        token = SPLAT_GLOBALS.set(splats)
+        token, known = SPLAT_GLOBALS.set(splats), SPLAT_BUFFERS.set({})
         try:
             for func in ops.functions(module):
                 _lower_function(func)
         finally:
             SPLAT_GLOBALS.reset(token)
+            SPLAT_BUFFERS.reset(known)
         _erase_unread(module, splats)
 
 

@@ -17,6 +17,7 @@ from onnx import helper
 
 import glow_mlir
 from glow_mlir.backends.cpu import transform as steps
+from glow_mlir.codegen import builders
 from glow_mlir.backends.cpu.matmul_recipes import column_blocks
 from glow_mlir.context import make_context
 from glow_mlir.frontends.onnx import import_model
@@ -117,6 +118,33 @@ def test_scalar_initializers_are_scalars_in_elementwise_bodies() -> None:
     # Each kernel reads x (and the mask) or an activation and writes one buffer: no constant operands.
     calls = re.findall(r"call @__glow_kernel\d+\(.*", scheduled)
     assert calls and all(call.count("memref<") == 2 + ("xi1>" in call) for call in calls)
+
+
+def test_each_buffer_is_asked_once_whether_it_holds_one_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """glow-ir-to-linalg asks, per operand of every elementwise op, whether the buffer holds one value; the
+    question walks all the buffer's uses, and a splat that glow-cse shares is read by every block of a model (a
+    QDQ model's zero point): asked per reader, the lowering grew with the square of the blocks. Each buffer's
+    answer is kept for the run."""
+    asked: list[ir.Value] = []
+    ask = builders._splat_scalar_of
+
+    def counted(buffer: ir.Value) -> float | int | None:
+        asked.append(buffer)
+        return ask(buffer)
+
+    monkeypatch.setattr(builders, "_splat_scalar_of", counted)
+    g = glow_mlir.Graph("chain")
+    x = g.input("x", (4, 64))
+    for _ in range(40):
+        x = g.tanh(g.mul(g.add(x, g.splat((4, 64), 0.5)), g.splat((4, 64), 0.25)))
+    g.output("y", x)
+    feed = rand(4, 64)
+    with glow_mlir.compile(g, cache=False) as compiled:
+        expected = feed
+        for _ in range(40):
+            expected = np.tanh((expected + np.float32(0.5)) * np.float32(0.25))
+        np.testing.assert_allclose(compiled.run({"x": feed})["y"], expected, rtol=1e-5, atol=1e-6)
+    assert asked and len(asked) == len(set(asked))
 
 
 @pytest.mark.parametrize("size", [3, 6, 7])
