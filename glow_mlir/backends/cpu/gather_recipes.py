@@ -11,7 +11,9 @@ Per position of the output's outer dims (scalar loops), its last dim runs in vec
   embedding lookup, a resize along H, a reflection pad's border rows);
 - gathered along the last axis, each vector's 16 indices are loaded as a vector, their signs fixed, clamped, and the
   data row read by one vector.gather (a resize along W, NCHW).
-f32 data of static shape whose last dims have unit stride; other gathers keep the generic's loops.
+Data of static shape whose last dims have unit stride, of any element type the vector code takes (a quantized
+model's uint8 expert weights, gathered per token, ran as loops: kimi-linear's dynamic-quantized MoE 0.90x
+onnxruntime); along the last axis 32-bit elements only. Other gathers keep the generic's loops.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from mlir.dialects import arith, memref, scf, vector
 
 from glow_mlir import ops
 from glow_mlir.backends.cpu.conv_recipes import LANES
-from glow_mlir.backends.cpu.recipes import Recipe, constant_ints, recipe, static_shape
+from glow_mlir.backends.cpu.recipes import VECTOR_TYPES, Recipe, constant_ints, recipe, static_shape
 from glow_mlir.backends.cpu.vector_body import lanes_mask, load, splat, store, zeros
 from glow_mlir.codegen.builders import index
 from glow_mlir.codegen.tensor import GATHER_AXIS_ATTR, in_range
@@ -49,11 +51,13 @@ def is_gather(op: ir.Operation) -> bool:
     indices, dest = op.operands
     data = _data(op)
     values = (data, indices, dest)
-    if any(static_shape(v) is None for v in values) or not isinstance(ops.element_type(data), ir.F32Type):
+    element = str(ops.element_type(data))
+    if any(static_shape(v) is None for v in values) or element not in VECTOR_TYPES:
         return False
     out = static_shape(dest)
     along_last = ir.IntegerAttr(op.attributes[GATHER_AXIS_ATTR]).value == len(static_shape(data)) - 1
-    if along_last and (not static_shape(indices) or out[-1] < LANES):
+    # A vector.gather of narrower elements than 32 bits has no instruction to become.
+    if along_last and (not static_shape(indices) or out[-1] < LANES or element not in ("f32", "i32")):
         return False
     return len(out) >= 2 and all(_unit_last_stride(v) for v in values)
 
@@ -83,7 +87,7 @@ class Gather:
         self.checked = known is None or not ((known >= 0) & (known < self.size)).all()
         # Along the last axis: the output's last dim is the indices' last.
         self.along_last = axis + self.count == len(self.out)
-        self.f32 = ir.VectorType.get([LANES], ir.F32Type.get())
+        self.vector = ir.VectorType.get([LANES], ops.element_type(data))
 
     def emit(self) -> ir.Operation:
         """A loop per output dim but the last (the first is the root), the last in vectors."""
@@ -119,7 +123,7 @@ class Gather:
         """Output elements x0 .. x0 + valid - 1 of the row at `position`."""
         mask = lanes_mask(valid, LANES)
         if source is not None:
-            value = load(self.data, [*source, x0], self.f32, mask)
+            value = load(self.data, [*source, x0], self.vector, mask)
         else:
             it = ir.VectorType.get([LANES], self.index_type)
             at = [*position[self.axis :], x0]
@@ -129,7 +133,7 @@ class Gather:
                 raw = vector.maskedload(it, self.indices, at, mask, _splat(it, 0))
             lanes = mask if mask is not None else _all_lanes()
             start = [*position[: self.axis], index(0)]
-            value = vector.gather(self.f32, self.data, start, self._in_range(raw), lanes, zeros(self.f32))
+            value = vector.gather(self.vector, self.data, start, self._in_range(raw), lanes, zeros(self.vector))
         store(value, self.dest, [*position, x0], mask)
 
     def _in_range(self, raw: ir.Value) -> ir.Value:

@@ -455,7 +455,7 @@ def packed_global(user: ir.Operation, data: np.ndarray, hint: str, constant: boo
 TILE_BYTES = 256
 # Element types the vector code is generated for (i1 buffers are accessed as bytes by glow-to-llvm's fix-up,
 # which works on scalar loads and stores only; f16 arithmetic has no native AVX-512F instructions).
-_VECTOR_TYPES = ("f32", "f64", "i8", "i16", "i32", "i64")
+VECTOR_TYPES = ("f32", "f64", "i8", "i16", "i32", "i64")
 # Body ops a vectorized generic may hold: pure scalar arithmetic (no loads, stores or linalg.index).
 _VECTOR_BODY_DIALECTS = ("arith.", "math.")
 
@@ -530,7 +530,7 @@ def elementwise_recipe_steps(op: ir.Operation) -> tuple[list[int], bool, int] | 
     if not buffers or any(isinstance(v.type, ir.RankedTensorType) for v in op.operands):
         return None
     types = {str(ir.MemRefType(v.type).element_type) for v in buffers}
-    if not types <= set(_VECTOR_TYPES) or not _innermost_contiguous(op):
+    if not types <= set(VECTOR_TYPES) or not _innermost_contiguous(op):
         return None
     for inner in ops.walk_ops(op):
         if not inner.name.startswith(_VECTOR_BODY_DIALECTS) and inner.name != "linalg.yield":

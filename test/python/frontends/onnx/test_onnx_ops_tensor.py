@@ -284,6 +284,19 @@ def test_gather_kernel(x: tuple[int, ...], axis: int, i: tuple[int, ...], index_
     check_node("Gather", feeds, {"axis": axis})
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int64, np.float64])
+def test_gather_kernel_copies_rows_of_any_type(dtype: type) -> None:
+    """The gather kernel's row copies take any element type of the vector code: quantize_dynamic's uint8 expert
+    weights gathered per token (then dequantized) ran as scalar loops. Along the last axis, 32-bit only."""
+    data = np.random.default_rng(6).integers(0, 100, (6, 5, 37)).astype(dtype)
+    feeds = {"x": data, "i": np.array([[5, 0, -1], [2, 2, 3]], I64)}
+    check_node("Gather", feeds, {"axis": 0})
+    with glow_mlir.compile(import_model(model([helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], feeds, ["y"])),
+                           keep_ir=True) as compiled:  # fmt: skip
+        scheduled = compiled.ir("glow-cpu-schedule")
+    assert "__glow_loops" not in scheduled and "vector.maskedload" in scheduled
+
+
 @pytest.mark.parametrize("in_shape,target", [((3, 1), (2, 3, 4)), ((1,), (3,)), ((2, 3), (1, 1)), ((3, 1), (1, 5))])
 def test_expand(in_shape: tuple[int, ...], target: tuple[int, ...]) -> None:
     check_node("Expand", {"x": rand(*in_shape)}, {}, {"shape": ints(*target)})
