@@ -23,7 +23,16 @@ from glow_mlir.backends.cpu.int8_match import (
     sole_user,
     through,
 )
-from glow_mlir.backends.cpu.int8_ops import BYTES, colsum, conv_weights, offset, output_attributes, pack_weights
+from glow_mlir.backends.cpu.int8_ops import (
+    BYTES,
+    colsum,
+    conv_weights,
+    dilated_filter,
+    dilated_window,
+    offset,
+    output_attributes,
+    pack_weights,
+)
 from glow_mlir.backends.cpu.ops import TO_NCHW
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.graph.sink_transpose import transpose_to
@@ -149,12 +158,13 @@ def int8_dynamic_convolution(op: ir.Operation) -> ir.Value | None:
     """The cpu_int8_conv_nhwc replacing a dynamically quantized glow.convolution `op` (DynamicQuantizeLinear +
     ConvInteger as the ONNX importer writes them: convolution(sub(convert_to(q : i8 or ui8), broadcast(zero,
     rank 0)), W int8 constant, zero bias) -> convert_to i32 -> convert_to f32 -> mul(., broadcast(s [* m])) ->
-    [add a per-channel constant]) with group 1 and no dilation; None when there is none. The zero point's
+    [add a per-channel constant]) with group 1 (dilated: on its filter spread over the dilated window, as
+    int8_rewrite's convolutions, whose rule its caller applies); None when there is none. The zero point's
     correction (offset + z) x colsum(W) and the multiplier s x m are [O] vectors computed at run time, and the
     padding a canvas of z."""
-    if ir.IntegerAttr(op.attributes["group"]).value != 1 or \
-            any(d != 1 for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])):  # fmt: skip
+    if ir.IntegerAttr(op.attributes["group"]).value != 1:
         return None
+    dilation = [int(d) for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])]
     activation = _activation(op.operands[0])
     if activation is None:
         return None
@@ -179,7 +189,7 @@ def int8_dynamic_convolution(op: ir.Operation) -> ir.Value | None:
     if found is None:
         return None
     last, scale, factor, added = found
-    gemm = conv_weights(w)
+    gemm = conv_weights(dilated_filter(w, dilation))
     with ir.InsertionPoint(last), last.location:
         i32, f32 = ir.IntegerType.get_signless(32), ir.F32Type.get()
 
@@ -199,7 +209,8 @@ def int8_dynamic_convolution(op: ir.Operation) -> ir.Value | None:
         x = padded(q, narrow.operands[0], op)
         n, _, oh, ow = ops.shape(op.results[0])
         result = ops.tensor_type([n, oh, ow, gemm.shape[1]], f32)
-        attrs = {a: op.attributes[a] for a in ("kernels", "strides")} | output_attributes()
+        spread = dilated_window([int(k) for k in ir.DenseI64ArrayAttr(op.attributes["kernels"])], dilation)
+        attrs = {"kernels": ops.i64_array(spread), "strides": op.attributes["strides"]} | output_attributes()
         operands = [x, packed(pack_weights(gemm)), correction, multiplier, constant(added, f32)]
         product = transpose_to(g.make("glow.cpu_int8_conv_nhwc", operands, result, attrs), TO_NCHW)
     g.replace(last, product)

@@ -304,7 +304,10 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
         return None
     dilation = [int(d) for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])]
     window = [int(k) for k in ir.DenseI64ArrayAttr(op.attributes["kernels"])]
-    if dilation != [1, 1] and (grouped or not dilation_pays(window, dilation)):
+    # A float64 convolution is an exact integer product (QLinearConv, ConvInteger), whose other form is float64
+    # loops: the int8 kernel on the spread filter pays at any dilation.
+    exact = g.dtype(op.results[0]) == np.float64
+    if dilation != [1, 1] and (grouped or not (exact or dilation_pays(window, dilation))):
         return None
     found = _from_quantizer(op, 1) or _from_qdq(op, 0)
     if found is None:

@@ -148,6 +148,44 @@ def test_dilated_int8_convolution_equals_the_interpreter(kernel: int, stride: in
                 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@needs_vnni
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_dilated_integer_convolutions_run_the_int8_kernel(dynamic: bool) -> None:
+    """QLinearConv and DynamicQuantizeLinear + ConvInteger with a 5x5 window at dilation 3 (UVDoc's): their
+    exact form is a float64 convolution, scalar loops (5 to 180 times onnxruntime's time), so the int8 kernel on
+    the filter spread over the dilated window pays whatever its extra taps (169 for 25); bit for bit as
+    onnxruntime."""
+    from onnx import TensorProto, helper, numpy_helper
+    import onnxruntime
+
+    c, o, hw = 64, 24, 12  # 1600 products a sum: past float32's exact integers, so a float64 convolution
+    w = numpy_helper.from_array(rng.integers(-127, 128, (o, c, 5, 5)).astype(np.int8), "w")
+    attrs = {"kernel_shape": [5, 5], "dilations": [3, 3], "pads": [6, 6, 6, 6]}
+    if dynamic:
+        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
+                 helper.make_node("ConvInteger", ["q", "w", "z"], ["acc"], **attrs),
+                 helper.make_node("Cast", ["acc"], ["f"], to=TensorProto.FLOAT),
+                 helper.make_node("Mul", ["s", "ws"], ["scale"]), helper.make_node("Mul", ["f", "scale"], ["y"])]  # fmt: skip
+        inits = [w, numpy_helper.from_array(np.array(0.003, np.float32), "ws")]
+    else:
+        inits = [w, *(numpy_helper.from_array(np.array(v, t), n) for n, v, t in (
+            ("xs", 0.02, np.float32), ("xz", 128, np.uint8), ("ws", 0.003, np.float32), ("wz", 0, np.int8),
+            ("ys", 0.5, np.float32), ("yz", 100, np.uint8)))]  # fmt: skip
+        nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+                 helper.make_node("QLinearConv", ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["yq"], **attrs),
+                 helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]  # fmt: skip
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, o, hw, hw])], inits)  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with glow_mlir.compile(glow_mlir.import_onnx(model), keep_ir=True, cache=False) as compiled:
+        assert "glow.cpu_int8_conv_nhwc" in compiled.ir("glow-cpu-int8")
+        for seed in range(3):
+            x = np.random.default_rng(seed).standard_normal((1, c, hw, hw)).astype(np.float32)
+            np.testing.assert_array_equal(compiled.run({"x": x})["y"], session.run(None, {"x": x})[0])
+
+
 def test_integer_weights_recover_per_channel_int8_steps() -> None:
     q = rng.integers(-127, 128, (12, 8, 3, 3)).astype(np.int8)
     q[:, 0, 0, 0] = 127
