@@ -23,16 +23,7 @@ from glow_mlir.backends.cpu.int8_match import (
     sole_user,
     through,
 )
-from glow_mlir.backends.cpu.int8_ops import (
-    BYTES,
-    colsum,
-    conv_weights,
-    dilated_filter,
-    dilated_window,
-    offset,
-    output_attributes,
-    pack_weights,
-)
+from glow_mlir.backends.cpu.int8_ops import BYTES, colsum, offset, output_attributes, pack_weights, spread_conv
 from glow_mlir.backends.cpu.ops import TO_NCHW
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.graph.sink_transpose import transpose_to
@@ -164,7 +155,6 @@ def int8_dynamic_convolution(op: ir.Operation) -> ir.Value | None:
     padding a canvas of z."""
     if ir.IntegerAttr(op.attributes["group"]).value != 1:
         return None
-    dilation = [int(d) for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])]
     activation = _activation(op.operands[0])
     if activation is None:
         return None
@@ -189,7 +179,7 @@ def int8_dynamic_convolution(op: ir.Operation) -> ir.Value | None:
     if found is None:
         return None
     last, scale, factor, added = found
-    gemm = conv_weights(dilated_filter(w, dilation))
+    gemm, attrs = spread_conv(op, w)
     with ir.InsertionPoint(last), last.location:
         i32, f32 = ir.IntegerType.get_signless(32), ir.F32Type.get()
 
@@ -209,8 +199,6 @@ def int8_dynamic_convolution(op: ir.Operation) -> ir.Value | None:
         x = padded(q, narrow.operands[0], op)
         n, _, oh, ow = ops.shape(op.results[0])
         result = ops.tensor_type([n, oh, ow, gemm.shape[1]], f32)
-        spread = dilated_window([int(k) for k in ir.DenseI64ArrayAttr(op.attributes["kernels"])], dilation)
-        attrs = {"kernels": ops.i64_array(spread), "strides": op.attributes["strides"]} | output_attributes()
         operands = [x, packed(pack_weights(gemm)), correction, multiplier, constant(added, f32)]
         product = transpose_to(g.make("glow.cpu_int8_conv_nhwc", operands, result, attrs), TO_NCHW)
     g.replace(last, product)

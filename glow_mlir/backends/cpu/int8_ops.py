@@ -208,6 +208,16 @@ def conv_weights(w: np.ndarray) -> np.ndarray:
     return taps.reshape(kh * kw * c4, o)
 
 
+def spread_conv(op: ir.Operation, w: np.ndarray) -> tuple[np.ndarray, dict[str, ir.Attribute]]:
+    """The GEMM weights and attributes of the cpu_int8_conv_nhwc computing group-1 convolution `op` with int8
+    OIHW filter `w`: `w` spread over its dilated window (`dilated_filter`, `w` itself undilated), whose extent is
+    the kernel's window, `op`'s strides, and an epilogue that keeps the f32 result (`output_attributes`)."""
+    dilation = [int(d) for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])]
+    window = dilated_window([int(k) for k in ir.DenseI64ArrayAttr(op.attributes["kernels"])], dilation)
+    attrs = {"kernels": ir.DenseI64ArrayAttr.get(window), "strides": op.attributes["strides"]}
+    return conv_weights(dilated_filter(w, dilation)), attrs | output_attributes()
+
+
 def _conv_geometry(input_: Shape, weights: Shape, bias: Shape, a: Attrs) -> Shape:
     rank(input_, 4, "input (NHWC, padded)")
     n, h, w, c = input_

@@ -47,14 +47,12 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.int8_ops import (
     SIGNED_OFFSET,
-    conv_weights,
     correction,
-    dilated_filter,
-    dilated_window,
     dilation_pays,
     offset,
     output_attributes,
     pack_weights,
+    spread_conv,
 )
 from glow_mlir.backends.cpu.int8_depthwise import DEPTHWISE, depthwise, is_depthwise
 from glow_mlir.backends.cpu.int8_dynamic import int8_dynamic_convolution, int8_dynamic_matmul
@@ -321,12 +319,9 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
             conv = depthwise(transpose_to(q, TO_NHWC), zero, found.weights, found.multiplier, found.bias, op)
         else:
             x = padded(q, zero, op)
-            gemm = conv_weights(dilated_filter(found.weights, dilation))
+            gemm, attrs = spread_conv(op, found.weights)
             n, _, oh, ow = ops.shape(op.results[0])
             result = ops.tensor_type([n, oh, ow, gemm.shape[1]], ir.F32Type.get())
-            spread = dilated_window(window, dilation)
-            attrs = {"kernels": ops.i64_array(spread), "strides": op.attributes["strides"]}
-            attrs |= output_attributes()
             vectors = _vectors(gemm, q, zero, found.multiplier, found.bias, found.accumulated)
             conv = g.make("glow.cpu_int8_conv_nhwc", [x, packed(pack_weights(gemm)), *vectors], result, attrs)
         product = transpose_to(conv, TO_NCHW)

@@ -21,7 +21,6 @@ CONSTANT = "glow.constant"
 SPLAT = "glow.splat"
 
 
-
 class _Elementwise:
     """The names of the shape-preserving elementwise ops (every result element depends on the operand elements
     at its own index), from the op definitions as they stand when asked: a backend defines its own (the CPU
