@@ -904,7 +904,7 @@ irdl.dialect @glow {
     irdl.attributes {"output_size" = %output_size, "sampling_ratio" = %sampling_ratio, "spatial_scale" = %spatial_scale, "half_pixel" = %half_pixel, "mode" = %mode}
   }
 
-  // CPU backend: int8 or uint8 activation [M, K] x constant int8 weights packed [ceil(N/16), ceil(K/4), 64], requantized to f32: f32(sum (input + offset) * W - correction) * multiplier + bias, offset 128 for int8 and 0 for uint8, then optionally relu and QuantizeLinear to uint8 (backends/cpu/int8_ops.py).
+  // CPU backend: int8 or uint8 activation [M, K] x constant int8 weights packed [ceil(N/16), ceil(K/4), 64] (one more row of i32 column offsets for wider weights), requantized to f32: f32(sum (input + offset) * W - correction) * multiplier + bias, offset 128 for int8 and 0 for uint8, then optionally relu and QuantizeLinear to uint8 (backends/cpu/int8_ops.py).
   irdl.operation @cpu_int8_matmul {
     %input = irdl.base "!builtin.tensor"
     %weights = irdl.base "!builtin.tensor"

@@ -14,7 +14,7 @@ from mlir import ir
 from glow_mlir import ops
 from glow_mlir.backends.cpu.int8_match import (
     channels,
-    int8_weights,
+    exact_weights,
     other,
     packed,
     padded,
@@ -32,8 +32,8 @@ from glow_mlir.passes.graph.sink_transpose import transpose_to
 @dataclasses.dataclass(frozen=True)
 class _Dynamic:
     """A matched dynamically quantized product: activation q (as the matmul reads it, [M, K]), its run-time
-    zero point (i32) and scale (f32), both rank-0, the int8 weights [K, N], the constant per-channel factor
-    of the scale and the bias, and the op whose result the rewrite replaces."""
+    zero point (i32) and scale (f32), both rank-0, the integer weights [K, N] (int8_match.exact_weights), the
+    constant per-channel factor of the scale and the bias, and the op whose result the rewrite replaces."""
 
     q: ir.Value
     zero: ir.Value
@@ -100,7 +100,7 @@ def _from_dynamic(op: ir.Operation) -> _Dynamic | None:
     i32), broadcast(zero : i32, rank 0))), W int8 constant) -> reshape* -> convert_to f32 -> mul(., broadcast(
     s [* m])) -> [add a per-channel constant]."""
     activation = _activation(through(op.operands[0], "glow.reshape"))
-    w = int8_weights(op.operands[1])
+    w = exact_weights(op.operands[1], 1)
     if activation is None or w is None or g.dtype(activation[1]) != np.int32:
         return None
     current = op.results[0]
@@ -163,7 +163,7 @@ def int8_dynamic_convolution(op: ir.Operation) -> ir.Value | None:
     narrow = g.producer(zero)
     if narrow is None or narrow.name != "glow.convert_to" or g.dtype(narrow.operands[0]) != g.dtype(q):
         return None
-    w = int8_weights(op.operands[1])
+    w = exact_weights(op.operands[1], 0)
     bias = g.constant_array(op.operands[2]) if len(op.operands) > 2 else None
     if w is None or (bias is not None and bias.any()):
         return None

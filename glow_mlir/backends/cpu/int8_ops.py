@@ -8,16 +8,19 @@ The products' operands are what the kernels read:
 - `input`: the int8 or uint8 activation `q`, [M, K] (a convolution's: NHWC, padded with its zero point);
 - `weights`: W [K, N] packed as [ceil(N/16), ceil(K/4), 64] bytes: block `j` holds columns 16j..16j+15, and
   its row `k4` the 16 x 4 bytes W[4 k4 + t, 16 j + c] at 4 c + t (zero beyond K and N), i.e. one 512-bit
-  vpdpbusd operand per step of 4 along K (a convolution's K runs over its taps: `conv_weights`);
+  vpdpbusd operand per step of 4 along K (a convolution's K runs over its taps: `conv_weights`). Weights wider
+  than int8 (uint8 ones minus a zero point other than 128: W - z spans [-z, 255 - z]) are int8 W - c plus a
+  per-column offset c (`column_offsets`), held in one more row of each block (16 i32); the kernel then adds
+  c[n] * sum_k (q + offset) per row, the row's byte sum, as onnxruntime's u8u8 GEMM adds its row sums;
 - `correction`: i32 [N], `(offset + z) * sum_k W[k, n]`: vpdpbusd multiplies *unsigned* bytes by signed ones,
   so the kernel feeds it `q + offset` (int8: q xor 0x80, offset 128; uint8: q itself, offset 0) and
   subtracts this per column, which also removes the zero point: sum_k (q + offset) W - (offset + z)
   colsum(W) = sum_k (q - z) W, exactly;
 - `multiplier`, `bias`: f32 [N], the requantization to float (bias 0 when there is none).
 
-result[m, n] = f32(sum_k (input[m, k] + offset) * W[k, n] - correction[n]) * multiplier[n] + bias[n], then the
-`epilogue` its attributes ask for: an optional relu, and with an output scale the uint8 QuantizeLinear of the
-next product's activation. Every step is the float32 operation of the graph ops it replaces.
+result[m, n] = f32(sum_k (input[m, k] + offset) * W[k, n] - correction[n]) * multiplier[n] + bias[n] (W with its
+offsets, as `correction` is), then the `epilogue` its attributes ask for: an optional relu, and with an output
+scale the uint8 QuantizeLinear of the next product's activation. Every step is the float32 operation of the graph ops it replaces.
 """
 
 
@@ -47,22 +50,53 @@ def offset(dtype: np.dtype) -> int:
     return SIGNED_OFFSET if np.dtype(dtype) == np.int8 else 0
 
 
+def column_offsets(w: np.ndarray) -> np.ndarray | None:
+    """Per column n of integer weights `w` [K, N], the offset c[n] nearest 0 that leaves every w[k, n] - c[n], and
+    -c[n] (the zeros that pad K), in int8's range: 0 for columns that fit int8; None when a column (with 0) spans
+    more than 255. uint8 weights minus their zero point (MatMulInteger, QLinearConv) span 255 and take c = 128 -
+    zero."""
+    wide = w.astype(np.int64)
+    lo, hi = wide.min(axis=0, initial=0), wide.max(axis=0, initial=0)
+    if (hi - lo > 255).any():
+        return None
+    return np.clip(0, hi - 127, lo + 128).astype(np.int32)
+
+
 def pack_weights(w: np.ndarray) -> np.ndarray:
-    """int8 W [K, N] as the kernel reads it: [ceil(N/16), ceil(K/4), 64] (the module docstring's layout)."""
+    """Integer W [K, N] (each column spanning at most 255: `column_offsets`) as the kernel reads it: int8
+    [ceil(N/16), ceil(K/4), 64] (the module docstring's layout) of W - c, and, when some offset c is not 0, one
+    more row per block holding that block's 16 offsets as i32 (little-endian bytes)."""
     k, n = w.shape
+    offsets = column_offsets(w)
+    if offsets is None:
+        raise ValueError(f"weights [{k}, {n}] have a column spanning more than int8's 255 steps")
     kb, nb = -(-k // K_STEP), -(-n // LANES)
     padded = np.zeros((nb * LANES, kb * K_STEP), np.int8)
-    padded[:n, :k] = w.T
-    return np.ascontiguousarray(
-        padded.reshape(nb, LANES, kb, K_STEP).transpose(0, 2, 1, 3).reshape(nb, kb, LANES * K_STEP)
-    )
+    padded[:n, :k] = (w.astype(np.int64) - offsets).T
+    blocks = padded.reshape(nb, LANES, kb, K_STEP).transpose(0, 2, 1, 3).reshape(nb, kb, LANES * K_STEP)
+    if offsets.any():
+        row = np.zeros(nb * LANES, "<i4")
+        row[:n] = offsets
+        blocks = np.concatenate([blocks, row.view(np.int8).reshape(nb, 1, LANES * K_STEP)], axis=1)
+    return np.ascontiguousarray(blocks)
+
+
+def packed_rows(k: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """The two shapes `pack_weights` gives W [k, n]: without and with the offsets' row."""
+    nb, kb = -(-n // LANES), -(-k // K_STEP)
+    return (nb, kb, LANES * K_STEP), (nb, kb + 1, LANES * K_STEP)
 
 
 def unpack_weights(packed: np.ndarray, k: int, n: int) -> np.ndarray:
-    """The inverse of `pack_weights`: int8 W [k, n]."""
-    nb, kb, _ = packed.shape
-    blocks = packed.reshape(nb, kb, LANES, K_STEP).transpose(0, 2, 1, 3).reshape(nb * LANES, kb * K_STEP)
-    return np.ascontiguousarray(blocks[:n, :k].T)
+    """The inverse of `pack_weights`: W [k, n] (int64 with its offsets, int8 without)."""
+    nb, rows, _ = packed.shape
+    kb = -(-k // K_STEP)
+    blocks = packed[:, :kb].reshape(nb, kb, LANES, K_STEP).transpose(0, 2, 1, 3).reshape(nb * LANES, kb * K_STEP)
+    w = np.ascontiguousarray(blocks[:n, :k].T)
+    if rows == kb:
+        return w
+    offsets = np.ascontiguousarray(packed[:, kb]).view("<i4").reshape(-1)[:n]
+    return w.astype(np.int64) + offsets
 
 
 def colsum(w: np.ndarray) -> np.ndarray:
@@ -86,9 +120,8 @@ def _shape(o: Sequence[Shape], _: Attrs, __: Shape | None) -> Shape:
     n = bias[0]
     require(corr[0] == n and multiplier[0] == n, f"correction, multiplier and bias must have one length, got "
             f"{corr[0]}, {multiplier[0]}, {n}")  # fmt: skip
-    packed = (-(-n // LANES), -(-k // K_STEP), LANES * K_STEP)
-    require(tuple(weights) == packed, f"weights must be packed as {list(packed)} for K={k}, N={n}, got "
-            f"{list(weights)}")  # fmt: skip
+    require(tuple(weights) in packed_rows(k, n), f"weights must be packed as {list(packed_rows(k, n)[0])} (one more "
+            f"row with offsets) for K={k}, N={n}, got {list(weights)}")  # fmt: skip
     return (m, n)
 
 
@@ -157,7 +190,8 @@ def evaluate(op: ir.Operation, a: list[Array]) -> Array:
 OPERANDS = ("input", "weights", "correction", "multiplier", "bias")
 CPU_INT8_MATMUL = define(OpDef(
     "cpu_int8_matmul",
-    "CPU backend: int8 or uint8 activation [M, K] x constant int8 weights packed [ceil(N/16), ceil(K/4), 64], "
+    "CPU backend: int8 or uint8 activation [M, K] x constant int8 weights packed [ceil(N/16), ceil(K/4), 64] "
+    "(one more row of i32 column offsets for wider weights), "
     "requantized to f32: f32(sum (input + offset) * W - correction) * multiplier + bias, offset 128 for int8 "
     "and 0 for uint8, then optionally relu and QuantizeLinear to uint8 (backends/cpu/int8_ops.py).",
     OPERANDS, attrs=OUTPUT_ATTRS, backend="cpu", shape=_shape, types=_types, evaluate=evaluate,
@@ -199,19 +233,20 @@ def dilated_filter(w: np.ndarray, dilation: Sequence[int]) -> np.ndarray:
 
 
 def conv_weights(w: np.ndarray) -> np.ndarray:
-    """int8 OIHW filter `w` as the GEMM weights [KH * KW * C4, O] the conv kernel reads, C4 = C rounded up to
+    """Integer OIHW filter `w` as the GEMM weights [KH * KW * C4, O] the conv kernel reads, C4 = C rounded up to
     4 (zero rows): row (kh * KW + kw) * C4 + c holds W[:, c, kh, kw], so each tap starts a packed K step."""
     o, c, kh, kw = w.shape
     c4 = -(-c // K_STEP) * K_STEP
-    taps = np.zeros((kh, kw, c4, o), np.int8)
+    taps = np.zeros((kh, kw, c4, o), w.dtype)
     taps[:, :, :c] = w.transpose(2, 3, 1, 0)
     return taps.reshape(kh * kw * c4, o)
 
 
 def spread_conv(op: ir.Operation, w: np.ndarray) -> tuple[np.ndarray, dict[str, ir.Attribute]]:
-    """The GEMM weights and attributes of the cpu_int8_conv_nhwc computing group-1 convolution `op` with int8
-    OIHW filter `w`: `w` spread over its dilated window (`dilated_filter`, `w` itself undilated), whose extent is
-    the kernel's window, `op`'s strides, and an epilogue that keeps the f32 result (`output_attributes`)."""
+    """The GEMM weights and attributes of the cpu_int8_conv_nhwc computing group-1 convolution `op` with integer
+    OIHW filter `w` (int8_match.exact_weights): `w` spread over its dilated window (`dilated_filter`, `w` itself
+    undilated), whose extent is the kernel's window, `op`'s strides, and an epilogue that keeps the f32 result
+    (`output_attributes`)."""
     dilation = [int(d) for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])]
     window = dilated_window([int(k) for k in ir.DenseI64ArrayAttr(op.attributes["kernels"])], dilation)
     attrs = {"kernels": ir.DenseI64ArrayAttr.get(window), "strides": op.attributes["strides"]}
@@ -225,8 +260,9 @@ def _conv_geometry(input_: Shape, weights: Shape, bias: Shape, a: Attrs) -> Shap
     sh, sw = a["strides"]
     require(kh <= h and kw <= w and sh > 0 and sw > 0, f"kernels {[kh, kw]} / strides {[sh, sw]} do not fit {h}x{w}")
     o = bias[0]
-    packed = (-(-o // LANES), kh * kw * -(-c // K_STEP), LANES * K_STEP)
-    require(tuple(weights) == packed, f"weights must be packed as {list(packed)}, got {list(weights)}")
+    packed = packed_rows(kh * kw * -(-c // K_STEP) * K_STEP, o)
+    require(tuple(weights) in packed, f"weights must be packed as {list(packed[0])} (one more row with offsets), got "
+            f"{list(weights)}")  # fmt: skip
     return (n, (h - kh) // sh + 1, (w - kw) // sw + 1, o)
 
 

@@ -68,7 +68,7 @@ from glow_mlir.backends.cpu.int8_residual import (
 )
 from glow_mlir.backends.cpu.int8_match import (
     channels,
-    int8_weights,
+    exact_weights,
     layout_source,
     moved,
     other,
@@ -167,8 +167,9 @@ def _vectors(w: np.ndarray, q: ir.Value, zero: int, multiplier: np.ndarray, bias
 
 @dataclasses.dataclass(frozen=True)
 class _Product:
-    """A matched int8 product: activation q and its zero point, int8 weights (as the op holds them: [K, N],
-    or OIHW), the per-channel multiplier and bias, and the op whose result the rewrite replaces."""
+    """A matched int8 product: activation q and its zero point, integer weights (as the op holds them: [K, N],
+    or OIHW; int8, or wider: int8_match.exact_weights), the per-channel multiplier and bias, and the op whose
+    result the rewrite replaces."""
 
     q: ir.Value
     zero: int
@@ -190,7 +191,8 @@ def _from_quantizer(op: ir.Operation, axis: int) -> _Product | None:
     quantized = quantized_input(layout_source(op.operands[0]) if op.name == "glow.matmul" else op.operands[0])
     if quantized is None:
         return None
-    w, found = int8_weights(op.operands[1]), _requantization(op.results[0], axis)
+    w = exact_weights(op.operands[1], 0 if op.name == "glow.convolution" else 1)
+    found = _requantization(op.results[0], axis)
     if w is None or found is None:
         return None
     accumulated = None
@@ -312,8 +314,9 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
         return None if grouped else int8_dynamic_convolution(op)
     found = _unsigned(found)
     q, zero = found.q, found.zero
-    if grouped and found.accumulated is not None:
-        return None  # the depthwise kernel has no integer bias (such a layer's f32 convolution is exact)
+    if grouped and (found.accumulated is not None or found.weights.min() < -128 or found.weights.max() > 127):
+        # The depthwise kernel has no integer bias and int8 weights only (such a layer's float convolution is exact).
+        return None
     with ir.InsertionPoint(found.last), found.last.location:
         if grouped:
             conv = depthwise(transpose_to(q, TO_NHWC), zero, found.weights, found.multiplier, found.bias, op)

@@ -143,9 +143,8 @@ def test_onnxruntime_dynamic_cnn_runs_the_int8_convolution(tmp_path, weight_type
     session = ort.InferenceSession(str(quantized), providers=["CPUExecutionProvider"])
     with glow_mlir.compile(glow_mlir.import_onnx(str(quantized)), keep_ir=True, cache=False) as compiled:
         text = compiled.ir("glow-cpu-int8")
-        # uint8 weights less their zero point may leave int8's range: such a convolution keeps its float64 form.
-        if weight_type == "QInt8":
-            assert text.count("glow.cpu_int8_conv_nhwc") == 2 and "glow.convolution" not in text
+        # uint8 weights less their zero point leave int8's range: int8 plus column offsets (test_int8_wide_weights).
+        assert text.count("glow.cpu_int8_conv_nhwc") == 2 and "glow.convolution" not in text
         for seed in range(2):
             x = np.random.default_rng(seed).standard_normal((1, 3, 9, 9)).astype(np.float32)
             np.testing.assert_array_equal(compiled.run({"x": x})["y"], session.run(None, {"x": x})[0])

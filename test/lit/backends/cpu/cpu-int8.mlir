@@ -2,7 +2,7 @@
 // times constant int8-valued weights, to f32, times a per-column multiplier, plus a bias) into one
 // glow.cpu_int8_matmul on weights packed for vpdpbusd ([ceil(N/16), ceil(K/4), 64]) with the per-column
 // correction (128 + z) * colsum(W) = (128 - 3) * [1 + 3 + 5, 2 + 4 + 6] = [1125, 1500]; glow-ir-to-linalg
-// lowers it to the vpdpbusd intrinsic. A product whose weights leave the int8 range stays as it is.
+// lowers it to the vpdpbusd intrinsic. A product whose weights' columns span more than 255 stays as it is.
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-int8,glow-verify)' | FileCheck %s
 // RUN: glow-opt %s --pass-pipeline='builtin.module(glow-cpu-int8,glow-lower,glow-irgen,glow-allocate,glow-ir-to-linalg)' | FileCheck %s --check-prefix=KERNEL
 
@@ -74,6 +74,30 @@ func.func @conv_bias(%x: tensor<1x2x2x2xui8> {glow.name = "x"}) -> (tensor<1x2x2
   %mb = "glow.broadcast"(%m) {axis = 1 : i64} : (tensor<2xf32>) -> tensor<1x2x2x2xf32>
   %y = "glow.mul"(%acc, %mb) : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
   return %y : tensor<1x2x2x2xf32>
+}
+
+// uint8 weights less a zero point (MatMulInteger's) leave int8's range: column 0, [200, 3, 5], is int8 W - 73
+// ([127, -70, -68]) plus its offset 73, which one more packed row holds as i32 bytes (column 1 fits: offset 0); the
+// correction (128 - 3) * colsum is of the weights themselves, [26000, 0]. The kernel sums each row's bytes
+// (vpdpbusd against ones, then across the lanes) for the offsets.
+// CHECK-LABEL: func.func @uint8_weights
+// Printed as hex: 127 -70 -68 0 -10 4 6 0, zeros, then row 1's 73 (0x49) and zeros.
+// CHECK: %[[W:.*]] = "glow.constant"() {value = dense<"0x7FBABC00F6040600{{0+}}49{{0+}}"> : tensor<1x2x64xi8>}
+// CHECK: %[[C:.*]] = "glow.constant"() {value = dense<[26000, 0]> : tensor<2xi32>}
+// CHECK: "glow.cpu_int8_matmul"(%{{.*}}, %[[W]], %[[C]], {{.*}}) {{.*}} -> tensor<4x2xf32>
+// KERNEL-LABEL: func.func @uint8_weights
+// KERNEL: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// KERNEL: vector.reduction <add>
+func.func @uint8_weights(%q: tensor<4x3xi8> {glow.name = "q"}) -> (tensor<4x2xf32> {glow.name = "y"}) {
+  %wide = "glow.convert_to"(%q) : (tensor<4x3xi8>) -> tensor<4x3xi32>
+  %z = "glow.splat"() {value = -3 : i64} : () -> tensor<4x3xi32>
+  %centred = "glow.sub"(%wide, %z) : (tensor<4x3xi32>, tensor<4x3xi32>) -> tensor<4x3xi32>
+  %w = "glow.constant"() {value = dense<[[200, -10], [3, 4], [5, 6]]> : tensor<3x2xi32>} : () -> tensor<3x2xi32>
+  %acc = "glow.matmul"(%centred, %w) : (tensor<4x3xi32>, tensor<3x2xi32>) -> tensor<4x2xi32>
+  %f = "glow.convert_to"(%acc) : (tensor<4x2xi32>) -> tensor<4x2xf32>
+  %m = "glow.splat"() {value = 0.5 : f32} : () -> tensor<4x2xf32>
+  %y = "glow.mul"(%f, %m) : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  return %y : tensor<4x2xf32>
 }
 
 // CHECK-LABEL: func.func @wide_weights
