@@ -12,10 +12,10 @@ two ways int8 products reach the graph (docs/QUANTIZATION.md):
   which the op reproduces bit for bit;
 - an imported QDQ model (onnxruntime's quantize_static) writes `matmul / fully_connected / convolution(
   mul(sub(convert_to(q : i8 or ui8 -> f32), z), s), W, b)`, where the importer has folded the weights'
-  DequantizeLinear into float constants: `integer_weights` recovers their int8 steps and per-channel scales
-  exactly (or the product stays float), and the multiplier is s times those scales. The integer product
-  then differs from the float one by float rounding only, which is how onnxruntime computes such a model
-  too once it fuses it into QLinearConv / QLinearMatMul;
+  DequantizeLinear into float constants: `integer_weights` recovers their integer steps (int8, or uint8 less a
+  zero point) and per-channel scales exactly (or the product stays float), and the multiplier is s times those
+  scales. The integer product then differs from the float one by float rounding only, which is how onnxruntime
+  computes such a model too once it fuses it into QLinearConv / QLinearMatMul;
 - dynamic quantization (onnxruntime's quantize_dynamic: DynamicQuantizeLinear + MatMulInteger or ConvInteger,
   or quantize(dynamic=True)) writes the product of the first form with a run-time zero point and a run-time
   scale (rank-0 values computed from the activation's min/max), reshapes around it for 3-D activations:
@@ -84,7 +84,7 @@ from glow_mlir.passes.graph.sink_transpose import transpose_to
 from glow_mlir.passes.registry import register
 
 
-# How many float32 ulps either side of max|w| / 127 the recovered per-channel scales may lie.
+# How many float32 ulps either side of a scale's estimate (`_scale_estimates`) the recovered scales may lie.
 SCALE_ULPS = 2
 
 
@@ -97,26 +97,37 @@ def _near(x: np.float32, ulps: int) -> list[np.float32]:
     return out
 
 
+def _scale_estimates(values: np.ndarray) -> list[np.float32]:
+    """The scales a quantizer may have chosen for weights dequantized to `values`: symmetric int8 (the largest
+    magnitude is 127 steps), symmetric uint8 (zero point 128: 128 steps below 0, 127 above), asymmetric uint8 (the
+    range with 0 is 255 steps) and uint8 of reduce_range (127), as onnxruntime and quantize() choose them; each
+    with its float32 neighbours."""
+    lo, hi = np.float32(min(values.min(), 0)), np.float32(max(values.max(), 0))
+    top = max(-lo, hi)
+    estimates = (top / np.float32(127), top / np.float32(128), (hi - lo) / np.float32(255), (hi - lo) / np.float32(127))
+    return [near for estimate in estimates for near in _near(np.float32(estimate), SCALE_ULPS)]
+
+
 def integer_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """(q, scales) with q int8 in [-127, 127] and float32(q * scale) == w exactly, one scale per index of `axis`:
-    the symmetric int8 weights a DequantizeLinear folded into float constant `w`, per channel or per tensor (the
-    largest magnitude of the channel, or of the tensor, is 127 steps, as onnxruntime and quantize() choose
-    scales); None when some channel is not so."""
+    """(q, scales) with integer steps q (int64) and float32(q * scale) == w exactly, one scale per index of `axis`,
+    each channel's steps spanning at most 255 with 0 (int8_ops.column_offsets): the int8 or uint8 weights less
+    their zero point that a DequantizeLinear folded into float constant `w`, per channel or per tensor
+    (`_scale_estimates`; per tensor, only the widest channel reaches the tensor's range); None when some channel is
+    not so."""
     if w.dtype != np.float32:
         return None
     lines = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
-    q = np.zeros(lines.shape, np.int8)
+    q = np.zeros(lines.shape, np.int64)
     scales = np.ones(len(lines), np.float32)
-    # Per-tensor weights share one scale, whose 127 steps only the largest channel reaches.
-    shared = _near(np.float32(np.abs(w).max() / np.float32(127)), SCALE_ULPS)
+    shared = _scale_estimates(w)
     for c, line in enumerate(lines):
-        top = np.float32(np.abs(line).max())
-        if top == 0:
+        if not line.any():
             continue
-        for candidate in _near(np.float32(top / np.float32(127)), SCALE_ULPS) + shared:
+        for candidate in _scale_estimates(line) + shared:
             steps = np.round(line / candidate)
-            if np.abs(steps).max() <= 127 and (np.float32(steps.astype(np.float32) * candidate) == line).all():
-                q[c], scales[c] = steps.astype(np.int8), candidate
+            span = max(steps.max(), 0) - min(steps.min(), 0)
+            if span <= 255 and (np.float32(steps.astype(np.float32) * candidate) == line).all():
+                q[c], scales[c] = steps.astype(np.int64), candidate
                 break
         else:
             return None
@@ -206,7 +217,7 @@ def _from_quantizer(op: ir.Operation, axis: int) -> _Product | None:
 
 
 def _from_qdq(op: ir.Operation, weight_axis: int) -> _Product | None:
-    """An imported QDQ product at `op`: a per-tensor DequantizeLinear input, float weights that are int8 steps
+    """An imported QDQ product at `op`: a per-tensor DequantizeLinear input, float weights that are integer steps
     of one scale per output channel (`integer_weights`, along `weight_axis`) and a constant bias or none. The
     multiplier is float32(input scale * weight scale); op's float result is replaced. A matmul's input may come
     through reshapes and transposes (a [B, S, K] activation's rows), as in `_from_quantizer`."""

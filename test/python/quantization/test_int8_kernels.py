@@ -196,11 +196,28 @@ def test_integer_weights_recover_per_channel_int8_steps() -> None:
     np.testing.assert_array_equal(recovered[0], q)
     np.testing.assert_array_equal(recovered[1], scales)
     assert int8_rewrite.integer_weights(rng.standard_normal((4, 5)).astype(np.float32), 1) is None
-    # Per-tensor weights: one scale, reached by the largest channel only.
+    # Per-tensor weights: one scale, reached by the largest channel only (a channel may be recovered at half the
+    # scale, twice the steps: the same products, exactly).
     shared = (q.astype(np.float32) // 2 * scales[0]).astype(np.float32)
     shared[0, 0, 0, 0] = 127 * scales[0]
     recovered = int8_rewrite.integer_weights(shared, 0)
-    assert recovered is not None and (recovered[1] == scales[0]).all()
+    assert recovered is not None and recovered[1][0] == scales[0]
+    np.testing.assert_array_equal(recovered[0].astype(np.float32) * recovered[1][:, None, None, None], shared)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_integer_weights_recover_uint8_steps_less_their_zero_point(symmetric: bool) -> None:
+    """onnxruntime's uint8 weights: asymmetric (the range with 0 over 255 steps, a zero point per channel), or
+    symmetric (zero point 128, the largest magnitude 127.5 steps); recovered as steps spanning 255 at most."""
+    scales = rng.uniform(0.002, 0.006, 6).astype(np.float32)
+    zero = np.full(6, 128) if symmetric else rng.integers(10, 250, 6)
+    steps = rng.integers(0, 256, (6, 40)) - zero[:, None]
+    steps[:, 0], steps[:, 1] = -zero, 255 - zero  # the channel's range is quantized to 0 and 255
+    folded = steps.astype(np.float32) * scales[:, None]
+    recovered = int8_rewrite.integer_weights(folded, 0)
+    assert recovered is not None
+    np.testing.assert_array_equal(recovered[0], steps)
+    np.testing.assert_array_equal(recovered[1], scales)
 
 
 class _QdqNet(torch.nn.Module):
@@ -216,16 +233,20 @@ class _QdqNet(torch.nn.Module):
 
 
 @needs_vnni
-@pytest.mark.parametrize("activations", ["QUInt8", "QInt8"])
-def test_imported_qdq_model_runs_the_int8_kernels(tmp_path, activations: str) -> None:  # noqa: ANN001
-    """onnxruntime's quantize_static QDQ model: the importer folds each DequantizeLinear of int8 weights into
-    a float constant, glow-cpu-int8 recovers the int8 steps and runs vpdpbusd; the output stays within one
-    output quantization step of onnxruntime (which requantizes its fused QLinearConv differently)."""
+@pytest.mark.parametrize(("activations", "weights", "per_channel"), [
+    ("QUInt8", "QInt8", True), ("QInt8", "QInt8", True), ("QUInt8", "QUInt8", True), ("QUInt8", "QUInt8", False)])
+def test_imported_qdq_model_runs_the_int8_kernels(tmp_path, activations: str, weights: str,  # noqa: ANN001
+                                                  per_channel: bool) -> None:  # fmt: skip
+    """onnxruntime's quantize_static QDQ model: the importer folds each DequantizeLinear of int8 weights (or
+    uint8 ones with a zero point) into a float constant, glow-cpu-int8 recovers the integer steps and runs
+    vpdpbusd; the output stays within one output quantization step of onnxruntime (which requantizes its fused
+    QLinearConv differently)."""
     import onnxruntime as ort
 
     torch.manual_seed(0)
     shape = (1, 3, 12, 12)
-    quantized, step = quantize_static(_QdqNet(), shape, tmp_path, rng, activations)
+    quantized, step = quantize_static(_QdqNet(), shape, tmp_path, rng, activations, weights=weights,
+                                      per_channel=per_channel)  # fmt: skip
     session = ort.InferenceSession(quantized, providers=["CPUExecutionProvider"])
     with glow_mlir.compile(glow_mlir.import_onnx(quantized), keep_ir=True, cache=False) as compiled:
         text = compiled.ir("glow-cpu-int8")
