@@ -921,7 +921,7 @@ irdl.dialect @glow {
     irdl.attributes {"relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero}
   }
 
-  // CPU backend: int8 or uint8 NHWC input, already padded (with its zero point), convolved with a constant int8 filter packed [ceil(O/16), KH * KW * ceil(C/4), 64] (conv_weights, then pack_weights), requantized to f32 as cpu_int8_matmul: [N, OH, OW, O] (backends/cpu/int8_ops.py).
+  // CPU backend: int8 or uint8 NHWC input, already padded (with its zero point), convolved with a constant int8 filter packed [ceil(O/16), KH * KW * ceil(C/4), 64] (conv_weights, then pack_weights), its taps `dilation` apart, requantized to f32 as cpu_int8_matmul: [N, OH, OW, O] (backends/cpu/int8_ops.py).
   irdl.operation @cpu_int8_conv_nhwc {
     %input = irdl.base "!builtin.tensor"
     %weights = irdl.base "!builtin.tensor"
@@ -931,13 +931,14 @@ irdl.dialect @glow {
     %result = irdl.base "!builtin.tensor"
     %kernels = irdl.base "#builtin.dense_array"
     %strides = irdl.base "#builtin.dense_array"
+    %dilation = irdl.base "#builtin.dense_array"
     %relu = irdl.base "#builtin.integer"
     %clip = irdl.base "#builtin.float"
     %output_scale = irdl.base "#builtin.float"
     %output_zero = irdl.base "#builtin.integer"
     irdl.operands(input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
     irdl.results(result: %result)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero}
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "dilation" = %dilation, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero}
   }
 
   // CPU backend: cpu_int8_conv_nhwc whose f32 result (quantized to uint8 and back with product_scale != 0) gets `addend` (the result's shape: a residual block's shortcut; f32, or ui8 dequantized with addend_scale and addend_zero) added before the epilogue's relu and quantization (backends/cpu/int8_ops.py).
@@ -951,6 +952,7 @@ irdl.dialect @glow {
     %result = irdl.base "!builtin.tensor"
     %kernels = irdl.base "#builtin.dense_array"
     %strides = irdl.base "#builtin.dense_array"
+    %dilation = irdl.base "#builtin.dense_array"
     %relu = irdl.base "#builtin.integer"
     %clip = irdl.base "#builtin.float"
     %output_scale = irdl.base "#builtin.float"
@@ -961,7 +963,7 @@ irdl.dialect @glow {
     %addend_zero = irdl.base "#builtin.integer"
     irdl.operands(input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias, addend: %addend)
     irdl.results(result: %result)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "product_scale" = %product_scale, "product_zero" = %product_zero, "addend_scale" = %addend_scale, "addend_zero" = %addend_zero}
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "dilation" = %dilation, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "product_scale" = %product_scale, "product_zero" = %product_zero, "addend_scale" = %addend_scale, "addend_zero" = %addend_zero}
   }
 
   // CPU backend: uint8 QuantizeLinear of an f32 tensor, clamp(round_half_even(input / output_scale) + output_zero, 0, 255), in one pass (backends/cpu/int8_ops.py).

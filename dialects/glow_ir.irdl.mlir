@@ -947,7 +947,7 @@ irdl.dialect @glow_ir {
     irdl.attributes {"relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
   }
 
-  // CPU backend: dest = f32(sum (input + offset) * W - correction) * multiplier + bias over each window of the padded NHWC input, vpdpbusd on packed int8 weights.
+  // CPU backend: dest = f32(sum (input + offset) * W - correction) * multiplier + bias over each (dilated) window of the padded NHWC input, vpdpbusd on packed int8 weights.
   irdl.operation @cpu_int8_conv_nhwc {
     %dest = irdl.base "!builtin.memref"
     %input = irdl.base "!builtin.memref"
@@ -957,13 +957,14 @@ irdl.dialect @glow_ir {
     %bias = irdl.base "!builtin.memref"
     %kernels = irdl.base "#builtin.dense_array"
     %strides = irdl.base "#builtin.dense_array"
+    %dilation = irdl.base "#builtin.dense_array"
     %relu = irdl.base "#builtin.integer"
     %clip = irdl.base "#builtin.float"
     %output_scale = irdl.base "#builtin.float"
     %output_zero = irdl.base "#builtin.integer"
     %roles = irdl.is ["out", "in", "in", "in", "in", "in"]
     irdl.operands(dest: %dest, input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "dilation" = %dilation, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "roles" = %roles}
   }
 
   // CPU backend: dest = cpu_int8_conv_nhwc's f32(sum (input + offset) * W - correction) * multiplier + bias (through uint8 with product_scale) + addend (dequantized when ui8), then its epilogue, vpdpbusd on packed int8 weights.
@@ -977,6 +978,7 @@ irdl.dialect @glow_ir {
     %addend = irdl.base "!builtin.memref"
     %kernels = irdl.base "#builtin.dense_array"
     %strides = irdl.base "#builtin.dense_array"
+    %dilation = irdl.base "#builtin.dense_array"
     %relu = irdl.base "#builtin.integer"
     %clip = irdl.base "#builtin.float"
     %output_scale = irdl.base "#builtin.float"
@@ -987,7 +989,7 @@ irdl.dialect @glow_ir {
     %addend_zero = irdl.base "#builtin.integer"
     %roles = irdl.is ["out", "in", "in", "in", "in", "in", "in"]
     irdl.operands(dest: %dest, input: %input, weights: %weights, correction: %correction, multiplier: %multiplier, bias: %bias, addend: %addend)
-    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "product_scale" = %product_scale, "product_zero" = %product_zero, "addend_scale" = %addend_scale, "addend_zero" = %addend_zero, "roles" = %roles}
+    irdl.attributes {"kernels" = %kernels, "strides" = %strides, "dilation" = %dilation, "relu" = %relu, "clip" = %clip, "output_scale" = %output_scale, "output_zero" = %output_zero, "product_scale" = %product_scale, "product_zero" = %product_zero, "addend_scale" = %addend_scale, "addend_zero" = %addend_zero, "roles" = %roles}
   }
 
   // CPU backend: dest (ui8) = clamp(round_half_even(src / output_scale) + output_zero, 0, 255).

@@ -39,7 +39,6 @@ import numpy as np
 from mlir import ir
 
 from glow_mlir import ops
-from glow_mlir.backends.cpu.int8_ops import dilation_pays
 from glow_mlir.context import copy_module
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.quantization.profile import (
@@ -313,15 +312,14 @@ def _quantized(op: ir.Operation, name: str, profile: Profile, options: Options, 
 
 
 def _has_int8_kernel(op: ir.Operation, dynamic: bool) -> bool:
-    """Whether `op` is worth quantizing. A grouped or dilated convolution is not, unless it is depthwise (one
-    output channel per input channel, no dilation: the CPU backend's cpu_int8_depthwise_nhwc) and its input
-    arrives as uint8 (`_uint8_input`), or dilated with one group and a dilated window of few enough taps for
-    cpu_int8_conv_nhwc (`int8_ops.dilation_pays`): no int8 kernel computes the others, or none that pays, so
-    quantizing one would only put a quantization and a float convolution on centred integers where the float
-    convolution was (MobileNetV2 int8 ran 0.71x its fp32 so, before the depthwise kernel). Nor is a product of two activations
-    (attention's batch_matmul): the int8 kernels take constant weights, packed at compile time, and the int32
-    product ran as a generic loop, slower than the float kernel (a BERT encoder's static int8 0.081 ms, 0.046 ms
-    with its batch_matmuls float: docs/QUANTIZATION.md). With `dynamic`, only products whose weights are
+    """Whether `op` is worth quantizing. A grouped convolution is not, unless it is depthwise (one output channel
+    per input channel, no dilation: the CPU backend's cpu_int8_depthwise_nhwc) and its input arrives as uint8
+    (`_uint8_input`): no int8 kernel computes the others, so quantizing one would only put a quantization and a
+    float convolution on centred integers where the float convolution was (MobileNetV2 int8 ran 0.71x its fp32 so,
+    before the depthwise kernel); a group-1 convolution is, dilated or not (cpu_int8_conv_nhwc). Nor is a product
+    of two activations (attention's batch_matmul): the int8 kernels take constant weights, packed at compile time,
+    and the int32 product ran as a generic loop, slower than the float kernel (a BERT encoder's static int8 0.081
+    ms, 0.046 ms with its batch_matmuls float: docs/QUANTIZATION.md). With `dynamic`, only products whose weights are
     constant are."""
     if dynamic:
         return g.constant_array(op.operands[1]) is not None
@@ -330,12 +328,11 @@ def _has_int8_kernel(op: ir.Operation, dynamic: bool) -> bool:
     if op.name != "glow.convolution":
         return True
     group = ir.IntegerAttr(op.attributes["group"]).value
-    dilation = list(ir.DenseI64ArrayAttr(op.attributes["dilation"]))
-    if dilation != [1, 1]:
-        return group == 1 and dilation_pays(list(ir.DenseI64ArrayAttr(op.attributes["kernels"])), dilation)
     if group == 1:
         return True
-    return group == ops.shape(op.operands[0])[1] == ops.shape(op.operands[1])[0] and _uint8_input(op.operands[0])
+    dilation = list(ir.DenseI64ArrayAttr(op.attributes["dilation"]))
+    depthwise = group == ops.shape(op.operands[0])[1] == ops.shape(op.operands[1])[0]
+    return dilation == [1, 1] and depthwise and _uint8_input(op.operands[0])
 
 
 # The activations between a product and a depthwise convolution that the product's int8 epilogue computes (relu,

@@ -23,7 +23,7 @@ from glow_mlir.backends.cpu.int8_match import (
     sole_user,
     through,
 )
-from glow_mlir.backends.cpu.int8_ops import BYTES, colsum, offset, output_attributes, pack_weights, spread_conv
+from glow_mlir.backends.cpu.int8_ops import BYTES, colsum, offset, output_attributes, pack_weights, gemm_conv
 from glow_mlir.backends.cpu.ops import TO_NCHW
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.graph.sink_transpose import transpose_to
@@ -149,8 +149,7 @@ def int8_dynamic_convolution(op: ir.Operation) -> ir.Value | None:
     """The cpu_int8_conv_nhwc replacing a dynamically quantized glow.convolution `op` (DynamicQuantizeLinear +
     ConvInteger as the ONNX importer writes them: convolution(sub(convert_to(q : i8 or ui8), broadcast(zero,
     rank 0)), W int8 constant, zero bias) -> convert_to i32 -> convert_to f32 -> mul(., broadcast(s [* m])) ->
-    [add a per-channel constant]) with group 1 (dilated: on its filter spread over the dilated window, as
-    int8_rewrite's convolutions, whose rule its caller applies); None when there is none. The zero point's
+    [add a per-channel constant]) with group 1 (dilated or not); None when there is none. The zero point's
     correction (offset + z) x colsum(W) and the multiplier s x m are [O] vectors computed at run time, and the
     padding a canvas of z."""
     if ir.IntegerAttr(op.attributes["group"]).value != 1:
@@ -179,7 +178,7 @@ def int8_dynamic_convolution(op: ir.Operation) -> ir.Value | None:
     if found is None:
         return None
     last, scale, factor, added = found
-    gemm, attrs = spread_conv(op, w)
+    gemm, attrs = gemm_conv(op, w)
     with ir.InsertionPoint(last), last.location:
         i32, f32 = ir.IntegerType.get_signless(32), ir.F32Type.get()
 

@@ -34,7 +34,8 @@ stay in cache while every row tile streams past them.
 
 A convolution is the same tiles over the output pixels (dest viewed as [N * OH * OW, O]) whose K loops run
 over the filter rows, filter columns and channels of each pixel's window in the padded input, read in place
-(no im2col copy); a 1x1 stride-1 convolution is exactly the GEMM of the input viewed as [N * H * W, C].
+(no im2col copy), the taps `dilation` apart (a dilated window costs its taps only); a 1x1 stride-1 convolution
+is exactly the GEMM of the input viewed as [N * H * W, C].
 """
 
 from __future__ import annotations
@@ -408,10 +409,12 @@ def _gemm_sum(k: int) -> RowSum:
     return lambda kernel, row: kernel.add_bytes(kernel.zero, kernel.src, [row, index(0)], k)
 
 
-def _conv_sum(image: tuple[int, int, int, int], kh: int, kw: int) -> RowSum:
+def _conv_sum(image: tuple[int, int, int, int], kernels: tuple[int, int], dilation: tuple[int, int]) -> RowSum:
     """The byte sum of an output pixel's window in an [N, H, W, C] (`image`) padded source: per filter row, its
-    KW x C bytes are contiguous."""
+    KW x C bytes, contiguous when the columns are not dilated, else KW runs of C."""
     n, h, w, c = image
+    (kh, kw), (dh, dw) = kernels, dilation
+    runs, run = (1, kw * c) if dw == 1 else (kw, c)
 
     def total(kernel: _Kernel, pixel: object) -> ir.Value:
         image_index, y, x = pixel  # type: ignore[misc]
@@ -419,25 +422,29 @@ def _conv_sum(image: tuple[int, int, int, int], kh: int, kw: int) -> RowSum:
         first = arith.addi(arith.muli(image_index, index(h)), y)
 
         def line(carried: list[ir.Value], i: ir.Value) -> list[ir.Value]:
-            return [kernel.add_bytes(carried[0], lines, [arith.addi(first, i), arith.muli(x, index(c))], kw * c)]
+            row = arith.addi(first, arith.muli(i, index(dh)))
+            return carried_loop(carried, runs, lambda inner, j: [kernel.add_bytes(
+                inner[0], lines, [row, arith.muli(arith.addi(x, arith.muli(j, index(dw))), index(c))], run)])
 
         return carried_loop([kernel.zero], kh, line)[0]
 
     return total
 
 
-def _conv_accumulate(kernels: tuple[int, int], channels: int) -> Accumulate:
+def _conv_accumulate(kernels: tuple[int, int], channels: int, dilation: tuple[int, int]) -> Accumulate:
     """The K loops of a direct NHWC convolution: contexts are (image, first input row, first input column) of
-    an output pixel; loops over the filter rows and columns, then the channels 4 at a time (a last masked
-    step when 4 does not divide them), reading the packed weights tap by tap (int8_ops.conv_weights)."""
-    kh, kw = kernels
+    an output pixel; loops over the filter rows and columns (their taps `dilation` apart in the input), then the
+    channels 4 at a time (a last masked step when 4 does not divide them), reading the packed weights tap by tap
+    (int8_ops.conv_weights)."""
+    (kh, kw), (dh, dw) = kernels, dilation
     steps_per_tap = -(-channels // K_STEP)
 
     def accumulate(kernel: _Kernel, accs: list[ir.Value], pixels: list[object], block0: ir.Value,
                    blocks: int) -> list[ir.Value]:  # fmt: skip
         def tap(carried: list[ir.Value], i: ir.Value, j: ir.Value) -> list[ir.Value]:
             base = arith.muli(arith.addi(arith.muli(i, index(kw)), j), index(steps_per_tap))
-            at = [(n, arith.addi(y, i), arith.addi(x, j)) for n, y, x in pixels]  # type: ignore[misc]
+            down, across = arith.muli(i, index(dh)), arith.muli(j, index(dw))
+            at = [(n, arith.addi(y, down), arith.addi(x, across)) for n, y, x in pixels]  # type: ignore[misc]
 
             def step(inner: list[ir.Value], c4: ir.Value, valid: int = K_STEP) -> list[ir.Value]:
                 c = arith.muli(c4, index(K_STEP))
@@ -488,6 +495,7 @@ def _cpu_int8_conv_nhwc(op: ir.Operation) -> None:
     _, h, w, c = ops.shape(src)
     kh, kw = pair(op, "kernels")
     sh, sw = pair(op, "strides")
+    dilation = (pair(op, "dilation")[0], pair(op, "dilation")[1])
     blocks, offsets = _packing(op, kh * kw * -(-c // K_STEP), o)
     pixels = reshape(dest, [n * oh * ow, o])
     addend = reshape(op.operands[6], [n * oh * ow, o]) if len(op.operands) > 6 else None
@@ -502,6 +510,6 @@ def _cpu_int8_conv_nhwc(op: ir.Operation) -> None:
         y, x = arith.divui(rest, index(ow)), arith.remui(rest, index(ow))
         return image, arith.muli(y, index(sh)), arith.muli(x, index(sw))
 
-    kernel = _Kernel(op, pixels, src, n * oh * ow, window, _conv_accumulate((kh, kw), c),
-                     _conv_sum(ops.shape(src), kh, kw), offsets, addend)  # fmt: skip
+    kernel = _Kernel(op, pixels, src, n * oh * ow, window, _conv_accumulate((kh, kw), c, dilation),
+                     _conv_sum(ops.shape(src), (kh, kw), dilation), offsets, addend)  # fmt: skip
     kernel.columns(*register_tile(n * oh * ow, blocks))

@@ -204,34 +204,6 @@ CPU_INT8_MATMUL = define(OpDef(
 ))  # fmt: skip
 
 
-# A dilated convolution runs as cpu_int8_conv_nhwc on its filter spread over the dilated window, zeros between the
-# taps, when that window has at most this many times the taps (SK-ResNet's 3x3 at dilation 2: 25 for 9): the int8
-# kernel's multiply-adds run at about four times the f32 kernel's rate, and the float convolution of a quantized
-# model also dequantizes its input and quantizes its output. DeepLab's dilation 6 (169 taps for 9) stays float.
-DILATED_TAPS = 3
-
-
-def dilated_window(window: Sequence[int], dilation: Sequence[int]) -> list[int]:
-    """The extent of a window of `window` taps at `dilation`."""
-    return [(k - 1) * d + 1 for k, d in zip(window, dilation, strict=True)]
-
-
-def dilation_pays(window: Sequence[int], dilation: Sequence[int]) -> bool:
-    """Whether a convolution of `window` taps at `dilation` runs as the int8 kernel (DILATED_TAPS); the quantizer
-    and glow-cpu-int8 both ask."""
-    return int(np.prod(dilated_window(window, dilation))) <= DILATED_TAPS * int(np.prod(window))
-
-
-def dilated_filter(w: np.ndarray, dilation: Sequence[int]) -> np.ndarray:
-    """OIHW filter `w` spread over its dilated window, zeros between the taps (`w` itself at dilation 1)."""
-    if all(d == 1 for d in dilation):
-        return w
-    o, c, kh, kw = w.shape
-    spread = np.zeros((o, c, *dilated_window([kh, kw], dilation)), w.dtype)
-    spread[:, :, :: dilation[0], :: dilation[1]] = w
-    return spread
-
-
 def conv_weights(w: np.ndarray) -> np.ndarray:
     """Integer OIHW filter `w` as the GEMM weights [KH * KW * C4, O] the conv kernel reads, C4 = C rounded up to
     4 (zero rows): row (kh * KW + kw) * C4 + c holds W[:, c, kh, kw], so each tap starts a packed K step."""
@@ -242,15 +214,23 @@ def conv_weights(w: np.ndarray) -> np.ndarray:
     return taps.reshape(kh * kw * c4, o)
 
 
-def spread_conv(op: ir.Operation, w: np.ndarray) -> tuple[np.ndarray, dict[str, ir.Attribute]]:
+# A convolution's window: its taps, strides and dilation (a dilated one reads its taps that far apart: DeepLab's and
+# UVDoc's dilated layers do only their real taps).
+CONV_WINDOW = ("kernels", "strides", "dilation")
+CONV_ATTRS = tuple((name, Attr.INTS) for name in CONV_WINDOW)
+
+
+def gemm_conv(op: ir.Operation, w: np.ndarray) -> tuple[np.ndarray, dict[str, ir.Attribute]]:
     """The GEMM weights and attributes of the cpu_int8_conv_nhwc computing group-1 convolution `op` with integer
-    OIHW filter `w` (int8_match.exact_weights): `w` spread over its dilated window (`dilated_filter`, `w` itself
-    undilated), whose extent is the kernel's window, `op`'s strides, and an epilogue that keeps the f32 result
-    (`output_attributes`)."""
-    dilation = [int(d) for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])]
-    window = dilated_window([int(k) for k in ir.DenseI64ArrayAttr(op.attributes["kernels"])], dilation)
-    attrs = {"kernels": ir.DenseI64ArrayAttr.get(window), "strides": op.attributes["strides"]}
-    return conv_weights(dilated_filter(w, dilation)), attrs | output_attributes()
+    OIHW filter `w` (int8_match.exact_weights): `conv_weights`, `op`'s window, strides and dilation, and an epilogue
+    that keeps the f32 result (`output_attributes`)."""
+    return conv_weights(w), {name: op.attributes[name] for name in CONV_WINDOW} | output_attributes()
+
+
+def _extent(a: Attrs) -> tuple[int, int]:
+    """The input rows and columns a window of `a`'s kernels at its dilation spans."""
+    (kh, kw), (dh, dw) = a["kernels"], a["dilation"]
+    return (kh - 1) * dh + 1, (kw - 1) * dw + 1
 
 
 def _conv_geometry(input_: Shape, weights: Shape, bias: Shape, a: Attrs) -> Shape:
@@ -258,12 +238,15 @@ def _conv_geometry(input_: Shape, weights: Shape, bias: Shape, a: Attrs) -> Shap
     n, h, w, c = input_
     kh, kw = a["kernels"]
     sh, sw = a["strides"]
-    require(kh <= h and kw <= w and sh > 0 and sw > 0, f"kernels {[kh, kw]} / strides {[sh, sw]} do not fit {h}x{w}")
+    eh, ew = _extent(a)
+    require(min(a["dilation"]) > 0, f"dilation must be positive, got {list(a['dilation'])}")
+    require(eh <= h and ew <= w and sh > 0 and sw > 0, f"kernels {[kh, kw]} at dilation {list(a['dilation'])} / "
+            f"strides {[sh, sw]} do not fit {h}x{w}")  # fmt: skip
     o = bias[0]
     packed = packed_rows(kh * kw * -(-c // K_STEP) * K_STEP, o)
     require(tuple(weights) in packed, f"weights must be packed as {list(packed[0])} (one more row with offsets), got "
             f"{list(weights)}")  # fmt: skip
-    return (n, (h - kh) // sh + 1, (w - kw) // sw + 1, o)
+    return (n, (h - eh) // sh + 1, (w - ew) // sw + 1, o)
 
 
 def _conv_shape(o: Sequence[Shape], a: Attrs, _: Shape | None) -> Shape:
@@ -278,15 +261,15 @@ def conv_product(op: ir.Operation, a: list[Array]) -> Array:
     """The convolution's f32 result before its epilogue, in exact integer arithmetic: one int64 product per
     filter tap, summed."""
     x, packed, corr, multiplier, bias = a
-    kh, kw = (int(v) for v in ir.DenseI64ArrayAttr(op.attributes["kernels"]))
-    sh, sw = (int(v) for v in ir.DenseI64ArrayAttr(op.attributes["strides"]))
+    (kh, kw), (sh, sw), (dh, dw) = ([int(v) for v in ir.DenseI64ArrayAttr(op.attributes[name])]
+                                    for name in CONV_WINDOW)  # fmt: skip
     n, h, w, c = x.shape
     o = bias.shape[0]
     c4 = -(-c // K_STEP) * K_STEP
     taps = unpack_weights(packed, kh * kw * c4, o).reshape(kh, kw, c4, o)[:, :, :c].astype(np.int64)
-    oh, ow = (h - kh) // sh + 1, (w - kw) // sw + 1
+    oh, ow = (h - (kh - 1) * dh - 1) // sh + 1, (w - (kw - 1) * dw - 1) // sw + 1
     u = x.astype(np.int64) + offset(x.dtype)
-    acc = sum(u[:, i : i + sh * (oh - 1) + 1 : sh, j : j + sw * (ow - 1) + 1 : sw] @ taps[i, j]
+    acc = sum(u[:, i * dh : i * dh + sh * (oh - 1) + 1 : sh, j * dw : j * dw + sw * (ow - 1) + 1 : sw] @ taps[i, j]
               for i in range(kh) for j in range(kw))  # fmt: skip
     acc = (acc - corr).astype(np.int32)
     return acc.astype(np.float32) * multiplier.astype(np.float32) + bias.astype(np.float32)
@@ -299,16 +282,16 @@ def evaluate_conv(op: ir.Operation, a: list[Array]) -> Array:
 CPU_INT8_CONV = define(OpDef(
     "cpu_int8_conv_nhwc",
     "CPU backend: int8 or uint8 NHWC input, already padded (with its zero point), convolved with a constant int8 "
-    "filter packed [ceil(O/16), KH * KW * ceil(C/4), 64] (conv_weights, then pack_weights), requantized to f32 "
-    "as cpu_int8_matmul: [N, OH, OW, O] (backends/cpu/int8_ops.py).",
-    OPERANDS, attrs=(("kernels", Attr.INTS), ("strides", Attr.INTS), *OUTPUT_ATTRS), backend="cpu",
+    "filter packed [ceil(O/16), KH * KW * ceil(C/4), 64] (conv_weights, then pack_weights), its taps `dilation` "
+    "apart, requantized to f32 as cpu_int8_matmul: [N, OH, OW, O] (backends/cpu/int8_ops.py).",
+    OPERANDS, attrs=(*CONV_ATTRS, *OUTPUT_ATTRS), backend="cpu",
     shape=_conv_shape, types=_types, evaluate=evaluate_conv,
     ir=IrDef(
         "cpu_int8_conv_nhwc", (("dest", "out"), *((name, "in") for name in OPERANDS)),
-        attrs=("kernels", "strides", *OUTPUT_ATTR_NAMES),
+        attrs=(*CONV_WINDOW, *OUTPUT_ATTR_NAMES),
         graph="cpu_int8_conv_nhwc",
-        doc="CPU backend: dest = f32(sum (input + offset) * W - correction) * multiplier + bias over each window of "
-        "the padded NHWC input, vpdpbusd on packed int8 weights.",
+        doc="CPU backend: dest = f32(sum (input + offset) * W - correction) * multiplier + bias over each (dilated) "
+        "window of the padded NHWC input, vpdpbusd on packed int8 weights.",
     ),
 ))  # fmt: skip
 
@@ -365,11 +348,11 @@ CPU_INT8_CONV_ADD = define(OpDef(
     "CPU backend: cpu_int8_conv_nhwc whose f32 result (quantized to uint8 and back with product_scale != 0) gets "
     "`addend` (the result's shape: a residual block's shortcut; f32, or ui8 dequantized with addend_scale and "
     "addend_zero) added before the epilogue's relu and quantization (backends/cpu/int8_ops.py).",
-    RESIDUAL_OPERANDS, attrs=(("kernels", Attr.INTS), ("strides", Attr.INTS), *OUTPUT_ATTRS, *RESIDUAL_ATTRS),
+    RESIDUAL_OPERANDS, attrs=(*CONV_ATTRS, *OUTPUT_ATTRS, *RESIDUAL_ATTRS),
     backend="cpu", shape=_residual_shape, types=_residual_types, evaluate=evaluate_residual,
     ir=IrDef(
         "cpu_int8_conv_nhwc_add", (("dest", "out"), *((name, "in") for name in RESIDUAL_OPERANDS)),
-        attrs=("kernels", "strides", *OUTPUT_ATTR_NAMES, *(name for name, _ in RESIDUAL_ATTRS)),
+        attrs=(*CONV_WINDOW, *OUTPUT_ATTR_NAMES, *(name for name, _ in RESIDUAL_ATTRS)),
         graph="cpu_int8_conv_nhwc_add",
         doc="CPU backend: dest = cpu_int8_conv_nhwc's f32(sum (input + offset) * W - correction) * multiplier + "
         "bias (through uint8 with product_scale) + addend (dequantized when ui8), then its epilogue, vpdpbusd on "

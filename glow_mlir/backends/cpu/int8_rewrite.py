@@ -48,11 +48,10 @@ from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.int8_ops import (
     SIGNED_OFFSET,
     correction,
-    dilation_pays,
     offset,
     output_attributes,
     pack_weights,
-    spread_conv,
+    gemm_conv,
 )
 from glow_mlir.backends.cpu.int8_depthwise import DEPTHWISE, depthwise, is_depthwise
 from glow_mlir.backends.cpu.int8_dynamic import int8_dynamic_convolution, int8_dynamic_matmul
@@ -306,19 +305,11 @@ def int8_matmul(op: ir.Operation) -> ir.Value | None:
 
 def int8_convolution(op: ir.Operation) -> ir.Value | None:
     """The int8 convolution at glow.convolution `op` (the quantizer's form, centred integers in f32 or f64, or an
-    imported QDQ one) as transpose(cpu_int8_conv_nhwc(padded transpose(q))) when it has group 1 (a dilated one on
-    its filter spread over the dilated window: int8_ops.dilation_pays), or as
-    transpose(cpu_int8_depthwise_nhwc(transpose(q))) when it is depthwise and not dilated
+    imported QDQ one) as transpose(cpu_int8_conv_nhwc(padded transpose(q))) when it has group 1 (dilated or not),
+    or as transpose(cpu_int8_depthwise_nhwc(transpose(q))) when it is depthwise and not dilated
     (int8_depthwise.is_depthwise), which reads the padding itself."""
     grouped = ir.IntegerAttr(op.attributes["group"]).value != 1
     if grouped and not is_depthwise(op):
-        return None
-    dilation = [int(d) for d in ir.DenseI64ArrayAttr(op.attributes["dilation"])]
-    window = [int(k) for k in ir.DenseI64ArrayAttr(op.attributes["kernels"])]
-    # A float64 convolution is an exact integer product (QLinearConv, ConvInteger), whose other form is float64
-    # loops: the int8 kernel on the spread filter pays at any dilation.
-    exact = g.dtype(op.results[0]) == np.float64
-    if dilation != [1, 1] and (grouped or not (exact or dilation_pays(window, dilation))):
         return None
     found = _from_quantizer(op, 1) or _from_qdq(op, 0)
     if found is None:
@@ -333,7 +324,7 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
             conv = depthwise(transpose_to(q, TO_NHWC), zero, found.weights, found.multiplier, found.bias, op)
         else:
             x = padded(q, zero, op)
-            gemm, attrs = spread_conv(op, found.weights)
+            gemm, attrs = gemm_conv(op, found.weights)
             n, _, oh, ow = ops.shape(op.results[0])
             result = ops.tensor_type([n, oh, ow, gemm.shape[1]], ir.F32Type.get())
             vectors = _vectors(gemm, q, zero, found.multiplier, found.bias, found.accumulated)

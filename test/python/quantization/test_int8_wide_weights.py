@@ -95,7 +95,7 @@ def test_uint8_weight_products_run_the_int8_kernel(m: int, k: int, n: int, dynam
 
 
 # (channels, kernel, stride, pad, dilation): channels not a multiple of 4 (the masked bytes of each tap), a window row
-# over 64 bytes, a 1x1 GEMM, a spread dilated filter.
+# over 64 bytes, a 1x1 GEMM, a dilated window (runs of C bytes 2 pixels apart).
 CONVS = [(3, 3, 1, 1, 1), (30, 3, 2, 1, 1), (16, 1, 1, 0, 1), (8, 3, 1, 2, 2)]
 
 

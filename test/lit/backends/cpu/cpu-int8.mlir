@@ -285,7 +285,7 @@ func.func @dynamic_rows(%q: tensor<2x3xui8> {glow.name = "q"}, %z: tensor<i32> {
 // CHECK-LABEL: func.func @qdq_residual
 // CHECK-NOT: glow.add
 // CHECK: %[[R:.*]] = "glow.transpose"(%arg1) {shuffle = array<i64: 0, 2, 3, 1>}
-// CHECK: %[[Y:.*]] = "glow.cpu_int8_conv_nhwc_add"({{.*}}, %[[R]]) {addend_scale = 5.000000e-01 : f32, addend_zero = 10 : i64, clip = 0.000000e+00 : f32, kernels = array<i64: 1, 1>, output_scale = 5.000000e-01 : f32, output_zero = 3 : i64, product_scale = 2.500000e-01 : f32, product_zero = 0 : i64, relu = false, strides = array<i64: 1, 1>} : ({{.*}}, tensor<1x2x2x4xui8>) -> tensor<1x2x2x4xui8>
+// CHECK: %[[Y:.*]] = "glow.cpu_int8_conv_nhwc_add"({{.*}}, %[[R]]) {addend_scale = 5.000000e-01 : f32, addend_zero = 10 : i64, clip = 0.000000e+00 : f32, dilation = array<i64: 1, 1>, kernels = array<i64: 1, 1>, output_scale = 5.000000e-01 : f32, output_zero = 3 : i64, product_scale = 2.500000e-01 : f32, product_zero = 0 : i64, relu = false, strides = array<i64: 1, 1>} : ({{.*}}, tensor<1x2x2x4xui8>) -> tensor<1x2x2x4xui8>
 // CHECK-NOT: glow.round
 // KERNEL-LABEL: func.func @qdq_residual
 // KERNEL: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
