@@ -125,8 +125,14 @@ def views_and_self(buffer: ir.Value) -> list[ir.Value]:
 def accessing(buffer: ir.Value) -> list[ir.Operation]:
     """The instructions that read or write `buffer` directly or through views (deallocs and views excluded)."""
     found: list[ir.Operation] = []
+    # Known by address: `u not in found` compared each user with every one found, quadratic in a buffer that
+    # glow-ir-share-buffers made hold a long in-place chain (HRM-Text QDQ's residual stream: 583 instructions).
+    seen: set[int] = set()
     for value in views_and_self(buffer):
-        found.extend(u for u in users(value) if is_instruction(u) and u not in found)
+        for user in users(value):
+            if is_instruction(user) and address(user) not in seen:
+                seen.add(address(user))
+                found.append(user)
     return found
 
 
@@ -283,20 +289,35 @@ class Positions:
         return any(self[u] < key for v in views_and_self(value) for u in users(v))
 
 
-def retarget(old: ir.Operation, new: ir.Value, positions: Positions) -> None:
+def retarget(
+    old: ir.Operation, new: ir.Value, positions: Positions, deallocs: dict[int, ir.Operation] | None = None
+) -> None:
     """Makes every later use of alloc `old`'s buffer use `new` (of the same type) instead, erases `old` and
     its dealloc, and keeps `new`'s root alive as long as `old` was: its dealloc moves to where `old`'s was
-    when that is later."""
+    when that is later.
+
+    `deallocs`, each alloc's dealloc by the alloc's `address`, saves listing the users of `new`'s root (a
+    pass retargeting many allocs into one buffer made quadratic by that): it is kept current here."""
     buffer = old.results[0]
-    old_dealloc = dealloc_of(buffer)
     new_root = root(new)
-    new_dealloc = dealloc_of(new_root) if is_activation(new_root) else None
+    if deallocs is None:
+        old_dealloc = dealloc_of(buffer)
+        new_dealloc = dealloc_of(new_root) if is_activation(new_root) else None
+    else:
+        # Taken before `old` is erased: a later op may be created at its address.
+        old_dealloc = deallocs.pop(address(old), None)
+        new_dealloc = deallocs.get(address(producer(new_root))) if is_activation(new_root) else None
     if old_dealloc is not None:
         if new_dealloc is not None and positions[new_dealloc] < positions[old_dealloc]:
             positions.move_after(new_dealloc, old_dealloc)
         positions.erase(old_dealloc)
     buffer.replace_all_uses_with(new)
     positions.erase(old)
+
+
+def deallocs_by_alloc(block: ir.Block) -> dict[int, ir.Operation]:
+    """Each alloc's dealloc in `block`, by the alloc's `address` (for `retarget`)."""
+    return {address(producer(op.operands[0])): op for op in block_ops(block) if op.name == DEALLOC}
 
 
 def erase_unused_views(block: ir.Block) -> None:
