@@ -11,11 +11,13 @@ import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from mlir import ir
 from mlir.dialects import func, memref
 
 from glow_mlir import ops
+from glow_mlir.backends.cpu import constant_args
 from glow_mlir.backends.cpu.parallel import SERIAL_ATTR
 
 # The names of outlined functions start with this; glow-to-llvm keeps LLVM from inlining them back and from
@@ -33,22 +35,64 @@ class Outlined:
     Without it, every stage after outlining (the kernel schedules, the lowering to LLVM, LLVM itself) works
     once per call site: ResNet-50's 103 outlined functions are 56 distinct ones, ViT-tiny's 297 are 52
     (notes: "Where compile time goes"). Only text is compared, so two calls share a function only when
-    their functions would have compiled to the same code.
+    their functions would have compiled to the same code. Functions that print alike but for the values of
+    their float constants of arithmetic share one too, which reads them from a table each call passes
+    (constant_args.py); a function that no other matches so keeps its constants, and its code.
     """
 
     def __init__(self) -> None:
-        self._by_text: dict[str, str] = {}
+        self._by_text: dict[str, _Kept] = {}
+        self._tables: set[str] = set()
 
     def keep(self, call: ir.Operation, function: ir.Operation, key: str = "") -> bool:
-        """True if `function` (which `call` calls) is new, and is kept; otherwise it is erased and `call`
-        calls its twin. `key` is what else two kernels must share (their transform steps)."""
+        """True if `function` (which `call` calls) is new, and is kept; otherwise it is erased and `call` calls
+        its twin (replaced by a call that also passes a table of its constants where the twin reads them from
+        one). `key` is what else two kernels must share (their transform steps)."""
         name = ir.StringAttr(function.attributes["sym_name"]).value
-        first = self._by_text.setdefault(f"{key}\n{_unnamed_text(function)}", name)
-        if first == name:
+        constants = constant_args.parametrizable(function)
+        values = constant_args.values_of(constants)
+        text = f"{key}\n{constant_args.masked_text(function, constants, _unnamed_text)}"
+        kept = self._by_text.setdefault(text, _Kept(name, function, values))
+        if kept.name == name:
+            kept.calls.append(call)
             return True
-        call.attributes["callee"] = ir.FlatSymbolRefAttr.get(first)
+        if not kept.takes_table and values != kept.values:
+            constant_args.take_constants(kept.function)
+            kept.calls = [self._passing(c, kept.values) for c in kept.calls]
+            kept.takes_table = True
+        if kept.takes_table:
+            call = self._passing(call, values)
+        call.attributes["callee"] = ir.FlatSymbolRefAttr.get(kept.name)
+        kept.calls.append(call)
         function.erase()
         return False
+
+    def sink_table_reads(self) -> None:
+        """Moves the table reads of the functions that take one to their uses (constant_args.sink_reads): once
+        all are scheduled."""
+        for kept in self._by_text.values():
+            if kept.takes_table:
+                constant_args.sink_reads(kept.function)
+
+    def _passing(self, call: ir.Operation, values: list[float]) -> ir.Operation:
+        """`call` replaced by a call of the same callee that also passes the table of `values`."""
+        table = constant_args.table(call, values, self._tables)
+        with ir.InsertionPoint(call), call.location:
+            new = func.CallOp([], ir.FlatSymbolRefAttr(call.attributes["callee"]), [*call.operands, table])
+        call.erase()
+        return new.operation
+
+
+@dataclass
+class _Kept:
+    """A function `Outlined` kept: its name, the values of its `constant_args.parametrizable` constants, the calls
+    of it so far, and whether it reads those constants from a table."""
+
+    name: str
+    function: ir.Operation
+    values: list[float]
+    calls: list[ir.Operation] = field(default_factory=list)
+    takes_table: bool = False
 
 
 def _unnamed_text(function: ir.Operation) -> str:

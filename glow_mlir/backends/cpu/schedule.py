@@ -84,6 +84,7 @@ def cpu_schedule(module: ir.Module) -> None:
             _schedule(module, kernels, outlined)
         for func in entries:
             outline_leftovers(func, outlined)
+        outlined.sink_table_reads()
         merge_offset_twins(module, entries)
 
 

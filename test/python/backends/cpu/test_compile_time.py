@@ -216,3 +216,33 @@ def test_conv_epilogue_found_without_listing_the_block(monkeypatch: pytest.Monke
         for bias, activation in found:
             assert bias is not None and CONV_BIAS_ATTR in bias.attributes
             assert activation is not None and CONV_ACTIVATION_ATTR in activation.attributes
+
+
+def test_kernels_differing_in_constants_compile_once() -> None:
+    """Kernels alike but for the values of their constants of arithmetic (a QDQ model's scales: HRM-Text QDQ's
+    1185 distinct kernel functions were 59 but for them) are one function that reads the values from a table each
+    call passes (constant_args.py); the reads stay in the loops, where LLVM folds them into the arithmetic as it
+    folded the constants. A clamp's bound stays a constant (outputs checked against numpy)."""
+    g = glow_mlir.Graph("scales")
+    feeds: dict[str, np.ndarray] = {}
+    want: dict[str, np.ndarray] = {}
+    bound = np.full((16, 64), 8, np.float32)
+    # One input and output per scale: nothing between them for the graph passes to fold.
+    for i, scale in enumerate((0.5, 0.25, 0.125)):
+        feeds[f"x{i}"] = RNG.standard_normal((16, 64)).astype(np.float32)
+        quotient = g.div(g.input(f"x{i}", (16, 64)), g.constant(np.full((16, 64), scale, np.float32)))
+        g.output(f"y{i}", g.min(g.max(quotient, g.constant(-bound)), g.constant(bound)))
+        want[f"y{i}"] = np.clip(feeds[f"x{i}"] / np.float32(scale), -8, 8)
+    with glow_mlir.compile(g, keep_ir=True, cache=False) as model:
+        outputs = model.run(feeds)
+        for name, expected in want.items():
+            np.testing.assert_allclose(outputs[name], expected, rtol=1e-6)
+        scheduled = model.ir("glow-cpu-schedule")
+    functions, _ = _outlined(scheduled)
+    dividing = [name for name in functions if "arith.divf" in _function(scheduled, name)]
+    assert len(dividing) == 1, dividing
+    assert len(re.findall(rf"call @{dividing[0]}\(", scheduled)) == 3
+    body = _function(scheduled, dividing[0])
+    assert re.search(r"scf\.for[^\n]*\n(.*\n)*.*memref\.load %arg\d+\[%c\d+\] : memref<1xf32>", body), body
+    assert "arith.constant dense<-8.000000e+00>" in body, body
+    assert len(re.findall(r"memref\.global \"private\" constant @__glow_constants_", scheduled)) == 3
