@@ -199,8 +199,10 @@ def _accumulator(ctx: NodeContext, w: Value, w_zero: Value | None, bias: Value |
     an integer below 2^24 whatever the input and the order of the sums (255, the most |x - x_zero| of 8-bit x,
     times the largest sum of |w - w_zero| over a filter, plus the largest |bias|; for a 3x3 stride-1 window,
     which the CPU backend may run as Winograd F(2x2, 3x3), whose transforms make sums of quarters up to 36 times
-    larger, below 2^16), so that the backend's float32 kernels compute it; else float64, exact for any 8-bit
-    convolution but a loop nest no recipe takes (ViTs' patch embeddings after onnxruntime's quantize_dynamic)."""
+    larger, below 2^16: only a group-1 convolution, the only one it runs so), so that the backend's float32 kernels
+    compute it; else float64, exact for any 8-bit convolution but a loop nest no recipe takes (ViTs' patch
+    embeddings after onnxruntime's quantize_dynamic; a QOperator MobileNet's 3x3 depthwise layers, 5x its time,
+    until the Winograd bound was kept to group 1)."""
     known = [v for v in (w, w_zero, bias) if v is not None]
     if not all(isinstance(v, np.ndarray) for v in known):
         return F64
@@ -211,7 +213,7 @@ def _accumulator(ctx: NodeContext, w: Value, w_zero: Value | None, bias: Value |
     bound += int(np.abs(np.asarray(bias, np.int64)).max(initial=0)) if bias is not None else 0
     kernel = list(centred.shape[2:])
     strides, dilations = ops_nn.window_attrs(ctx, len(kernel), kernel)
-    winograd = kernel == [3, 3] and strides == [1, 1] and dilations == [1, 1]
+    winograd = kernel == [3, 3] and strides == [1, 1] and dilations == [1, 1] and ctx.attr("group", 1) == 1
     return F32 if bound < (2**16 if winograd else F32_INTEGERS) else F64
 
 

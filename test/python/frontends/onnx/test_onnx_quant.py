@@ -259,6 +259,7 @@ def test_conv_integer(attrs: dict[str, object]) -> None:
         ((8, 16, 3, 3), {"pads": [1, 1, 1, 1]}, 127, "f64"),  # 3x3 stride 1 (Winograd's): 255 x 144 x 127 >= 2^16
         ((8, 16, 3, 3), {"pads": [1, 1, 1, 1]}, 1, "f32"),  # ... 255 x 144 x 1 < 2^16
         ((8, 16, 3, 3), {"strides": [2, 2]}, 127, "f32"),  # stride 2: no Winograd
+        ((16, 1, 3, 3), {"pads": [1, 1, 1, 1], "group": 16}, 127, "f32"),  # depthwise: Winograd runs group 1 only
     ],
 )
 def test_conv_integer_with_constant_weights(w_dims: tuple[int, ...], attrs: dict[str, object], high: int,
@@ -268,7 +269,7 @@ def test_conv_integer_with_constant_weights(w_dims: tuple[int, ...], attrs: dict
     float64; either way the int32 result is onnxruntime's, exactly."""
     # |w - w_zero| up to `high`: random int8 weights about 0, or (255) all -128 against a zero point of 127.
     w = rng.integers(-high, high + 1, w_dims).astype(I8) if high <= 127 else np.full(w_dims, -128, I8)
-    x, zx = ints(U8, 1, w_dims[1], 32, 32), ints(U8)
+    x, zx = ints(U8, 1, w_dims[1] * attrs.get("group", 1), 32, 32), ints(U8)  # type: ignore[operator]
     zw = np.array([127 if high > 127 else 0], I8)
     node = helper.make_node("ConvInteger", ["x", "w", "zx", "zw"], ["y"], **attrs)
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TP.UINT8, x.shape)],
