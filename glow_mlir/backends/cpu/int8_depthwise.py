@@ -8,9 +8,10 @@ gathering them would take more shuffles than the products they feed. The kernel 
 values in float32 instead: 16 channels of uint8 (or int8) activations widened to f32 (vpmovzxbd + vcvtdq2ps), one
 FMA per tap with the filter's int8 values as f32, summed exactly while every partial sum stays below 2^24
 (`int8_ops.depthwise_exact`: up to 514 taps; a larger window keeps the float convolution). The epilogue subtracts
-the correction (zero point times the filter sum, exact for the same reason), then multiplies, adds the bias and
-applies relu, clip and uint8 quantization as the other int8 ops (int8_gemm.OutputSteps): bit-identical to the
-reference interpreter's integer evaluator.
+the correction (zero point times the filter sum, exact for the same reason, less QLinearConv's int32 bias where
+float32 holds the result: `takes`; the one subtraction rounds as onnxruntime's int32 -> float32), then multiplies,
+adds the bias and applies relu, clip and uint8 quantization as the other int8 ops (int8_gemm.OutputSteps):
+bit-identical to the reference interpreter's integer evaluator.
 
 The register tile is PIXEL_TILE output pixels along a row for 16 channels: per filter row, each input column of
 the tile is loaded and widened once and feeds the FMAs of every output pixel whose window covers it (10 widened
@@ -70,14 +71,26 @@ def is_depthwise(op: ir.Operation) -> bool:
     return group == channels == o and group > 1 and per_group == 1 and not dilated and depthwise_exact(kh * kw)
 
 
+def takes(weights: np.ndarray, zero: int, accumulated: np.ndarray | None) -> bool:
+    """Whether the kernel computes a depthwise product of integer OIHW filter `weights`, activation zero point
+    `zero` and integer bias `accumulated` (or None) as the graph does: int8 weights, and a correction that float32
+    holds exactly, so that the epilogue's one subtraction rounds the exact sum once, as onnxruntime's int32 ->
+    float32 does (QLinearConv's bias)."""
+    if weights.min(initial=0) < -128 or weights.max(initial=0) > 127:
+        return False
+    corr = depthwise_correction(depthwise_weights(weights), zero, accumulated)
+    return bool((corr.astype(np.float32).astype(np.int64) == corr).all())
+
+
 def depthwise(x: ir.Value, zero: int, weights: np.ndarray, multiplier: np.ndarray, bias: np.ndarray,
-              op: ir.Operation) -> ir.Value:  # fmt: skip
+              op: ir.Operation, accumulated: np.ndarray | None = None) -> ir.Value:  # fmt: skip
     """cpu_int8_depthwise_nhwc of NHWC activation `x` (zero point `zero`, also its padding) with int8 OIHW filter
-    `weights` and per-channel multiplier and bias, with glow.convolution `op`'s window, at the current insertion
-    point."""
+    `weights`, per-channel multiplier and bias, and an integer bias inside the accumulation (`accumulated`, taken
+    off the correction: `takes`), with glow.convolution `op`'s window, at the current insertion point."""
     w = depthwise_weights(weights)
     n, _, oh, ow = ops.shape(op.results[0])
-    arrays = [(w, ir.IntegerType.get_signless(8)), (depthwise_correction(w, zero), ir.IntegerType.get_signless(32)),
+    corr = depthwise_correction(w, zero, accumulated)
+    arrays = [(w.astype(np.int8), ir.IntegerType.get_signless(8)), (corr, ir.IntegerType.get_signless(32)),
               (multiplier, ir.F32Type.get()), (bias, ir.F32Type.get())]  # fmt: skip
     operands = [x, *(g.materialize(a, ops.tensor_type(a.shape, elt), prefer_splat=False) for a, elt in arrays)]
     result = ops.tensor_type([n, oh, ow, w.shape[2]], ir.F32Type.get())

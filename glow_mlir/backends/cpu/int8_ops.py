@@ -20,7 +20,8 @@ The products' operands are what the kernels read:
 
 result[m, n] = f32(sum_k (input[m, k] + offset) * W[k, n] - correction[n]) * multiplier[n] + bias[n] (W with its
 offsets, as `correction` is), then the `epilogue` its attributes ask for: an optional relu, and with an output
-scale the uint8 QuantizeLinear of the next product's activation. Every step is the float32 operation of the graph ops it replaces.
+scale the uint8 QuantizeLinear of the next product's activation. Every step is the float32 operation of the graph
+ops it replaces.
 """
 
 
@@ -499,9 +500,11 @@ def depthwise_weights(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(w[:, 0].transpose(1, 2, 0))
 
 
-def depthwise_correction(w: np.ndarray, zero: int) -> np.ndarray:
-    """zero * (each channel's filter sum) as i32, from the [KH, KW, C] filter."""
-    return (zero * w.astype(np.int64).sum(axis=(0, 1))).astype(np.int32)
+def depthwise_correction(w: np.ndarray, zero: int, accumulated: np.ndarray | None = None) -> np.ndarray:
+    """zero * (each channel's filter sum), less an integer bias inside the accumulation (`accumulated`: QLinearConv's
+    int32 bias), as i32, from the [KH, KW, C] filter."""
+    corr = zero * w.astype(np.int64).sum(axis=(0, 1))
+    return (corr if accumulated is None else corr - accumulated).astype(np.int32)
 
 
 def _depthwise_shape(o: Sequence[Shape], a: Attrs, _: Shape | None) -> Shape:

@@ -53,7 +53,7 @@ from glow_mlir.backends.cpu.int8_ops import (
     pack_weights,
     gemm_conv,
 )
-from glow_mlir.backends.cpu.int8_depthwise import DEPTHWISE, depthwise, is_depthwise
+from glow_mlir.backends.cpu.int8_depthwise import DEPTHWISE, depthwise, is_depthwise, takes
 from glow_mlir.backends.cpu.int8_dynamic import int8_dynamic_convolution, int8_dynamic_matmul
 from glow_mlir.backends.cpu.int8_pool import int8_max_pool
 from glow_mlir.backends.cpu.int8_residual import (
@@ -316,12 +316,12 @@ def int8_convolution(op: ir.Operation) -> ir.Value | None:
         return None if grouped else int8_dynamic_convolution(op)
     found = _unsigned(found)
     q, zero = found.q, found.zero
-    if grouped and (found.accumulated is not None or found.weights.min() < -128 or found.weights.max() > 127):
-        # The depthwise kernel has no integer bias and int8 weights only (such a layer's float convolution is exact).
-        return None
+    if grouped and not takes(found.weights, zero, found.accumulated):
+        return None  # such a layer's float convolution is exact
     with ir.InsertionPoint(found.last), found.last.location:
         if grouped:
-            conv = depthwise(transpose_to(q, TO_NHWC), zero, found.weights, found.multiplier, found.bias, op)
+            conv = depthwise(transpose_to(q, TO_NHWC), zero, found.weights, found.multiplier, found.bias, op,
+                             found.accumulated)  # fmt: skip
         else:
             x = padded(q, zero, op)
             gemm, attrs = gemm_conv(op, found.weights)

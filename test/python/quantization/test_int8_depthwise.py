@@ -253,3 +253,36 @@ def test_kernel_reads_int8_and_uint8(dtype: str, channels: int, pads: tuple[int,
         rewritten = ir.Module.parse(text, make_context())
         for feed in feeds:
             np.testing.assert_array_equal(compiled.run(feed)["y"], glow_mlir.interpret(rewritten, feed)["y"])
+
+
+@needs_vnni
+@pytest.mark.parametrize(("bias_high", "int8"), [(3000, True), (2**28, False)])
+def test_qlinearconv_int32_bias_runs_the_kernel_where_exact(bias_high: int, int8: bool) -> None:
+    """QOperator's depthwise QLinearConv with its int32 bias: the bias is taken off the correction, whose one
+    float32 subtraction rounds the exact sum as onnxruntime's int32 -> float32 does, while float32 holds the
+    correction; a bias past that keeps the (float64) convolution. Bit for bit as onnxruntime either way."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    c = 20
+    bias = rng.integers(-bias_high, bias_high, c).astype(np.int32)
+    bias[0] = bias_high - 1  # odd and past 2^24 in the second case: not a float32
+    inits = {"xs": np.float32(0.02), "xz": np.array(120, np.uint8),
+             "w": rng.integers(-127, 128, (c, 1, 3, 3)).astype(np.int8),
+             "ws": (rng.random(c) * 0.002 + 0.001).astype(np.float32), "wz": np.zeros(c, np.int8),
+             "ys": np.float32(0.3), "yz": np.array(100, np.uint8), "b": bias}  # fmt: skip
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             helper.make_node("QLinearConv", ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["yq"],
+                              kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=c),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]  # fmt: skip
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 9, 9])],
+                              [helper.make_empty_tensor_value_info("y")],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with glow_mlir.compile(glow_mlir.import_onnx(model), keep_ir=True, cache=False) as compiled:
+        assert (DEPTHWISE in compiled.ir("glow-cpu-int8")) == int8
+        for seed in range(3):
+            x = np.random.default_rng(seed).standard_normal((1, c, 9, 9)).astype(np.float32)
+            np.testing.assert_array_equal(compiled.run({"x": x})["y"], session.run(None, {"x": x})[0])

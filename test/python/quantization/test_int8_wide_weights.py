@@ -81,10 +81,12 @@ def test_uint8_weight_products_run_the_int8_kernel(m: int, k: int, n: int, dynam
         nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
                  helper.make_node("MatMulInteger", ["q", "w", "z", "wz"], ["acc"]),
                  helper.make_node("Cast", ["acc"], ["f"], to=TensorProto.FLOAT),
-                 helper.make_node("Mul", ["s", "ws"], ["scale"]), helper.make_node("Mul", ["f", "scale"], ["y"])]  # fmt: skip
+                 helper.make_node("Mul", ["s", "ws"], ["scale"]),
+                 helper.make_node("Mul", ["f", "scale"], ["y"])]  # fmt: skip
     else:
         inits = {"xs": np.float32(0.02), "xz": np.array(131, np.uint8), "w": w,
-                 "wz": rng.integers(0, 256, n).astype(np.uint8), "ws": (rng.random(n) * 0.002 + 0.001).astype(np.float32),
+                 "wz": rng.integers(0, 256, n).astype(np.uint8),
+                 "ws": (rng.random(n) * 0.002 + 0.001).astype(np.float32),
                  "ys": np.float32(0.4), "yz": np.array(90, np.uint8)}  # fmt: skip
         nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
                  helper.make_node("QLinearMatMul", ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["yq"]),
@@ -114,10 +116,12 @@ def test_uint8_weight_convolutions_run_the_int8_kernel(c: int, kernel: int, stri
         nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
                  helper.make_node("ConvInteger", ["q", "w", "z", "wz"], ["acc"], **attrs),
                  helper.make_node("Cast", ["acc"], ["f"], to=TensorProto.FLOAT),
-                 helper.make_node("Mul", ["s", "ws"], ["scale"]), helper.make_node("Mul", ["f", "scale"], ["y"])]  # fmt: skip
+                 helper.make_node("Mul", ["s", "ws"], ["scale"]),
+                 helper.make_node("Mul", ["f", "scale"], ["y"])]  # fmt: skip
     else:
         inits = {"xs": np.float32(0.02), "xz": np.array(131, np.uint8), "w": w,
-                 "wz": rng.integers(0, 256, o).astype(np.uint8), "ws": (rng.random(o) * 0.002 + 0.001).astype(np.float32),
+                 "wz": rng.integers(0, 256, o).astype(np.uint8),
+                 "ws": (rng.random(o) * 0.002 + 0.001).astype(np.float32),
                  "ys": np.float32(0.4), "yz": np.array(90, np.uint8)}  # fmt: skip
         nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
                  helper.make_node("QLinearConv", ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["yq"], **attrs),
@@ -131,8 +135,9 @@ def test_int8_activations_with_uint8_weights_equal_the_interpreter() -> None:
     """An int8 activation (offset 128: the masked bytes of each tap are 0x80 before the kernel makes them 0) times a
     uint8 filter, which onnxruntime does not implement: bit for bit as the reference interpreter."""
     c, o = 6, 20
-    inits = {"xs": np.float32(0.02), "xz": np.array(-3, np.int8), "w": rng.integers(0, 256, (o, c, 3, 3)).astype(np.uint8),
-             "wz": np.array(60, np.uint8), "ws": np.float32(0.002), "ys": np.float32(0.4), "yz": np.array(90, np.uint8)}  # fmt: skip
+    inits = {"xs": np.float32(0.02), "xz": np.array(-3, np.int8),
+             "w": rng.integers(0, 256, (o, c, 3, 3)).astype(np.uint8), "wz": np.array(60, np.uint8),
+             "ws": np.float32(0.002), "ys": np.float32(0.4), "yz": np.array(90, np.uint8)}  # fmt: skip
     nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], kernel_shape=[3, 3],
                               pads=[1, 1, 1, 1])]  # fmt: skip
     graph = glow_mlir.import_onnx(_model(nodes, inits, (1, c, 7, 7), TensorProto.INT8))
