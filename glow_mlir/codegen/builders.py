@@ -84,10 +84,16 @@ def signless_types(func: ir.Operation) -> None:
     scalar bodies read unsigned and low-precision values through unrealized casts to their storage type
     (glow_mlir/opdefs/scalar.py), which become casts of a type to itself here and go. The constant globals it
     reads get their storage type too."""
+    # Types are uniqued: one answer per type (rebuilding each value's memref type was 2.2 s of HRM-Text QDQ's
+    # compile, 275k values).
+    stored_of: dict[ir.Type, ir.Type] = {}
     for op in ops.walk_ops(func):
         for value in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.arguments)):
-            stored = storage_type(value.type)
-            if stored != value.type:
+            t = value.type
+            stored = stored_of.get(t)
+            if stored is None:
+                stored = stored_of[t] = storage_type(t)
+            if stored != t:
                 value.set_type(stored)
     for arg in func.regions[0].blocks[0].arguments:
         arg.set_type(storage_type(arg.type))
