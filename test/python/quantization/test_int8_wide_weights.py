@@ -67,30 +67,37 @@ def _same_as_onnxruntime(model: bytes, feeds: list[np.ndarray], op: str) -> None
             np.testing.assert_array_equal(compiled.run({"x": x})["y"], session.run(None, {"x": x})[0])
 
 
+def _uint8_weight_product(op: str, w: np.ndarray, channels: int, dynamic: bool,
+                          attrs: dict[str, object]) -> tuple[list, dict]:  # fmt: skip
+    """(nodes, initializers) of x -> `op` (MatMul or Conv) with uint8 weights `w` -> y: DynamicQuantizeLinear and
+    the Integer op (quantize_dynamic's QUInt8 weights, one zero point), or QuantizeLinear, the QLinear op with a
+    zero point per output channel, DequantizeLinear."""
+    if dynamic:
+        inits = {"w": w, "wz": np.array(119, np.uint8), "ws": np.float32(0.003)}
+        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
+                 helper.make_node(f"{op}Integer", ["q", "w", "z", "wz"], ["acc"], **attrs),
+                 helper.make_node("Cast", ["acc"], ["f"], to=TensorProto.FLOAT),
+                 helper.make_node("Mul", ["s", "ws"], ["scale"]),
+                 helper.make_node("Mul", ["f", "scale"], ["y"])]  # fmt: skip
+        return nodes, inits
+    inits = {"xs": np.float32(0.02), "xz": np.array(131, np.uint8), "w": w,
+             "wz": rng.integers(0, 256, channels).astype(np.uint8),
+             "ws": (rng.random(channels) * 0.002 + 0.001).astype(np.float32),
+             "ys": np.float32(0.4), "yz": np.array(90, np.uint8)}  # fmt: skip
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             helper.make_node(f"QLinear{op}", ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["yq"], **attrs),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]  # fmt: skip
+    return nodes, inits
+
+
 # (M, K, N): K with a masked tail of its 64-byte row sums and of its 4-byte steps, N with a partial 16-column block,
 # M across row tiles.
 @needs_vnni
 @pytest.mark.parametrize(("m", "k", "n"), [(1, 3, 5), (7, 70, 20), (13, 256, 48)])
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_uint8_weight_products_run_the_int8_kernel(m: int, k: int, n: int, dynamic: bool) -> None:
-    """MatMulInteger after DynamicQuantizeLinear (quantize_dynamic's QUInt8 weights, one zero point) and
-    QLinearMatMul (per-column zero points), bit for bit as onnxruntime."""
-    w = rng.integers(0, 256, (k, n)).astype(np.uint8)
-    if dynamic:
-        inits = {"w": w, "wz": np.array(119, np.uint8), "ws": np.float32(0.003)}
-        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
-                 helper.make_node("MatMulInteger", ["q", "w", "z", "wz"], ["acc"]),
-                 helper.make_node("Cast", ["acc"], ["f"], to=TensorProto.FLOAT),
-                 helper.make_node("Mul", ["s", "ws"], ["scale"]),
-                 helper.make_node("Mul", ["f", "scale"], ["y"])]  # fmt: skip
-    else:
-        inits = {"xs": np.float32(0.02), "xz": np.array(131, np.uint8), "w": w,
-                 "wz": rng.integers(0, 256, n).astype(np.uint8),
-                 "ws": (rng.random(n) * 0.002 + 0.001).astype(np.float32),
-                 "ys": np.float32(0.4), "yz": np.array(90, np.uint8)}  # fmt: skip
-        nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
-                 helper.make_node("QLinearMatMul", ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["yq"]),
-                 helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]  # fmt: skip
+    """MatMulInteger after DynamicQuantizeLinear and QLinearMatMul, bit for bit as onnxruntime."""
+    nodes, inits = _uint8_weight_product("MatMul", rng.integers(0, 256, (k, n)).astype(np.uint8), n, dynamic, {})
     feeds = [np.random.default_rng(seed).standard_normal((m, k)).astype(np.float32) for seed in range(2)]
     op = "cpu_int8_matmul_dynamic" if dynamic else "cpu_int8_matmul"
     _same_as_onnxruntime(_model(nodes, inits, (m, k)), feeds, op)
@@ -106,26 +113,11 @@ CONVS = [(3, 3, 1, 1, 1), (30, 3, 2, 1, 1), (16, 1, 1, 0, 1), (8, 3, 1, 2, 2)]
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_uint8_weight_convolutions_run_the_int8_kernel(c: int, kernel: int, stride: int, pad: int, dilation: int,
                                                        dynamic: bool) -> None:  # fmt: skip
-    """ConvInteger after DynamicQuantizeLinear and QLinearConv with uint8 filters (per-channel zero points),
-    bit for bit as onnxruntime."""
+    """ConvInteger after DynamicQuantizeLinear and QLinearConv with uint8 filters, bit for bit as onnxruntime."""
     o, hw = 20, 9
     w = rng.integers(0, 256, (o, c, kernel, kernel)).astype(np.uint8)
     attrs = {"kernel_shape": [kernel, kernel], "strides": [stride] * 2, "pads": [pad] * 4, "dilations": [dilation] * 2}
-    if dynamic:
-        inits = {"w": w, "wz": np.array(77, np.uint8), "ws": np.float32(0.003)}
-        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
-                 helper.make_node("ConvInteger", ["q", "w", "z", "wz"], ["acc"], **attrs),
-                 helper.make_node("Cast", ["acc"], ["f"], to=TensorProto.FLOAT),
-                 helper.make_node("Mul", ["s", "ws"], ["scale"]),
-                 helper.make_node("Mul", ["f", "scale"], ["y"])]  # fmt: skip
-    else:
-        inits = {"xs": np.float32(0.02), "xz": np.array(131, np.uint8), "w": w,
-                 "wz": rng.integers(0, 256, o).astype(np.uint8),
-                 "ws": (rng.random(o) * 0.002 + 0.001).astype(np.float32),
-                 "ys": np.float32(0.4), "yz": np.array(90, np.uint8)}  # fmt: skip
-        nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
-                 helper.make_node("QLinearConv", ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["yq"], **attrs),
-                 helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]  # fmt: skip
+    nodes, inits = _uint8_weight_product("Conv", w, o, dynamic, attrs)
     feeds = [np.random.default_rng(seed).standard_normal((1, c, hw, hw)).astype(np.float32) for seed in range(2)]
     _same_as_onnxruntime(_model(nodes, inits, (1, c, hw, hw)), feeds, "cpu_int8_conv_nhwc")
 

@@ -192,21 +192,34 @@ def test_chains_are_found_without_listing_the_block(monkeypatch: pytest.MonkeyPa
     assert positions == [[0], [0, 1], [0, 1, 2], [3], [4], [4, 5]]
 
 
+def _lowered_chains() -> ir.Module:
+    """`_CHAINS` after glow-ir-to-linalg (call within a context; its function dies with the module)."""
+    module = ir.Module.parse(_CHAINS)
+    run_pipeline(module, ["glow-ir-to-linalg"])
+    return module
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[object]:
+    """Replaces function `name` of module `owner` by one that records its first argument per call, in the list
+    returned."""
+    calls: list[object] = []
+    derive = getattr(owner, name)
+
+    def counted(first: object) -> object:
+        calls.append(first)
+        return derive(first)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
 def test_chains_derive_each_recipe_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """mark_chains asks each generic once whether it chains: deriving an elementwise recipe's steps twice per op
     was 3.5 s of HRM-Text QDQ's compile. The proxy: one derivation per generic of the six."""
-    calls: list[ir.Operation] = []
-    derive = elementwise_recipes.elementwise_recipe_steps
-
-    def counted(op: ir.Operation) -> object:
-        calls.append(op)
-        return derive(op)
-
     with make_context():
-        module = ir.Module.parse(_CHAINS)
-        run_pipeline(module, ["glow-ir-to-linalg"])
+        module = _lowered_chains()
         function = ops.functions(module)[0]
-        monkeypatch.setattr(elementwise_recipes, "elementwise_recipe_steps", counted)
+        calls = _counted(monkeypatch, elementwise_recipes, "elementwise_recipe_steps")
         elementwise_recipes.mark_chains(function)
         assert len(calls) == len([op for op in ops.walk_ops(function) if op.name == "linalg.generic"]) == 6
 
@@ -218,21 +231,13 @@ def test_storage_types_are_derived_once_per_type(monkeypatch: pytest.MonkeyPatch
     are asked for."""
     from glow_mlir.codegen import builders
 
-    calls: list[ir.Type] = []
-    derive = builders.storage_type
-
-    def counted(t: ir.Type) -> ir.Type:
-        calls.append(t)
-        return derive(t)
-
     with make_context():
-        module = ir.Module.parse(_CHAINS)
-        run_pipeline(module, ["glow-ir-to-linalg"])
+        module = _lowered_chains()
         function = ops.functions(module)[0]
         values = [v for op in ops.walk_ops(function)
                   for v in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.arguments))]
         arguments = len(function.regions[0].blocks[0].arguments)
-        monkeypatch.setattr(builders, "storage_type", counted)
+        calls = _counted(monkeypatch, builders, "storage_type")
         with ir.Location.unknown():
             builders.signless_types(function)
     # Deriving per value asked at least once per value (39 calls for these 23), per type far fewer.
