@@ -1008,7 +1008,7 @@ irdl.dialect @glow {
     irdl.attributes {"kernels" = %kernels, "strides" = %strides, "pads" = %pads}
   }
 
-  // CPU backend: depthwise convolution of an int8 or uint8 NHWC input padded with its zero point `zero` (pads [top, left, bottom, right]) by a constant int8 filter [KH, KW, C], requantized to f32: f32(sum input * W - correction) * multiplier + bias per channel, correction = zero * the channel's filter sum, then the epilogue of cpu_int8_matmul (backends/cpu/int8_ops.py).
+  // CPU backend: depthwise convolution of an int8 or uint8 NHWC input padded with its zero point `zero` (pads [top, left, bottom, right]) by a constant int8 (or int16) filter [KH, KW, C], requantized to f32: f32(sum input * W - correction) * multiplier + bias per channel, correction = zero * the channel's filter sum, then the epilogue of cpu_int8_matmul (backends/cpu/int8_ops.py).
   irdl.operation @cpu_int8_depthwise_nhwc {
     %input = irdl.base "!builtin.tensor"
     %weights = irdl.base "!builtin.tensor"

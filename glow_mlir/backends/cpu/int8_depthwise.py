@@ -6,8 +6,9 @@ A depthwise convolution sums, per channel, only the KH x KW taps of its own inpu
 bytes of one operand into one i32 lane) does not fit: in NHWC the 4 taps of a channel are C bytes apart, and
 gathering them would take more shuffles than the products they feed. The kernel computes each product on integer
 values in float32 instead: 16 channels of uint8 (or int8) activations widened to f32 (vpmovzxbd + vcvtdq2ps), one
-FMA per tap with the filter's int8 values as f32, summed exactly while every partial sum stays below 2^24
-(`int8_ops.depthwise_exact`: up to 514 taps; a larger window keeps the float convolution). The epilogue subtracts
+FMA per tap with the filter's int8 values as f32 (int16 ones for uint8 weights less a zero point: `takes`), summed
+exactly while every partial sum stays below 2^24 (`int8_ops.depthwise_exact`: up to 514 taps of int8 weights;
+`takes` bounds wider ones by their sums; a larger window keeps the float convolution). The epilogue subtracts
 the correction (zero point times the filter sum, exact for the same reason, less QLinearConv's int32 bias where
 float32 holds the result: `takes`; the one subtraction rounds as onnxruntime's int32 -> float32), then multiplies,
 adds the bias and applies relu, clip and uint8 quantization as the other int8 ops (int8_gemm.OutputSteps):
@@ -40,6 +41,7 @@ from mlir.dialects import arith, scf, vector
 from glow_mlir import ops
 from glow_mlir.backends.cpu.int8_gemm import OutputSteps, signless, store_lanes, vector_type
 from glow_mlir.backends.cpu.int8_ops import (
+    F32_EXACT,
     LANES,
     depthwise_correction,
     depthwise_exact,
@@ -73,24 +75,30 @@ def is_depthwise(op: ir.Operation) -> bool:
 
 def takes(weights: np.ndarray, zero: int, accumulated: np.ndarray | None) -> bool:
     """Whether the kernel computes a depthwise product of integer OIHW filter `weights`, activation zero point
-    `zero` and integer bias `accumulated` (or None) as the graph does: int8 weights, and a correction that float32
-    holds exactly, so that the epilogue's one subtraction rounds the exact sum once, as onnxruntime's int32 ->
-    float32 does (QLinearConv's bias)."""
-    if weights.min(initial=0) < -128 or weights.max(initial=0) > 127:
+    `zero` and integer bias `accumulated` (or None) as the graph does: int16 weights (int8, or uint8 ones less a
+    zero point), every partial sum of an 8-bit activation times them below 2^24 (exact in float32), and a
+    correction that float32 holds exactly, so that the epilogue's one subtraction rounds the exact sum once, as
+    onnxruntime's int32 -> float32 does (QLinearConv's bias)."""
+    w = depthwise_weights(weights).astype(np.int64)
+    if w.min(initial=0) < -(2**15) or w.max(initial=0) >= 2**15:
         return False
-    corr = depthwise_correction(depthwise_weights(weights), zero, accumulated)
+    if 255 * np.abs(w).sum(axis=(0, 1)).max(initial=0) >= F32_EXACT:
+        return False
+    corr = depthwise_correction(w, zero, accumulated)
     return bool((corr.astype(np.float32).astype(np.int64) == corr).all())
 
 
 def depthwise(x: ir.Value, zero: int, weights: np.ndarray, multiplier: np.ndarray, bias: np.ndarray,
               op: ir.Operation, accumulated: np.ndarray | None = None) -> ir.Value:  # fmt: skip
-    """cpu_int8_depthwise_nhwc of NHWC activation `x` (zero point `zero`, also its padding) with int8 OIHW filter
-    `weights`, per-channel multiplier and bias, and an integer bias inside the accumulation (`accumulated`, taken
+    """cpu_int8_depthwise_nhwc of NHWC activation `x` (zero point `zero`, also its padding) with integer OIHW filter
+    `weights` (`takes`), per-channel multiplier and bias, and an integer bias inside the accumulation (`accumulated`, taken
     off the correction: `takes`), with glow.convolution `op`'s window, at the current insertion point."""
     w = depthwise_weights(weights)
     n, _, oh, ow = ops.shape(op.results[0])
     corr = depthwise_correction(w, zero, accumulated)
-    arrays = [(w.astype(np.int8), ir.IntegerType.get_signless(8)), (corr, ir.IntegerType.get_signless(32)),
+    # int8, or int16 where uint8 weights less their zero point leave it.
+    bits = 8 if w.min(initial=0) >= -128 and w.max(initial=0) <= 127 else 16
+    arrays = [(w.astype(f"int{bits}"), ir.IntegerType.get_signless(bits)), (corr, ir.IntegerType.get_signless(32)),
               (multiplier, ir.F32Type.get()), (bias, ir.F32Type.get())]  # fmt: skip
     operands = [x, *(g.materialize(a, ops.tensor_type(a.shape, elt), prefer_splat=False) for a, elt in arrays)]
     result = ops.tensor_type([n, oh, ow, w.shape[2]], ir.F32Type.get())
@@ -134,7 +142,7 @@ class _Block:
         # and 648 multiply-adds of code per tile, nine times over).
         self.filter = None
         if kernel.kh * kernel.kw <= HELD_TAPS:
-            self.filter = [[self.widen(self.load(kernel.weights, [index(i), index(j), c0], kernel.i8), True)
+            self.filter = [[self.widen(self.load(kernel.weights, [index(i), index(j), c0], kernel.taps), True)
                             for j in range(kernel.kw)] for i in range(kernel.kh)]  # fmt: skip
             self.rows = [self.row_at(index(i)) for i in range(kernel.kh)]
         self.corr = arith.sitofp(kernel.f32s, self.load(kernel.correction, [c0], kernel.i32))
@@ -162,7 +170,7 @@ class _Block:
         return vector.maskedload(t, buffer, at, self.mask, splat(t, zero))
 
     def widen(self, value: ir.Value, signed: bool) -> ir.Value:
-        """16 bytes as the f32 integers they are."""
+        """16 integers (bytes, or a filter's int16 taps) as the f32 integers they are."""
         return (arith.sitofp if signed else arith.uitofp)(self.k.f32s, value)
 
     def tile(self, x0: ir.Value, pixels: int, column_inside: Callable[[int], bool] = _everywhere) -> None:
@@ -180,7 +188,8 @@ class _Block:
             loop = scf.ForOp(index(0), index(k.kh), index(1), accs)
             with ir.InsertionPoint(loop.body):
                 i = loop.induction_variable
-                weights = [self.widen(self.load(k.weights, [i, index(j), self.c0], k.i8), True) for j in range(k.kw)]
+                weights = [self.widen(self.load(k.weights, [i, index(j), self.c0], k.taps), True)
+                           for j in range(k.kw)]  # fmt: skip
                 accs = list(loop.inner_iter_args)
                 self.add_row(accs, self.row_at(i), weights, left, column_inside)
                 scf.YieldOp(accs)
@@ -244,6 +253,8 @@ class _Depthwise:
         self.src = src if self.signed else signless(src)
         self.i8, self.i32, self.f32 = (ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32),
                                        ir.F32Type.get())  # fmt: skip
+        # The filter's element type: i8, or i16 (uint8 weights less their zero point).
+        self.taps = ops.element_type(self.weights)
         self.f32s = vector_type(LANES, self.f32)
         self.zero = splat(self.f32s, ir.FloatAttr.get(self.f32, 0.0))
         # What a tap in the padding reads: the zero point, whose product the correction takes off again.

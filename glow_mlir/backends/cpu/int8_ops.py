@@ -494,6 +494,13 @@ def depthwise_exact(taps: int) -> bool:
     return taps * 255 * 128 < F32_EXACT
 
 
+def _depthwise_types(operands: Sequence[str], result: str | None) -> str:
+    # The filter is int8, or int16 for uint8 weights less a zero point (int8_depthwise.takes).
+    if operands[1] not in ("i8", "i16"):
+        raise ShapeError(f"weights must be i8 or i16, got {operands[1]}")
+    return _types([operands[0], "i8", *operands[2:]], result)
+
+
 def depthwise_weights(w: np.ndarray) -> np.ndarray:
     """int8 depthwise filter `w` [C, 1, KH, KW] (OIHW, one input channel per group) as the kernel reads it:
     [KH, KW, C]."""
@@ -552,11 +559,11 @@ DEPTHWISE_ATTRS = (("kernels", Attr.INTS), ("strides", Attr.INTS), ("pads", Attr
 CPU_INT8_DEPTHWISE = define(OpDef(
     "cpu_int8_depthwise_nhwc",
     "CPU backend: depthwise convolution of an int8 or uint8 NHWC input padded with its zero point `zero` (pads [top, "
-    "left, bottom, right]) by a constant int8 filter [KH, KW, C], requantized to f32: f32(sum input * W - "
+    "left, bottom, right]) by a constant int8 (or int16) filter [KH, KW, C], requantized to f32: f32(sum input * W - "
     "correction) * multiplier + bias per channel, correction = zero * the channel's filter sum, then the epilogue "
     "of cpu_int8_matmul (backends/cpu/int8_ops.py).",
-    OPERANDS, attrs=(*DEPTHWISE_ATTRS, *OUTPUT_ATTRS), backend="cpu", shape=_depthwise_shape, types=_types,
-    evaluate=evaluate_depthwise,
+    OPERANDS, attrs=(*DEPTHWISE_ATTRS, *OUTPUT_ATTRS), backend="cpu", shape=_depthwise_shape,
+    types=_depthwise_types, evaluate=evaluate_depthwise,
     ir=IrDef(
         "cpu_int8_depthwise_nhwc", (("dest", "out"), *((name, "in") for name in OPERANDS)),
         attrs=(*(name for name, _ in DEPTHWISE_ATTRS), *OUTPUT_ATTR_NAMES),

@@ -138,3 +138,24 @@ def test_int8_activations_with_uint8_weights_equal_the_interpreter() -> None:
         for seed in range(2):
             x = {"x": np.random.default_rng(seed).integers(-128, 128, (1, c, 7, 7)).astype(np.int8)}
             np.testing.assert_array_equal(compiled.run(x)["y"], glow_mlir.interpret(graph.module, x)["y"])
+
+
+@needs_vnni
+@pytest.mark.parametrize(("kernel", "stride"), [(3, 1), (5, 2)])
+def test_uint8_depthwise_filters_run_the_depthwise_kernel(kernel: int, stride: int) -> None:
+    """A depthwise QLinearConv with uint8 weights less a per-tensor zero point of 77 ([-77, 178]: past int8) and
+    an int32 bias: the depthwise kernel on an int16 filter, bit for bit as onnxruntime (a float convolution,
+    then a requantization, before)."""
+    c, hw = 24, 10
+    attrs = {"kernel_shape": [kernel, kernel], "strides": [stride] * 2, "pads": [kernel // 2] * 4, "group": c}
+    nodes, inits = _uint8_weight_product("Conv", rng.integers(0, 256, (c, 1, kernel, kernel)).astype(np.uint8), c,
+                                         False, attrs)  # fmt: skip
+    inits["wz"] = np.array(77, np.uint8)
+    inits["b"] = rng.integers(-5000, 5000, c).astype(np.int32)
+    nodes[1].input.append("b")
+    feeds = [np.random.default_rng(seed).standard_normal((1, c, hw, hw)).astype(np.float32) for seed in range(2)]
+    model = _model(nodes, inits, (1, c, hw, hw))
+    _same_as_onnxruntime(model, feeds, "cpu_int8_depthwise_nhwc")
+    with glow_mlir.compile(glow_mlir.import_onnx(model), keep_ir=True, cache=False) as compiled:
+        [line] = [line for line in compiled.ir("glow-cpu-int8").splitlines() if "cpu_int8_depthwise_nhwc" in line]
+        assert f"tensor<{kernel}x{kernel}x{c}xi16>" in line
