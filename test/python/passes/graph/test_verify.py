@@ -408,6 +408,29 @@ def test_good_built_graph_passes() -> None:
     verify(g.module)
 
 
+def test_messages_are_formatted_for_failures_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A good value's check formats no message: printing every value's type in one was most of glow-verify's time
+    (HRM-Text QDQ: 2.5 s of 4 s). The proxy: the list of element types, which only a message joins, is never
+    iterated on a good graph, and is on a bad one."""
+    from glow_mlir.opdefs import types
+
+    class Counted(tuple):
+        joins = 0
+
+        def __iter__(self):  # noqa: ANN204
+            Counted.joins += 1
+            return super().__iter__()
+
+    monkeypatch.setattr(types, "ELEMENT_TYPES", Counted(types.ELEMENT_TYPES))
+    g = Graph("ok")
+    g.output("y", g.relu(g.add(g.input("x", (2, 3)), g.input("z", (2, 3)))))
+    verify(g.module)
+    assert Counted.joins == 0
+    with make_context(), pytest.raises(VerificationError):
+        verify(ir.Module.parse(glow_op("relu", ["tensor<2xf80>"], "tensor<2xf80>")))
+    assert Counted.joins == 1
+
+
 GOOD_TYPED = [
     glow_op("erf", [TT("f16", 2)], TT("f16", 2)),
     glow_op("add", [TT("i8", 2)] * 2, TT("i8", 2)),
