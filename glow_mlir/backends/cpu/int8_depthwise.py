@@ -91,8 +91,9 @@ def takes(weights: np.ndarray, zero: int, accumulated: np.ndarray | None) -> boo
 def depthwise(x: ir.Value, zero: int, weights: np.ndarray, multiplier: np.ndarray, bias: np.ndarray,
               op: ir.Operation, accumulated: np.ndarray | None = None) -> ir.Value:  # fmt: skip
     """cpu_int8_depthwise_nhwc of NHWC activation `x` (zero point `zero`, also its padding) with integer OIHW filter
-    `weights` (`takes`), per-channel multiplier and bias, and an integer bias inside the accumulation (`accumulated`, taken
-    off the correction: `takes`), with glow.convolution `op`'s window, at the current insertion point."""
+    `weights` (`takes`), per-channel multiplier and bias, and an integer bias inside the accumulation
+    (`accumulated`, taken off the correction), with glow.convolution `op`'s window, at the current insertion
+    point."""
     w = depthwise_weights(weights)
     n, _, oh, ow = ops.shape(op.results[0])
     corr = depthwise_correction(w, zero, accumulated)

@@ -23,7 +23,7 @@ from glow_mlir.backends.cpu.int8_match import (
     sole_user,
     through,
 )
-from glow_mlir.backends.cpu.int8_ops import BYTES, colsum, offset, output_attributes, pack_weights, gemm_conv
+from glow_mlir.backends.cpu.int8_ops import BYTES, colsum, gemm_conv, offset, output_attributes, pack_weights
 from glow_mlir.backends.cpu.ops import TO_NCHW
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.graph.sink_transpose import transpose_to

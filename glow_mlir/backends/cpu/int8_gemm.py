@@ -48,7 +48,7 @@ from mlir import ir
 from mlir.dialects import arith, builtin, llvm, math, memref, scf, vector
 
 from glow_mlir import ops
-from glow_mlir.backends.cpu.int8_ops import K_STEP, LANES, SIGNED_OFFSET, residual_values
+from glow_mlir.backends.cpu.int8_ops import K_STEP, LANES, SIGNED_OFFSET, packed_rows, residual_values
 from glow_mlir.backends.cpu.vector_body import splat
 from glow_mlir.codegen.builders import index, pair, reshape, storage_type
 from glow_mlir.codegen.table import fail, lowering
@@ -462,13 +462,13 @@ def _conv_accumulate(kernels: tuple[int, int], channels: int, dilation: tuple[in
 
 
 def _packing(op: ir.Operation, rows: int, n: int) -> tuple[int, int | None]:
-    """(16-column blocks, the index of the column offsets' row in each block, or None): the packed weights must be
-    [blocks, rows, 64], or [blocks, rows + 1, 64] with the offsets (int8_ops.pack_weights)."""
-    blocks = -(-n // LANES)
+    """(16-column blocks, the index of the column offsets' row in each block, or None): the packed weights must have
+    one of int8_ops.packed_rows' shapes for `rows` steps of K, the second with the offsets."""
+    plain, with_offsets = packed_rows(rows * K_STEP, n)
     shape = ops.shape(op.operands[2])
-    if shape not in ((blocks, rows, LANES * K_STEP), (blocks, rows + 1, LANES * K_STEP)):
-        raise fail(op, f"weights {list(shape)} are not packed as {[blocks, rows, LANES * K_STEP]} (or one more row)")
-    return blocks, rows if shape[1] > rows else None
+    if shape not in (plain, with_offsets):
+        raise fail(op, f"weights {list(shape)} are not packed as {list(plain)} (or one more row)")
+    return plain[0], rows if shape == with_offsets else None
 
 
 @lowering("cpu_int8_matmul")
@@ -495,7 +495,7 @@ def _cpu_int8_conv_nhwc(op: ir.Operation) -> None:
     _, h, w, c = ops.shape(src)
     kh, kw = pair(op, "kernels")
     sh, sw = pair(op, "strides")
-    dilation = (pair(op, "dilation")[0], pair(op, "dilation")[1])
+    dh, dw = pair(op, "dilation")
     blocks, offsets = _packing(op, kh * kw * -(-c // K_STEP), o)
     pixels = reshape(dest, [n * oh * ow, o])
     addend = reshape(op.operands[6], [n * oh * ow, o]) if len(op.operands) > 6 else None
@@ -510,6 +510,6 @@ def _cpu_int8_conv_nhwc(op: ir.Operation) -> None:
         y, x = arith.divui(rest, index(ow)), arith.remui(rest, index(ow))
         return image, arith.muli(y, index(sh)), arith.muli(x, index(sw))
 
-    kernel = _Kernel(op, pixels, src, n * oh * ow, window, _conv_accumulate((kh, kw), c, dilation),
-                     _conv_sum(ops.shape(src), (kh, kw), dilation), offsets, addend)  # fmt: skip
+    kernel = _Kernel(op, pixels, src, n * oh * ow, window, _conv_accumulate((kh, kw), c, (dh, dw)),
+                     _conv_sum(ops.shape(src), (kh, kw), (dh, dw)), offsets, addend)  # fmt: skip
     kernel.columns(*register_tile(n * oh * ow, blocks))

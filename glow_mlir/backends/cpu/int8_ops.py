@@ -121,8 +121,9 @@ def _shape(o: Sequence[Shape], _: Attrs, __: Shape | None) -> Shape:
     n = bias[0]
     require(corr[0] == n and multiplier[0] == n, f"correction, multiplier and bias must have one length, got "
             f"{corr[0]}, {multiplier[0]}, {n}")  # fmt: skip
-    require(tuple(weights) in packed_rows(k, n), f"weights must be packed as {list(packed_rows(k, n)[0])} (one more "
-            f"row with offsets) for K={k}, N={n}, got {list(weights)}")  # fmt: skip
+    packed = packed_rows(k, n)
+    require(tuple(weights) in packed, f"weights must be packed as {list(packed[0])} (one more row with offsets) for "
+            f"K={k}, N={n}, got {list(weights)}")  # fmt: skip
     return (m, n)
 
 
@@ -502,7 +503,7 @@ def _depthwise_types(operands: Sequence[str], result: str | None) -> str:
 
 
 def depthwise_weights(w: np.ndarray) -> np.ndarray:
-    """int8 depthwise filter `w` [C, 1, KH, KW] (OIHW, one input channel per group) as the kernel reads it:
+    """Integer depthwise filter `w` [C, 1, KH, KW] (OIHW, one input channel per group) as the kernel reads it:
     [KH, KW, C]."""
     return np.ascontiguousarray(w[:, 0].transpose(1, 2, 0))
 

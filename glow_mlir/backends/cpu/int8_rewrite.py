@@ -47,11 +47,12 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.int8_ops import (
     SIGNED_OFFSET,
+    column_offsets,
     correction,
+    gemm_conv,
     offset,
     output_attributes,
     pack_weights,
-    gemm_conv,
 )
 from glow_mlir.backends.cpu.int8_depthwise import DEPTHWISE, depthwise, is_depthwise, takes
 from glow_mlir.backends.cpu.int8_dynamic import int8_dynamic_convolution, int8_dynamic_matmul
@@ -124,8 +125,8 @@ def integer_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray] |
             continue
         for candidate in _scale_estimates(line) + shared:
             steps = np.round(line / candidate)
-            span = max(steps.max(), 0) - min(steps.min(), 0)
-            if span <= 255 and (np.float32(steps.astype(np.float32) * candidate) == line).all():
+            fits = column_offsets(steps.reshape(-1, 1)) is not None
+            if fits and (np.float32(steps.astype(np.float32) * candidate) == line).all():
                 q[c], scales[c] = steps.astype(np.int64), candidate
                 break
         else:
