@@ -44,7 +44,7 @@ from glow_mlir.backends.cpu import (  # noqa: F401
 )
 from glow_mlir.backends.cpu import fastmath
 from glow_mlir.backends.cpu import transform as steps
-from glow_mlir.backends.cpu.elementwise_recipes import mark_chains
+from glow_mlir.backends.cpu.elementwise_recipes import chain_order, mark_chains
 from glow_mlir.backends.cpu.expansion_recipes import fuse_expansions
 from glow_mlir.backends.cpu.padding import fill_borders
 from glow_mlir.backends.cpu.pool_recipes import mark_pool_starts
@@ -73,12 +73,13 @@ def cpu_schedule(module: ir.Module) -> None:
                 for op in ops.walk_ops(func)
                 if op.name in table and not any(mark in op.attributes for mark in CLAIMED_MARKS)
             ]
-            for op in candidates:
-                fn = table[op.name]
-                with op.location, ir.InsertionPoint(op):
-                    chosen = fn(op)
-                if chosen is not None:
-                    kernels.extend(chosen.kernels)
+            with chain_order(func):
+                for op in candidates:
+                    fn = table[op.name]
+                    with op.location, ir.InsertionPoint(op):
+                        chosen = fn(op)
+                    if chosen is not None:
+                        kernels.extend(chosen.kernels)
         outlined = Outlined()
         if kernels:
             _schedule(module, kernels, outlined)
