@@ -16,6 +16,9 @@ pipeline run through one PassManager. Each step, in order, and why it is there:
   so every `memref.load`/`memref.store` of an `i1` buffer becomes a byte access through a cast of the
   buffer to `i8` (numpy's bool layout, one 0/1 byte per element) plus `trunci`/`extui`. The descriptors of
   both buffer types lower to the same LLVM struct, so `reconcile-unrealized-casts` removes the casts.
+- (ours) bare pointers: every private function (outlined kernels and loop nests) whose memrefs all have static
+  shapes, strides and offsets takes each as one pointer (`llvm.bareptr`, which convert-func-to-llvm honours for
+  the function and its calls), not a descriptor of 3 + 2 x rank values (`bare_pointer_calls`).
 - `math-extend-to-supported-types`: f16 and bf16 math functions are computed in f32, where LLVM has them.
 - `convert-math-to-llvm`, then `convert-math-to-libm`: the math ops LLVM has intrinsics for become those
   (see below); the others (tan, asin, acos, atan, sinh, cosh and the inverse hyperbolic functions) become
@@ -112,6 +115,7 @@ def to_llvm(module: ir.Module, profile: str = "0") -> None:
         instrument(module)
     _run(module, TO_LOOPS_PIPELINE)
     bool_accesses_as_bytes(module)
+    bare_pointer_calls(module)
     threaded = any(op.name == "omp.parallel" for op in ops.walk_ops(module.operation))
     _run(module, LLVM_PIPELINE.replace("reconcile-unrealized-casts", OPENMP_STEP) if threaded else LLVM_PIPELINE)
     with module.context:
@@ -123,6 +127,41 @@ def to_llvm(module: ir.Module, profile: str = "0") -> None:
                 if name.startswith(OUTLINED_PREFIX):
                     op.attributes["no_inline"] = ir.UnitAttr.get()
                     annotate_loops(op.operation, ir.Attribute.parse(OUTLINED_LOOPS))
+
+
+# convert-func-to-llvm passes a function marked so, and its calls, one pointer per memref instead of a
+# descriptor (upstream's on-demand bare-pointer convention).
+BARE_POINTERS = "llvm.bareptr"
+
+
+def bare_pointer_calls(module: ir.Module) -> None:
+    """Marks every private function (the outlined kernels and loop nests) whose memrefs all have static shapes,
+    strides and offsets for the bare-pointer calling convention: each memref argument is its aligned pointer, and
+    the callee rebuilds the rest from its type. With descriptors, each memref argument was 3 + 2 x rank values
+    that the entry function extracted from structs and passed: CSATv2 QDQ's entry function was 143 thousand lines
+    of LLVM IR for its 10 thousand calls, and the longest part of LLVM's code generation (llc 4.5 s, the
+    machine scheduler and instruction selection on one block)."""
+    with module.context:
+        for op in module.body.operations:
+            if op.operation.name != "func.func" or not op.regions[0].blocks:
+                continue
+            visibility = op.attributes["sym_visibility"] if "sym_visibility" in op.attributes else None
+            if visibility is None or ir.StringAttr(visibility).value != "private":
+                continue
+            signature = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+            if not signature.results and all(_bare(t) for t in signature.inputs):
+                op.attributes[BARE_POINTERS] = ir.UnitAttr.get()
+
+
+def _bare(t: ir.Type) -> bool:
+    """Whether an argument of type `t` passes as one value under the bare-pointer convention: not a memref, or a
+    memref of static shape, strides and offset (LLVMTypeConverter::canConvertToBarePtr)."""
+    if not isinstance(t, ir.MemRefType):
+        return not isinstance(t, ir.UnrankedMemRefType)
+    memref_type = ir.MemRefType(t)
+    strides, offset = memref_type.get_strides_and_offset()
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    return memref_type.has_static_shape and dynamic not in strides and offset != dynamic
 
 
 # LLVM's loop metadata for the loops of every outlined function: LLVM may vectorize them, but neither
