@@ -163,6 +163,15 @@ def split_to_sequence(ctx: NodeContext) -> list[SequenceValue]:
         begin[axis] = start
         dims = list(shape(x))
         dims[axis] = size
+        if isinstance(x, np.ndarray):
+            # Known at compile time: sliced here, so that an empty tensor (NonZero's indices of nothing, in
+            # Longformer's global attention) or an empty part stays an array, as glow holds no empty tensors.
+            part = np.ascontiguousarray(x[tuple(slice(b, b + d) for b, d in zip(begin, dims))])
+            if squeeze:
+                part = part.reshape(dims[:axis] + dims[axis + 1:])
+            items.append(part)
+            start += size
+            continue
         part = x if dims == list(shape(x)) else ctx.g.slice(x, begin, dims)
         if squeeze:
             part = ctx.reshape(part, dims[:axis] + dims[axis + 1:])

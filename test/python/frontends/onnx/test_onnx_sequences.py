@@ -68,6 +68,24 @@ def test_split_to_sequence_and_concat(split: np.ndarray | None, attrs: dict[str,
     check(model(nodes, feeds, ["y", "tail"], consts), feeds)
 
 
+def test_split_to_sequence_of_an_empty_compile_time_tensor() -> None:
+    """Longformer's global attention with every slot taken: `nonzero(as_tuple=True)` of a mask known at compile
+    time (in its per-count stage) finds nothing, so SplitToSequence splits an empty [0, 2] array into empty index
+    columns, whose ScatterND (index_put) writes nothing. The parts stay empty arrays (glow has no empty tensors)."""
+    x = rand(2, 3)
+    nodes = [node("NonZero", ["mask"], ["nz"]), node("Transpose", ["nz"], ["nzt"], perm=[1, 0]),
+             node("SplitToSequence", ["nzt"], ["cols"], axis=1, keepdims=0),
+             node("SequenceAt", ["cols", "zero"], ["rows"]), node("SequenceAt", ["cols", "one"], ["columns"]),
+             node("Unsqueeze", ["rows", "last"], ["r1"]), node("Unsqueeze", ["columns", "last"], ["c1"]),
+             node("Concat", ["r1", "c1"], ["idx"], axis=1),
+             node("ConstantOfShape", ["n"], ["updates"], value=helper.make_tensor("v", F, [1], [5.0])),
+             node("Shape", ["idx"], ["idx_shape"]), node("Slice", ["idx_shape", "zero1", "one1"], ["n"]),
+             node("ScatterND", ["x", "idx", "updates"], ["scattered"]), node("Add", ["scattered", "x"], ["y"])]
+    consts = {"mask": np.zeros((2, 3), np.bool_), "zero": i64(0), "one": i64(1), "last": i64(-1).reshape(1),
+              "zero1": i64(0).reshape(1), "one1": i64(1).reshape(1)}
+    check(model(nodes, {"x": x}, ["y"], consts, opset=18), {"x": x})
+
+
 def test_empty_sequence_built_up() -> None:
     nodes = [node("SequenceEmpty", [], ["s0"], dtype=F), node("SequenceInsert", ["s0", "a"], ["s1"]),
              node("SequenceInsert", ["s1", "b", "zero"], ["s2"]),
