@@ -293,9 +293,12 @@ def test_deform_conv_run_time_weights() -> None:
 def test_deform_conv_double_and_float16() -> None:
     inputs, consts, attrs, order = _deform_conv(1, 2, (4, 5), 3, (3, 3), bias=True, mask=True, dtype=np.float64)
     check_node("DeformConv", inputs, attrs, consts, opset=19, order=order)
-    # glow-mlir computes float16 in float32 and rounds once; the spec's reference rounds at every step.
+    # glow-mlir computes float16 in float32 and rounds once; the spec's reference rounds at every step: each of
+    # an output's 18 bilinear samples, products and partial sums (|x| <= 1) to float16, half an ulp (2^-11
+    # relative) each. 2e-3 was the typical error, not its bound: draws that the test order picks from the shared
+    # generator (2.7e-3 under pytest-xdist) went past it.
     inputs, consts, attrs, order = _deform_conv(1, 2, (4, 5), 3, (3, 3), bias=True, dtype=np.float16)
-    check_node("DeformConv", inputs, attrs, consts, opset=19, order=order, spec=True, rtol=1e-3, atol=2e-3)
+    check_node("DeformConv", inputs, attrs, consts, opset=19, order=order, spec=True, rtol=1e-3, atol=8e-3)
 
 
 def test_deform_conv_no_channels() -> None:
