@@ -139,43 +139,46 @@ def check(loop: Loop, operands: Sequence[Typed], results: Sequence[Typed], body_
           body_out: Sequence[Typed]) -> None:
     """The loop's operands and results agree with its attributes and its body's signature (ShapeError if not)."""
     c, s = loop.num_carried, loop.num_scan_inputs
-    require(loop.trip_count >= 1, f"trip_count {loop.trip_count} must be at least 1")
-    require(c + s <= len(operands) and c <= len(results), f"num_carried {c} and num_scan_inputs {s} exceed the "
+    require(loop.trip_count >= 1, lambda: f"trip_count {loop.trip_count} must be at least 1")
+    require(c + s <= len(operands) and c <= len(results), lambda: f"num_carried {c} and num_scan_inputs {s} exceed the "
             f"{len(operands)} operands / {len(results)} results")
     n_out = len(results) - c
     cond = loop.condition
-    require(cond in (0, 1) and not (cond and n_out), f"condition {cond} must be 0, or 1 in a loop without scan outputs")
+    require(cond in (0, 1) and not (cond and n_out),
+            lambda: f"condition {cond} must be 0, or 1 in a loop without scan outputs")
     require(len(loop.scan_input_axes) == s == len(loop.scan_input_directions),
-            f"scan_input_axes and scan_input_directions must hold {s} values")
+            lambda: f"scan_input_axes and scan_input_directions must hold {s} values")
     require(len(loop.scan_output_axes) == n_out == len(loop.scan_output_directions),
-            f"scan_output_axes and scan_output_directions must hold {n_out} values")
+            lambda: f"scan_output_axes and scan_output_directions must hold {n_out} values")
     require(len(body_in) == 1 + len(operands) and len(body_out) == cond + len(results),
-            f"the body takes {len(body_in)} arguments and gives {len(body_out)} results; the loop needs "
+            lambda: f"the body takes {len(body_in)} arguments and gives {len(body_out)} results; the loop needs "
             f"{1 + len(operands)} and {cond + len(results)}")
-    require(not cond or body_out[0] == ((), "i1"), f"the body's condition must be i1 [], got {_text(body_out[0])}")
+    require(not cond or body_out[0] == ((), "i1"),
+            lambda: f"the body's condition must be i1 [], got {_text(body_out[0])}")
     body_out = body_out[cond:]
     require(body_in[0] == ((), "i64"),
-            f"the body's first argument (the iteration) must be i64 [], got {_text(body_in[0])}")
+            lambda: f"the body's first argument (the iteration) must be i64 [], got {_text(body_in[0])}")
     for k in range(c):
         require(operands[k] == body_in[1 + k] == body_out[k] == results[k],
-                f"carried value {k}: initial {_text(operands[k])}, body {_text(body_in[1 + k])} -> "
+                lambda: f"carried value {k}: initial {_text(operands[k])}, body {_text(body_in[1 + k])} -> "
                 f"{_text(body_out[k])}, result {_text(results[k])} must agree")
     for k in range(s):
         (dims, elt), axis = operands[c + k], loop.scan_input_axes[k]
         require(0 <= axis < len(dims) and dims[axis] == loop.trip_count,
-                f"scan input {k} {list(dims)} must have {loop.trip_count} slices along axis {axis}")
+                lambda: f"scan input {k} {list(dims)} must have {loop.trip_count} slices along axis {axis}")
         require(body_in[1 + c + k] == (dims[:axis] + dims[axis + 1:], elt),
-                f"scan input {k}: the body takes {_text(body_in[1 + c + k])}, a slice is "
+                lambda: f"scan input {k}: the body takes {_text(body_in[1 + c + k])}, a slice is "
                 f"{_text((dims[:axis] + dims[axis + 1:], elt))}")
     for k in range(c + s, len(operands)):
         require(operands[k] == body_in[1 + k],
-                f"invariant {k - c - s}: {_text(operands[k])} but the body takes {_text(body_in[1 + k])}")
+                lambda: f"invariant {k - c - s}: {_text(operands[k])} but the body takes {_text(body_in[1 + k])}")
     for k in range(n_out):
         (dims, elt), axis = body_out[c + k], loop.scan_output_axes[k]
-        require(0 <= axis <= len(dims), f"scan output {k}: axis {axis} out of range for rank {len(dims) + 1}")
+        require(0 <= axis <= len(dims), lambda: f"scan output {k}: axis {axis} out of range for rank {len(dims) + 1}")
         stacked = dims[:axis] + (loop.trip_count,) + dims[axis:]
         require(results[c + k] == (stacked, elt),
-                f"scan output {k}: result {_text(results[c + k])}, the stacked slices are {_text((stacked, elt))}")
+                lambda: f"scan output {k}: result {_text(results[c + k])}, the stacked slices are "
+                        f"{_text((stacked, elt))}")
 
 
 def evaluate(loop: Loop, operands: Sequence[np.ndarray], n_results: int,

@@ -244,13 +244,15 @@ def _nbits_shape(o: list[tuple[int, ...]], a: dict[str, object], _: object) -> t
     shapes.rank(input, 2, "input")
     shapes.rank(weight, 3, "weight")
     bits = a["bits"]
-    shapes.require(bits in (2, 4, 8), f"bits must be 2, 4 or 8, got {bits}")
+    shapes.require(bits in (2, 4, 8), lambda: f"bits must be 2, 4 or 8, got {bits}")
     (m, k), (n, blocks, size) = input, weight
     block = size * 8 // bits
     shapes.require(blocks * block >= k > (blocks - 1) * block,
-                   f"K = {k} does not end in the last of {blocks} blocks of {block}: weight {shapes.fmt(weight)}")
+                   lambda: f"K = {k} does not end in the last of {blocks} blocks of {block}: weight "
+                           f"{shapes.fmt(weight)}")
     for name, shape in (("scales", scales), ("zeros", zeros)):
-        shapes.require(tuple(shape) == (n, blocks), f"{name} {shapes.fmt(shape)} is not [N, blocks] = [{n}, {blocks}]")
+        shapes.require(tuple(shape) == (n, blocks),
+                       lambda: f"{name} {shapes.fmt(shape)} is not [N, blocks] = [{n}, {blocks}]")
     return (m, n)
 
 

@@ -78,7 +78,8 @@ def _verify_loop(op: ir.Operation) -> None:
 
 
 def _static_type(t: ir.Type, kind: type[ir.ShapedType], what: str) -> Typed:
-    _require(isinstance(t, kind) and kind(t).has_static_shape, f"{what} must be a static {kind.__name__}, got {t}")
+    _require(isinstance(t, kind) and kind(t).has_static_shape,
+             lambda: f"{what} must be a static {kind.__name__}, got {t}")
     return tuple(kind(t).shape), str(kind(t).element_type)
 
 
@@ -112,11 +113,12 @@ def _read(op: ir.Operation, name: str, kind: Attr) -> object:
             return _flag(op, name)
         case Attr.STRING:
             attr = op.attributes[name]
-            _require(isinstance(attr, ir.StringAttr), f"attribute '{name}' must be a string, got {attr}")
+            _require(isinstance(attr, ir.StringAttr), lambda: f"attribute '{name}' must be a string, got {attr}")
             return ir.StringAttr(attr).value
         case Attr.FLOATS:
             attr = op.attributes[name]
-            _require(isinstance(attr, ir.DenseF32ArrayAttr), f"attribute '{name}' must be array<f32: ...>, got {attr}")
+            _require(isinstance(attr, ir.DenseF32ArrayAttr),
+                     lambda: f"attribute '{name}' must be array<f32: ...>, got {attr}")
             return tuple(ir.DenseF32ArrayAttr(attr))
     return op.attributes[name]
 
@@ -136,7 +138,7 @@ def _check(
     expected_type = type_rule([t for _, t in operands], stated_type)
     _require(
         stated_type == expected_type,
-        f"{what} element type {stated_type} must equal the type rule's {expected_type}",
+        lambda: f"{what} element type {stated_type} must equal the type rule's {expected_type}",
     )
     name = op.name.split(".", 1)[1]
     if name == "splat":
@@ -145,7 +147,7 @@ def _check(
         value = op.attributes["value"]
         _require(
             isinstance(value, ir.DenseElementsAttr) and value.type == op.results[0].type,
-            f"value must be a dense elements attribute of the result type {op.results[0].type}",
+            lambda: f"value must be a dense elements attribute of the result type {op.results[0].type}",
         )
     expected = shape_rule([s for s, _ in operands], attrs, stated_shape)
     _same_shape(stated_shape, expected, what)
@@ -167,11 +169,11 @@ def _verify_glow_ir(op: ir.Operation) -> None:
         source, source_type = buffers[0]
         _require(
             math.prod(view) == math.prod(source),
-            f"view {list(view)} must have as many elements as its source {list(source)}",
+            lambda: f"view {list(view)} must have as many elements as its source {list(source)}",
         )
         _require(
             view_type == source_type,
-            f"view element type {view_type} must equal its source's {source_type} (a view moves no data)",
+            lambda: f"view element type {view_type} must equal its source's {source_type} (a view moves no data)",
         )
     elif kind == "block_view":
         view, view_type = _static(op.results[0], ir.MemRefType, "view")
@@ -180,17 +182,17 @@ def _verify_glow_ir(op: ir.Operation) -> None:
         _require(
             len(start) == len(source) == len(view)
             and all(0 <= s and s + n <= d for s, n, d in zip(start, view, source, strict=True)),
-            f"view {list(view)} at {list(start)} must lie inside its source {list(source)}",
+            lambda: f"view {list(view)} at {list(start)} must lie inside its source {list(source)}",
         )
         _require(
             view_type == source_type,
-            f"view element type {view_type} must equal its source's {source_type} (a view moves no data)",
+            lambda: f"view element type {view_type} must equal its source's {source_type} (a view moves no data)",
         )
         strides, offset = ir.MemRefType(op.operands[0].type).get_strides_and_offset()
         expected = ir.StridedLayoutAttr.get(offset + sum(s * t for s, t in zip(start, strides)), strides)
         _require(
             ir.MemRefType(op.results[0].type).layout == expected,
-            f"view layout must be {expected}, the block's place in its source",
+            lambda: f"view layout must be {expected}, the block's place in its source",
         )
     else:
         roles = ops.roles(op)
@@ -206,9 +208,10 @@ def _verify_glow_ir(op: ir.Operation) -> None:
         _check(op, type_rule, shape_rule, _attributes(op, kinds), inputs, dest, "destination")
 
 
-def _require(condition: bool, rule: str) -> None:
+def _require(condition: bool, rule: str | Callable[[], str]) -> None:
+    """shapes.require: a formatted message is passed as a function, called on failure only."""
     if not condition:
-        raise ShapeError(rule)
+        raise ShapeError(rule() if callable(rule) else rule)
 
 
 def _static(value: ir.Value, kind: type[ir.ShapedType], what: str) -> Typed:
@@ -225,12 +228,12 @@ def _static(value: ir.Value, kind: type[ir.ShapedType], what: str) -> Typed:
 
 
 def _same_shape(stated: Shape, expected: Shape, what: str) -> None:
-    _require(stated == expected, f"{what} shape {list(stated)} must equal the shape rule's {list(expected)}")
+    _require(stated == expected, lambda: f"{what} shape {list(stated)} must equal the shape rule's {list(expected)}")
 
 
 def _ints(op: ir.Operation, name: str) -> list[int]:
     attr = op.attributes[name]
-    _require(isinstance(attr, ir.DenseI64ArrayAttr), f"attribute '{name}' must be array<i64: ...>, got {attr}")
+    _require(isinstance(attr, ir.DenseI64ArrayAttr), lambda: f"attribute '{name}' must be array<i64: ...>, got {attr}")
     return list(attr)
 
 
@@ -238,7 +241,7 @@ def _int(op: ir.Operation, name: str) -> int:
     attr = op.attributes[name]
     _require(
         isinstance(attr, ir.IntegerAttr) and _is_i64(attr.type),
-        f"attribute '{name}' must be an i64 integer, got {attr}",
+        lambda: f"attribute '{name}' must be an i64 integer, got {attr}",
     )
     return attr.value
 
@@ -247,7 +250,7 @@ def _float(op: ir.Operation, name: str) -> float:
     attr = op.attributes[name]
     _require(
         isinstance(attr, ir.FloatAttr) and isinstance(attr.type, ir.F32Type),
-        f"attribute '{name}' must be an f32 float, got {attr}",
+        lambda: f"attribute '{name}' must be an f32 float, got {attr}",
     )
     return attr.value
 
@@ -261,17 +264,17 @@ def _splat_value(op: ir.Operation, elt: str) -> None:
     attr = op.attributes["value"]
     _require(
         isinstance(attr, ir.IntegerAttr | ir.BoolAttr),
-        f"attribute 'value' must be an integer for {elt} results, got {attr}",
+        lambda: f"attribute 'value' must be an integer for {elt} results, got {attr}",
     )
     value = ir.IntegerAttr(attr).value
     # An i1-typed attribute (true/false) reads as -1/0; any other width must hold a value that fits.
     low, high = (-1, 1) if elt == types.BOOL else types.integer_range(elt)
-    _require(low <= value <= high, f"attribute 'value' {value} must lie in [{low}, {high}] for {elt} results")
+    _require(low <= value <= high, lambda: f"attribute 'value' {value} must lie in [{low}, {high}] for {elt} results")
 
 
 def _flag(op: ir.Operation, name: str) -> bool:
     attr = op.attributes[name]
-    _require(isinstance(attr, ir.BoolAttr), f"attribute '{name}' must be true or false, got {attr}")
+    _require(isinstance(attr, ir.BoolAttr), lambda: f"attribute '{name}' must be true or false, got {attr}")
     return attr.value
 
 

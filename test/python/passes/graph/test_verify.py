@@ -431,6 +431,28 @@ def test_messages_are_formatted_for_failures_only(monkeypatch: pytest.MonkeyPatc
     assert Counted.joins == 1
 
 
+def test_shape_rules_format_shapes_for_failures_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shape rules' messages are formatted on failure only (shapes.require takes them as functions): every
+    value's and op's check formatted its shapes, 2.3 million of them in HRM-Text QDQ's compile, 1.3 s. No shape is
+    formatted verifying a good graph of convolution, normalization, pooling, reshape, softmax and matmul; a bad
+    shape is, in its message."""
+    from glow_mlir.opdefs import shapes
+
+    formatted: list[object] = []
+    fmt = shapes.fmt
+    monkeypatch.setattr(shapes, "fmt", lambda shape: formatted.append(shape) or fmt(shape))
+    g = Graph("ok")
+    conv = g.convolution(g.input("x", (1, 2, 6, 6)), np.ones((4, 1, 3, 3), np.float32), np.zeros(4, np.float32),
+                         pads=(1, 1, 1, 1), group=2)  # fmt: skip
+    pooled = g.avg_pool(g.batch_normalization(conv, *[np.ones(4, np.float32)] * 4), (3, 3), (2, 2), (1, 1, 1, 1))
+    g.output("y", g.matmul(g.softmax(g.reshape(pooled, (4, 9))), g.constant(np.ones((9, 2), np.float32))))
+    verify(g.module)
+    assert formatted == []
+    with make_context(), pytest.raises(VerificationError, match=r"\[2, 3\] and \[3, 2\]"):
+        verify(ir.Module.parse(glow_op("add", [TT("f32", 2, 3), TT("f32", 3, 2)], TT("f32", 2, 3))))
+    assert formatted
+
+
 GOOD_TYPED = [
     glow_op("erf", [TT("f16", 2)], TT("f16", 2)),
     glow_op("add", [TT("i8", 2)] * 2, TT("i8", 2)),
