@@ -81,28 +81,19 @@ def cpu_schedule(module: ir.Module) -> None:
                     if chosen is not None:
                         kernels.extend(chosen.kernels)
         outlined = Outlined()
-        finishing = _schedule(module, kernels, outlined) if kernels else None
-        # Before the vector tail, so that it runs once on each distinct loop nest (the int8 kernels' among them),
-        # function by function in parallel, not on every copy in the entry function: 1.3 s of HRM-Text QDQ's
-        # compile, whose entry held 124 thousand ops of them.
+        if kernels:
+            _schedule(module, kernels, outlined)
         for func in entries:
             outline_leftovers(func, outlined)
-        if finishing is not None:
-            _tail(module, finishing)
         outlined.sink_table_reads()
         merge_offset_twins(module, entries)
 
 
-# Each kernel function that its recipe finishes after the vector tail, with that step.
-Finishing = list[tuple[ir.Operation, Callable[[ir.Operation], None]]]
-
-
-def _schedule(module: ir.Module, kernels: list[Kernel], outlined: Outlined) -> Finishing:
-    """Outlines `kernels` and schedules the distinct ones with one transform named sequence; returns the steps
-    that finish them after the vector tail (`_tail`)."""
+def _schedule(module: ir.Module, kernels: list[Kernel], outlined: Outlined) -> None:
+    """Outlines `kernels` and schedules the distinct ones with one transform named sequence."""
     on_tensors = any(op.name == "bufferization.to_tensor" for op in ops.walk_ops(module.operation))
     tagged: dict[str, tuple[ir.Operation, steps.Build]] = {}
-    finishing: Finishing = []
+    finishing: list[tuple[ir.Operation, Callable[[ir.Operation], None]]] = []
     for i, kernel in enumerate(kernels):
         call, function = outline(kernel.op, f"{KERNEL_PREFIX}{i}")
         if outlined.keep(call, function, steps.text_of(kernel.build)):
@@ -116,14 +107,6 @@ def _schedule(module: ir.Module, kernels: list[Kernel], outlined: Outlined) -> F
     script = steps.sequence([tagged[name] for name in names if name in tagged], on_tensors)
     try:
         interpreter.apply_named_sequence(module.operation, script.body.operations[0], script)
-    except ir.MLIRError as e:
-        raise _failed(e) from None
-    return finishing
-
-
-def _tail(module: ir.Module, finishing: Finishing) -> None:
-    """The vector tail on every function, then each kernel's finishing step."""
-    try:
         # The pass finds its entry point only in a library preloaded into the context, from a file. The library's
         # sequence is private: compiling again in the same context merges another copy, renamed, not a clash.
         with tempfile.NamedTemporaryFile("w", suffix=".mlir") as library:
@@ -134,14 +117,10 @@ def _tail(module: ir.Module, finishing: Finishing) -> None:
                 f"func.func(transform-interpreter{{entry-point={steps.TAIL_ENTRY}}}))"
             ).run(module.operation)
     except ir.MLIRError as e:
-        raise _failed(e) from None
+        notes = "; ".join(f"{d.location}: {d.message}" for d in e.error_diagnostics)
+        raise PipelineError(f"glow-cpu-schedule failed: {notes or e}") from None
     for function, finish in finishing:
         finish(function)
     for op in ops.walk_ops(module.operation):
         if steps.KERNEL_ATTR in op.attributes:
             del op.attributes[steps.KERNEL_ATTR]
-
-
-def _failed(e: ir.MLIRError) -> PipelineError:
-    notes = "; ".join(f"{d.location}: {d.message}" for d in e.error_diagnostics)
-    return PipelineError(f"glow-cpu-schedule failed: {notes or e}")

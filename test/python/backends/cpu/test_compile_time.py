@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import glow_mlir
 from glow_mlir import ops
-from glow_mlir.backends.cpu import conv_recipes, elementwise_recipes, int8_rewrite
+from glow_mlir.backends.cpu import conv_recipes, elementwise_recipes
 from glow_mlir.backends.cpu.recipes import CONV_ACTIVATION_ATTR, CONV_BIAS_ATTR
 from glow_mlir.context import copy_module, make_context
 from glow_mlir.frontends.onnx import import_model
@@ -317,52 +317,3 @@ def test_kernels_differing_in_constants_compile_once() -> None:
     assert re.search(r"scf\.for[^\n]*\n(.*\n)*.*memref\.load %arg\d+\[%c\d+\] : memref<1xf32>", body), body
     assert "arith.constant dense<-8.000000e+00>" in body, body
     assert len(re.findall(r"memref\.global \"private\" constant @__glow_constants_", scheduled)) == 3
-
-
-@pytest.mark.skipif(not int8_rewrite.host_has_vnni(), reason="the host CPU has no avx512_vnni")
-def test_vector_loop_nests_leave_the_entry_before_the_vector_tail(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The int8 kernels' vector loop nests, written into the entry function by glow-ir-to-linalg, become
-    functions (the same nests one) before the vector tail runs, which then cleans each once and in parallel, not
-    every copy in the entry (1.3 s of HRM-Text QDQ's compile). Two QLinearMatMuls of one shape: when the tail
-    starts, the entry holds no vector op and calls one function twice; outputs as onnxruntime's."""
-    import onnxruntime as ort
-
-    from glow_mlir.backends.cpu import outline, schedule
-
-    inits = {"xs": np.float32(0.02), "xz": np.array(128, np.uint8), "ys": np.float32(0.3),
-             "yz": np.array(90, np.uint8), "m": RNG.integers(-127, 128, (48, 48)).astype(np.int8),
-             "ms": np.float32(0.01), "mz": np.array(0, np.int8)}  # fmt: skip
-    nodes = [helper.make_node("QLinearMatMul", ["x", "xs", "xz", "m", "ms", "mz", "xs", "xz"], ["h"]),
-             helper.make_node("QLinearMatMul", ["h", "xs", "xz", "m", "ms", "mz", "ys", "yz"], ["y"])]  # fmt: skip
-    graph = helper.make_graph(nodes, "qmm", [helper.make_tensor_value_info("x", TensorProto.UINT8, [40, 48])],
-                              [helper.make_empty_tensor_value_info("y")],
-                              [numpy_helper.from_array(v, k) for k, v in inits.items()])  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    seen: list[tuple[int, list[str]]] = []
-    manager = schedule.PassManager
-
-    class Observed:
-        """glow-cpu-schedule's pass manager, which runs the vector tail: notes the entry function first."""
-
-        def __init__(self, pipeline: str) -> None:
-            self.pipeline = manager.parse(pipeline)
-
-        @staticmethod
-        def parse(pipeline: str) -> Observed:
-            return Observed(pipeline)
-
-        def run(self, module: ir.Operation) -> None:
-            entry = next(f for f in ops.functions(module) if "glow.arena_bytes" in f.attributes)
-            inner = ops.walk_ops(entry)
-            calls = [str(op.attributes["callee"]) for op in inner if op.name == "func.call"]
-            loops = [callee for callee in calls if callee.startswith(f"@{outline.LOOPS_PREFIX}")]
-            seen.append((sum(op.name.startswith("vector.") for op in inner), loops))
-            self.pipeline.run(module)
-
-    monkeypatch.setattr(schedule, "PassManager", Observed)
-    x = RNG.integers(0, 256, (40, 48)).astype(np.uint8)
-    [want] = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    with glow_mlir.compile(glow_mlir.import_onnx(model), cache=False) as compiled:
-        np.testing.assert_array_equal(compiled.run({"x": x})["y"], want)
-    [(vector_ops, calls)] = seen
-    assert vector_ops == 0 and len(calls) == 2 and calls[0] == calls[1]
