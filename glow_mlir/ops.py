@@ -118,6 +118,13 @@ def element_type(value_or_type: ir.Value | ir.Type) -> ir.Type:
     return ir.ShapedType(t).element_type
 
 
+def fully_static(t: ir.MemRefType) -> bool:
+    """Whether memref type `t` has a static shape, static strides and a static offset: a code generator may read
+    all three off the type (a kernel's vector accesses, the bare-pointer calling convention)."""
+    strides, offset = t.get_strides_and_offset()
+    return t.has_static_shape and ir.ShapedType.get_dynamic_stride_or_offset() not in (*strides, offset)
+
+
 def tensor_type(dims: Sequence[int], elt: ir.Type | None = None) -> ir.RankedTensorType:
     return ir.RankedTensorType.get([int(d) for d in dims], elt or ir.F32Type.get())
 

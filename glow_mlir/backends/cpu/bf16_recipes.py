@@ -34,6 +34,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, func, scf, vector
 
+from glow_mlir import ops
 from glow_mlir.backends.cpu import bf16_host
 # The f32 convolution recipe's finder of the marked bias and activation ops around a convolution.
 from glow_mlir.backends.cpu.conv_recipes import epilogue as conv_epilogue
@@ -172,9 +173,8 @@ def _rows_contiguous(value: ir.Value) -> bool:
     """A memref of static shape, strides and offset whose last dim is contiguous, which the kernel's vector
     loads and stores need: a whole buffer, or a view into one (a convolution writing into the interior of
     the next op's padded input)."""
-    strides, offset = ir.MemRefType(value.type).get_strides_and_offset()
-    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
-    return static_shape(value) is not None and dynamic not in (*strides, offset) and strides[-1] == 1
+    t = ir.MemRefType(value.type)
+    return ops.fully_static(t) and t.get_strides_and_offset()[0][-1] == 1
 
 
 def _packed(user: ir.Operation, data: np.ndarray) -> ir.Value:

@@ -8,7 +8,7 @@ import numpy as np
 from mlir import ir
 
 from glow_mlir import ops
-from glow_mlir.backends.cpu.int8_ops import column_offsets
+from glow_mlir.backends.cpu.int8_ops import columns_fit
 from glow_mlir.backends.cpu.ops import TO_NHWC
 from glow_mlir.passes.graph import utils as g
 from glow_mlir.passes.graph.sink_transpose import transpose_to
@@ -44,13 +44,13 @@ def other(op: ir.Operation, value: ir.Value) -> ir.Value:
 def exact_weights(value: ir.Value, axis: int) -> np.ndarray | None:
     """The constant `value` as int64, when every element is an integer and each output channel's (along `axis`)
     values, with 0, span at most 255: int8 weights, or wider ones the kernels take as int8 plus a per-channel
-    offset (int8_ops.column_offsets: uint8 weights minus their zero point)."""
+    offset (int8_ops.columns_fit, column_offsets: uint8 weights minus their zero point)."""
     w = g.constant_array(value)
     if w is None or np.abs(w).max(initial=0) >= 2**31 or (w != np.round(w)).any():
         return None
     wide = w.astype(np.int64)
     lines = np.moveaxis(wide, axis, -1).reshape(-1, wide.shape[axis])
-    return wide if column_offsets(lines) is not None else None
+    return wide if columns_fit(lines).all() else None
 
 
 def packed(weights: np.ndarray) -> ir.Value:

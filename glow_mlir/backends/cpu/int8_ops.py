@@ -51,16 +51,22 @@ def offset(dtype: np.dtype) -> int:
     return SIGNED_OFFSET if np.dtype(dtype) == np.int8 else 0
 
 
+def columns_fit(w: np.ndarray) -> np.ndarray:
+    """Per column n of integer-valued weights `w` [K, N] (of any numeric type), whether its values and 0 (the zeros
+    that pad K) span at most 255 steps: the columns `column_offsets` can shift into int8's range. A NaN or infinite
+    value fits nothing."""
+    return w.max(axis=0, initial=0) - w.min(axis=0, initial=0) <= 255
+
+
 def column_offsets(w: np.ndarray) -> np.ndarray | None:
     """Per column n of integer weights `w` [K, N], the offset c[n] nearest 0 that leaves every w[k, n] - c[n], and
-    -c[n] (the zeros that pad K), in int8's range: 0 for columns that fit int8; None when a column (with 0) spans
-    more than 255. uint8 weights minus their zero point (MatMulInteger, QLinearConv) span 255 and take c = 128 -
+    -c[n] (the zeros that pad K), in int8's range: 0 for columns that fit int8; None when a column does not fit
+    (`columns_fit`). uint8 weights minus their zero point (MatMulInteger, QLinearConv) span 255 and take c = 128 -
     zero."""
     wide = w.astype(np.int64)
-    lo, hi = wide.min(axis=0, initial=0), wide.max(axis=0, initial=0)
-    if (hi - lo > 255).any():
+    if not columns_fit(wide).all():
         return None
-    return np.clip(0, hi - 127, lo + 128).astype(np.int32)
+    return np.clip(0, wide.max(axis=0, initial=0) - 127, wide.min(axis=0, initial=0) + 128).astype(np.int32)
 
 
 def pack_weights(w: np.ndarray) -> np.ndarray:

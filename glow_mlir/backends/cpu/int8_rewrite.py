@@ -47,7 +47,7 @@ from glow_mlir import ops
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.int8_ops import (
     SIGNED_OFFSET,
-    column_offsets,
+    columns_fit,
     correction,
     gemm_conv,
     offset,
@@ -112,7 +112,7 @@ def _scale_estimates(lines: np.ndarray) -> np.ndarray:
 
 def integer_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(q, scales) with integer steps q (int64) and float32(q * scale) == w exactly, one scale per index of `axis`,
-    each channel's steps spanning at most 255 with 0 (int8_ops.column_offsets): the int8 or uint8 weights less
+    each channel's steps spanning at most 255 with 0 (int8_ops.columns_fit): the int8 or uint8 weights less
     their zero point that a DequantizeLinear folded into float constant `w`, per channel or per tensor
     (`_scale_estimates`; per tensor, only the widest channel reaches the tensor's range); None when some channel is
     not so. Each channel takes the first of its own estimates, then the tensor's, that fits; the candidates are
@@ -134,8 +134,7 @@ def integer_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray] |
                     break
                 scale, line = column[rows, None], lines[rows]
                 steps = np.round(line / scale)
-                span = np.maximum(steps.max(axis=1), 0) - np.minimum(steps.min(axis=1), 0)
-                fits = (span <= 255) & (steps * scale == line).all(axis=1)
+                fits = columns_fit(steps.T) & (steps * scale == line).all(axis=1)
                 q[rows[fits]], scales[rows[fits]] = steps[fits].astype(np.int64), scale[fits, 0]
                 pending[rows[fits]] = False
     if pending.any():

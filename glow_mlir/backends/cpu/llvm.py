@@ -158,10 +158,7 @@ def _bare(t: ir.Type) -> bool:
     memref of static shape, strides and offset (LLVMTypeConverter::canConvertToBarePtr)."""
     if not isinstance(t, ir.MemRefType):
         return not isinstance(t, ir.UnrankedMemRefType)
-    memref_type = ir.MemRefType(t)
-    strides, offset = memref_type.get_strides_and_offset()
-    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
-    return memref_type.has_static_shape and dynamic not in strides and offset != dynamic
+    return ops.fully_static(ir.MemRefType(t))
 
 
 # LLVM's loop metadata for the loops of every outlined function: LLVM may vectorize them, but neither

@@ -22,7 +22,7 @@ from glow_mlir import opdefs, ops
 from glow_mlir.errors import VerificationError
 from glow_mlir.opdefs import control, shapes, types
 from glow_mlir.opdefs.base import Attr, Attrs, ShapeRule, TypeRule
-from glow_mlir.opdefs.shapes import Shape, ShapeError
+from glow_mlir.opdefs.shapes import Shape, ShapeError, require
 from glow_mlir.passes.registry import register
 
 # A static tensor or buffer as the rules see it: its shape and its element type's MLIR spelling.
@@ -78,8 +78,8 @@ def _verify_loop(op: ir.Operation) -> None:
 
 
 def _static_type(t: ir.Type, kind: type[ir.ShapedType], what: str) -> Typed:
-    _require(isinstance(t, kind) and kind(t).has_static_shape,
-             lambda: f"{what} must be a static {kind.__name__}, got {t}")
+    require(isinstance(t, kind) and kind(t).has_static_shape,
+            lambda: f"{what} must be a static {kind.__name__}, got {t}")
     return tuple(kind(t).shape), str(kind(t).element_type)
 
 
@@ -113,12 +113,12 @@ def _read(op: ir.Operation, name: str, kind: Attr) -> object:
             return _flag(op, name)
         case Attr.STRING:
             attr = op.attributes[name]
-            _require(isinstance(attr, ir.StringAttr), lambda: f"attribute '{name}' must be a string, got {attr}")
+            require(isinstance(attr, ir.StringAttr), lambda: f"attribute '{name}' must be a string, got {attr}")
             return ir.StringAttr(attr).value
         case Attr.FLOATS:
             attr = op.attributes[name]
-            _require(isinstance(attr, ir.DenseF32ArrayAttr),
-                     lambda: f"attribute '{name}' must be array<f32: ...>, got {attr}")
+            require(isinstance(attr, ir.DenseF32ArrayAttr),
+                    lambda: f"attribute '{name}' must be array<f32: ...>, got {attr}")
             return tuple(ir.DenseF32ArrayAttr(attr))
     return op.attributes[name]
 
@@ -136,7 +136,7 @@ def _check(
     of the op's definition give for `operands` and `op`'s attributes."""
     stated_shape, stated_type = result
     expected_type = type_rule([t for _, t in operands], stated_type)
-    _require(
+    require(
         stated_type == expected_type,
         lambda: f"{what} element type {stated_type} must equal the type rule's {expected_type}",
     )
@@ -145,7 +145,7 @@ def _check(
         _splat_value(op, stated_type)
     elif name == "constant":
         value = op.attributes["value"]
-        _require(
+        require(
             isinstance(value, ir.DenseElementsAttr) and value.type == op.results[0].type,
             lambda: f"value must be a dense elements attribute of the result type {op.results[0].type}",
         )
@@ -160,18 +160,18 @@ def _verify_glow_ir(op: ir.Operation) -> None:
         _static(op.results[0], ir.MemRefType, "buffer")
     elif kind == "dealloc_activation":
         owner = op.operands[0].owner
-        _require(
+        require(
             isinstance(owner, ir.Operation | ir.OpView) and owner.name == "glow_ir.alloc_activation",
             "operand must be a buffer from glow_ir.alloc_activation",
         )
     elif kind == "tensor_view":
         view, view_type = _static(op.results[0], ir.MemRefType, "view")
         source, source_type = buffers[0]
-        _require(
+        require(
             math.prod(view) == math.prod(source),
             lambda: f"view {list(view)} must have as many elements as its source {list(source)}",
         )
-        _require(
+        require(
             view_type == source_type,
             lambda: f"view element type {view_type} must equal its source's {source_type} (a view moves no data)",
         )
@@ -179,18 +179,18 @@ def _verify_glow_ir(op: ir.Operation) -> None:
         view, view_type = _static(op.results[0], ir.MemRefType, "view")
         source, source_type = buffers[0]
         start = _ints(op, "start")
-        _require(
+        require(
             len(start) == len(source) == len(view)
             and all(0 <= s and s + n <= d for s, n, d in zip(start, view, source, strict=True)),
             lambda: f"view {list(view)} at {list(start)} must lie inside its source {list(source)}",
         )
-        _require(
+        require(
             view_type == source_type,
             lambda: f"view element type {view_type} must equal its source's {source_type} (a view moves no data)",
         )
         strides, offset = ir.MemRefType(op.operands[0].type).get_strides_and_offset()
         expected = ir.StridedLayoutAttr.get(offset + sum(s * t for s, t in zip(start, strides)), strides)
-        _require(
+        require(
             ir.MemRefType(op.results[0].type).layout == expected,
             lambda: f"view layout must be {expected}, the block's place in its source",
         )
@@ -208,12 +208,6 @@ def _verify_glow_ir(op: ir.Operation) -> None:
         _check(op, type_rule, shape_rule, _attributes(op, kinds), inputs, dest, "destination")
 
 
-def _require(condition: bool, rule: str | Callable[[], str]) -> None:
-    """shapes.require: a formatted message is passed as a function, called on failure only."""
-    if not condition:
-        raise ShapeError(rule() if callable(rule) else rule)
-
-
 def _static(value: ir.Value, kind: type[ir.ShapedType], what: str) -> Typed:
     """Shape and element type of a value that must be a static tensor (glow) or memref (glow_ir) of one of
     the convention's element types."""
@@ -228,18 +222,18 @@ def _static(value: ir.Value, kind: type[ir.ShapedType], what: str) -> Typed:
 
 
 def _same_shape(stated: Shape, expected: Shape, what: str) -> None:
-    _require(stated == expected, lambda: f"{what} shape {list(stated)} must equal the shape rule's {list(expected)}")
+    require(stated == expected, lambda: f"{what} shape {list(stated)} must equal the shape rule's {list(expected)}")
 
 
 def _ints(op: ir.Operation, name: str) -> list[int]:
     attr = op.attributes[name]
-    _require(isinstance(attr, ir.DenseI64ArrayAttr), lambda: f"attribute '{name}' must be array<i64: ...>, got {attr}")
+    require(isinstance(attr, ir.DenseI64ArrayAttr), lambda: f"attribute '{name}' must be array<i64: ...>, got {attr}")
     return list(attr)
 
 
 def _int(op: ir.Operation, name: str) -> int:
     attr = op.attributes[name]
-    _require(
+    require(
         isinstance(attr, ir.IntegerAttr) and _is_i64(attr.type),
         lambda: f"attribute '{name}' must be an i64 integer, got {attr}",
     )
@@ -248,7 +242,7 @@ def _int(op: ir.Operation, name: str) -> int:
 
 def _float(op: ir.Operation, name: str) -> float:
     attr = op.attributes[name]
-    _require(
+    require(
         isinstance(attr, ir.FloatAttr) and isinstance(attr.type, ir.F32Type),
         lambda: f"attribute '{name}' must be an f32 float, got {attr}",
     )
@@ -262,19 +256,19 @@ def _splat_value(op: ir.Operation, elt: str) -> None:
         _float(op, "value")
         return
     attr = op.attributes["value"]
-    _require(
+    require(
         isinstance(attr, ir.IntegerAttr | ir.BoolAttr),
         lambda: f"attribute 'value' must be an integer for {elt} results, got {attr}",
     )
     value = ir.IntegerAttr(attr).value
     # An i1-typed attribute (true/false) reads as -1/0; any other width must hold a value that fits.
     low, high = (-1, 1) if elt == types.BOOL else types.integer_range(elt)
-    _require(low <= value <= high, lambda: f"attribute 'value' {value} must lie in [{low}, {high}] for {elt} results")
+    require(low <= value <= high, lambda: f"attribute 'value' {value} must lie in [{low}, {high}] for {elt} results")
 
 
 def _flag(op: ir.Operation, name: str) -> bool:
     attr = op.attributes[name]
-    _require(isinstance(attr, ir.BoolAttr), lambda: f"attribute '{name}' must be true or false, got {attr}")
+    require(isinstance(attr, ir.BoolAttr), lambda: f"attribute '{name}' must be true or false, got {attr}")
     return attr.value
 
 
