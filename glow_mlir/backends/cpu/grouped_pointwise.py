@@ -14,7 +14,8 @@ pixel vectors, from the bias) take, per input channel, one broadcast weight and 
 vector; the accumulators, after the activation, are transposed back into the output's pixel rows (masked to the
 group's channels). Output channels beyond MAX_ACCUMULATORS' worth of registers are further passes over the same
 scratch block. The transposes cost shuffles, so only groups whose registers the pointwise kernel leaves emptier
-than that run so (`pays`: the g3 layer 54 -> 69 % of peak, g8's 12 of 16 lanes stay pointwise).
+than that run so (`pays`: the g3 layer 54 -> 69 % of peak), and where grouped_interleaved.py's form does not
+(an even number of groups: g8's 12-channel groups run across the groups).
 docs/OPTIMIZATIONS.md ("Narrow groups along the pixels") has the measurements.
 """
 

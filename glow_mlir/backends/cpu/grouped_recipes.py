@@ -37,6 +37,7 @@ from glow_mlir.backends.cpu.depthwise_recipes import (
     phases,
 )
 from glow_mlir.backends.cpu.depthwise_tiles import window_readers
+from glow_mlir.backends.cpu.grouped_interleaved import InterleavedGroups, across_groups
 from glow_mlir.backends.cpu.grouped_pointwise import PixelGroups, along_pixels
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.lowerings import GROUPED_CONV_ATTR
@@ -87,8 +88,10 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
     contiguously; a group wider than 16 channels that 16 does not divide (RegNetX's 24 and 56) is two kernels
     per tile (`channel_parts`: 16-lane registers, then the rest). A 1x1 filter's groups are pointwise kernels
     (`_pointwise_tiles`, one group per tile: the kernel masks a narrow group's last vector, and its tiles need not
-    divide the row); groups of 2, 4 or 8 channels with at least 7/8 of their registers' lanes busy are
-    NarrowGroupKernel's (`narrow_groups`), the others with unit stride along the row FlatNarrowGroups'.
+    divide the row), but an even number of groups that fill its registers poorly run across the groups
+    (grouped_interleaved.py) and other such groups along the pixels (grouped_pointwise.py); groups of 2, 4 or 8
+    channels with at least 7/8 of their registers' lanes busy are NarrowGroupKernel's (`narrow_groups`), the
+    others with unit stride along the row FlatNarrowGroups'.
     """
     x5, w5, y5 = op.operands
     expanded = [v.owner for v in (x5, w5, y5)]
@@ -114,6 +117,10 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
     # only multiply its work (ShuffleNet v1 g8's 12-channel groups on 28x28, bench.convs kernel time: 4 per
     # tile 18 % of peak, one per tile 41 %).
     pointwise = weights is not None and (kh, kw) == (1, 1)
+    if pointwise and across_groups(groups, cg, fg, x, y, window["strides"]):
+        root = InterleavedGroups(op, x, np.asarray(weights), bias, y, activation_op, groups).emit()
+        _erase_replaced([activation_op, op, bias_op], expanded)
+        return Recipe((Kernel(root, lambda _: None),))
     if pointwise and along_pixels(cg, fg, x, y, window["strides"]):
         root = PixelGroups(op, x, np.asarray(weights), bias, y, activation_op, groups).emit()
         _erase_replaced([activation_op, op, bias_op], expanded)

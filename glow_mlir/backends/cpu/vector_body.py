@@ -84,7 +84,7 @@ def store(value: ir.Value, buffer: ir.Value, at: list[ir.Value], mask: ir.Value 
         vector.maskedstore(buffer, at, mask, value)
 
 
-def _in_lanes(pattern: tuple[int, ...]) -> list[int]:
+def in_lanes(pattern: tuple[int, ...]) -> list[int]:
     """A two-source shuffle of 16-float vectors repeating `pattern` in each 128-bit lane (its indices are those
     of the first lane: 0-3 of the first source, 16-19 of the second): unpcklps / unpckhps / shufps."""
     return [4 * lane + i for lane in range(4) for i in pattern]
@@ -100,9 +100,9 @@ def transpose_16x16(rows: Sequence[ir.Value]) -> list[ir.Value]:
     of 32-bit and 64-bit interleaves within 128-bit lanes, then two rounds of 128-bit quarter moves (the one
     vector.transpose's shuffle_16x16 lowering builds), each shuffle one instruction."""
     assert len(rows) == 16
-    low, high = _in_lanes((0, 16, 1, 17)), _in_lanes((2, 18, 3, 19))
+    low, high = in_lanes((0, 16, 1, 17)), in_lanes((2, 18, 3, 19))
     t = [vector.shuffle(rows[i & ~1], rows[i | 1], low if i % 2 == 0 else high) for i in range(16)]
-    pairs, odd_pairs = _in_lanes((0, 1, 16, 17)), _in_lanes((2, 3, 18, 19))
+    pairs, odd_pairs = in_lanes((0, 1, 16, 17)), in_lanes((2, 3, 18, 19))
     u = []
     for q in range(0, 16, 4):
         a, b, c, d = t[q : q + 4]

@@ -13,7 +13,7 @@ import pytest
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 import glow_mlir
-from glow_mlir.backends.cpu import grouped_pointwise, grouped_recipes
+from glow_mlir.backends.cpu import grouped_interleaved, grouped_pointwise, grouped_recipes
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.frontends.onnx import import_model
 
@@ -210,7 +210,7 @@ def test_narrow_group_tiles_fit_the_registers() -> None:
     ("c", "f", "group", "tiles", "tile"),
     [
         (96, 64, 2, 2, "48x32"),  # 48 input and 32 output channels per group
-        (384, 96, 8, 8, "48x12"),  # ShuffleNet v1 g8: 12 outputs per group, its own tile (12 lanes masked)
+        (240, 60, 5, 5, "48x12"),  # 12 outputs per group, its own tile (12 lanes masked); odd, so not across groups
     ],
 )
 def test_grouped_1x1_tiles_are_pointwise_kernels(c: int, f: int, group: int, tiles: int, tile: str) -> None:
@@ -295,3 +295,46 @@ def test_depthwise_fuses_bias_and_activation(
         # The activation runs in the convolution kernel only: no pass of its own over the output.
         assert clamp in conv
         assert sum(clamp in body for body in _kernels(scheduled).values()) == 1
+
+
+@pytest.mark.parametrize(
+    ("c", "f", "size", "group", "activation", "bias"),
+    [
+        (384, 96, 9, 8, "Relu", True),  # ShuffleNet v1 g8: 48 -> 12, 2 sets of 4; 81 pixels: a block of 60, 21 left
+        (272, 68, 5, 4, "Clip", True),  # 68 -> 17: 4 input channels in the last block, a register of one output each
+        (180, 120, 4, 6, None, False),  # 6 groups of 30 -> 20: 3 sets of 2, 14 input channels in the last block
+        (96, 144, 3, 12, "Relu", True),  # 12 groups of 8 -> 12: 3 sets of 4, one partial block of input channels
+    ],
+)
+def test_grouped_1x1_across_groups(c: int, f: int, size: int, group: int, activation: str | None, bias: bool) -> None:
+    """An even number of groups whose outputs fill channel vectors poorly (grouped_interleaved.InterleavedGroups):
+    the filter packed per set of groups as [sets, CG, registers, 16], a helper per block of pixels whose tiles'
+    input is interleaved in two buffers, the bias and activation in it, against onnxruntime."""
+    model, feeds = _conv_model(c, f, size, 1, 1, group, activation=activation, bias=bias)
+    scheduled = _run(model, feeds)
+    cg, fg = c // group, f // group
+    sets = group // grouped_interleaved.set_size(group)
+    count = grouped_interleaved.registers(group // sets, fg)
+    packed = r"memref.global [^@]*@__glow_packed_interleaved_groups_(\w+) : memref<(\w+)xf32>"
+    assert re.findall(packed, scheduled) == [(f"{group}x{cg}x{fg}", f"{sets}x{cg}x{count}x16")]
+    assert "__glow_packed_pointwise" not in scheduled and "__glow_packed_pixel_groups" not in scheduled
+    helpers = [body for name, body in _kernels(scheduled).items() if name.startswith("__glow_interleaved_groups")]
+    tile = min(grouped_interleaved.PIXEL_TILE, grouped_interleaved.MAX_ACCUMULATORS // count)
+    assert helpers and all(f"memref<2x{tile}x{-(-cg // 16) * 16 * group // sets}xf32>" in body for body in helpers)
+    # The bias registers gathered per set (lane j x S + g: output j of group g).
+    assert not bias or all("vector.gather" in body for body in helpers)
+    clamp = {"Relu": "arith.cmpf uge", "Clip": "arith.cmpf ule", None: None}[activation]
+    if clamp is not None:
+        assert {body for body in _kernels(scheduled).values() if clamp in body} == set(helpers)
+
+
+@pytest.mark.parametrize(
+    ("groups", "cg", "fg", "across"),
+    [(8, 48, 12, True), (4, 68, 17, True), (6, 30, 20, True), (8, 96, 24, True), (3, 80, 20, False),
+     (8, 192, 48, False), (2, 100, 25, False), (4, 136, 34, False), (2, 256, 36, False)],
+)
+def test_across_groups_rule(groups: int, cg: int, fg: int, across: bool) -> None:
+    """Across the groups where G is even, the pointwise kernel's registers hold the groups' outputs more poorly,
+    a pixel's outputs of a set fit MAX_REGISTERS registers (4 groups of 34: 9) and the set's filter L1 (2 groups
+    of 256 -> 36: 80 KB)."""
+    assert grouped_interleaved.interleaves(groups, cg, fg) == across
