@@ -13,7 +13,7 @@ import pytest
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 import glow_mlir
-from glow_mlir.backends.cpu import grouped_interleaved, grouped_pointwise, grouped_recipes
+from glow_mlir.backends.cpu import grouped_interleaved, grouped_pointwise, grouped_recipes, openmp, parallel
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.frontends.onnx import import_model
 
@@ -338,3 +338,19 @@ def test_across_groups_rule(groups: int, cg: int, fg: int, across: bool) -> None
     a pixel's outputs of a set fit MAX_REGISTERS registers (4 groups of 34: 9) and the set's filter L1 (2 groups
     of 256 -> 36: 80 KB)."""
     assert grouped_interleaved.interleaves(groups, cg, fg) == across
+
+
+@pytest.mark.skipif(openmp.runtime_library() is None, reason="intel-openmp is not installed")
+def test_across_groups_blocks_split_across_threads() -> None:
+    """The kernel's loop over blocks of pixels is the one glow-cpu-parallelize splits (each helper call's tiles
+    and sets stay on its thread, the overlapping last tile included): outputs bitwise equal on 1 and 2 threads."""
+    model, feeds = _conv_model(384, 96, 28, 1, 1, 8)
+    outputs = {}
+    for threads in (1, 2):
+        with glow_mlir.compile(import_model(model), cache=False, keep_ir=True, threads=threads) as compiled:
+            outputs[threads] = compiled.run(feeds)["y"]
+            if threads > 1:
+                functions = re.split(r"(?=func\.func )", compiled.ir(parallel.PASS_NAME))
+                [kernel] = [f for f in functions if "call @__glow_interleaved_groups" in f]
+                assert "omp.parallel" in kernel
+    np.testing.assert_array_equal(outputs[2], outputs[1])
