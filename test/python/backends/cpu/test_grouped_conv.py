@@ -13,7 +13,7 @@ import pytest
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 import glow_mlir
-from glow_mlir.backends.cpu import grouped_interleaved, grouped_pointwise, grouped_recipes, openmp, parallel
+from glow_mlir.backends.cpu import grouped_interleaved, grouped_narrow, grouped_pointwise, openmp, parallel
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.frontends.onnx import import_model
 
@@ -109,6 +109,46 @@ def test_grouped_conv_is_one_fused_kernel(
 
 
 @pytest.mark.parametrize(
+    ("c", "size", "group", "activation", "bias"),
+    [
+        (128, 9, 16, "Relu", True),  # 1x1 groups of 8: not the pointwise kernel's half-empty registers
+        (64, 10, 32, None, False),  # 1x1 groups of 2
+        (64, 6, 16, "Clip", True),  # 1x1 groups of 4
+    ],
+)
+def test_narrow_groups_shuffle_their_inputs(c: int, size: int, group: int, activation: str | None,
+                                            bias: bool) -> None:  # fmt: skip
+    """1x1 groups of 2, 4 or 8 channels (grouped_narrow.NarrowGroupKernel): whole groups per register, the input
+    shuffled per channel of its group, the filter packed as [KH, KW, FG, C], no block-diagonal tile; the bias
+    and activation in the kernel."""
+    model, feeds = _conv_model(c, c, size, 1, 1, group, bias=bias, activation=activation)
+    scheduled = _run(model, feeds)
+    fg, lanes = c // group, -(-c // 16) * 16
+    assert re.findall(r"memref.global [^@]*@__glow_packed_narrow_gconv_(\w+)", scheduled) == [f"1x1x{fg}x{lanes}"]
+    assert "__glow_packed_gconv" not in scheduled and "glow.grouped_conv" not in scheduled
+    [conv] = _conv_kernels(scheduled)
+    # Input channel j of each group reaches its group's lanes: lane i takes lane (i // FG) * FG + j, by a shuffle
+    # within 128-bit lanes, or across them (groups of 8) by vpermps with index rows from a non-constant global.
+    _assert_lane_patterns(scheduled, conv, "shuffles", fg, [[i // fg * fg + j for i in range(16)] for j in range(fg)])
+    clamp = {"Relu": "arith.cmpf uge", "Clip": "arith.cmpf ule", None: None}[activation]
+    if clamp is not None:
+        assert [body for body in _kernels(scheduled).values() if clamp in body] == [conv]
+
+
+def _assert_lane_patterns(scheduled: str, conv: str, table: str, fg: int, patterns: list[list[int]]) -> None:
+    """The kernel's shuffles: vpermps with index rows `patterns` from global __glow_packed_<table>_8 for groups of
+    8 (AVX-512), else vector.shuffle with each pattern."""
+    if fg > 4 and "avx512f" in cpu_flags():
+        assert grouped_narrow.PERMUTE in conv and "vector.shuffle" not in conv
+        [data] = re.findall(rf'memref.global "private" @__glow_packed_{table}_8 : memref<8x16xi32> = dense<"0x(\w+)"',
+                            scheduled)  # fmt: skip
+        assert np.frombuffer(bytes.fromhex(data), "<i4").reshape(8, 16).tolist() == patterns
+    else:
+        for lanes in patterns:
+            assert f"[{', '.join(map(str, lanes))}]" in conv
+
+
+@pytest.mark.parametrize(
     ("c", "size", "k", "stride", "group", "dilation", "activation", "bias"),
     [
         (128, 9, 3, 1, 32, 1, "Relu", True),  # ResNeXt's 4-channel groups, 4 per register
@@ -116,37 +156,47 @@ def test_grouped_conv_is_one_fused_kernel(
         (56, 15, 3, 1, 7, 1, "Clip", True),  # RegNetX-200MF's 7 groups of 8: the last register half masked
         (32, 9, 3, 1, 4, 2, None, False),  # dilation 2, no bias or activation
         (32, 13, 5, 1, 16, 1, "Relu", True),  # 16 groups of 2, a 5x5 window
-        (64, 30, 3, 1, 16, 1, "Relu", True),  # rows of 30 pixels: tiles of 10
-        (128, 9, 1, 1, 16, 1, "Relu", True),  # 1x1 groups of 8: not the pointwise kernel's half-empty registers
-        (64, 10, 1, 1, 32, 1, None, False),  # 1x1 groups of 2
+        (64, 30, 3, 1, 16, 1, "Relu", True),  # rows of 30 pixels: blocks of one row, tiles of 3
+        (48, 5, 3, 1, 6, 1, "Relu", True),  # rows of 5: one block of all 5 rows, tiles of 2 (1 left)
     ],
 )
-def test_narrow_groups_shuffle_their_inputs(
+def test_narrow_groups_by_diagonals(
     c: int, size: int, k: int, stride: int, group: int, dilation: int, activation: str | None, bias: bool
 ) -> None:
-    """Groups of 2, 4 or 8 channels (grouped_recipes.NarrowGroupKernel): whole groups per register, the input
-    shuffled per channel of its group, the filter packed as [KH, KW, FG, C], no block-diagonal tile; the bias
-    and activation in the kernel."""
+    """KxK groups of 2, 4 or 8 channels (grouped_narrow.DiagonalGroups): the input as loaded times the filter's
+    diagonals, packed vector-major [vectors, KH, KW, FG, 16], each pixel's FG accumulators rotated into place and
+    summed (vpermps rows from a non-constant global for groups of 8); the bias and activation in the kernel."""
     model, feeds = _conv_model(c, c, size, k, stride, group, dilation=dilation, bias=bias, activation=activation)
     scheduled = _run(model, feeds)
-    fg, lanes = c // group, -(-c // 16) * 16
-    assert re.findall(r"memref.global [^@]*@__glow_packed_narrow_gconv_(\w+)", scheduled) == [f"{k}x{k}x{fg}x{lanes}"]
-    assert "__glow_packed_gconv" not in scheduled and "glow.grouped_conv" not in scheduled
+    fg, vectors = c // group, -(-c // 16)
+    packed = r"memref.global [^@]*@__glow_packed_diagonal_gconv_(\w+) : memref<(\w+)xf32>"
+    assert re.findall(packed, scheduled) == [(f"{vectors}x{k}x{k}x{fg}", f"{vectors}x{k}x{k}x{fg}x16")]
+    assert "__glow_packed_narrow_gconv" not in scheduled and "__glow_packed_gconv" not in scheduled
     [conv] = _conv_kernels(scheduled)
-    # Input channel j of each group reaches its group's lanes: lane i takes lane (i // FG) * FG + j, by a shuffle
-    # within 128-bit lanes, or across them (groups of 8) by vpermps with index rows from a non-constant global.
-    patterns = [[i // fg * fg + j for i in range(16)] for j in range(fg)]
-    if fg > 4 and "avx512f" in cpu_flags():
-        assert grouped_recipes.PERMUTE in conv and "vector.shuffle" not in conv
-        [table] = re.findall(r'memref.global "private" @__glow_packed_shuffles_8 : memref<8x16xi32> = dense<"0x(\w+)"',
-                             scheduled)  # fmt: skip
-        assert np.frombuffer(bytes.fromhex(table), "<i4").reshape(8, 16).tolist() == patterns
-    else:
-        for lanes in patterns:
-            assert f"[{', '.join(map(str, lanes))}]" in conv
+    rotations = [[i // fg * fg + (i % fg + r) % fg for i in range(16)] for r in range(fg)]
+    _assert_lane_patterns(scheduled, conv, "rotations", fg, rotations[1:] if fg <= 4 else rotations)
+    assert "vector.shuffle" in conv or fg > 4
     clamp = {"Relu": "arith.cmpf uge", "Clip": "arith.cmpf ule", None: None}[activation]
     if clamp is not None:
         assert [body for body in _kernels(scheduled).values() if clamp in body] == [conv]
+
+
+def test_narrow_groups_by_diagonals_over_a_batch() -> None:
+    """DiagonalGroups' blocks of rows run across images (a batch of 2 of 4 x 6 maps: one block of all 8 rows),
+    against onnxruntime."""
+    scheduled = _run(*_batch_conv_model(32, 4, (2, 32, 4, 6), [1, 1]))
+    assert "__glow_packed_diagonal_gconv_2x3x3x8" in scheduled
+
+
+@pytest.mark.parametrize(
+    ("fg", "k", "stride", "width", "diagonal"),
+    [(8, 3, 1, 28, True), (8, 3, 2, 28, True), (4, 3, 1, 56, True), (2, 5, 1, 14, True), (8, 1, 1, 28, False),
+     (4, 1, 1, 28, False), (2, 1, 1, 28, False)],
+)
+def test_diagonal_rule(fg: int, k: int, stride: int, width: int, diagonal: bool) -> None:
+    """By diagonals where the input shuffles (FG per filter row and input column) outnumber the rotations and adds
+    (2 x (FG - 1) per output vector): every window but 1x1."""
+    assert grouped_narrow.by_diagonals(fg, k, k, stride, 1, width) == diagonal
 
 
 @pytest.mark.parametrize(
@@ -162,7 +212,7 @@ def test_narrow_groups_shuffle_their_inputs(
 def test_flat_narrow_groups(c: int, size: int, k: int, group: int, dilation: int, activation: str | None,
                             bias: bool) -> None:  # fmt: skip
     """Narrow groups whose channel vectors would leave more than 1/8 of their lanes empty, unit stride
-    (grouped_recipes.FlatNarrowGroups): the rows as flat runs of floats, the filter packed as its phases'
+    (grouped_narrow.FlatNarrowGroups): the rows as flat runs of floats, the filter packed as its phases'
     registers [P, KH, KW, FG, 16], one kernel with the bias and activation, against onnxruntime."""
     model, feeds = _conv_model(c, c, size, k, 1, group, dilation=dilation, bias=bias, activation=activation)
     scheduled = _run(model, feeds)
@@ -179,16 +229,21 @@ def test_flat_narrow_groups(c: int, size: int, k: int, group: int, dilation: int
 
 def test_flat_narrow_groups_batch_and_row_stride() -> None:
     """FlatNarrowGroups over a batch of 2, with stride 2 down the rows (1 along them), against onnxruntime."""
-    c, group = 24, 3
+    scheduled = _run(*_batch_conv_model(24, 3, (2, 24, 9, 11), [2, 1]))
+    assert "__glow_packed_flat_gconv_3x3x8" in scheduled
+
+
+def _batch_conv_model(c: int, group: int, shape: tuple[int, ...], strides: list[int]
+                      ) -> tuple[ModelProto, dict[str, np.ndarray]]:  # fmt: skip
+    """A 3x3 grouped Conv ("same" pads, no bias) of `c` channels on input `shape`, and its feeds."""
     w = (rng.standard_normal((c, c // group, 3, 3)) / 3).astype(np.float32)
-    node = helper.make_node("Conv", ["x", "w"], ["y"], group=group, pads=[1] * 4, strides=[2, 1])
-    graph = helper.make_graph([node], "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c, 9, 11])],
+    node = helper.make_node("Conv", ["x", "w"], ["y"], group=group, pads=[1] * 4, strides=strides)
+    graph = helper.make_graph([node], "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                               [numpy_helper.from_array(w, "w")])  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 10
-    scheduled = _run(model, {"x": rng.standard_normal((2, c, 9, 11)).astype(np.float32)})
-    assert "__glow_packed_flat_gconv_3x3x8" in scheduled
+    return model, {"x": rng.standard_normal(shape).astype(np.float32)}
 
 
 @pytest.mark.parametrize(
@@ -197,12 +252,12 @@ def test_flat_narrow_groups_batch_and_row_stride() -> None:
 )
 def test_narrow_group_rule(cg: int, fg: int, groups: int, narrow: bool) -> None:
     """Groups of 2, 4 or 8 input and output channels whose vectors are at least 7/8 busy."""
-    assert grouped_recipes.narrow_groups(cg, fg, groups) == narrow
+    assert grouped_narrow.narrow_groups(cg, fg, groups) == narrow
 
 
 def test_narrow_group_tiles_fit_the_registers() -> None:
     # Accumulators + input columns + filter vectors + the shuffled input within 32 registers.
-    assert [grouped_recipes.narrow_pixels(s, k, d) for s, k, d in [(1, 3, 1), (2, 3, 1), (1, 5, 1), (1, 3, 2)]] == [
+    assert [grouped_narrow.narrow_pixels(s, k, d) for s, k, d in [(1, 3, 1), (2, 3, 1), (1, 5, 1), (1, 3, 2)]] == [
         13, 9, 11, 12]
 
 
