@@ -7,7 +7,8 @@ spectrum, zero-padding or truncation to dft_length), is computed once in numpy a
 basis vector, with numpy's FFT in float64 as the spec's reference (onnx/reference/ops/op_dft.py) computes it,
 and applied as one matmul: the signals are moved to rows [B, N * C] by a transpose and a reshape, times the
 [N * C, K * C'] matrix, and moved back. STFT gathers its frames (a static count) into rows the same way and
-folds a constant window into the matrix's rows (a run-time window multiplies the frames). MelWeightMatrix
+folds a constant window into the matrix's rows (a run-time window multiplies the frames); a rank-2 STFT signal
+is a real one without its component dim, as onnxruntime reads it. MelWeightMatrix
 takes only compile-time inputs, so it is a constant, computed as the reference does.
 
 dft_length, axis (opset 20's input), frame_step and frame_length decide shapes: they must be known at compile
@@ -125,8 +126,12 @@ def dft(ctx: NodeContext) -> list[Value]:
 @handles("STFT")
 def stft(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
+    if rank(x) == 2:
+        # [batch, length]: a real signal without its component dim, as PyTorch's TorchScript exporter writes
+        # torch.stft and onnxruntime takes it (ONNX's shape inference accepts it too).
+        x = ctx.reshape(x, [*shape(x), 1])
     if rank(x) != 3:
-        raise ctx.invalid(f"signal must have shape [batch, length, 1 or 2], got {list(shape(x))}")
+        raise ctx.invalid(f"signal must have shape [batch, length, 1 or 2] or [batch, length], got {list(shape(x))}")
     channels = _channels(ctx, x, "signal")
     batch, signal_length = shape(x)[:2]
     step = _scalar(ctx, 1, "frame_step")

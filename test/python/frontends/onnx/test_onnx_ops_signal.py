@@ -116,6 +116,22 @@ def test_stft(window: bool, onesided: int) -> None:
                order=["signal", "frame_step", "window", "frame_length"], **TOL)
 
 
+@pytest.mark.parametrize("window", [False, True], ids=["no_window", "window"])
+def test_stft_real_signal_without_component_dim(window: bool) -> None:
+    """PyTorch's TorchScript exporter writes torch.stft's signal as [batch, length]; onnxruntime reads that
+    as a real signal, so glow-mlir does too (it refused it as not [batch, length, 1 or 2])."""
+    consts = _stft_consts(160, np.hanning(512).astype(np.float32) if window else None, 512)
+    check_node("STFT", {"signal": rand(2, 1600)}, {}, consts, order=["signal", "frame_step", "window", "frame_length"],
+               **TOL)
+
+
+def test_stft_signal_of_rank_1_is_invalid() -> None:
+    node = helper.make_node("STFT", ["signal", "frame_step"], ["y"], name="stft_node")
+    m = model([node], {"signal": rand(40)}, ["y"], {"frame_step": np.array(4, np.int64)})
+    with pytest.raises(InvalidNodeError, match="node 'stft_node' \\(STFT\\): signal must have shape"):
+        import_model(m)
+
+
 def test_stft_frame_length_from_window() -> None:
     consts = _stft_consts(3, np.hamming(8).astype(np.float32), None)
     check_node("STFT", {"signal": rand(1, 30, 1)}, {}, consts, order=["signal", "frame_step", "window"], **TOL)
