@@ -3,7 +3,8 @@
 - `If` with a condition known at compile time imports only the branch taken. With a run-time condition both
   branches are imported and each output is a `glow.select` between them, so the branches' outputs must have
   equal shapes and types (else UnsupportedAttributeError naming the node and the shapes); sequence or
-  optional outputs need a compile-time condition.
+  optional outputs need a compile-time condition. InferenceSession cuts the model at a condition computed at
+  run time whose branches hold costly ops, so that only the taken branch runs (stages.py).
 - `Scan`, and `Loop` with a static trip count whose body's condition is constant, become one `glow.loop`
   (glow_mlir/opdefs/control.py): the body is imported once, into a private function, and the generated code
   runs it in an `scf.for`, so its size does not grow with the trip count. A `Loop` whose body computes its

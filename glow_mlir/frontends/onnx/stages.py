@@ -27,6 +27,14 @@ A model is also cut where an op needs at compile time a value computed at run ti
 Range whose size is the sum of predicted durations, a Reshape to a computed shape: the import raises
 StaticInputRequired naming the node and the value). Then the node itself opens the suffix, which takes the
 value as an input compiled per value (InferenceSession's `value_inputs`), as a dynamic axis is per shape.
+
+An If of the main graph whose condition is computed at run time and whose branches hold costly ops
+(`COSTLY`: convolutions, matmuls, recurrences, loops) is cut the same way at its condition, where the model
+has no data-dependent op: the import of a run-time condition computes both branches and selects (ops_control.py),
+so an early-exit network ran every later stage after it had exited (BranchyNet-style, the thirtieth wave:
+0.44x onnxruntime, which runs the taken branch only). Cut, the suffix is compiled per value of the
+condition (two at most) and imports the taken branch alone. A condition that is a graph input is compiled per
+value by the suffix and not cut again; an If nested in a branch still selects.
 """
 
 from __future__ import annotations
@@ -146,7 +154,8 @@ def split(model: onnx.ModelProto, static_inputs: Mapping[str, np.ndarray],
     else:
         frontier_ops = seeds = [n for n in nodes if data_dependent(n, known)]
         if not frontier_ops:
-            return None
+            costly = next((n for n in nodes if _costly_if(n, known, producer)), None)
+            return None if costly is None else split(model, static_inputs, (names[id(costly)], costly.input[0]))
     # Nodes downstream of a data-dependent op or a node that needs a value (the node included).
     tainted, tainted_values = _downstream(nodes, {id(n) for n in seeds})
     frontier = [n for n in frontier_ops if not any(v in tainted_values for v in uses(n))]
@@ -253,6 +262,23 @@ def inline_taken(model: onnx.ModelProto, taken: Mapping[str, str]) -> onnx.Model
     )
     result.ir_version = model.ir_version
     return load(result)
+
+
+# Ops whose work a run-time If should not do for the branch it does not take (see the module's docstring).
+COSTLY = frozenset({"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MatMul", "MatMulInteger", "QLinearMatMul",
+                    "Gemm", "Einsum", "LSTM", "GRU", "RNN", "Loop", "Scan", "Attention", "DeformConv"})
+
+
+def _costly_if(node: onnx.NodeProto, known: set[str], producer: Mapping[str, onnx.NodeProto]) -> bool:
+    """Whether `node` is an If whose condition a node computes at run time and whose branches hold costly ops."""
+    return node.op_type == "If" and node.domain in DEFAULT_DOMAINS and bool(node.input) and \
+        node.input[0] not in known and node.input[0] in producer and _holds_costly(node)
+
+
+def _holds_costly(node: onnx.NodeProto) -> bool:
+    """Whether a subgraph of `node` (at any depth) holds an op of COSTLY."""
+    return any((n.op_type in COSTLY and n.domain in DEFAULT_DOMAINS) or _holds_costly(n)
+               for sub in subgraphs(node) for n in sub.node)  # fmt: skip
 
 
 def _holds_data_dependent(node: onnx.NodeProto) -> bool:
