@@ -44,7 +44,8 @@ class NarrowGroupKernel:
     The register tile is up to NARROW_PIXELS output pixels of one row by one vector; for each filter row, each
     input pixel the tile reads is loaded once and shuffled once per j, and feeds every output pixel and filter
     column that reads it (3 for a 3x3 stride-1 window): one shuffle per KW multiply-adds. Channels beyond the
-    last multiple of 16 are one masked vector (the filter is zero-padded)."""
+    last multiple of 16 are one masked vector (the filter is zero-padded). DiagonalGroups (below) takes the
+    windows larger than 1x1, where those shuffles outnumber its rotations (`by_diagonals`)."""
 
     # The name of the lane-pattern table's global (vpermps index rows).
     TABLE = "shuffles"
