@@ -35,11 +35,11 @@ from mlir import ir
 from mlir.dialects import arith, func, memref, scf, vector
 
 from glow_mlir.backends.cpu.conv_recipes import LANES
-from glow_mlir.backends.cpu.depthwise_recipes import each_tile, for_loop
+from glow_mlir.backends.cpu.depthwise_recipes import for_loop
 from glow_mlir.backends.cpu.outline import define_helper
 from glow_mlir.backends.cpu.pointwise_recipes import even_pixels
 from glow_mlir.backends.cpu.recipes import block_at, collapse_dims, packed_global, static_shape
-from glow_mlir.backends.cpu.vector_body import in_lanes, lanes_mask, load, store, yielded, zeros
+from glow_mlir.backends.cpu.vector_body import ZIPS, in_lanes, lanes_mask, load, store, yielded, zeros
 from glow_mlir.codegen.builders import index
 
 # The most accumulator registers of a tile (pixels x a pixel's registers), leaving registers for the weights and
@@ -56,15 +56,9 @@ PIXEL_TILE = 6
 # Pixels of one helper call (a block the parallel loop hands out).
 BLOCK_PIXELS = 64
 
-# Zips within 128-bit lanes of two 16-float vectors (lo, hi), and the patterns that undo them (first, second).
-_ZIPS = {
-    32: (in_lanes((0, 16, 1, 17)), in_lanes((2, 18, 3, 19))),
-    64: (in_lanes((0, 1, 16, 17)), in_lanes((2, 3, 18, 19))),
-}
-_UNZIPS = {
-    32: (in_lanes((0, 2, 16, 18)), in_lanes((1, 3, 17, 19))),
-    64: (in_lanes((0, 1, 16, 17)), in_lanes((2, 3, 18, 19))),
-}
+# The patterns that undo vector_body.ZIPS (its (low, high) back into the first and the second source); the 64-bit
+# interleave is its own inverse.
+_UNZIPS = {32: (in_lanes((0, 2, 16, 18)), in_lanes((1, 3, 17, 19))), 64: ZIPS[64]}
 # Per set size, the rounds interleaving its S rows: each (i, j, bits) zips vectors i and j of the round before into
 # two (lo, hi), appended in order.
 IN_ROUNDS = {
@@ -120,7 +114,7 @@ class Network:
     def _run(self, values: list[Any], shuffle: Callable[[Any, Any, list[int]], Any]) -> list[Any]:
         """The rounds on `values` (MLIR vectors, or label arrays to simulate them)."""
         for round_ in self.rounds:
-            values = [shuffle(values[i], values[j], pattern) for i, j, bits in round_ for pattern in _ZIPS[bits]]
+            values = [shuffle(values[i], values[j], pattern) for i, j, bits in round_ for pattern in ZIPS[bits]]
         return values
 
     def _undo(self, values: list[Any], shuffle: Callable[[Any, Any, list[int]], Any]) -> list[Any]:

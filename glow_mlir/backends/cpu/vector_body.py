@@ -90,6 +90,14 @@ def in_lanes(pattern: tuple[int, ...]) -> list[int]:
     return [4 * lane + i for lane in range(4) for i in pattern]
 
 
+# The interleaves of two 16-float vectors within 128-bit lanes, by element bits: (low, high) halves of each lane,
+# unpcklps / unpckhps for 32, unpcklpd / unpckhpd for 64.
+ZIPS = {
+    32: (in_lanes((0, 16, 1, 17)), in_lanes((2, 18, 3, 19))),
+    64: (in_lanes((0, 1, 16, 17)), in_lanes((2, 3, 18, 19))),
+}
+
+
 def _quarters(first: int) -> list[int]:
     """vshuff32x4 taking 128-bit quarters first and first + 2 of each source (first = 0: even, 1: odd)."""
     return [4 * q + i for q in (first, first + 2, first + 4, first + 6) for i in range(4)]
@@ -100,9 +108,9 @@ def transpose_16x16(rows: Sequence[ir.Value]) -> list[ir.Value]:
     of 32-bit and 64-bit interleaves within 128-bit lanes, then two rounds of 128-bit quarter moves (the one
     vector.transpose's shuffle_16x16 lowering builds), each shuffle one instruction."""
     assert len(rows) == 16
-    low, high = in_lanes((0, 16, 1, 17)), in_lanes((2, 18, 3, 19))
+    low, high = ZIPS[32]
     t = [vector.shuffle(rows[i & ~1], rows[i | 1], low if i % 2 == 0 else high) for i in range(16)]
-    pairs, odd_pairs = in_lanes((0, 1, 16, 17)), in_lanes((2, 3, 18, 19))
+    pairs, odd_pairs = ZIPS[64]
     u = []
     for q in range(0, 16, 4):
         a, b, c, d = t[q : q + 4]
