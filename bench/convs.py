@@ -149,6 +149,15 @@ SHAPES: dict[str, ConvShape] = {
         _dw(384, 14, 3, 1, "MobileNetV2 stage 4"),
         _dw(576, 14, 3, 2, "MobileNetV2 stage 6 down"),
         _dw(960, 7, 3, 1, "MobileNetV2 stage 7"),
+        # MobileNetV1 (Howard et al. 2017, table 1), added at the thirty-eighth session before any tuning for it:
+        # 3x3 throughout, channels multiples of 64 up to 1024 (a multiple of 512: pixels 2 or 4 KB apart, whose
+        # channel blocks alias in L1).
+        _dw(64, 112, 3, 2, "MobileNetV1 block 2 down"),
+        _dw(128, 56, 3, 1, "MobileNetV1 block 3"),
+        _dw(256, 28, 3, 1, "MobileNetV1 block 5"),
+        _dw(512, 14, 3, 1, "MobileNetV1 blocks 7-11"),
+        _dw(512, 14, 3, 2, "MobileNetV1 block 12 down"),
+        _dw(1024, 7, 3, 1, "MobileNetV1 block 13"),
         # MobileNetV3-small / -large (Howard et al. 2019, tables 1-2): odd channel counts, 5x5.
         _dw(16, 112, 3, 2, "MobileNetV3-small block 1"),
         _dw(72, 56, 3, 2, "MobileNetV3-small block 2"),
