@@ -299,13 +299,13 @@ class DiagonalGroups(NarrowGroupKernel):
     vector as loaded times packed weight vector r (lane (g, l): w[g, (l - r) mod FG, l]), and after the window
     output lane (g, o) is the sum over r of accumulator r's lane (g, (o + r) mod FG), FG - 1 rotations within the
     groups and FG - 1 adds (`by_diagonals`). ResNeXt-50's stride-2 layer of 32 groups of 8 ran at 59-61 % of peak
-    with a shuffle per input vector and channel, 77-78 % so.
+    with a shuffle per input vector and channel, 75-80 % so.
 
     A tile is P pixels of a row by FG accumulators each (`diagonal_pixels`). The kernel's loop is over blocks of
     rows of at least BLOCK_PIXELS output pixels (glow-cpu-parallelize splits it); in each, the channel vectors
     (the last one masked where 16 does not divide the channels), then the rows, then the tiles: one vector's KH x
     KW x FG weight vectors, packed contiguous ([vectors, KH, KW, FG, 16], 4.6 KB for 3x3 groups of 8), stay in L1
-    across the block's tiles. (Packed [KH, KW, FG, C] they lay 4 KB apart on 256 channels, in 4 of L1's 64 sets:
+    across the block's tiles. (Packed [KH, KW, FG, C] they lay 1 KB apart on 256 channels, in 4 of L1's 64 sets:
     the stride-2 layer ran at 49 %.)"""
 
     TABLE = "rotations"
@@ -344,8 +344,8 @@ class DiagonalGroups(NarrowGroupKernel):
                 if self.c % LANES == 0:
                     self._rows(r0, r1, v, None)
                 else:
-                    last = arith.cmpi(arith.CmpIPredicate.ult, v, index(vectors - 1))
-                    branch = scf.IfOp(last, [], has_else=True)
+                    before_last = arith.cmpi(arith.CmpIPredicate.ult, v, index(vectors - 1))
+                    branch = scf.IfOp(before_last, [], has_else=True)
                     with ir.InsertionPoint(branch.then_block):
                         self._rows(r0, r1, v, None)
                         scf.YieldOp([])
