@@ -238,6 +238,24 @@ def each_tile(size: int, tile: int, emit: Callable[[ir.Value, int], None]) -> No
         emit(index(full * tile), size % tile)
 
 
+def last_apart(i: ir.Value, count: int, emit: Callable[[bool], None], differs: bool) -> None:
+    """`emit(last)` for iteration `i` of a loop of `count` whose last iteration's code differs from the others'
+    where `differs` (a partial band, block or vector): an scf.if on i == count - 1 of emit(True), else
+    emit(False); emit(True) alone for a loop of one, emit(False) alone where nothing differs."""
+    if not differs:
+        emit(False)
+    elif count == 1:
+        emit(True)
+    else:
+        branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, i, index(count - 1)), [], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            emit(True)
+            scf.YieldOp([])
+        with ir.InsertionPoint(branch.else_block):
+            emit(False)
+            scf.YieldOp([])
+
+
 @contextlib.contextmanager
 def for_loop(start: int, stop: int, step: int) -> Iterator[ir.Value]:
     """An scf.for from `start` to `stop` by `step`, built inside the with block at its induction variable."""

@@ -43,6 +43,7 @@ from glow_mlir.backends.cpu.depthwise_recipes import (
     channel_blocks,
     each_tile,
     for_loop,
+    last_apart,
     register_lanes,
 )
 from glow_mlir.backends.cpu.depthwise_tiles import Interior, aliased, held_filter, tile_shape
@@ -125,17 +126,7 @@ class RingBands:
             with ir.InsertionPoint(loop.body):
                 self.fill(loop.induction_variable)
                 scf.YieldOp([])
-            if last == rows:
-                self._tiles(band, rows)
-            else:
-                shorter = arith.cmpi(arith.CmpIPredicate.eq, band, index(bands - 1))
-                branch = scf.IfOp(shorter, [], has_else=True)
-                with ir.InsertionPoint(branch.then_block):
-                    self._tiles(band, last)
-                    scf.YieldOp([])
-                with ir.InsertionPoint(branch.else_block):
-                    self._tiles(band, rows)
-                    scf.YieldOp([])
+            last_apart(band, bands, lambda is_last: self._tiles(band, last if is_last else rows), last != rows)
 
     def _tiles(self, band: ir.Value, rows: int) -> None:
         """The depthwise tiles of output rows band x R .. + rows, reading the ring."""

@@ -35,7 +35,7 @@ from mlir import ir
 from mlir.dialects import arith, func, memref, scf, vector
 
 from glow_mlir.backends.cpu.conv_recipes import LANES
-from glow_mlir.backends.cpu.depthwise_recipes import for_loop
+from glow_mlir.backends.cpu.depthwise_recipes import for_loop, last_apart
 from glow_mlir.backends.cpu.outline import define_helper
 from glow_mlir.backends.cpu.pointwise_recipes import even_pixels
 from glow_mlir.backends.cpu.recipes import block_at, collapse_dims, packed_global, static_shape
@@ -216,17 +216,7 @@ class InterleavedGroups:
         with ir.InsertionPoint(loop.body):
             b = loop.induction_variable
             p0 = arith.muli(b, index(block))
-            if blocks == 1 or last == block:
-                self._call(p0, last)
-            else:
-                before_last = arith.cmpi(arith.CmpIPredicate.ult, b, index(blocks - 1))
-                choice = scf.IfOp(before_last, [], has_else=True)
-                with ir.InsertionPoint(choice.then_block):
-                    self._call(p0, block)
-                    scf.YieldOp([])
-                with ir.InsertionPoint(choice.else_block):
-                    self._call(p0, last)
-                    scf.YieldOp([])
+            last_apart(b, blocks, lambda is_last: self._call(p0, last if is_last else block), last != block)
             scf.YieldOp([])
         return loop.operation
 

@@ -15,7 +15,7 @@ from mlir import ir
 from mlir.dialects import arith, llvm, scf, vector
 
 from glow_mlir.backends.cpu.conv_recipes import LANES, REGISTERS
-from glow_mlir.backends.cpu.depthwise_recipes import FLAT_ROWS, each_tile, for_loop, phase_of, phases
+from glow_mlir.backends.cpu.depthwise_recipes import FLAT_ROWS, each_tile, for_loop, last_apart, phase_of, phases
 from glow_mlir.backends.cpu.depthwise_tiles import window_readers
 from glow_mlir.backends.cpu.host import cpu_flags
 from glow_mlir.backends.cpu.pointwise_recipes import row_tile
@@ -335,23 +335,18 @@ class DiagonalGroups(NarrowGroupKernel):
         """The kernel's root loop, over the blocks of rows."""
         rows = self.n * self.oh
         block = -(-BLOCK_PIXELS // self.ow)
-        vectors = -(-self.c // LANES)
+        vectors, rest = -(-self.c // LANES), self.c % LANES
         loop = scf.ForOp(index(0), index(-(-rows // block)), index(1))
         with ir.InsertionPoint(loop.body):
             r0 = arith.muli(loop.induction_variable, index(block))
             r1 = arith.minsi(arith.addi(r0, index(block)), index(rows))
             with for_loop(0, vectors, 1) as v:
-                if self.c % LANES == 0:
-                    self._rows(r0, r1, v, None)
-                else:
-                    before_last = arith.cmpi(arith.CmpIPredicate.ult, v, index(vectors - 1))
-                    branch = scf.IfOp(before_last, [], has_else=True)
-                    with ir.InsertionPoint(branch.then_block):
-                        self._rows(r0, r1, v, None)
-                        scf.YieldOp([])
-                    with ir.InsertionPoint(branch.else_block):
-                        self._rows(r0, r1, v, lanes_mask(self.c % LANES, LANES))
-                        scf.YieldOp([])
+
+                def vector_rows(masked: bool) -> None:
+                    """The block's rows of vector v, masked to the channels left where it is the last."""
+                    self._rows(r0, r1, v, lanes_mask(rest, LANES) if masked else None)
+
+                last_apart(v, vectors, vector_rows, rest > 0)
             scf.YieldOp([])
         return loop.operation
 
@@ -384,7 +379,8 @@ class DiagonalGroups(NarrowGroupKernel):
             accumulators = list(loop.inner_iter_args)
             row = self._input_row(image, oy, x0, kh, readers, c0, mask)
             for r in range(self.fg):
-                weights = [vector.load(vt, self.filter, [v, kh, index(kw), index(r), index(0)]) for kw in range(self.kw)]
+                weights = [vector.load(vt, self.filter, [v, kh, index(kw), index(r), index(0)])
+                           for kw in range(self.kw)]  # fmt: skip
                 for column, pairs in sorted(readers.items()):
                     for p, kw in pairs:
                         i = p * self.fg + r

@@ -49,6 +49,7 @@ from mlir import ir
 from mlir.dialects import arith, func, memref, scf, vector
 
 from glow_mlir.backends.cpu.conv_recipes import LANES, REGISTERS, dense_window, epilogue, static_f32, window_of
+from glow_mlir.backends.cpu.depthwise_recipes import last_apart
 from glow_mlir.backends.cpu.outline import define_helper
 from glow_mlir.backends.cpu.pointwise_recipes import MAX_PIXELS, channel_blocks, register_tile, row_tile
 from glow_mlir.backends.cpu.recipes import (
@@ -239,17 +240,9 @@ class WinogradKernel:
             row = loop.induction_variable
             image = arith.divui(row, index(self.tile_rows))
             ty = arith.remui(row, index(self.tile_rows))
-            if last == m:
-                self._call_row(image, ty, m, a, u)
-            else:
-                partial = arith.cmpi(arith.CmpIPredicate.eq, ty, index(self.tile_rows - 1))
-                branch = scf.IfOp(partial, [], has_else=True)
-                with ir.InsertionPoint(branch.then_block):
-                    self._call_row(image, ty, last, last + a - m, u)
-                    scf.YieldOp([])
-                with ir.InsertionPoint(branch.else_block):
-                    self._call_row(image, ty, m, a, u)
-                    scf.YieldOp([])
+            last_apart(ty, self.tile_rows,
+                       lambda partial: self._call_row(image, ty, *((last, last + a - m) if partial else (m, a)), u),
+                       last != m)  # fmt: skip
             scf.YieldOp([])
         return loop.operation
 
@@ -330,16 +323,7 @@ class WinogradKernel:
                 self._call("band", (x_rows, u, self.bias, y_rows), lambda *args: self._band_body(*args, shape))
 
             first, last = self._band_shape(0), self._band_shape((bands - 1) * self.band)
-            if first == last:
-                call(first)
-            else:
-                branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, band, index(bands - 1)), [], has_else=True)
-                with ir.InsertionPoint(branch.then_block):
-                    call(last)
-                    scf.YieldOp([])
-                with ir.InsertionPoint(branch.else_block):
-                    call(first)
-                    scf.YieldOp([])
+            last_apart(band, bands, lambda is_last: call(last if is_last else first), first != last)
             scf.YieldOp([])
         return loop.operation
 
