@@ -35,7 +35,7 @@ from mlir import ir
 from mlir.dialects import arith, func, memref, scf, vector
 
 from glow_mlir.backends.cpu.conv_recipes import LANES
-from glow_mlir.backends.cpu.depthwise_recipes import for_loop, last_apart
+from glow_mlir.backends.cpu.depthwise_recipes import each_tile, for_loop, last_apart
 from glow_mlir.backends.cpu.outline import define_helper
 from glow_mlir.backends.cpu.pointwise_recipes import even_pixels
 from glow_mlir.backends.cpu.recipes import block_at, collapse_dims, packed_global, static_shape
@@ -179,12 +179,16 @@ class InterleavedGroups:
         self.tile = max(1, min(PIXEL_TILE, MAX_ACCUMULATORS // self.registers))
         self.vt = ir.VectorType.get([LANES], ir.F32Type.get())
 
+    def output_chunks(self) -> list[tuple[int, int, int]]:
+        """Per 16 outputs of each group from f0: (f0, the first of their S registers, how many of those exist)."""
+        first = [f0 // (LANES // self.size) for f0 in range(0, self.fg, LANES)]
+        return [(f0, r, min(self.size, self.registers - r)) for f0, r in zip(range(0, self.fg, LANES), first)]
+
     def _outputs(self) -> np.ndarray:
         """[register, lane] -> the output channel of its group (-1: none), from the inverse network's rows."""
         outputs = np.full((self.registers, LANES), -1)
-        for f0 in range(0, self.fg, LANES):
-            first = f0 // (LANES // self.size)
-            kept = self.network.kept(min(self.size, self.registers - first))
+        for f0, first, present in self.output_chunks():
+            kept = self.network.kept(present)
             for g in range(self.size):
                 for rank, i in enumerate(kept):
                     source = int(self.network.sources[g, i])
@@ -298,12 +302,7 @@ class _Tiles:
 
     def _interleaved_tile(self, p0: ir.Value, pixels: int, buffer: ir.Value) -> None:
         """Every block of input channels of the tile's pixels, interleaved into `buffer`."""
-        k = self.k
-        if k.full:
-            with for_loop(0, k.full * LANES, LANES) as at:
-                self._interleaved(p0, pixels, at, LANES, buffer)
-        if k.rest:
-            self._interleaved(p0, pixels, index(k.full * LANES), k.rest, buffer)
+        each_tile(self.k.cg, LANES, lambda at, channels: self._interleaved(p0, pixels, at, channels, buffer))
 
     def _tile(self, p0: ir.Value, pixels: int, buffer: ir.Value, ahead: tuple[ir.Value, ir.Value] | None) -> None:
         """Pixels p0 .. p0 + pixels - 1 (input interleaved in `buffer`): the accumulators over the blocks of input
@@ -364,8 +363,8 @@ class _Tiles:
         for position, chunk in chunks:
             row = arith.addi(at, index(position)) if position else at
             weights = [vector.load(k.vt, self.w, [self.s, row, index(r), index(0)]) for r in range(k.registers)]
+            column = arith.addi(base, index(chunk * k.size)) if chunk else base
             for p in range(pixels):
-                column = arith.addi(base, index(chunk * k.size)) if chunk else base
                 inputs = vector.load(part, self.scratch, [buffer, index(p), column])
                 inputs = vector.shuffle(inputs, inputs, repeat)
                 for r in range(k.registers):
@@ -377,10 +376,7 @@ class _Tiles:
         """One pixel's outputs of the set: each S registers of the results block through the inverse network into
         the groups' rows, stored masked to the group's channels."""
         k = self.k
-        per = LANES // k.size
-        for f0 in range(0, k.fg, LANES):
-            first = f0 // per
-            present = min(k.size, k.registers - first)
+        for f0, first, present in k.output_chunks():
             chunk = [vector.load(k.vt, self.results, [p, index(first + r), index(0)]) for r in range(present)]
             rows = k.network.rows(chunk)
             mask = lanes_mask(k.fg - f0, LANES)
