@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 import numpy as np
 import onnx
@@ -242,7 +242,7 @@ def inline_taken(model: onnx.ModelProto, taken: Mapping[str, str]) -> onnx.Model
     nodes = list(graph.node)
     chosen = {id(n): next(a.g for a in n.attribute if a.name == taken[name])
               for n, name in zip(nodes, node_names(graph))
-              if n.op_type == "If" and name in taken and _holds_data_dependent(n)}  # fmt: skip
+              if n.op_type == "If" and name in taken and _holds(n, BOUNDED)}  # fmt: skip
     if not chosen:
         return None
     inlined: list[onnx.NodeProto] = []
@@ -272,18 +272,13 @@ COSTLY = frozenset({"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MatM
 def _costly_if(node: onnx.NodeProto, known: set[str], producer: Mapping[str, onnx.NodeProto]) -> bool:
     """Whether `node` is an If whose condition a node computes at run time and whose branches hold costly ops."""
     return node.op_type == "If" and node.domain in DEFAULT_DOMAINS and bool(node.input) and \
-        node.input[0] not in known and node.input[0] in producer and _holds_costly(node)
+        node.input[0] not in known and node.input[0] in producer and _holds(node, COSTLY)
 
 
-def _holds_costly(node: onnx.NodeProto) -> bool:
-    """Whether a subgraph of `node` (at any depth) holds an op of COSTLY."""
-    return any((n.op_type in COSTLY and n.domain in DEFAULT_DOMAINS) or _holds_costly(n)
-               for sub in subgraphs(node) for n in sub.node)  # fmt: skip
-
-
-def _holds_data_dependent(node: onnx.NodeProto) -> bool:
-    """Whether a subgraph of `node` (at any depth) holds an op that has a bounded form."""
-    return any((n.op_type in BOUNDED and n.domain in DEFAULT_DOMAINS) or _holds_data_dependent(n)
+def _holds(node: onnx.NodeProto, op_types: Collection[str]) -> bool:
+    """Whether a subgraph of `node` (at any depth) holds an op of `op_types` (the default domain's): COSTLY ones,
+    or ones that have a bounded form (BOUNDED)."""
+    return any((n.op_type in op_types and n.domain in DEFAULT_DOMAINS) or _holds(n, op_types)
                for sub in subgraphs(node) for n in sub.node)  # fmt: skip
 
 
