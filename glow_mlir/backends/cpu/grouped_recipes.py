@@ -101,20 +101,17 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
         narrow = FlatNarrowGroups
     if weights is not None and narrow is not None:
         root = narrow(op, x, np.asarray(weights), bias, y, window, activation_op).emit()
-        _erase_replaced([activation_op, op, bias_op], expanded)
-        return Recipe((Kernel(root, lambda _: None),))
+        return _vector_code([root], [activation_op, op, bias_op], expanded)
     # A pointwise kernel masks a narrow group's last vector: packing several groups block-diagonally would
     # only multiply its work (ShuffleNet v1 g8's 12-channel groups on 28x28, bench.convs kernel time: 4 per
     # tile 18 % of peak, one per tile 41 %).
     pointwise = weights is not None and (kh, kw) == (1, 1)
     if pointwise and across_groups(groups, cg, fg, x, y, window["strides"]):
         root = InterleavedGroups(op, x, np.asarray(weights), bias, y, activation_op, groups).emit()
-        _erase_replaced([activation_op, op, bias_op], expanded)
-        return Recipe((Kernel(root, lambda _: None),))
+        return _vector_code([root], [activation_op, op, bias_op], expanded)
     if pointwise and along_pixels(cg, fg, x, y, window["strides"]):
         root = PixelGroups(op, x, np.asarray(weights), bias, y, activation_op, groups).emit()
-        _erase_replaced([activation_op, op, bias_op], expanded)
-        return Recipe((Kernel(root, lambda _: None),))
+        return _vector_code([root], [activation_op, op, bias_op], expanded)
     per_tile = _groups_per_tile(groups, fg) if weights is not None and not pointwise else 1
     tiles, width, depth = groups // per_tile, per_tile * fg, per_tile * cg
     if weights is not None:
@@ -125,8 +122,7 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
         packed = dense.reshape(tiles, kh, kw, depth, width)
     if pointwise:
         roots = _pointwise_tiles(op, packed, (x, bias, y), (depth, width), window, activation_op)
-        _erase_replaced([activation_op, op, bias_op], expanded)
-        return Recipe(tuple(Kernel(root, lambda _: None) for root in roots))
+        return _vector_code(roots, [activation_op, op, bias_op], expanded)
     if weights is not None:
         packed_filter = packed_global(op, packed, f"__glow_packed_gconv_{tiles}x{kh}x{kw}x{depth}x{width}")
     large_input = n * h * w * depth * 4 > L2_INPUT_BYTES
@@ -157,6 +153,13 @@ def grouped_recipe(op: ir.Operation) -> Recipe | None:
         scf.YieldOp([])
     _erase_replaced([activation_op, op, bias_op], expanded)
     return Recipe(tuple(kernels))
+
+
+def _vector_code(roots: list[ir.Operation], done: list[ir.Operation | None], expanded: list[ir.OpView]) -> Recipe:
+    """The recipe of kernels written as vector code (`roots`: no transform left to run on them), the ops they
+    replace erased (`_erase_replaced`)."""
+    _erase_replaced(done, expanded)
+    return Recipe(tuple(Kernel(root, lambda _: None) for root in roots))
 
 
 def _erase_replaced(done: list[ir.Operation | None], expanded: list[ir.OpView]) -> None:
